@@ -1,0 +1,61 @@
+/* Vendor profiles: how kiln recognises a device and what it needs to know to
+ * build and tune for it. Data and small pure functions only, no control flow:
+ * adding a vendor means one file here and one row in registry.c.
+ * Internal; runtime/ includes it through internal.h. */
+#ifndef KILN_BACKEND_H
+#define KILN_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a profile may look at to decide whether it matches a device. */
+struct kiln_backend_probe {
+  uint32_t vendor_id;
+  const char *vendor;        /* CL_DEVICE_VENDOR */
+  const char *platform_name; /* CL_PLATFORM_NAME */
+  const char *device_name;
+  int type;                  /* kiln_device_type */
+};
+
+/* Which shape of kernel suits the device. GPUs want many work-items sharing
+ * __local tiles; CPU OpenCL (PoCL) wants few work-items each owning a long
+ * contiguous chunk or a register tile, because its "local memory" is just
+ * global memory plus barrier cost. */
+enum kiln_kernel_family {
+  KILN_FAMILY_GPU = 0,
+  KILN_FAMILY_CPU = 1,
+};
+
+/* Per-op tuning parameters. The op library reads these, never vendor names.
+ * Every profile points at a complete row; generic.c holds the defaults. */
+struct kiln_tuning {
+  enum kiln_kernel_family family;
+  unsigned elementwise_wg;     /* work-group size for elementwise kernels */
+  unsigned reduce_wg;          /* work-group size for reductions */
+  unsigned gemm_tile;          /* GEMM tile edge (GPU family) */
+  unsigned transpose_tile;     /* transpose tile edge */
+};
+
+struct kiln_backend {
+  const char *name;        /* "nvidia", ... the KILN_PROFILE spelling */
+  const char *description;
+  bool (*match)(const struct kiln_backend_probe *probe);
+  /* Appended before the user's options on every build; each flag is
+   * justified by a comment in the profile's file. */
+  const char *build_options;
+  unsigned wg_multiple;    /* preferred work-group size multiple */
+  unsigned quirks;         /* kiln_quirk bits */
+  const struct kiln_tuning *tuning;
+};
+
+/* The registry (registry.c): profiles in matching order, generic last. */
+extern const struct kiln_backend *const kiln__backends[];
+extern const size_t kiln__backend_count;
+
+/* The first profile whose match() accepts probe; generic if none does. */
+const struct kiln_backend *kiln__backend_match(const struct kiln_backend_probe *probe);
+/* The profile called name (case-insensitive), or NULL. */
+const struct kiln_backend *kiln__backend_find(const char *name);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * kiln: a portable, vendor-neutral GPU compute runtime.
+ *
+ * Include this header only; the per-module headers refuse to be included on
+ * their own.
+ *
+ * Thread-safety default, stated once here: contexts, programs and buffers may
+ * be shared between threads; a queue, and a kernel handle whose arguments are
+ * being set, must be used by one thread at a time. Distinct queues may be used
+ * from distinct threads concurrently. Functions whose contract differs say so
+ * at their declaration.
+ *
+ * Errors: every fallible function returns a kiln_status (KILN_OK is 0, errors
+ * are negative) and leaves a precise message in kiln_last_error(). kiln never
+ * aborts, exits or prints.
+ */
+#ifndef KILN_H
+#define KILN_H
+
+#define KILN_H_INSIDE
+
+#include "kiln_version.h"
+#include "kiln_common.h"
+#include "kiln_error.h"
+#include "kiln_device.h"
+#include "kiln_context.h"
+#include "kiln_queue.h"
+#include "kiln_event.h"
+#include "kiln_buffer.h"
+#include "kiln_program.h"
+
+#undef KILN_H_INSIDE
+
+#endif

@@ -1,0 +1,49 @@
+/* Status names and the thread-local description of the last failure. */
+#ifndef KILN_ERROR_H
+#define KILN_ERROR_H
+
+#if !defined(KILN_H_INSIDE) && !defined(KILN_COMPILATION)
+#error "Only <kiln/kiln.h> can be included directly."
+#endif
+
+#include "kiln_common.h"
+
+KILN_BEGIN_DECLS
+
+/* "KILN_ERR_NO_DEVICE" for KILN_ERR_NO_DEVICE; "KILN_UNKNOWN_STATUS" for a
+ * value outside the table. Static storage; thread-safe. */
+KILN_API const char *kiln_status_name(kiln_status status);
+
+/* A short English description of status ("no device matches"). Static
+ * storage; thread-safe. */
+KILN_API const char *kiln_status_string(kiln_status status);
+
+/* The message describing the last failure of a kiln call on this thread: the
+ * failing OpenCL call and its error name, the device, a hint and, for build
+ * failures, an excerpt of the build log. Never NULL ("" when no call has
+ * failed). Owned by kiln; valid until this thread's next kiln call.
+ * Successful calls do not clear it. Thread-safe (per-thread storage). */
+KILN_API const char *kiln_last_error(void);
+
+/* The status of the last failure on this thread (KILN_OK if none). */
+KILN_API kiln_status kiln_last_status(void);
+
+/* The raw OpenCL error code behind the last failure on this thread, or 0 when
+ * the failure did not come from an OpenCL call. */
+KILN_API int32_t kiln_last_cl_error(void);
+
+/* Forget the last failure on this thread. */
+KILN_API void kiln_clear_error(void);
+
+/* The name of an OpenCL error code as spelled in the Khronos headers
+ * ("CL_INVALID_VALUE", "CL_PLATFORM_NOT_FOUND_KHR" for -1001), or
+ * "CL_UNKNOWN_ERROR" for a code no header defines. Static storage. */
+KILN_API const char *kiln_cl_error_name(int32_t cl_error);
+
+/* kiln's version string, "MAJOR.MINOR.PATCH", of the library actually loaded
+ * (compare with KILN_VERSION_STRING from the headers compiled against). */
+KILN_API const char *kiln_version(void);
+
+KILN_END_DECLS
+
+#endif

@@ -1,0 +1,98 @@
+/* User programs and kernels: build OpenCL C source, set arguments, launch. */
+#ifndef KILN_PROGRAM_H
+#define KILN_PROGRAM_H
+
+#if !defined(KILN_H_INSIDE) && !defined(KILN_COMPILATION)
+#error "Only <kiln/kiln.h> can be included directly."
+#endif
+
+#include "kiln_common.h"
+
+KILN_BEGIN_DECLS
+
+enum {
+  /* Neither read nor write the persistent program cache for this build. */
+  KILN_BUILD_NO_CACHE = 1u << 0,
+};
+
+/* Create an unbuilt program from OpenCL C source. source_length 0 means
+ * source is NUL-terminated. The source is copied. Thread-safe. */
+KILN_API kiln_status kiln_program_create(kiln_context *ctx, const char *source,
+                                         size_t source_length,
+                                         kiln_program **out);
+
+/* Build for the context's device with options (may be NULL) appended to the
+ * profile's default options. Uses the persistent cache unless flags has
+ * KILN_BUILD_NO_CACHE or the context disabled it. On failure returns
+ * KILN_ERR_BUILD_FAILED with an excerpt of the log in the last error; the full
+ * log stays available from kiln_program_build_log(). A built program cannot
+ * be rebuilt (KILN_ERR_INVALID_STATE). */
+KILN_API kiln_status kiln_program_build(kiln_program *program,
+                                        const char *options, unsigned flags);
+
+/* Convenience: create and build; on a build failure *out is NULL and the log
+ * excerpt is in the last error. */
+KILN_API kiln_status kiln_program_create_built(kiln_context *ctx,
+                                               const char *source,
+                                               const char *options,
+                                               kiln_program **out);
+
+/* The full log of the last build ("" when there was none). Borrowed; valid
+ * until the program is destroyed. */
+KILN_API const char *kiln_program_build_log(const kiln_program *program);
+
+/* Whether the last build was loaded from kiln's persistent cache. */
+KILN_API bool kiln_program_from_cache(const kiln_program *program);
+
+/* KILN_ERR_BUSY while kernels made from it are alive. NULL is a no-op. */
+KILN_API kiln_status kiln_program_destroy(kiln_program *program);
+
+/* A kernel handle for the __kernel function name of a built program.
+ * KILN_ERR_NOT_FOUND when there is no such kernel. */
+KILN_API kiln_status kiln_kernel_create(kiln_program *program, const char *name,
+                                        kiln_kernel **out);
+KILN_API kiln_status kiln_kernel_destroy(kiln_kernel *kernel);
+
+/* Number of arguments the kernel declares. */
+KILN_API uint32_t kiln_kernel_arg_count(const kiln_kernel *kernel);
+
+/* Argument setters. index must be below kiln_kernel_arg_count(). A kernel's
+ * arguments are part of its state: set and launch from one thread at a time.
+ * The values are captured at launch, so they may change after a launch
+ * returns. */
+KILN_API kiln_status kiln_kernel_set_arg_buffer(kiln_kernel *kernel,
+                                                uint32_t index,
+                                                const kiln_buffer *buffer);
+/* A __local array of size_bytes (> 0, at most the device's local memory). */
+KILN_API kiln_status kiln_kernel_set_arg_local(kiln_kernel *kernel,
+                                               uint32_t index,
+                                               size_t size_bytes);
+/* A by-value argument. size_bytes must equal the size of the parameter's
+ * declared type (checked against the declared type where the driver reports
+ * it; KILN_ERR_INVALID_SIZE otherwise). */
+KILN_API kiln_status kiln_kernel_set_arg_scalar(kiln_kernel *kernel,
+                                                uint32_t index,
+                                                const void *value,
+                                                size_t size_bytes);
+KILN_API kiln_status kiln_kernel_set_arg_i32(kiln_kernel *kernel, uint32_t index, int32_t value);
+KILN_API kiln_status kiln_kernel_set_arg_u32(kiln_kernel *kernel, uint32_t index, uint32_t value);
+KILN_API kiln_status kiln_kernel_set_arg_i64(kiln_kernel *kernel, uint32_t index, int64_t value);
+KILN_API kiln_status kiln_kernel_set_arg_u64(kiln_kernel *kernel, uint32_t index, uint64_t value);
+KILN_API kiln_status kiln_kernel_set_arg_f32(kiln_kernel *kernel, uint32_t index, float value);
+KILN_API kiln_status kiln_kernel_set_arg_f64(kiln_kernel *kernel, uint32_t index, double value);
+
+/* Launch over work_dim (1 to 3) dimensions. global_size entries must be > 0.
+ * local_size may be NULL (kiln chooses); otherwise each entry must divide the
+ * global size and respect the device's max work-item sizes, and their product
+ * the max work-group size. */
+KILN_API kiln_status kiln_kernel_launch(kiln_queue *queue, kiln_kernel *kernel,
+                                        uint32_t work_dim,
+                                        const size_t *global_size,
+                                        const size_t *local_size,
+                                        size_t num_wait,
+                                        kiln_event *const *wait_list,
+                                        kiln_event **out_event);
+
+KILN_END_DECLS
+
+#endif

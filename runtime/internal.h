@@ -1,0 +1,179 @@
+/* Internal declarations shared by runtime/ modules. Not installed.
+ *
+ * Naming: internal non-static functions are kiln__<module>_<verb>. */
+#ifndef KILN_INTERNAL_H
+#define KILN_INTERNAL_H
+
+/* The one place that fixes the OpenCL API level kiln compiles against: 3.0
+ * headers, with 1.2 entry points still declared, because drivers from 1.2
+ * (Oclgrind, older NVIDIA) to 3.0 (PoCL, rusticl) must all work. */
+#define CL_TARGET_OPENCL_VERSION 300
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#include <CL/opencl.h>
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <pthread.h>
+
+#include "kiln/kiln.h"
+#include "backend.h"
+
+/* ---- errors (error.c) --------------------------------------------------- */
+
+/* Record a failure that did not come from OpenCL; returns status so callers
+ * can write `return kiln__fail(KILN_ERR_..., "...", ...);`. */
+kiln_status kiln__fail(kiln_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Record a failed OpenCL call: "clCreateBuffer: CL_INVALID_BUFFER_SIZE (-61)
+ * on device 'NAME' (PLATFORM): <context>. Hint: ...". device may be NULL.
+ * Maps err to the matching kiln_status and returns it. */
+kiln_status kiln__fail_cl(cl_int err, const char *call,
+                          const struct kiln_device *device, const char *fmt,
+                          ...) __attribute__((format(printf, 4, 5)));
+
+/* Map an OpenCL error code to a kiln_status. */
+kiln_status kiln__status_from_cl(cl_int err);
+
+/* ---- size arithmetic ---------------------------------------------------- */
+
+static inline bool kiln__add_overflows(size_t a, size_t b, size_t *sum) {
+  return __builtin_add_overflow(a, b, sum);
+}
+static inline bool kiln__mul_overflows(size_t a, size_t b, size_t *product) {
+  return __builtin_mul_overflow(a, b, product);
+}
+
+/* ---- devices (device.c) ------------------------------------------------- */
+
+struct kiln_device {
+  cl_platform_id platform;
+  cl_device_id id;
+  kiln_device_info info;       /* strings point into storage */
+  const struct kiln_backend *backend; /* matched profile */
+  char *storage;               /* one allocation holding every info string */
+};
+
+/* A deep copy of device that owns its strings, for contexts that outlive
+ * their device list. */
+kiln_status kiln__device_clone(const struct kiln_device *device,
+                               struct kiln_device **out);
+void kiln__device_free(struct kiln_device *device);
+
+/* ---- context (context.c) ------------------------------------------------ */
+
+struct kiln__program_memo;  /* program.c / cache.c: compiled-once table */
+
+struct kiln_context {
+  cl_context cl;
+  struct kiln_device *device;          /* owned clone */
+  const struct kiln_backend *backend;  /* profile in force */
+  unsigned flags;                      /* KILN_CONTEXT_* */
+  atomic_size_t children;              /* live queues, buffers, programs, events */
+  struct kiln__program_memo *memo;     /* op kernels built once per context */
+};
+
+void kiln__context_child_added(kiln_context *ctx);
+void kiln__context_child_removed(kiln_context *ctx);
+
+/* ---- queue, event (queue.c, event.c) ------------------------------------ */
+
+struct kiln__kernel_cache; /* memo.c: op kernels cached per queue */
+
+struct kiln_queue {
+  kiln_context *ctx;
+  cl_command_queue cl;
+  unsigned flags;
+  struct kiln__kernel_cache *kernels; /* created lazily by kiln__queue_kernel */
+};
+
+struct kiln_event {
+  kiln_context *ctx;
+  cl_event cl;
+  atomic_uint refs;
+  bool profiled; /* came from a queue with KILN_QUEUE_PROFILING */
+};
+
+/* Wrap a freshly returned cl_event (kiln takes over its reference) into
+ * *out. On failure the cl_event is released. */
+kiln_status kiln__event_wrap(kiln_queue *queue, cl_event ev, kiln_event **out);
+
+/* Validate a wait list against queue's context and convert it. When
+ * num_wait <= KILN__WAIT_INLINE the result is written into inline_buf, else a
+ * heap array is returned that the caller frees with kiln__wait_list_free. */
+#define KILN__WAIT_INLINE 16
+kiln_status kiln__wait_list(const kiln_queue *queue, size_t num_wait,
+                            kiln_event *const *wait_list,
+                            cl_event inline_buf[KILN__WAIT_INLINE],
+                            cl_event **out);
+void kiln__wait_list_free(cl_event *list, cl_event inline_buf[KILN__WAIT_INLINE]);
+
+/* Finish an enqueue: if out_event is non-NULL wrap ev into it, else release
+ * ev. Returns the status of wrapping. */
+kiln_status kiln__event_out(kiln_queue *queue, cl_event ev,
+                            kiln_event **out_event);
+
+/* ---- buffer (buffer.c) -------------------------------------------------- */
+
+struct kiln_buffer {
+  kiln_context *ctx;
+  cl_mem cl;
+  size_t size;
+  unsigned flags;
+  kiln_buffer *parent;     /* for sub-buffer views */
+  atomic_size_t children;  /* live views */
+};
+
+/* Check that [offset, offset + size) lies inside buffer; what names the
+ * argument in the error ("dst"). Zero sizes are refused. */
+kiln_status kiln__buffer_range(const kiln_buffer *buffer, size_t offset,
+                               size_t size, const char *what);
+
+/* ---- program, kernel (program.c, kernel.c) ------------------------------ */
+
+struct kiln_program {
+  kiln_context *ctx;
+  cl_program cl;
+  char *source;
+  size_t source_length;
+  char *log;
+  bool built;
+  bool from_cache;
+  atomic_size_t children;  /* live kernels */
+};
+
+struct kiln_kernel {
+  kiln_program *program;
+  cl_kernel cl;
+  uint32_t num_args;
+};
+
+/* ---- embedded op kernels and the program memo (program.c, cache.c) ----- */
+
+/* The OpenCL C source of the embedded op kernel file `name` (the .cl file's
+ * base name, "elementwise"), with shared headers already inlined, or NULL.
+ * *length receives its length. */
+const char *kiln__kernel_source(const char *name, size_t *length);
+
+/* The built cl_program for embedded source `name` with extra build options
+ * (may be NULL; the profile's options are always prepended) on ctx: built at
+ * most once per (context, name, options), thread-safely, through the
+ * persistent cache. The program stays owned by the context; do not release
+ * it. */
+kiln_status kiln__op_program(kiln_context *ctx, const char *name,
+                             const char *options, cl_program *out);
+
+/* A cl_kernel for kernel_name in embedded program `name` built with options,
+ * cached on queue: a queue is used by one thread at a time, so the op library
+ * may set this kernel's arguments without locks. Owned by the queue. */
+kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
+                               const char *options, const char *kernel_name,
+                               cl_kernel *out);
+/* Release the kernels cached on queue (queue.c calls it on destroy). */
+void kiln__queue_kernels_free(kiln_queue *queue);
+
+/* Create the memo a context keeps; free it (releasing its programs). */
+kiln_status kiln__memo_create(struct kiln__program_memo **out);
+void kiln__memo_destroy(struct kiln__program_memo *memo);
+
+#endif

@@ -1,0 +1,102 @@
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static kiln_device_list *device_list;
+static kiln_selection *selection;
+
+size_t kiln_test_device_count(void) {
+  return selection ? kiln_selection_count(selection) : 0;
+}
+
+const kiln_device *kiln_test_device(size_t index) {
+  return kiln_selection_get(selection, index);
+}
+
+void kiln_test_open(size_t index, kiln_context **ctx, kiln_queue **queue) {
+  assert_kiln_ok(kiln_context_create(kiln_test_device(index), NULL, ctx));
+  if (queue != NULL)
+    assert_kiln_ok(kiln_queue_create(*ctx, KILN_QUEUE_PROFILING, queue));
+}
+
+void kiln_test_close(kiln_context *ctx, kiln_queue *queue) {
+  assert_kiln_ok(kiln_queue_destroy(queue));
+  assert_kiln_ok(kiln_context_destroy(ctx));
+}
+
+void kiln_test_fill_random(float *data, size_t count, float lo, float hi,
+                           uint32_t seed) {
+  uint32_t state = seed ? seed : 1u;
+  for (size_t i = 0; i < count; i++) {
+    /* xorshift32: deterministic across platforms, unlike rand(). */
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    data[i] = lo + (hi - lo) * (float)(state >> 8) / (float)(1u << 24);
+  }
+}
+
+static bool require_device(void) {
+  const char *v = getenv("KILN_REQUIRE_DEVICE");
+  return v != NULL && strcmp(v, "1") == 0;
+}
+
+/* Select the devices under test; 0 on success, 1 on a hard failure. */
+static int select_devices(void) {
+  const char *selector = getenv("KILN_TEST_DEVICE");
+  if (selector == NULL || selector[0] == '\0')
+    selector = "all";
+  if (kiln_device_list_create(&device_list) != KILN_OK) {
+    fprintf(stderr, "# device enumeration failed: %s\n", kiln_last_error());
+    return 1;
+  }
+  if (kiln_selection_create(device_list, selector, &selection) != KILN_OK) {
+    fprintf(stderr, "# KILN_TEST_DEVICE=%s: %s\n", selector, kiln_last_error());
+    return 1;
+  }
+  for (size_t i = 0; i < kiln_test_device_count(); i++) {
+    const kiln_device_info *info = kiln_device_get_info(kiln_test_device(i));
+    fprintf(stderr, "# testing on %zu:%zu %s (%s, profile %s)\n",
+            info->platform_index, info->device_index, info->name,
+            info->platform_name, info->profile);
+  }
+  return 0;
+}
+
+static void skip_all(void **state) {
+  (void)state;
+  skip();
+}
+
+int kiln_test_run(const char *group, const struct CMUnitTest *tests,
+                  size_t count, bool needs_device) {
+  if (select_devices() != 0)
+    return 1;
+  int failed;
+  if (needs_device && kiln_test_device_count() == 0) {
+    if (require_device()) {
+      fprintf(stderr, "# no device matches KILN_TEST_DEVICE and "
+                      "KILN_REQUIRE_DEVICE=1\n");
+      return 1;
+    }
+    /* Report each test as skipped rather than passing silently. */
+    struct CMUnitTest *skipped = calloc(count, sizeof *skipped);
+    if (skipped == NULL)
+      return 1;
+    for (size_t i = 0; i < count; i++) {
+      skipped[i] = tests[i];
+      skipped[i].test_func = skip_all;
+      skipped[i].setup_func = NULL;
+      skipped[i].teardown_func = NULL;
+    }
+    failed = _cmocka_run_group_tests(group, skipped, count, NULL, NULL);
+    free(skipped);
+  } else {
+    failed = _cmocka_run_group_tests(group, tests, count, NULL, NULL);
+  }
+  kiln_selection_destroy(selection);
+  kiln_device_list_destroy(device_list);
+  return failed ? 1 : 0;
+}

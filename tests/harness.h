@@ -1,0 +1,72 @@
+/* Shared test harness: which devices the tests run on, and assertion helpers
+ * that print kiln's last error when a call fails.
+ *
+ * Devices come from the selector in KILN_TEST_DEVICE (default "all").
+ * When no device is taken every test is skipped, unless KILN_REQUIRE_DEVICE=1,
+ * which makes that a failure (CI sets it). */
+#ifndef KILN_TEST_HARNESS_H
+#define KILN_TEST_HARNESS_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <string.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kiln/kiln.h"
+
+#define assert_kiln_ok(expr)                                                \
+  do {                                                                      \
+    kiln_status s_ = (expr);                                                \
+    if (s_ != KILN_OK)                                                      \
+      fail_msg("%s returned %s: %s", #expr, kiln_status_name(s_),           \
+               kiln_last_error());                                          \
+  } while (0)
+
+#define assert_kiln_status(expr, expected)                                  \
+  do {                                                                      \
+    kiln_status s_ = (expr);                                                \
+    if (s_ != (expected))                                                   \
+      fail_msg("%s returned %s, expected %s (last error: %s)", #expr,       \
+               kiln_status_name(s_), kiln_status_name(expected),            \
+               kiln_last_error());                                          \
+  } while (0)
+
+/* Assert that the last error mentions text (case-sensitive substring). */
+#define assert_last_error_contains(text)                                    \
+  do {                                                                      \
+    if (strstr(kiln_last_error(), (text)) == NULL)                          \
+      fail_msg("last error \"%s\" does not mention \"%s\"",                 \
+               kiln_last_error(), (text));                                  \
+  } while (0)
+
+/* The devices under test, in list order. Valid during kiln_test_run. */
+size_t kiln_test_device_count(void);
+const kiln_device *kiln_test_device(size_t index);
+
+/* A context and an in-order queue (profiling on) for test device index.
+ * Fails the test on error. */
+void kiln_test_open(size_t index, kiln_context **ctx, kiln_queue **queue);
+/* Destroy the queue and context, asserting both succeed (so a leaked child
+ * shows up as KILN_ERR_BUSY). */
+void kiln_test_close(kiln_context *ctx, kiln_queue *queue);
+
+/* Run a cmocka group over the devices under test. Tests that need no device
+ * still run when there is none. Returns the process exit status. */
+int kiln_test_run(const char *group, const struct CMUnitTest *tests,
+                  size_t count, bool needs_device);
+
+#define KILN_TEST_RUN(group, tests, needs_device) \
+  kiln_test_run(group, tests, sizeof(tests) / sizeof((tests)[0]), needs_device)
+
+/* Loop over every device under test: `FOR_EACH_TEST_DEVICE(i) { ... }`. */
+#define FOR_EACH_TEST_DEVICE(i) \
+  for (size_t i = 0; i < kiln_test_device_count(); i++)
+
+/* Fill with deterministic pseudo-random floats in [lo, hi). */
+void kiln_test_fill_random(float *data, size_t count, float lo, float hi,
+                           uint32_t seed);
+
+#endif
