@@ -19,15 +19,15 @@
 
 #define KILN_H_INSIDE
 
-#include "kiln_version.h"
-#include "kiln_common.h"
-#include "kiln_error.h"
-#include "kiln_device.h"
-#include "kiln_context.h"
-#include "kiln_queue.h"
-#include "kiln_event.h"
-#include "kiln_buffer.h"
-#include "kiln_program.h"
+#include "kiln/kiln_version.h"
+#include "kiln/kiln_common.h"
+#include "kiln/kiln_error.h"
+#include "kiln/kiln_device.h"
+#include "kiln/kiln_context.h"
+#include "kiln/kiln_queue.h"
+#include "kiln/kiln_event.h"
+#include "kiln/kiln_buffer.h"
+#include "kiln/kiln_program.h"
 
 #undef KILN_H_INSIDE
 

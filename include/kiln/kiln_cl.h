@@ -4,7 +4,7 @@
 #ifndef KILN_CL_H
 #define KILN_CL_H
 
-#include "kiln.h"
+#include "kiln/kiln.h"
 
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 300

@@ -7,8 +7,8 @@
 #error "Only <kiln/kiln.h> can be included directly."
 #endif
 
-#include "kiln_common.h"
-#include "kiln_device.h"
+#include "kiln/kiln_common.h"
+#include "kiln/kiln_device.h"
 
 KILN_BEGIN_DECLS
 

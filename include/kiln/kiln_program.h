@@ -6,7 +6,7 @@
 #error "Only <kiln/kiln.h> can be included directly."
 #endif
 
-#include "kiln_common.h"
+#include "kiln/kiln_common.h"
 
 KILN_BEGIN_DECLS
 
