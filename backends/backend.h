@@ -28,13 +28,15 @@ enum kiln_kernel_family {
 };
 
 /* Per-op tuning parameters. The op library reads these, never vendor names.
- * Every profile points at a complete row; generic.c holds the defaults. */
+ * Rows are written with designated initializers; a field left 0 means "use
+ * the generic default" (generic.c), so adding a field never breaks a row. */
 struct kiln_tuning {
   enum kiln_kernel_family family;
   unsigned elementwise_wg;     /* work-group size for elementwise kernels */
   unsigned reduce_wg;          /* work-group size for reductions */
   unsigned gemm_tile;          /* GEMM tile edge (GPU family) */
   unsigned transpose_tile;     /* transpose tile edge */
+  bool native_half;            /* f16 arithmetic in half pays on this device */
 };
 
 struct kiln_backend {
