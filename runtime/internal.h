@@ -115,19 +115,34 @@ kiln_status kiln__event_out(kiln_queue *queue, cl_event ev,
 
 /* ---- buffer (buffer.c) -------------------------------------------------- */
 
+struct kiln__mapping; /* buffer.c: one live kiln_buffer_map result */
+
 struct kiln_buffer {
   kiln_context *ctx;
   cl_mem cl;
   size_t size;
-  unsigned flags;
+  unsigned flags;          /* KILN_MEM_* access in force */
   kiln_buffer *parent;     /* for sub-buffer views */
+  size_t origin;           /* views: byte offset of the view in parent */
   atomic_size_t children;  /* live views */
+  pthread_mutex_t map_lock;     /* guards maps */
+  struct kiln__mapping *maps;   /* live mappings, to validate unmap */
 };
 
 /* Check that [offset, offset + size) lies inside buffer; what names the
- * argument in the error ("dst"). Zero sizes are refused. */
+ * argument in the error and may carry the caller's name
+ * ("kiln_buffer_write: dst" gives "kiln_buffer_write: dst range [offset 96,
+ * +64 bytes) exceeds the buffer's 128 bytes"). Zero sizes are refused. */
 kiln_status kiln__buffer_range(const kiln_buffer *buffer, size_t offset,
                                size_t size, const char *what);
+
+/* Make a kiln buffer around mem, taking over the caller's reference (on
+ * failure mem is released). parent and origin describe a view (parent NULL
+ * otherwise); flags are the KILN_MEM_* access in force. fn names the public
+ * caller in errors. */
+kiln_status kiln__buffer_wrap(kiln_context *ctx, cl_mem mem, size_t size,
+                              unsigned flags, kiln_buffer *parent,
+                              size_t origin, const char *fn, kiln_buffer **out);
 
 /* ---- program, kernel (program.c, kernel.c) ------------------------------ */
 
