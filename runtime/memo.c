@@ -1,0 +1,355 @@
+/* Embedded op kernel sources, the per-context program memo and the per-queue
+ * kernel cache.
+ *
+ * The memo guarantees that each (source name, options) pair is compiled at
+ * most once per context however many threads ask at once: the first asker
+ * marks the entry as building and compiles outside the lock (a PoCL build
+ * takes a second; holding the lock would serialise unrelated builds), and the
+ * others wait on a condition variable for its result. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "build.h"
+#include "embedded_kernels.h"
+#include "internal.h"
+
+const char *kiln__kernel_source(const char *name, size_t *length) {
+  if (name == NULL)
+    return NULL;
+  for (size_t i = 0; i < kiln__embedded_kernel_count; i++) {
+    if (strcmp(kiln__embedded_kernels[i].name, name) == 0) {
+      if (length != NULL)
+        *length = kiln__embedded_kernels[i].length;
+      return (const char *)kiln__embedded_kernels[i].source;
+    }
+  }
+  return NULL;
+}
+
+size_t kiln__kernel_source_count(void) { return kiln__embedded_kernel_count; }
+
+const char *kiln__kernel_source_name(size_t index) {
+  return index < kiln__embedded_kernel_count ? kiln__embedded_kernels[index].name
+                                             : NULL;
+}
+
+/* ---- the per-context program memo ------------------------------------- */
+
+enum entry_state { ENTRY_BUILDING, ENTRY_DONE, ENTRY_FAILED };
+
+struct memo_entry {
+  struct memo_entry *next;
+  char *name;
+  char *options; /* "" for none */
+  enum entry_state state;
+  cl_program program;
+  kiln_status status;  /* of the failed build */
+  char *message;       /* last error of the failed build */
+};
+
+struct kiln__program_memo {
+  pthread_mutex_t lock;
+  pthread_cond_t built; /* broadcast whenever an entry leaves BUILDING */
+  struct memo_entry *entries;
+  size_t builds; /* compilations started, for tests */
+};
+
+kiln_status kiln__memo_create(struct kiln__program_memo **out) {
+  if (out == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "kiln__memo_create: out is NULL");
+  *out = NULL;
+  struct kiln__program_memo *memo = calloc(1, sizeof *memo);
+  if (memo == NULL)
+    goto fail;
+  if (pthread_mutex_init(&memo->lock, NULL) != 0)
+    goto fail;
+  if (pthread_cond_init(&memo->built, NULL) != 0) {
+    pthread_mutex_destroy(&memo->lock);
+    goto fail;
+  }
+  *out = memo;
+  return KILN_OK;
+fail:
+  free(memo);
+  return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                    "kiln__memo_create: cannot allocate the program memo");
+}
+
+void kiln__memo_destroy(struct kiln__program_memo *memo) {
+  if (memo == NULL)
+    return;
+  struct memo_entry *e = memo->entries;
+  while (e != NULL) {
+    struct memo_entry *next = e->next;
+    if (e->program != NULL)
+      clReleaseProgram(e->program);
+    free(e->name);
+    free(e->options);
+    free(e->message);
+    free(e);
+    e = next;
+  }
+  pthread_cond_destroy(&memo->built);
+  pthread_mutex_destroy(&memo->lock);
+  free(memo);
+}
+
+size_t kiln__memo_build_count(const kiln_context *ctx) {
+  if (ctx == NULL || ctx->memo == NULL)
+    return 0;
+  struct kiln__program_memo *memo = ctx->memo;
+  pthread_mutex_lock(&memo->lock);
+  size_t n = memo->builds;
+  pthread_mutex_unlock(&memo->lock);
+  return n;
+}
+
+static struct memo_entry *find_entry(struct kiln__program_memo *memo,
+                                     const char *name, const char *options) {
+  for (struct memo_entry *e = memo->entries; e != NULL; e = e->next)
+    if (strcmp(e->name, name) == 0 && strcmp(e->options, options) == 0)
+      return e;
+  return NULL;
+}
+
+static struct memo_entry *new_entry(const char *name, const char *options) {
+  struct memo_entry *e = calloc(1, sizeof *e);
+  if (e == NULL)
+    return NULL;
+  e->name = strdup(name);
+  e->options = strdup(options);
+  if (e->name == NULL || e->options == NULL) {
+    free(e->name);
+    free(e->options);
+    free(e);
+    return NULL;
+  }
+  e->state = ENTRY_BUILDING;
+  return e;
+}
+
+/* Compile entry e (state BUILDING, owned by this thread) outside the lock and
+ * publish the result. */
+static kiln_status build_entry(kiln_context *ctx, struct memo_entry *e,
+                               const char *source, size_t length,
+                               cl_program *program) {
+  struct kiln__program_memo *memo = ctx->memo;
+  struct kiln__build_request req = {
+      .ctx = ctx,
+      .source = source,
+      .source_length = length,
+      .options = e->options,
+      .label = e->name,
+      .use_cache = (ctx->flags & KILN_CONTEXT_NO_CACHE) == 0,
+      .arg_info = false,
+  };
+  struct kiln__build_result res;
+  kiln_status st = kiln__build_program(&req, &res);
+  char *message = st == KILN_OK ? NULL : strdup(kiln_last_error());
+  free(res.log);
+
+  pthread_mutex_lock(&memo->lock);
+  if (st == KILN_OK) {
+    e->program = res.program;
+    *program = res.program;
+    e->state = ENTRY_DONE;
+  } else {
+    free(e->message);
+    e->message = message;
+    e->status = st;
+    e->state = ENTRY_FAILED;
+  }
+  pthread_cond_broadcast(&memo->built);
+  pthread_mutex_unlock(&memo->lock);
+  return st;
+}
+
+/* Look up or build (name, options); on success *program is its program. */
+static kiln_status memo_get(kiln_context *ctx, const char *name,
+                            const char *options, cl_program *program) {
+  *program = NULL;
+  if (ctx == NULL || name == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER,
+                      "kiln__op_program: %s is NULL",
+                      ctx == NULL ? "ctx" : "name");
+  if (ctx->memo == NULL)
+    return kiln__fail(KILN_ERR_INVALID_STATE,
+                      "kiln__op_program: the context has no program memo");
+  if (options == NULL)
+    options = "";
+  size_t length = 0;
+  const char *source = kiln__kernel_source(name, &length);
+  if (source == NULL)
+    return kiln__fail(KILN_ERR_NOT_FOUND,
+                      "kiln__op_program: no embedded kernel source named "
+                      "'%s' (the library was built without cl_kernels/%s.cl)",
+                      name, name);
+
+  struct kiln__program_memo *memo = ctx->memo;
+  pthread_mutex_lock(&memo->lock);
+  struct memo_entry *e = find_entry(memo, name, options);
+  if (e == NULL) {
+    e = new_entry(name, options);
+    if (e == NULL) {
+      pthread_mutex_unlock(&memo->lock);
+      return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                        "kiln__op_program: cannot allocate a memo entry");
+    }
+    e->next = memo->entries;
+    memo->entries = e;
+    memo->builds++;
+    pthread_mutex_unlock(&memo->lock);
+    kiln_status st = build_entry(ctx, e, source, length, program);
+    return st;
+  }
+  /* A failed build is retried by the next caller that finds it failed: the
+   * failure may have been transient (memory). Threads already waiting on
+   * that build get its failure. */
+  if (e->state == ENTRY_FAILED) {
+    e->state = ENTRY_BUILDING;
+    memo->builds++;
+    pthread_mutex_unlock(&memo->lock);
+    kiln_status st = build_entry(ctx, e, source, length, program);
+    return st;
+  }
+  while (e->state == ENTRY_BUILDING)
+    pthread_cond_wait(&memo->built, &memo->lock);
+  kiln_status st = KILN_OK;
+  if (e->state == ENTRY_FAILED)
+    st = kiln__fail(e->status, "%s",
+                    e->message != NULL ? e->message
+                                       : "kiln__op_program: the build failed");
+  else
+    *program = e->program;
+  pthread_mutex_unlock(&memo->lock);
+  return st;
+}
+
+kiln_status kiln__op_program(kiln_context *ctx, const char *name,
+                             const char *options, cl_program *out) {
+  if (out == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "kiln__op_program: out is NULL");
+  return memo_get(ctx, name, options, out);
+}
+
+/* ---- kernels cached per queue ----------------------------------------- */
+
+struct queue_kernel {
+  uint64_t hash;
+  char *name;
+  char *options;
+  char *kernel_name;
+  cl_kernel kernel;
+};
+
+struct kiln__kernel_cache {
+  struct queue_kernel *items;
+  size_t count, capacity;
+};
+
+/* FNV-1a over the three strings with separators: cheap, and only a filter
+ * before the string comparisons. */
+static uint64_t key_hash(const char *a, const char *b, const char *c) {
+  uint64_t h = 14695981039346656037ull;
+  const char *parts[3] = {a, b, c};
+  for (int i = 0; i < 3; i++) {
+    for (const char *p = parts[i]; *p != '\0'; p++)
+      h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h = (h ^ 0xffu) * 1099511628211ull;
+  }
+  return h;
+}
+
+void kiln__queue_kernels_free(kiln_queue *queue) {
+  if (queue == NULL || queue->kernels == NULL)
+    return;
+  struct kiln__kernel_cache *cache = queue->kernels;
+  for (size_t i = 0; i < cache->count; i++) {
+    clReleaseKernel(cache->items[i].kernel);
+    free(cache->items[i].name);
+    free(cache->items[i].options);
+    free(cache->items[i].kernel_name);
+  }
+  free(cache->items);
+  free(cache);
+  queue->kernels = NULL;
+}
+
+static kiln_status add_kernel(struct kiln__kernel_cache *cache,
+                              const struct queue_kernel *item) {
+  if (cache->count == cache->capacity) {
+    size_t cap = cache->capacity == 0 ? 8 : cache->capacity * 2;
+    struct queue_kernel *items = realloc(cache->items, cap * sizeof *items);
+    if (items == NULL)
+      return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                        "kiln__queue_kernel: cannot grow the kernel cache");
+    cache->items = items;
+    cache->capacity = cap;
+  }
+  cache->items[cache->count++] = *item;
+  return KILN_OK;
+}
+
+kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
+                               const char *options, const char *kernel_name,
+                               cl_kernel *out) {
+  if (out != NULL)
+    *out = NULL;
+  if (queue == NULL || name == NULL || kernel_name == NULL || out == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "kiln__queue_kernel: %s is NULL",
+                      queue == NULL  ? "queue"
+                      : name == NULL ? "name"
+                      : out == NULL  ? "out"
+                                     : "kernel_name");
+  if (options == NULL)
+    options = "";
+  uint64_t h = key_hash(name, options, kernel_name);
+  struct kiln__kernel_cache *cache = queue->kernels;
+  if (cache != NULL) {
+    for (size_t i = 0; i < cache->count; i++) {
+      struct queue_kernel *k = &cache->items[i];
+      if (k->hash == h && strcmp(k->kernel_name, kernel_name) == 0 &&
+          strcmp(k->name, name) == 0 && strcmp(k->options, options) == 0) {
+        *out = k->kernel;
+        return KILN_OK;
+      }
+    }
+  } else {
+    cache = calloc(1, sizeof *cache);
+    if (cache == NULL)
+      return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                        "kiln__queue_kernel: cannot allocate the kernel cache");
+    queue->kernels = cache;
+  }
+
+  cl_program program = NULL;
+  kiln_status st = memo_get(queue->ctx, name, options, &program);
+  if (st != KILN_OK)
+    return st;
+  cl_int err = CL_SUCCESS;
+  struct queue_kernel item = {.hash = h};
+  item.kernel = clCreateKernel(program, kernel_name, &err);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(err, "clCreateKernel", queue->ctx->device,
+                         "kernel '%s' of embedded program '%s'", kernel_name,
+                         name);
+  item.name = strdup(name);
+  item.options = strdup(options);
+  item.kernel_name = strdup(kernel_name);
+  if (item.name == NULL || item.options == NULL || item.kernel_name == NULL) {
+    st = kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                    "kiln__queue_kernel: cannot copy the kernel's name");
+    goto fail;
+  }
+  st = add_kernel(cache, &item);
+  if (st != KILN_OK)
+    goto fail;
+  *out = item.kernel;
+  return KILN_OK;
+fail:
+  clReleaseKernel(item.kernel);
+  free(item.name);
+  free(item.options);
+  free(item.kernel_name);
+  return st;
+}
