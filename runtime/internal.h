@@ -157,10 +157,21 @@ struct kiln_program {
   atomic_size_t children;  /* live kernels */
 };
 
+/* What kernel.c knows of one kernel argument (kernel.c). */
+struct kiln__kernel_arg {
+  size_t size;          /* by-value size of the declared type; 0 if unknown */
+  unsigned address;     /* CL_KERNEL_ARG_ADDRESS_*; 0 if unknown */
+  bool set;             /* a setter succeeded for it */
+  char type[40];        /* declared type name ("float4"); "" if unknown */
+};
+
 struct kiln_kernel {
   kiln_program *program;
   cl_kernel cl;
   uint32_t num_args;
+  char *name;
+  struct kiln__kernel_arg *args; /* num_args entries */
+  bool arg_info;                 /* the driver reported argument types */
 };
 
 /* ---- embedded op kernels and the program memo (program.c, cache.c) ----- */
