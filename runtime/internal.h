@@ -85,7 +85,15 @@ struct kiln_queue {
   cl_command_queue cl;
   unsigned flags;
   struct kiln__kernel_cache *kernels; /* created lazily by kiln__queue_kernel */
+  /* Op library scratch (ops_common.c): created at first use, grown on
+   * demand; queue.c must call kiln__ops_queue_free on destroy. */
+  cl_mem op_workspace;
+  size_t op_workspace_bytes;
 };
+
+/* Release the op library's per-queue state (the workspace). queue.c calls it
+ * when destroying a queue, after the queue has finished. */
+void kiln__ops_queue_free(kiln_queue *queue);
 
 struct kiln_event {
   kiln_context *ctx;
