@@ -60,4 +60,23 @@ const struct kiln_backend *kiln__backend_match(const struct kiln_backend_probe *
 /* The profile called name (case-insensitive), or NULL. */
 const struct kiln_backend *kiln__backend_find(const char *name);
 
+/* ---- shared facts for match() and the selector (registry.c) ------------ */
+
+/* Who made the hardware. The vendor string wins over the vendor id because
+ * CPU implementations lie about the id (PoCL 3.1 reports Intel's 0x8086 on
+ * an AMD EPYC while its vendor string says "AuthenticAMD"); the id decides
+ * only when the string names no known vendor. */
+enum kiln_vendor {
+  KILN_VENDOR_UNKNOWN = 0,
+  KILN_VENDOR_NVIDIA,
+  KILN_VENDOR_AMD,
+  KILN_VENDOR_INTEL,
+};
+enum kiln_vendor kiln__backend_vendor(uint32_t vendor_id, const char *vendor);
+/* The OpenCL implementation, recognised by its platform name. */
+bool kiln__backend_is_pocl(const char *platform_name);
+bool kiln__backend_is_rusticl(const char *platform_name);
+/* Case-insensitive substring test; NULL haystack or needle is no match. */
+bool kiln__contains_nocase(const char *haystack, const char *needle);
+
 #endif

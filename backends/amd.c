@@ -1,0 +1,39 @@
+/* AMD GPUs through ROCm's OpenCL runtime (or the older AMDGPU-PRO one). */
+#include "kiln/kiln.h"
+#include "backend.h"
+
+static bool match(const struct kiln_backend_probe *probe) {
+  return probe->type == KILN_DEVICE_GPU &&
+         kiln__backend_vendor(probe->vendor_id, probe->vendor) ==
+             KILN_VENDOR_AMD;
+}
+
+static const struct kiln_tuning tuning = {
+    .family = KILN_FAMILY_GPU,
+    /* 256 = four GCN wavefronts (eight RDNA wave32s) per group, ROCm's
+     * default work-group size. */
+    .elementwise_wg = 256,
+    .reduce_wg = 256,
+    /* 16x16 tiles: 256 work-items, within the 256-item limit ROCm applies to
+     * kernels compiled without an attribute. */
+    .gemm_tile = 16,
+    /* 16x16 = 256 items for the same reason; LDS bank conflicts are avoided
+     * by padding in the kernel, not by a larger tile. */
+    .transpose_tile = 16,
+    /* Vega and later have packed (2x rate) half arithmetic. */
+    .native_half = true,
+};
+
+const struct kiln_backend kiln_backend_amd = {
+    .name = "amd",
+    .description = "AMD GPUs (ROCm OpenCL runtime)",
+    .match = match,
+    /* No flags: ROCm's clang contracts a*b+c into FMA by default (full rate
+     * since GCN), so -cl-mad-enable would only lower accuracy. */
+    .build_options = "",
+    /* A GCN/CDNA wavefront is 64 work-items; RDNA's wave32 divides 64, so
+     * 64 never leaves lanes idle on either. */
+    .wg_multiple = 64,
+    .quirks = 0,
+    .tuning = &tuning,
+};

@@ -1,0 +1,46 @@
+/* PoCL's CPU devices (pthread, basic): OpenCL on the host CPU, what CI runs.
+ *
+ * Facts behind this profile are measured in PLATFORM-FACTS.md: __local memory
+ * is ordinary global memory, barriers are expensive, a*b+c is never fused
+ * into FMA, and the default local size for a small range is one work-group
+ * on one thread. PoCL's GPU drivers (pocl-cuda, level0) report a GPU type and
+ * fall through to the vendor profiles, which fit them better. */
+#include "kiln/kiln.h"
+#include "backend.h"
+
+static bool match(const struct kiln_backend_probe *probe) {
+  return probe->type == KILN_DEVICE_CPU &&
+         kiln__backend_is_pocl(probe->platform_name);
+}
+
+static const struct kiln_tuning tuning = {
+    /* Few work-items, each owning a long contiguous chunk or a register
+     * tile: GPU-style kernels run 100-400x slower here. */
+    .family = KILN_FAMILY_CPU,
+    /* PoCL runs a work-group as one task on one thread, looping over its
+     * work-items with vectors of up to 16 floats; 256 items amortise the
+     * per-group scheduling cost and stay a multiple of every vector width. */
+    .elementwise_wg = 256,
+    /* Reductions: each work-item reduces a long chunk in vector
+     * accumulators; 16 items per group give the final pass little to do. */
+    .reduce_wg = 16,
+    /* f16 is not supported (CL_DEVICE_HALF_FP_CONFIG is 0), and CPUs
+     * without AVX-512 FP16 compute half in float anyway. */
+    .native_half = false,
+};
+
+const struct kiln_backend kiln_backend_pocl = {
+    .name = "pocl",
+    .description = "PoCL on the host CPU (CPU-style kernels, explicit fma)",
+    .match = match,
+    /* No flags: -cl-mad-enable and -cl-fast-relaxed-math do not make PoCL 3.1
+     * fuse multiply-adds (the kernels call fma() instead), and relaxed math
+     * would change results. */
+    .build_options = "",
+    /* PoCL's pthread device reports CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE
+     * 8 on AVX2 and AVX-512 hosts: the work-group loop is vectorised 8 wide. */
+    .wg_multiple = 8,
+    .quirks = KILN_QUIRK_LOCAL_MEM_EMULATED | KILN_QUIRK_NO_MAD_FUSION |
+              KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE,
+    .tuning = &tuning,
+};
