@@ -1,0 +1,555 @@
+/* Kernel handles: creation, typed argument setters checked against the
+ * declared argument types, and launch with validated work sizes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build.h"
+#include "internal.h"
+
+/* ---- argument types ------------------------------------------------------ */
+
+struct scalar_type {
+  const char *name;
+  size_t size; /* 0: the device's address width (size_t and friends) */
+};
+
+static const struct scalar_type scalar_types[] = {
+    {"char", 1},      {"uchar", 1},      {"unsigned char", 1},
+    {"short", 2},     {"ushort", 2},     {"unsigned short", 2},
+    {"int", 4},       {"uint", 4},       {"unsigned int", 4},
+    {"long", 8},      {"ulong", 8},      {"unsigned long", 8},
+    {"float", 4},     {"double", 8},     {"half", 2},
+    {"size_t", 0},    {"ptrdiff_t", 0},  {"intptr_t", 0},
+    {"uintptr_t", 0}, {"unsigned", 4},
+};
+
+/* Pointer width of the device, for size_t arguments. */
+static size_t address_bytes(const struct kiln_device *device) {
+  cl_uint bits = 0;
+  if (clGetDeviceInfo(device->id, CL_DEVICE_ADDRESS_BITS, sizeof bits, &bits,
+                      NULL) != CL_SUCCESS ||
+      (bits != 32 && bits != 64))
+    return 0;
+  return bits / 8;
+}
+
+/* The size of a by-value argument of declared type name ("float4"), or 0
+ * when kiln does not know it (structs, typedefs, images): the driver then
+ * checks the size itself. */
+static size_t type_size(const char *type, const struct kiln_device *device) {
+  for (size_t i = 0; i < sizeof scalar_types / sizeof scalar_types[0]; i++) {
+    size_t n = strlen(scalar_types[i].name);
+    if (strncmp(type, scalar_types[i].name, n) != 0)
+      continue;
+    const char *rest = type + n;
+    size_t base = scalar_types[i].size;
+    if (base == 0)
+      base = address_bytes(device);
+    if (*rest == '\0')
+      return base;
+    /* Vector types; three-component vectors occupy four components. */
+    char *end = NULL;
+    unsigned long width = strtoul(rest, &end, 10);
+    if (end == rest || *end != '\0' || scalar_types[i].size == 0)
+      continue;
+    switch (width) {
+    case 2:
+    case 4:
+    case 8:
+    case 16:
+      return base * width;
+    case 3:
+      return base * 4;
+    default:
+      return 0;
+    }
+  }
+  return 0;
+}
+
+/* Fill kernel->args from the driver's argument info; leave arg_info false
+ * when the driver gives none (programs from some binaries). */
+static void query_arg_info(kiln_kernel *kernel, const struct kiln_device *device) {
+  kernel->arg_info = kernel->num_args > 0;
+  for (uint32_t i = 0; i < kernel->num_args; i++) {
+    struct kiln__kernel_arg *arg = &kernel->args[i];
+    cl_kernel_arg_address_qualifier address = 0;
+    char type[sizeof arg->type];
+    if (clGetKernelArgInfo(kernel->cl, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER,
+                           sizeof address, &address, NULL) != CL_SUCCESS ||
+        clGetKernelArgInfo(kernel->cl, i, CL_KERNEL_ARG_TYPE_NAME, sizeof type,
+                           type, NULL) != CL_SUCCESS) {
+      /* Type names longer than the buffer fail too: keep the address. */
+      kernel->arg_info = false;
+      for (uint32_t j = 0; j < kernel->num_args; j++)
+        kernel->args[j] = (struct kiln__kernel_arg){0};
+      return;
+    }
+    type[sizeof type - 1] = '\0';
+    arg->address = (unsigned)address;
+    snprintf(arg->type, sizeof arg->type, "%s", type);
+    if (address == CL_KERNEL_ARG_ADDRESS_PRIVATE)
+      arg->size = type_size(type, device);
+  }
+}
+
+/* ---- create / destroy -------------------------------------------------- */
+
+/* The kernel names of program as "a, b, c" into buf. */
+static void kernel_names(cl_program program, char *buf, size_t capacity) {
+  size_t size = 0;
+  buf[0] = '\0';
+  if (clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &size) !=
+          CL_SUCCESS ||
+      size == 0)
+    return;
+  char *names = malloc(size + 1);
+  if (names == NULL)
+    return;
+  if (clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, size, names, NULL) ==
+      CL_SUCCESS) {
+    names[size] = '\0';
+    size_t used = 0;
+    for (const char *p = names; *p != '\0' && used + 3 < capacity; p++) {
+      if (*p == ';') {
+        buf[used++] = ',';
+        buf[used++] = ' ';
+      } else {
+        buf[used++] = *p;
+      }
+    }
+    buf[used] = '\0';
+  }
+  free(names);
+}
+
+kiln_status kiln_kernel_create(kiln_program *program, const char *name,
+                               kiln_kernel **out) {
+  if (out != NULL)
+    *out = NULL;
+  if (program == NULL || name == NULL || out == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "kiln_kernel_create: %s is NULL",
+                      program == NULL ? "program" : name == NULL ? "name" : "out");
+  if (!program->built)
+    return kiln__fail(KILN_ERR_INVALID_STATE,
+                      "kiln_kernel_create: the program is not built; call "
+                      "kiln_program_build first");
+  const struct kiln_device *device = program->ctx->device;
+  cl_int err = CL_SUCCESS;
+  cl_kernel cl = clCreateKernel(program->cl, name, &err);
+  if (err == CL_INVALID_KERNEL_NAME) {
+    char names[1024];
+    kernel_names(program->cl, names, sizeof names);
+    return kiln__fail(KILN_ERR_NOT_FOUND,
+                      "kiln_kernel_create: the program has no kernel named "
+                      "'%s'; its kernels are: %s",
+                      name, names[0] != '\0' ? names : "(none)");
+  }
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(err, "clCreateKernel", device, "kernel '%s'", name);
+
+  kiln_status st = KILN_OK;
+  cl_uint num_args = 0;
+  kiln_kernel *kernel = calloc(1, sizeof *kernel);
+  if (kernel == NULL)
+    goto nomem;
+  kernel->cl = cl;
+  err = clGetKernelInfo(cl, CL_KERNEL_NUM_ARGS, sizeof num_args, &num_args,
+                        NULL);
+  if (err != CL_SUCCESS) {
+    st = kiln__fail_cl(err, "clGetKernelInfo", device,
+                       "CL_KERNEL_NUM_ARGS of kernel '%s'", name);
+    goto fail;
+  }
+  kernel->num_args = num_args;
+  kernel->name = strdup(name);
+  kernel->args = calloc(num_args > 0 ? num_args : 1, sizeof *kernel->args);
+  if (kernel->name == NULL || kernel->args == NULL)
+    goto nomem;
+  query_arg_info(kernel, device);
+  kernel->program = program;
+  atomic_fetch_add(&program->children, 1);
+  kiln__context_child_added(program->ctx);
+  *out = kernel;
+  return KILN_OK;
+nomem:
+  st = kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                  "kiln_kernel_create: cannot allocate kernel '%s'", name);
+fail:
+  if (kernel != NULL) {
+    free(kernel->name);
+    free(kernel->args);
+    free(kernel);
+  }
+  clReleaseKernel(cl);
+  return st;
+}
+
+kiln_status kiln_kernel_destroy(kiln_kernel *kernel) {
+  if (kernel == NULL)
+    return KILN_OK;
+  kiln_program *program = kernel->program;
+  clReleaseKernel(kernel->cl);
+  free(kernel->name);
+  free(kernel->args);
+  free(kernel);
+  atomic_fetch_sub(&program->children, 1);
+  kiln__context_child_removed(program->ctx);
+  return KILN_OK;
+}
+
+uint32_t kiln_kernel_arg_count(const kiln_kernel *kernel) {
+  return kernel != NULL ? kernel->num_args : 0;
+}
+
+/* ---- argument setters --------------------------------------------------- */
+
+static const char *address_name(unsigned address) {
+  switch (address) {
+  case CL_KERNEL_ARG_ADDRESS_GLOBAL:
+    return "a __global pointer";
+  case CL_KERNEL_ARG_ADDRESS_CONSTANT:
+    return "a __constant pointer";
+  case CL_KERNEL_ARG_ADDRESS_LOCAL:
+    return "a __local pointer";
+  default:
+    return "by value";
+  }
+}
+
+/* Common checks: handle and index. */
+static kiln_status check_index(const char *fn, const kiln_kernel *kernel,
+                               uint32_t index) {
+  if (kernel == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: kernel is NULL", fn);
+  if (index >= kernel->num_args)
+    return kiln__fail(KILN_ERR_OUT_OF_RANGE,
+                      "%s: argument index %u is out of range: kernel '%s' has "
+                      "%u argument%s",
+                      fn, index, kernel->name, kernel->num_args,
+                      kernel->num_args == 1 ? "" : "s");
+  return KILN_OK;
+}
+
+static kiln_status set_arg(const char *fn, kiln_kernel *kernel, uint32_t index,
+                           size_t size, const void *value) {
+  cl_int err = clSetKernelArg(kernel->cl, index, size, value);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(err, "clSetKernelArg", kernel->program->ctx->device,
+                         "%s: argument %u of kernel '%s' (%zu bytes)", fn,
+                         index, kernel->name, size);
+  kernel->args[index].set = true;
+  return KILN_OK;
+}
+
+kiln_status kiln_kernel_set_arg_buffer(kiln_kernel *kernel, uint32_t index,
+                                       const kiln_buffer *buffer) {
+  static const char fn[] = "kiln_kernel_set_arg_buffer";
+  kiln_status st = check_index(fn, kernel, index);
+  if (st != KILN_OK)
+    return st;
+  if (buffer == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: buffer is NULL (argument %u "
+                      "of kernel '%s')", fn, index, kernel->name);
+  if (buffer->ctx != kernel->program->ctx)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: buffer for argument %u of kernel '%s' belongs to "
+                      "another context",
+                      fn, index, kernel->name);
+  const struct kiln__kernel_arg *arg = &kernel->args[index];
+  if (kernel->arg_info && arg->address != CL_KERNEL_ARG_ADDRESS_GLOBAL &&
+      arg->address != CL_KERNEL_ARG_ADDRESS_CONSTANT)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: argument %u of kernel '%s' is declared '%s' (%s), "
+                      "not a __global or __constant pointer",
+                      fn, index, kernel->name, arg->type,
+                      address_name(arg->address));
+  return set_arg(fn, kernel, index, sizeof(cl_mem), &buffer->cl);
+}
+
+kiln_status kiln_kernel_set_arg_local(kiln_kernel *kernel, uint32_t index,
+                                      size_t size_bytes) {
+  static const char fn[] = "kiln_kernel_set_arg_local";
+  kiln_status st = check_index(fn, kernel, index);
+  if (st != KILN_OK)
+    return st;
+  const struct kiln_device *device = kernel->program->ctx->device;
+  if (size_bytes == 0)
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: size_bytes is 0 for argument %u of kernel '%s'", fn,
+                      index, kernel->name);
+  if (size_bytes > device->info.local_mem_bytes)
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: size_bytes %zu for argument %u of kernel '%s' "
+                      "exceeds the device's %llu bytes of local memory",
+                      fn, size_bytes, index, kernel->name,
+                      (unsigned long long)device->info.local_mem_bytes);
+  const struct kiln__kernel_arg *arg = &kernel->args[index];
+  if (kernel->arg_info && arg->address != CL_KERNEL_ARG_ADDRESS_LOCAL)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: argument %u of kernel '%s' is declared '%s' (%s), "
+                      "not a __local pointer",
+                      fn, index, kernel->name, arg->type,
+                      address_name(arg->address));
+  return set_arg(fn, kernel, index, size_bytes, NULL);
+}
+
+static kiln_status set_scalar(const char *fn, kiln_kernel *kernel,
+                              uint32_t index, const void *value, size_t size) {
+  kiln_status st = check_index(fn, kernel, index);
+  if (st != KILN_OK)
+    return st;
+  if (value == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER,
+                      "%s: value is NULL (argument %u of kernel '%s')", fn,
+                      index, kernel->name);
+  if (size == 0)
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: size_bytes is 0 for argument %u of kernel '%s'", fn,
+                      index, kernel->name);
+  const struct kiln__kernel_arg *arg = &kernel->args[index];
+  if (kernel->arg_info && arg->address != CL_KERNEL_ARG_ADDRESS_PRIVATE)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: argument %u of kernel '%s' is declared '%s' (%s), "
+                      "not a by-value argument",
+                      fn, index, kernel->name, arg->type,
+                      address_name(arg->address));
+  if (kernel->arg_info && arg->size != 0 && arg->size != size)
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: argument %u of kernel '%s' is declared '%s' "
+                      "(%zu bytes) but %zu bytes were given",
+                      fn, index, kernel->name, arg->type, arg->size, size);
+  return set_arg(fn, kernel, index, size, value);
+}
+
+kiln_status kiln_kernel_set_arg_scalar(kiln_kernel *kernel, uint32_t index,
+                                       const void *value, size_t size_bytes) {
+  return set_scalar("kiln_kernel_set_arg_scalar", kernel, index, value,
+                    size_bytes);
+}
+
+kiln_status kiln_kernel_set_arg_i32(kiln_kernel *kernel, uint32_t index,
+                                    int32_t value) {
+  return set_scalar("kiln_kernel_set_arg_i32", kernel, index, &value,
+                    sizeof value);
+}
+
+kiln_status kiln_kernel_set_arg_u32(kiln_kernel *kernel, uint32_t index,
+                                    uint32_t value) {
+  return set_scalar("kiln_kernel_set_arg_u32", kernel, index, &value,
+                    sizeof value);
+}
+
+kiln_status kiln_kernel_set_arg_i64(kiln_kernel *kernel, uint32_t index,
+                                    int64_t value) {
+  return set_scalar("kiln_kernel_set_arg_i64", kernel, index, &value,
+                    sizeof value);
+}
+
+kiln_status kiln_kernel_set_arg_u64(kiln_kernel *kernel, uint32_t index,
+                                    uint64_t value) {
+  return set_scalar("kiln_kernel_set_arg_u64", kernel, index, &value,
+                    sizeof value);
+}
+
+kiln_status kiln_kernel_set_arg_f32(kiln_kernel *kernel, uint32_t index,
+                                    float value) {
+  return set_scalar("kiln_kernel_set_arg_f32", kernel, index, &value,
+                    sizeof value);
+}
+
+kiln_status kiln_kernel_set_arg_f64(kiln_kernel *kernel, uint32_t index,
+                                    double value) {
+  return set_scalar("kiln_kernel_set_arg_f64", kernel, index, &value,
+                    sizeof value);
+}
+
+/* ---- launch -------------------------------------------------------------- */
+
+/* The largest divisor of n that is at most cap (>= 1), preferring multiples
+ * of multiple when one is at least half as large: vectorising drivers run
+ * such groups without a scalar remainder loop. */
+static size_t divisor_at_most(size_t n, size_t cap, size_t multiple) {
+  if (cap >= n)
+    return n;
+  if (cap < 1)
+    return 1;
+  size_t best = 1;
+  for (size_t d = cap; d >= 1; d--) {
+    if (n % d == 0) {
+      best = d;
+      break;
+    }
+  }
+  if (multiple > 1 && best % multiple != 0) {
+    for (size_t d = cap - cap % multiple; d >= multiple && d * 2 >= best;
+         d -= multiple)
+      if (n % d == 0)
+        return d;
+  }
+  return best;
+}
+
+/* A local size for drivers that, given none, run a small range as one
+ * work-group on one thread (KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE): groups
+ * as large as the limits allow while every compute unit still gets at least
+ * one, dimension 0 first. */
+static void choose_local_size(const struct kiln_device *device,
+                              const struct kiln_backend *backend,
+                              uint32_t work_dim, const size_t *global,
+                              size_t *local) {
+  size_t total = 1;
+  for (uint32_t d = 0; d < work_dim; d++)
+    total = kiln__mul_overflows(total, global[d], &total) ? SIZE_MAX : total;
+  size_t units = device->info.compute_units > 0 ? device->info.compute_units : 1;
+  size_t target = total / units;
+  size_t max_group = device->info.max_work_group_size > 0
+                         ? device->info.max_work_group_size
+                         : 1;
+  if (target > max_group)
+    target = max_group;
+  if (target < 1)
+    target = 1;
+  size_t product = 1;
+  for (uint32_t d = 0; d < work_dim; d++) {
+    size_t cap = target / product;
+    size_t item_max = device->info.max_work_item_sizes[d];
+    if (item_max > 0 && cap > item_max)
+      cap = item_max;
+    local[d] = divisor_at_most(global[d], cap, d == 0 ? backend->wg_multiple : 1);
+    product *= local[d];
+  }
+}
+
+static kiln_status check_sizes(const struct kiln_device *device,
+                               uint32_t work_dim, const size_t *global,
+                               const size_t *local) {
+  static const char fn[] = "kiln_kernel_launch";
+  uint32_t max_dims = device->info.max_work_item_dims > 0
+                          ? device->info.max_work_item_dims
+                          : 3;
+  if (work_dim < 1 || work_dim > 3 || work_dim > max_dims)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: work_dim %u is out of range: it must be 1 to %u", fn,
+                      work_dim, max_dims < 3 ? max_dims : 3);
+  size_t total = 1;
+  for (uint32_t d = 0; d < work_dim; d++) {
+    if (global[d] == 0)
+      return kiln__fail(KILN_ERR_INVALID_SIZE,
+                        "%s: global_size[%u] is 0; every dimension needs at "
+                        "least one work-item",
+                        fn, d);
+    if (kiln__mul_overflows(total, global[d], &total))
+      return kiln__fail(KILN_ERR_INVALID_SIZE,
+                        "%s: the global size's work-item count overflows "
+                        "size_t at dimension %u",
+                        fn, d);
+  }
+  if (local == NULL)
+    return KILN_OK;
+  size_t group = 1;
+  for (uint32_t d = 0; d < work_dim; d++) {
+    size_t item_max = device->info.max_work_item_sizes[d];
+    if (local[d] == 0)
+      return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: local_size[%u] is 0", fn, d);
+    if (global[d] % local[d] != 0)
+      return kiln__fail(KILN_ERR_INVALID_SIZE,
+                        "%s: local_size[%u] = %zu does not divide "
+                        "global_size[%u] = %zu",
+                        fn, d, local[d], d, global[d]);
+    if (item_max > 0 && local[d] > item_max)
+      return kiln__fail(KILN_ERR_INVALID_SIZE,
+                        "%s: local_size[%u] = %zu exceeds the device's max "
+                        "work-item size %zu in dimension %u",
+                        fn, d, local[d], item_max, d);
+    if (kiln__mul_overflows(group, local[d], &group))
+      group = SIZE_MAX;
+  }
+  if (device->info.max_work_group_size > 0 &&
+      group > device->info.max_work_group_size)
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: the local size's %zu work-items exceed the "
+                      "device's max work-group size %zu",
+                      fn, group, device->info.max_work_group_size);
+  return KILN_OK;
+}
+
+/* After CL_INVALID_KERNEL_ARGS: "argument(s) 1, 3" that kiln never set. */
+static kiln_status fail_unset_args(kiln_kernel *kernel, cl_int err,
+                                   const struct kiln_device *device) {
+  char list[256];
+  size_t used = 0, unset = 0;
+  list[0] = '\0';
+  for (uint32_t i = 0; i < kernel->num_args; i++) {
+    if (kernel->args[i].set)
+      continue;
+    unset++;
+    if (used + 16 < sizeof list) {
+      int n = snprintf(list + used, sizeof list - used, "%s%u",
+                       unset > 1 ? ", " : "", i);
+      used += n > 0 ? (size_t)n : 0;
+    }
+  }
+  if (unset == 0)
+    return kiln__fail_cl(err, "clEnqueueNDRangeKernel", device,
+                         "kernel '%s' has an argument the driver considers "
+                         "unset",
+                         kernel->name);
+  kiln__fail_cl(err, "clEnqueueNDRangeKernel", device,
+                "kernel '%s': argument%s %s %s not set", kernel->name,
+                unset == 1 ? "" : "s", list, unset == 1 ? "is" : "are");
+  return KILN_ERR_INVALID_ARGUMENT;
+}
+
+kiln_status kiln_kernel_launch(kiln_queue *queue, kiln_kernel *kernel,
+                               uint32_t work_dim, const size_t *global_size,
+                               const size_t *local_size, size_t num_wait,
+                               kiln_event *const *wait_list,
+                               kiln_event **out_event) {
+  static const char fn[] = "kiln_kernel_launch";
+  if (out_event != NULL)
+    *out_event = NULL;
+  if (queue == NULL || kernel == NULL || global_size == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn,
+                      queue == NULL    ? "queue"
+                      : kernel == NULL ? "kernel"
+                                       : "global_size");
+  kiln_context *ctx = queue->ctx;
+  if (kernel->program->ctx != ctx)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: kernel '%s' belongs to another context than the "
+                      "queue",
+                      fn, kernel->name);
+  const struct kiln_device *device = ctx->device;
+  kiln_status st = check_sizes(device, work_dim, global_size, local_size);
+  if (st != KILN_OK)
+    return st;
+  size_t chosen[3] = {1, 1, 1};
+  if (local_size == NULL && ctx->backend != NULL &&
+      (ctx->backend->quirks & KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE) != 0) {
+    choose_local_size(device, ctx->backend, work_dim, global_size, chosen);
+    local_size = chosen;
+  }
+
+  cl_event inline_waits[KILN__WAIT_INLINE];
+  cl_event *waits = NULL;
+  st = kiln__wait_list(queue, num_wait, wait_list, inline_waits, &waits);
+  if (st != KILN_OK)
+    return st;
+  cl_event ev = NULL;
+  cl_int err = clEnqueueNDRangeKernel(queue->cl, kernel->cl, work_dim, NULL,
+                                      global_size, local_size, (cl_uint)num_wait,
+                                      num_wait > 0 ? waits : NULL,
+                                      out_event != NULL ? &ev : NULL);
+  kiln__wait_list_free(waits, inline_waits);
+  if (err == CL_INVALID_KERNEL_ARGS)
+    return fail_unset_args(kernel, err, device);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(err, "clEnqueueNDRangeKernel", device,
+                         "kernel '%s' over %u dimension%s", kernel->name,
+                         work_dim, work_dim == 1 ? "" : "s");
+  if (out_event == NULL)
+    return KILN_OK;
+  return kiln__event_out(queue, ev, out_event);
+}
