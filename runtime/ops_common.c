@@ -1,0 +1,314 @@
+/* The op library's common plumbing: dtypes, argument checks, the launch path
+ * (wait list, out event, zero-size no-ops, tracing) and the per-queue
+ * workspace. See ops_internal.h for how an op uses it. */
+#include "ops_internal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+/* ---- dtypes -------------------------------------------------------------- */
+
+KILN_API size_t kiln_dtype_size(kiln_dtype dtype) {
+  switch (dtype) {
+  case KILN_F32:
+  case KILN_I32:
+  case KILN_U32:
+    return 4;
+  case KILN_F16:
+  case KILN_BF16:
+    return 2;
+  }
+  return 0;
+}
+
+KILN_API const char *kiln_dtype_name(kiln_dtype dtype) {
+  switch (dtype) {
+  case KILN_F32:
+    return "f32";
+  case KILN_F16:
+    return "f16";
+  case KILN_BF16:
+    return "bf16";
+  case KILN_I32:
+    return "i32";
+  case KILN_U32:
+    return "u32";
+  }
+  return "unknown";
+}
+
+/* ---- argument checks ----------------------------------------------------- */
+
+kiln_status kiln__ops_check_queue(const char *fn, const kiln_queue *queue) {
+  if (queue == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: queue is NULL", fn);
+  return KILN_OK;
+}
+
+kiln_status kiln__ops_check_dtype(const char *fn, const char *what,
+                                  kiln_dtype dtype, unsigned allowed) {
+  unsigned bit = (unsigned)dtype < 32 ? KILN__DT(dtype) : 0;
+  if (kiln_dtype_size(dtype) != 0 && (allowed & bit) != 0)
+    return KILN_OK;
+  /* List what the op does take, so the message tells the fix. */
+  char list[64] = "";
+  size_t used = 0;
+  for (unsigned d = KILN_F32; d <= KILN_U32; d++) {
+    if (!(allowed & KILN__DT(d)))
+      continue;
+    int w = snprintf(list + used, sizeof list - used, "%s%s",
+                     used ? ", " : "", kiln_dtype_name((kiln_dtype)d));
+    if (w < 0 || (size_t)w >= sizeof list - used)
+      break;
+    used += (size_t)w;
+  }
+  if (kiln_dtype_size(dtype) == 0)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s %d is not a kiln_dtype (this op takes %s)", fn,
+                      what, (int)dtype, list);
+  return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                    "%s: %s %s is not supported by this op (it takes %s)", fn,
+                    what, kiln_dtype_name(dtype), list);
+}
+
+kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
+                                  const char *what, const kiln_buffer *buffer,
+                                  size_t offset, size_t count,
+                                  kiln_dtype dtype) {
+  if (buffer == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, what);
+  if (buffer->ctx != queue->ctx)
+    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                      "%s: %s belongs to a different context than queue", fn,
+                      what);
+  size_t esize = kiln_dtype_size(dtype);
+  size_t end, end_bytes;
+  if (kiln__add_overflows(offset, count, &end) ||
+      kiln__mul_overflows(end, esize, &end_bytes))
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: %s_offset %zu + %zu elements of %s overflows size_t",
+                      fn, what, offset, count, kiln_dtype_name(dtype));
+  if (end_bytes > buffer->size) {
+    size_t have = buffer->size / esize;
+    if (offset > have)
+      return kiln__fail(KILN_ERR_OUT_OF_RANGE,
+                        "%s: %s_offset %zu is beyond %s's %zu elements of %s "
+                        "(%zu bytes)",
+                        fn, what, offset, what, have, kiln_dtype_name(dtype),
+                        buffer->size);
+    return kiln__fail(KILN_ERR_OUT_OF_RANGE,
+                      "%s: %s range [offset %zu, +%zu elements of %s) exceeds "
+                      "the buffer's %zu elements (%zu bytes)",
+                      fn, what, offset, count, kiln_dtype_name(dtype), have,
+                      buffer->size);
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln__ops_check_shape(const char *fn, size_t rows, size_t cols,
+                                  size_t *count) {
+  if (kiln__mul_overflows(rows, cols, count))
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: rows %zu x cols %zu overflows size_t", fn, rows,
+                      cols);
+  return KILN_OK;
+}
+
+/* ---- tuning -------------------------------------------------------------- */
+
+const struct kiln_tuning *kiln__ops_tuning(const kiln_context *ctx) {
+  static const struct kiln_tuning defaults = {0};
+  if (ctx->backend != NULL && ctx->backend->tuning != NULL)
+    return ctx->backend->tuning;
+  return &defaults;
+}
+
+/* ---- launching ----------------------------------------------------------- */
+
+static uint64_t host_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+kiln_status kiln__op_begin(struct kiln__op *op, kiln_queue *queue,
+                           const char *fn, size_t num_wait,
+                           kiln_event *const *wait_list,
+                           kiln_event **out_event) {
+  op->queue = queue;
+  op->fn = fn;
+  op->name = fn;
+  op->dtype = KILN_F32;
+  op->ndim = 0;
+  op->bytes = 0;
+  op->flops = 0;
+  op->wait = NULL;
+  op->num_wait = 0;
+  op->first = NULL;
+  op->last = NULL;
+  op->launches = 0;
+  op->traced = kiln__trace_enabled();
+  op->want_event = out_event != NULL || op->traced;
+  op->host_ns = op->traced ? host_now_ns() : 0;
+  if (num_wait > UINT32_MAX)
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: num_wait %zu exceeds what OpenCL accepts", fn,
+                      num_wait);
+  kiln_status s =
+      kiln__wait_list(queue, num_wait, wait_list, op->wait_inline, &op->wait);
+  if (s != KILN_OK) {
+    op->wait = NULL;
+    return s;
+  }
+  op->num_wait = (cl_uint)num_wait;
+  return KILN_OK;
+}
+
+void kiln__op_describe(struct kiln__op *op, const char *name, kiln_dtype dtype,
+                       unsigned ndim, const size_t *shape, double bytes,
+                       double flops) {
+  op->name = name;
+  op->dtype = dtype;
+  op->ndim = ndim > 3 ? 3 : ndim;
+  for (unsigned i = 0; i < op->ndim; i++)
+    op->shape[i] = shape[i];
+  op->bytes = bytes;
+  op->flops = flops;
+}
+
+kiln_status kiln__op_args(struct kiln__op *op, cl_kernel kernel, cl_uint count,
+                          ...) {
+  va_list ap;
+  va_start(ap, count);
+  kiln_status s = KILN_OK;
+  for (cl_uint i = 0; i < count; i++) {
+    struct kiln__arg a = va_arg(ap, struct kiln__arg);
+    cl_int err = clSetKernelArg(kernel, i, a.size, a.value);
+    if (err != CL_SUCCESS) {
+      s = kiln__fail_cl(err, "clSetKernelArg", op->queue->ctx->device,
+                        "%s: argument %u (%zu bytes) of the op kernel", op->fn,
+                        (unsigned)i, a.size);
+      break;
+    }
+  }
+  va_end(ap);
+  return s;
+}
+
+static void release_wait(struct kiln__op *op) {
+  if (op->wait != NULL)
+    kiln__wait_list_free(op->wait, op->wait_inline);
+  op->wait = NULL;
+  op->num_wait = 0;
+}
+
+kiln_status kiln__op_launch(struct kiln__op *op, cl_kernel kernel,
+                            cl_uint dims, const size_t *global,
+                            const size_t *local) {
+  cl_event ev = NULL;
+  cl_uint nw = op->launches == 0 ? op->num_wait : 0;
+  cl_int err = clEnqueueNDRangeKernel(op->queue->cl, kernel, dims, NULL,
+                                      global, local, nw,
+                                      nw ? op->wait : NULL,
+                                      op->want_event ? &ev : NULL);
+  if (err != CL_SUCCESS) {
+    char name[64] = "?";
+    clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+    name[sizeof name - 1] = '\0';
+    return kiln__fail_cl(err, "clEnqueueNDRangeKernel", op->queue->ctx->device,
+                         "%s: kernel %s, global %zu, local %zu", op->fn, name,
+                         global[0], local[0]);
+  }
+  if (op->launches == 0)
+    release_wait(op);
+  op->launches++;
+  if (ev == NULL)
+    return KILN_OK;
+  if (op->traced && op->first == NULL) {
+    op->first = ev;
+    clRetainEvent(ev);
+  }
+  if (op->last != NULL)
+    clReleaseEvent(op->last);
+  op->last = ev;
+  return KILN_OK;
+}
+
+kiln_status kiln__op_end(struct kiln__op *op, kiln_status status,
+                         kiln_event **out_event) {
+  if (status == KILN_OK && op->launches == 0 &&
+      (out_event != NULL || op->num_wait > 0)) {
+    /* A zero-size op: the marker keeps the promise that the out event (and,
+     * in queue order, whatever follows) comes after the wait list. */
+    cl_event ev = NULL;
+    cl_int err = clEnqueueMarkerWithWaitList(
+        op->queue->cl, op->num_wait, op->num_wait ? op->wait : NULL,
+        out_event != NULL ? &ev : NULL);
+    if (err != CL_SUCCESS)
+      status = kiln__fail_cl(err, "clEnqueueMarkerWithWaitList",
+                             op->queue->ctx->device,
+                             "%s: completing a zero-size op", op->fn);
+    else
+      op->last = ev;
+  }
+  release_wait(op);
+  if (status == KILN_OK && op->traced && op->launches > 0 &&
+      op->first != NULL && op->last != NULL)
+    kiln__trace_op(op, op->first, op->last);
+  if (op->first != NULL)
+    clReleaseEvent(op->first);
+  op->first = NULL;
+  cl_event last = op->last;
+  op->last = NULL;
+  if (status != KILN_OK) {
+    if (last != NULL)
+      clReleaseEvent(last);
+    return status;
+  }
+  if (last == NULL)
+    return KILN_OK;
+  return kiln__event_out(op->queue, last, out_event);
+}
+
+/* ---- workspace ----------------------------------------------------------- */
+
+kiln_status kiln__op_workspace(struct kiln__op *op, size_t bytes,
+                               cl_mem *out) {
+  kiln_queue *q = op->queue;
+  if (q->op_workspace != NULL && q->op_workspace_bytes >= bytes) {
+    *out = q->op_workspace;
+    return KILN_OK;
+  }
+  /* Round up to 64 KiB so a run of slightly growing ops does not reallocate
+   * every time. */
+  size_t want;
+  if (kiln__add_overflows(bytes, 65535, &want))
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: workspace of %zu bytes",
+                      op->fn, bytes);
+  want &= ~(size_t)65535;
+  if (want == 0)
+    want = 65536;
+  cl_int err = CL_SUCCESS;
+  cl_mem mem = clCreateBuffer(q->ctx->cl, CL_MEM_READ_WRITE, want, NULL, &err);
+  if (mem == NULL || err != CL_SUCCESS)
+    return kiln__fail_cl(err != CL_SUCCESS ? err : CL_OUT_OF_RESOURCES,
+                         "clCreateBuffer", q->ctx->device,
+                         "%s: the queue's op workspace of %zu bytes", op->fn,
+                         want);
+  if (q->op_workspace != NULL)
+    clReleaseMemObject(q->op_workspace);
+  q->op_workspace = mem;
+  q->op_workspace_bytes = want;
+  *out = mem;
+  return KILN_OK;
+}
+
+void kiln__ops_queue_free(kiln_queue *queue) {
+  if (queue == NULL)
+    return;
+  if (queue->op_workspace != NULL)
+    clReleaseMemObject(queue->op_workspace);
+  queue->op_workspace = NULL;
+  queue->op_workspace_bytes = 0;
+}

@@ -1,0 +1,176 @@
+/* Plumbing shared by the op library's entry points (ops_*.c): argument
+ * checks, the per-queue workspace, and one launch path that handles the wait
+ * list, the out event, zero-size no-ops and tracing. Not installed.
+ *
+ * An op entry point follows this shape:
+ *
+ *   kiln_status kiln_foo(kiln_queue *queue, ..., num_wait, wait_list, out_event)
+ *   {
+ *     static const char fn[] = "kiln_foo";
+ *     kiln_status s = kiln__ops_check_queue(fn, queue);   // then every arg:
+ *     if (s == KILN_OK) s = kiln__ops_check_dtype(fn, "dtype", dtype, mask);
+ *     if (s == KILN_OK) s = kiln__ops_check_range(fn, queue, "x", x, x_offset, n, dtype);
+ *     if (s != KILN_OK) return s;
+ *     struct kiln__op op;
+ *     s = kiln__op_begin(&op, queue, fn, num_wait, wait_list, out_event);
+ *     if (s != KILN_OK) return s;
+ *     kiln__op_describe(&op, "foo", dtype, 1, (size_t[]){n}, bytes, flops);
+ *     if (n > 0) {
+ *       cl_kernel k;
+ *       s = kiln__queue_kernel(queue, "foo", options, "foo_f32", &k);
+ *       if (s == KILN_OK) s = kiln__op_args(&op, k, 2, KILN__ARG(x->cl), KILN__ARG(n64));
+ *       if (s == KILN_OK) s = kiln__op_launch(&op, k, 1, global, local);
+ *     }
+ *     return kiln__op_end(&op, s, out_event);  // also on failure: frees state
+ *   }
+ *
+ * The queue is in order (kiln only creates in-order queues), so the second
+ * and later launches of an op need no events between them. */
+#ifndef KILN_OPS_INTERNAL_H
+#define KILN_OPS_INTERNAL_H
+
+#include "internal.h"
+#include "kiln/ops.h"
+
+/* ---- dtypes -------------------------------------------------------------- */
+
+/* Bit masks of allowed dtypes for kiln__ops_check_dtype. */
+#define KILN__DT(d) (1u << (unsigned)(d))
+#define KILN__DT_FLOATS (KILN__DT(KILN_F32) | KILN__DT(KILN_F16) | KILN__DT(KILN_BF16))
+#define KILN__DT_SCAN (KILN__DT(KILN_F32) | KILN__DT(KILN_I32) | KILN__DT(KILN_U32))
+
+/* ---- argument checks ----------------------------------------------------- */
+/* Each returns KILN_OK or records a message "<fn>: <what> ..." naming the
+ * argument, and returns its status. */
+
+/* queue is non-NULL. */
+kiln_status kiln__ops_check_queue(const char *fn, const kiln_queue *queue);
+
+/* dtype is one of the bits in allowed (KILN__DT masks); what names the
+ * argument ("dtype", "y_dtype"). */
+kiln_status kiln__ops_check_dtype(const char *fn, const char *what,
+                                  kiln_dtype dtype, unsigned allowed);
+
+/* buffer is non-NULL, belongs to the queue's context, and holds the count
+ * elements of dtype starting at element offset (offset + count must not
+ * overflow; count 0 still requires offset <= the buffer's element count).
+ * what names the buffer ("x"); the offset is named "<what>_offset". */
+kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
+                                  const char *what, const kiln_buffer *buffer,
+                                  size_t offset, size_t count,
+                                  kiln_dtype dtype);
+
+/* rows * cols does not overflow; *count receives it. */
+kiln_status kiln__ops_check_shape(const char *fn, size_t rows, size_t cols,
+                                  size_t *count);
+
+/* ---- tuning -------------------------------------------------------------- */
+
+/* The context's tuning row (never NULL: a zeroed row when the profile has
+ * none). Fields left 0 mean "generic default": read them through
+ * kiln__ops_tune. */
+const struct kiln_tuning *kiln__ops_tuning(const kiln_context *ctx);
+static inline unsigned kiln__ops_tune(unsigned value, unsigned fallback) {
+  return value ? value : fallback;
+}
+
+/* Round items up to a multiple of local (> 0) into *global; false when that
+ * overflows. */
+static inline bool kiln__ops_round_up(size_t items, size_t local,
+                                      size_t *global) {
+  size_t rem = items % local;
+  if (rem == 0) {
+    *global = items;
+    return true;
+  }
+  return !kiln__add_overflows(items, local - rem, global);
+}
+
+/* ---- the op being enqueued ----------------------------------------------- */
+
+struct kiln__op {
+  kiln_queue *queue;
+  const char *fn; /* public entry point, for messages */
+  /* What tracing reports (kiln__op_describe). */
+  const char *name;  /* "unary.exp", static storage */
+  kiln_dtype dtype;
+  unsigned ndim;
+  size_t shape[3];
+  double bytes; /* bytes moved to and from memory, at least once each */
+  double flops;
+  /* Launch state. */
+  cl_event wait_inline[KILN__WAIT_INLINE];
+  cl_event *wait;    /* converted wait list, consumed by the first launch */
+  cl_uint num_wait;
+  cl_event first;    /* first launch's event, kept only when traced */
+  cl_event last;     /* last launch's event, when wanted */
+  bool want_event;   /* out_event != NULL or traced */
+  bool traced;
+  unsigned launches;
+  uint64_t host_ns;  /* host clock at begin, for traces without profiling */
+};
+
+/* Start an op after its arguments were checked: validate and convert the
+ * wait list, note whether the op is traced. On failure nothing needs
+ * cleaning up. */
+kiln_status kiln__op_begin(struct kiln__op *op, kiln_queue *queue,
+                           const char *fn, size_t num_wait,
+                           kiln_event *const *wait_list,
+                           kiln_event **out_event);
+
+/* Record what the trace event will say. name must have static storage. */
+void kiln__op_describe(struct kiln__op *op, const char *name, kiln_dtype dtype,
+                       unsigned ndim, const size_t *shape, double bytes,
+                       double flops);
+
+/* One kernel argument: its size and a pointer to its value. */
+struct kiln__arg {
+  size_t size;
+  const void *value;
+};
+#define KILN__ARG(v) ((struct kiln__arg){sizeof(v), &(v)})
+/* A __local array of bytes. */
+#define KILN__ARG_LOCAL(bytes) ((struct kiln__arg){(bytes), NULL})
+
+/* Set arguments 0..count-1 of kernel. */
+kiln_status kiln__op_args(struct kiln__op *op, cl_kernel kernel, cl_uint count,
+                          ...);
+
+/* Enqueue kernel over global (a multiple of local, which is never NULL: PoCL
+ * runs a range without a local size on one thread). The first launch waits
+ * for the op's wait list. */
+kiln_status kiln__op_launch(struct kiln__op *op, cl_kernel kernel,
+                            cl_uint dims, const size_t *global,
+                            const size_t *local);
+
+/* Finish the op. With status KILN_OK: when nothing was launched (a zero-size
+ * op) and there is a wait list or an out event, a marker stands in for it so
+ * the out event completes after the wait list; the op is traced; *out_event
+ * receives the last command's event. With any other status everything is
+ * released and the status returned unchanged. Always call it once after a
+ * successful kiln__op_begin. */
+kiln_status kiln__op_end(struct kiln__op *op, kiln_status status,
+                         kiln_event **out_event);
+
+/* ---- workspace ----------------------------------------------------------- */
+
+/* A device buffer of at least bytes for op scratch, owned by op's queue and
+ * reused by later ops on it: allocated at first use, replaced by a larger
+ * one when an op needs more (the old one is released; OpenCL frees it once
+ * the commands using it have completed). Do not release it. */
+kiln_status kiln__op_workspace(struct kiln__op *op, size_t bytes,
+                               cl_mem *out);
+
+/* ---- tracing (trace.c) --------------------------------------------------- */
+
+/* Whether KILN_TRACE names a file for this process (read once). */
+bool kiln__trace_enabled(void);
+
+/* Record op, whose commands span first (its first command, may equal last)
+ * to last: takes one reference to each and writes the event when last
+ * completes (clSetEventCallback), from device profiling times when the
+ * queue has them, else from host times. Failures are silent: tracing never
+ * fails an op. */
+void kiln__trace_op(const struct kiln__op *op, cl_event first, cl_event last);
+
+#endif
