@@ -34,8 +34,21 @@ struct kiln_tuning {
   enum kiln_kernel_family family;
   unsigned elementwise_wg;     /* work-group size for elementwise kernels */
   unsigned reduce_wg;          /* work-group size for reductions */
-  unsigned gemm_tile;          /* GEMM tile edge (GPU family) */
-  unsigned transpose_tile;     /* transpose tile edge */
+  /* GEMM, GPU family: the work-group is gemm_tile x gemm_tile work-items,
+   * each computing gemm_block x gemm_block outputs, so a group covers a
+   * (gemm_tile * gemm_block)^2 tile of C through __local tiles of A and B. */
+  unsigned gemm_tile;
+  unsigned gemm_block;
+  /* GEMM, CPU family: each work-item keeps a gemm_mr x gemm_nr register tile
+   * of C (gemm_nr is 1 or 2 times the device's preferred float vector
+   * width) and passes over k gemm_kc steps at a time. 0: derived from the
+   * preferred float vector width w, 6 x 2w for w <= 8 (12 accumulators of
+   * 16 registers), 8 x 2w for w = 16 (16 of 32). */
+  unsigned gemm_mr, gemm_nr, gemm_kc;
+  /* Transpose: GPU family, the edge of the __local tile (one work-item per
+   * element); CPU family, the edge of the square tile each work-item moves
+   * in 8 x 8 register blocks. */
+  unsigned transpose_tile;
   bool native_half;            /* f16 arithmetic in half pays on this device */
 };
 
