@@ -38,6 +38,12 @@ kiln_status kiln__build_program(const struct kiln__build_request *req,
 size_t kiln__kernel_source_count(void);
 const char *kiln__kernel_source_name(size_t index);
 
+/* kiln__op_program that also says whether the program came from the
+ * persistent cache (for kiln_cache_warm). */
+kiln_status kiln__op_program_cached(kiln_context *ctx, const char *name,
+                                    const char *options, cl_program *out,
+                                    bool *from_cache);
+
 /* How many op-program compilations ctx's memo has started (tests). */
 size_t kiln__memo_build_count(const kiln_context *ctx);
 

@@ -43,6 +43,7 @@ struct memo_entry {
   char *options; /* "" for none */
   enum entry_state state;
   cl_program program;
+  bool from_cache;     /* the build was served by the persistent cache */
   kiln_status status;  /* of the failed build */
   char *message;       /* last error of the failed build */
 };
@@ -151,6 +152,7 @@ static kiln_status build_entry(kiln_context *ctx, struct memo_entry *e,
   pthread_mutex_lock(&memo->lock);
   if (st == KILN_OK) {
     e->program = res.program;
+    e->from_cache = res.from_cache;
     *program = res.program;
     e->state = ENTRY_DONE;
   } else {
@@ -166,8 +168,10 @@ static kiln_status build_entry(kiln_context *ctx, struct memo_entry *e,
 
 /* Look up or build (name, options); on success *program is its program. */
 static kiln_status memo_get(kiln_context *ctx, const char *name,
-                            const char *options, cl_program *program) {
+                            const char *options, cl_program *program,
+                            bool *from_cache) {
   *program = NULL;
+  *from_cache = false;
   if (ctx == NULL || name == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER,
                       "kiln__op_program: %s is NULL",
@@ -200,6 +204,7 @@ static kiln_status memo_get(kiln_context *ctx, const char *name,
     memo->builds++;
     pthread_mutex_unlock(&memo->lock);
     kiln_status st = build_entry(ctx, e, source, length, program);
+    *from_cache = e->from_cache;
     return st;
   }
   /* A failed build is retried by the next caller that finds it failed: the
@@ -210,6 +215,7 @@ static kiln_status memo_get(kiln_context *ctx, const char *name,
     memo->builds++;
     pthread_mutex_unlock(&memo->lock);
     kiln_status st = build_entry(ctx, e, source, length, program);
+    *from_cache = e->from_cache;
     return st;
   }
   while (e->state == ENTRY_BUILDING)
@@ -219,8 +225,10 @@ static kiln_status memo_get(kiln_context *ctx, const char *name,
     st = kiln__fail(e->status, "%s",
                     e->message != NULL ? e->message
                                        : "kiln__op_program: the build failed");
-  else
+  else {
     *program = e->program;
+    *from_cache = e->from_cache;
+  }
   pthread_mutex_unlock(&memo->lock);
   return st;
 }
@@ -229,7 +237,14 @@ kiln_status kiln__op_program(kiln_context *ctx, const char *name,
                              const char *options, cl_program *out) {
   if (out == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "kiln__op_program: out is NULL");
-  return memo_get(ctx, name, options, out);
+  bool from_cache = false;
+  return memo_get(ctx, name, options, out, &from_cache);
+}
+
+kiln_status kiln__op_program_cached(kiln_context *ctx, const char *name,
+                                    const char *options, cl_program *out,
+                                    bool *from_cache) {
+  return memo_get(ctx, name, options, out, from_cache);
 }
 
 /* ---- kernels cached per queue ----------------------------------------- */
@@ -323,7 +338,8 @@ kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
   }
 
   cl_program program = NULL;
-  kiln_status st = memo_get(queue->ctx, name, options, &program);
+  bool from_cache = false;
+  kiln_status st = memo_get(queue->ctx, name, options, &program, &from_cache);
   if (st != KILN_OK)
     return st;
   cl_int err = CL_SUCCESS;
