@@ -1,0 +1,688 @@
+/* Buffers: data correctness of every transfer on real devices, and every
+ * bad input refused with the right status and a message naming it. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness.h"
+#include "internal.h"
+
+struct fixture {
+  kiln_context *ctx;
+  kiln_queue *queue;
+};
+
+static struct fixture open_device(size_t index) {
+  struct fixture f = {0};
+  kiln_test_open(index, &f.ctx, &f.queue);
+  return f;
+}
+
+static void close_device(struct fixture f) {
+  assert_int_equal(atomic_load(&f.ctx->children), 1); /* just the queue */
+  kiln_test_close(f.ctx, f.queue);
+}
+
+static void pattern_bytes(unsigned char *p, size_t n, unsigned seed) {
+  for (size_t k = 0; k < n; k++)
+    p[k] = (unsigned char)(k * 131u + seed * 17u + 1u);
+}
+
+static void test_create_bad_inputs(void **state) {
+  (void)state;
+  struct fixture f = open_device(0);
+  const kiln_device_info *info = kiln_context_device_info(f.ctx);
+  kiln_buffer *b = (kiln_buffer *)(uintptr_t)1;
+  char text[160];
+
+  assert_kiln_status(kiln_buffer_create(NULL, 64, 0, &b), KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_buffer_create: ctx is NULL");
+  assert_null(b);
+  assert_kiln_status(kiln_buffer_create(f.ctx, 64, 0, NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_buffer_create: out is NULL");
+  assert_kiln_status(kiln_buffer_create(f.ctx, 0, 0, &b), KILN_ERR_INVALID_SIZE);
+  assert_last_error_contains("kiln_buffer_create: size_bytes is 0");
+  size_t too_big = (size_t)info->max_alloc_bytes + 1;
+  assert_kiln_status(kiln_buffer_create(f.ctx, too_big, 0, &b),
+                     KILN_ERR_INVALID_SIZE);
+  snprintf(text, sizeof text, "size_bytes %zu exceeds the device's maximum "
+                              "allocation of %llu bytes",
+           too_big, (unsigned long long)info->max_alloc_bytes);
+  assert_last_error_contains(text);
+  assert_kiln_status(kiln_buffer_create(f.ctx, SIZE_MAX, 0, &b),
+                     KILN_ERR_INVALID_SIZE);
+  assert_kiln_status(kiln_buffer_create(f.ctx, 64, 0x40, &b),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("kiln_buffer_create: flags has unknown bits 0x40");
+  assert_kiln_status(
+      kiln_buffer_create(f.ctx, 64, KILN_MEM_READ_ONLY | KILN_MEM_WRITE_ONLY,
+                         &b),
+      KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("both KILN_MEM_READ_ONLY and KILN_MEM_WRITE_ONLY");
+  assert_null(b);
+
+  unsigned char host[64];
+  assert_kiln_status(kiln_buffer_wrap_host(f.ctx, NULL, 64, 0, &b),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_buffer_wrap_host: host is NULL");
+  assert_kiln_status(kiln_buffer_wrap_host(NULL, host, 64, 0, &b),
+                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(kiln_buffer_wrap_host(f.ctx, host, 0, 0, &b),
+                     KILN_ERR_INVALID_SIZE);
+  assert_last_error_contains("kiln_buffer_wrap_host: size_bytes is 0");
+  assert_kiln_status(kiln_buffer_wrap_host(f.ctx, host, 64, 8, &b),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_kiln_status(kiln_buffer_wrap_host(f.ctx, host, 64, 0, NULL),
+                     KILN_ERR_NULL_POINTER);
+
+  assert_kiln_ok(kiln_buffer_destroy(NULL));
+  assert_int_equal(kiln_buffer_size(NULL), 0);
+  assert_null(kiln_buffer_context(NULL));
+
+  for (unsigned flags = 0; flags <= KILN_MEM_WRITE_ONLY; flags++) {
+    assert_kiln_ok(kiln_buffer_create(f.ctx, 100, flags, &b));
+    assert_int_equal(kiln_buffer_size(b), 100);
+    assert_ptr_equal(kiln_buffer_context(b), f.ctx);
+    assert_int_equal(b->flags, flags);
+    assert_kiln_ok(kiln_buffer_destroy(b));
+  }
+  close_device(f);
+}
+
+static void test_range_checks(void **state) {
+  (void)state;
+  struct fixture f = open_device(0);
+  kiln_buffer *b = NULL;
+  assert_kiln_ok(kiln_buffer_create(f.ctx, 128, 0, &b));
+  unsigned char host[256] = {0};
+
+  assert_kiln_status(kiln_buffer_write(f.queue, b, 96, 64, host, 0, NULL, NULL),
+                     KILN_ERR_OUT_OF_RANGE);
+  assert_last_error_contains("kiln_buffer_write: dst range [offset 96, +64 "
+                             "bytes) exceeds the buffer's 128 bytes");
+  assert_kiln_status(kiln_buffer_read(f.queue, b, 0, 129, host, 0, NULL, NULL),
+                     KILN_ERR_OUT_OF_RANGE);
+  assert_last_error_contains("kiln_buffer_read: src range [offset 0, +129 "
+                             "bytes) exceeds the buffer's 128 bytes");
+  assert_kiln_status(kiln_buffer_read(f.queue, b, 128, 1, host, 0, NULL, NULL),
+                     KILN_ERR_OUT_OF_RANGE);
+  assert_kiln_status(
+      kiln_buffer_write(f.queue, b, SIZE_MAX - 3, 8, host, 0, NULL, NULL),
+      KILN_ERR_INVALID_SIZE);
+  assert_last_error_contains("overflows size_t");
+  assert_kiln_status(kiln_buffer_write(f.queue, b, 0, 0, host, 0, NULL, NULL),
+                     KILN_ERR_INVALID_SIZE);
+  assert_last_error_contains("kiln_buffer_write: dst range [offset 0, +0 "
+                             "bytes) is empty");
+  assert_kiln_status(kiln_buffer_write_sync(f.queue, b, 100, 29, host),
+                     KILN_ERR_OUT_OF_RANGE);
+  assert_kiln_status(kiln_buffer_read_sync(f.queue, b, 100, 29, host),
+                     KILN_ERR_OUT_OF_RANGE);
+
+  /* The shared checker, as other modules use it. */
+  assert_kiln_ok(kiln__buffer_range(b, 0, 128, "x"));
+  assert_kiln_ok(kiln__buffer_range(b, 127, 1, "x"));
+  assert_kiln_status(kiln__buffer_range(b, 127, 2, "kiln_op: y"),
+                     KILN_ERR_OUT_OF_RANGE);
+  assert_last_error_contains("kiln_op: y range [offset 127, +2 bytes) exceeds "
+                             "the buffer's 128 bytes");
+  assert_kiln_status(kiln__buffer_range(NULL, 0, 1, "kiln_op: z"),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_op: z is NULL");
+  assert_kiln_status(kiln__buffer_range(b, SIZE_MAX, SIZE_MAX, "w"),
+                     KILN_ERR_INVALID_SIZE);
+
+  /* NULL handles and pointers. */
+  assert_kiln_status(kiln_buffer_write(NULL, b, 0, 4, host, 0, NULL, NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_buffer_write: queue is NULL");
+  assert_kiln_status(kiln_buffer_write(f.queue, NULL, 0, 4, host, 0, NULL, NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_buffer_write: dst is NULL");
+  assert_kiln_status(kiln_buffer_write(f.queue, b, 0, 4, NULL, 0, NULL, NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_buffer_write: src is NULL");
+  assert_kiln_status(kiln_buffer_read(f.queue, b, 0, 4, NULL, 0, NULL, NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_buffer_read: dst is NULL");
+  assert_kiln_status(kiln_buffer_read(f.queue, NULL, 0, 4, host, 0, NULL, NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_buffer_read: src is NULL");
+  kiln_event *ev = (kiln_event *)(uintptr_t)1;
+  assert_kiln_status(kiln_buffer_write(f.queue, b, 0, 4, host, 3, NULL, &ev),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_buffer_write: wait_list is NULL but "
+                             "num_wait is 3");
+  assert_null(ev);
+
+  /* A queue of another context. */
+  struct fixture g = open_device(0);
+  assert_kiln_status(kiln_buffer_write(g.queue, b, 0, 4, host, 0, NULL, NULL),
+                     KILN_ERR_SHAPE_MISMATCH);
+  assert_last_error_contains("kiln_buffer_write: dst belongs to another "
+                             "context than the queue");
+  kiln_buffer *c = NULL;
+  assert_kiln_ok(kiln_buffer_create(g.ctx, 128, 0, &c));
+  assert_kiln_status(kiln_buffer_copy(f.queue, b, 0, c, 0, 4, 0, NULL, NULL),
+                     KILN_ERR_SHAPE_MISMATCH);
+  assert_last_error_contains("kiln_buffer_copy: dst belongs to another");
+  assert_kiln_ok(kiln_buffer_destroy(c));
+  close_device(g);
+
+  assert_kiln_ok(kiln_buffer_destroy(b));
+  close_device(f);
+}
+
+static void test_write_read_offsets(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(i) {
+    struct fixture f = open_device(i);
+    enum { SIZE = 4096 };
+    unsigned char expect[SIZE], data[SIZE], back[SIZE];
+    kiln_buffer *b = NULL;
+    assert_kiln_ok(kiln_buffer_create(f.ctx, SIZE, 0, &b));
+    memset(expect, 0xAB, SIZE);
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, b, 0, SIZE, expect));
+    static const size_t cases[][2] = {
+        {0, 1}, {37, 100}, {4095, 1}, {1000, 3000}, {0, SIZE}, {2048, 77}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      size_t off = cases[c][0], n = cases[c][1];
+      pattern_bytes(data, n, (unsigned)c);
+      memcpy(expect + off, data, n);
+      kiln_event *w = NULL, *r = NULL;
+      memset(back, 0, SIZE);
+      assert_kiln_ok(kiln_buffer_write(f.queue, b, off, n, data, 0, NULL, &w));
+      /* Reading through the wait list, then checking the whole buffer. */
+      assert_kiln_ok(kiln_buffer_read(f.queue, b, off, n, back, 1, &w, &r));
+      assert_kiln_ok(kiln_event_wait(r));
+      assert_memory_equal(back, data, n);
+      kiln_event_release(w);
+      kiln_event_release(r);
+      assert_kiln_ok(kiln_buffer_read_sync(f.queue, b, 0, SIZE, back));
+      assert_memory_equal(back, expect, SIZE);
+    }
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    close_device(f);
+  }
+}
+
+static void test_copy(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(i) {
+    struct fixture f = open_device(i);
+    enum { SIZE = 8192 };
+    unsigned char a_host[SIZE], b_host[SIZE], back[SIZE];
+    pattern_bytes(a_host, SIZE, 1);
+    memset(b_host, 0, SIZE);
+    kiln_buffer *a = NULL, *b = NULL;
+    assert_kiln_ok(kiln_buffer_create(f.ctx, SIZE, 0, &a));
+    assert_kiln_ok(kiln_buffer_create(f.ctx, SIZE, 0, &b));
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, a, 0, SIZE, a_host));
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, b, 0, SIZE, b_host));
+
+    /* Between buffers, at offsets. */
+    kiln_event *ev = NULL;
+    assert_kiln_ok(kiln_buffer_copy(f.queue, a, 100, b, 3000, 1234, 0, NULL,
+                                    &ev));
+    assert_kiln_ok(kiln_event_wait(ev));
+    kiln_event_release(ev);
+    memcpy(b_host + 3000, a_host + 100, 1234);
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, b, 0, SIZE, back));
+    assert_memory_equal(back, b_host, SIZE);
+
+    /* Within one buffer, non-overlapping (touching ranges are fine). */
+    assert_kiln_ok(kiln_buffer_copy(f.queue, a, 0, a, 4096, 4096, 0, NULL,
+                                    NULL));
+    memcpy(a_host + 4096, a_host, 4096);
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, a, 0, SIZE, back));
+    assert_memory_equal(back, a_host, SIZE);
+
+    /* Overlap within one buffer, and through two views of it. */
+    assert_kiln_status(kiln_buffer_copy(f.queue, a, 0, a, 100, 200, 0, NULL,
+                                        NULL),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_last_error_contains("kiln_buffer_copy: src range [offset 0, +200 "
+                               "bytes) and dst range [offset 100, +200 bytes) "
+                               "overlap");
+    size_t align = kiln_context_device_info(f.ctx)->mem_base_addr_align_bits / 8;
+    if (align == 0)
+      align = 1;
+    if (align * 3 <= SIZE) {
+      kiln_buffer *v1 = NULL, *v2 = NULL;
+      assert_kiln_ok(kiln_buffer_create_sub(a, 0, 2 * align, 0, &v1));
+      assert_kiln_ok(kiln_buffer_create_sub(a, align, 2 * align, 0, &v2));
+      assert_kiln_status(
+          kiln_buffer_copy(f.queue, v1, 0, v2, 0, align + 1, 0, NULL, NULL),
+          KILN_ERR_INVALID_ARGUMENT);
+      assert_last_error_contains("overlap in the same buffer");
+      /* Adjacent parts of the two views do not overlap. */
+      assert_kiln_ok(
+          kiln_buffer_copy(f.queue, v1, 0, v2, align, align, 0, NULL, NULL));
+      memcpy(a_host + 2 * align, a_host, align);
+      assert_kiln_ok(kiln_buffer_read_sync(f.queue, a, 0, SIZE, back));
+      assert_memory_equal(back, a_host, SIZE);
+      assert_kiln_ok(kiln_buffer_destroy(v2));
+      assert_kiln_ok(kiln_buffer_destroy(v1));
+    }
+
+    /* Bad inputs. */
+    assert_kiln_status(kiln_buffer_copy(f.queue, NULL, 0, b, 0, 4, 0, NULL,
+                                        NULL),
+                       KILN_ERR_NULL_POINTER);
+    assert_last_error_contains("kiln_buffer_copy: src is NULL");
+    assert_kiln_status(kiln_buffer_copy(f.queue, a, 0, NULL, 0, 4, 0, NULL,
+                                        NULL),
+                       KILN_ERR_NULL_POINTER);
+    assert_last_error_contains("kiln_buffer_copy: dst is NULL");
+    assert_kiln_status(kiln_buffer_copy(f.queue, a, SIZE - 4, b, 0, 8, 0, NULL,
+                                        NULL),
+                       KILN_ERR_OUT_OF_RANGE);
+    assert_last_error_contains("kiln_buffer_copy: src range [offset 8188, +8 "
+                               "bytes)");
+    assert_kiln_status(kiln_buffer_copy(f.queue, a, 0, b, SIZE, 1, 0, NULL,
+                                        NULL),
+                       KILN_ERR_OUT_OF_RANGE);
+    assert_last_error_contains("kiln_buffer_copy: dst range");
+    assert_kiln_status(kiln_buffer_copy(f.queue, a, 0, b, 0, 0, 0, NULL, NULL),
+                       KILN_ERR_INVALID_SIZE);
+
+    assert_kiln_ok(kiln_buffer_destroy(a));
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    close_device(f);
+  }
+}
+
+static void test_fill(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(i) {
+    struct fixture f = open_device(i);
+    enum { SIZE = 2048 };
+    unsigned char expect[SIZE], back[SIZE], pattern[128];
+    kiln_buffer *b = NULL;
+    assert_kiln_ok(kiln_buffer_create(f.ctx, SIZE, 0, &b));
+    for (size_t p = 1; p <= 128; p *= 2) {
+      memset(expect, 0, SIZE);
+      assert_kiln_ok(kiln_buffer_write_sync(f.queue, b, 0, SIZE, expect));
+      pattern_bytes(pattern, p, (unsigned)p);
+      size_t off = 2 * p, n = 5 * p;
+      kiln_event *ev = NULL;
+      assert_kiln_ok(
+          kiln_buffer_fill(f.queue, b, pattern, p, off, n, 0, NULL, &ev));
+      /* The pattern is copied before fill returns. */
+      memset(pattern, 0xEE, sizeof pattern);
+      assert_kiln_ok(kiln_event_wait(ev));
+      kiln_event_release(ev);
+      pattern_bytes(pattern, p, (unsigned)p);
+      for (size_t k = 0; k < n; k++)
+        expect[off + k] = pattern[k % p];
+      assert_kiln_ok(kiln_buffer_read_sync(f.queue, b, 0, SIZE, back));
+      if (memcmp(back, expect, SIZE) != 0)
+        fail_msg("fill with a %zu-byte pattern gave wrong data", p);
+    }
+    /* Whole buffer. */
+    float one = 1.5f;
+    assert_kiln_ok(kiln_buffer_fill(f.queue, b, &one, 4, 0, SIZE, 0, NULL,
+                                    NULL));
+    float floats[SIZE / 4];
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, b, 0, SIZE, floats));
+    for (size_t k = 0; k < SIZE / 4; k++)
+      assert_true(floats[k] == 1.5f);
+
+    /* Bad inputs. */
+    assert_kiln_status(kiln_buffer_fill(f.queue, b, NULL, 4, 0, 16, 0, NULL,
+                                        NULL),
+                       KILN_ERR_NULL_POINTER);
+    assert_last_error_contains("kiln_buffer_fill: pattern is NULL");
+    assert_kiln_status(kiln_buffer_fill(f.queue, NULL, pattern, 4, 0, 16, 0,
+                                        NULL, NULL),
+                       KILN_ERR_NULL_POINTER);
+    assert_last_error_contains("kiln_buffer_fill: buffer is NULL");
+    static const size_t bad_sizes[] = {0, 3, 6, 12, 100, 256};
+    for (size_t k = 0; k < sizeof bad_sizes / sizeof bad_sizes[0]; k++) {
+      assert_kiln_status(kiln_buffer_fill(f.queue, b, pattern, bad_sizes[k], 0,
+                                          768, 0, NULL, NULL),
+                         KILN_ERR_INVALID_SIZE);
+      assert_last_error_contains("is not one of 1, 2, 4, 8, 16, 32, 64, 128");
+    }
+    assert_kiln_status(kiln_buffer_fill(f.queue, b, pattern, 8, 4, 16, 0, NULL,
+                                        NULL),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_last_error_contains("offset_bytes 4 and size_bytes 16 must both be "
+                               "multiples of pattern_bytes 8");
+    assert_kiln_status(kiln_buffer_fill(f.queue, b, pattern, 8, 8, 12, 0, NULL,
+                                        NULL),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_kiln_status(kiln_buffer_fill(f.queue, b, pattern, 8, SIZE, 8, 0,
+                                        NULL, NULL),
+                       KILN_ERR_OUT_OF_RANGE);
+    assert_last_error_contains("kiln_buffer_fill: buffer range");
+    assert_kiln_status(kiln_buffer_fill(f.queue, b, pattern, 8, 0, 0, 0, NULL,
+                                        NULL),
+                       KILN_ERR_INVALID_SIZE);
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    close_device(f);
+  }
+}
+
+static void test_map(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(i) {
+    struct fixture f = open_device(i);
+    enum { N = 1024 };
+    uint32_t host[N], back[N];
+    for (uint32_t k = 0; k < N; k++)
+      host[k] = k ^ 0x5A5A5A5Au;
+    kiln_buffer *b = NULL, *other = NULL;
+    assert_kiln_ok(kiln_buffer_create(f.ctx, sizeof host, 0, &b));
+    assert_kiln_ok(kiln_buffer_create(f.ctx, sizeof host, 0, &other));
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, b, 0, sizeof host, host));
+
+    /* Map for reading a middle range. */
+    void *p = NULL;
+    kiln_event *ev = NULL;
+    assert_kiln_ok(kiln_buffer_map(f.queue, b, KILN_MAP_READ, 400, 800, &p, 0,
+                                   NULL, &ev));
+    assert_non_null(p);
+    assert_kiln_ok(kiln_event_wait(ev));
+    kiln_event_release(ev);
+    assert_memory_equal(p, (unsigned char *)host + 400, 800);
+    assert_kiln_ok(kiln_buffer_unmap(f.queue, b, p, 0, NULL, &ev));
+    assert_kiln_ok(kiln_event_wait(ev));
+    kiln_event_release(ev);
+
+    /* Map for writing, then read the result back. */
+    assert_kiln_ok(kiln_buffer_map(f.queue, b, KILN_MAP_WRITE | KILN_MAP_READ,
+                                   0, sizeof host, &p, 0, NULL, NULL));
+    assert_kiln_ok(kiln_queue_finish(f.queue));
+    uint32_t *words = p;
+    for (uint32_t k = 0; k < N; k++)
+      words[k] = host[k] = k * 7u + 3u;
+    /* Destroy is refused while a mapping is live. */
+    assert_kiln_status(kiln_buffer_destroy(b), KILN_ERR_BUSY);
+    assert_last_error_contains("kiln_buffer_destroy: 1 mapping of this buffer "
+                               "is still live");
+    /* Unmap of pointers that are not this buffer's mappings. */
+    assert_kiln_status(kiln_buffer_unmap(f.queue, other, p, 0, NULL, NULL),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_last_error_contains("is not a live mapping of this buffer");
+    assert_kiln_status(kiln_buffer_unmap(f.queue, b, host, 0, NULL, NULL),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_kiln_status(kiln_buffer_unmap(f.queue, b, words + 1, 0, NULL, NULL),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_kiln_ok(kiln_buffer_unmap(f.queue, b, p, 0, NULL, NULL));
+    assert_kiln_status(kiln_buffer_unmap(f.queue, b, p, 0, NULL, NULL),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_last_error_contains("already unmapped");
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, b, 0, sizeof back, back));
+    assert_memory_equal(back, host, sizeof host);
+
+    /* The same range mapped twice needs two unmaps. */
+    void *p1 = NULL, *p2 = NULL;
+    assert_kiln_ok(kiln_buffer_map(f.queue, b, KILN_MAP_READ, 0, 64, &p1, 0,
+                                   NULL, NULL));
+    assert_kiln_ok(kiln_buffer_map(f.queue, b, KILN_MAP_READ, 0, 64, &p2, 0,
+                                   NULL, NULL));
+    assert_kiln_ok(kiln_queue_finish(f.queue));
+    assert_kiln_ok(kiln_buffer_unmap(f.queue, b, p1, 0, NULL, NULL));
+    assert_kiln_status(kiln_buffer_destroy(b), KILN_ERR_BUSY);
+    assert_kiln_ok(kiln_buffer_unmap(f.queue, b, p2, 0, NULL, NULL));
+    assert_kiln_ok(kiln_queue_finish(f.queue));
+
+    /* Bad inputs. */
+    p = (void *)(uintptr_t)1;
+    assert_kiln_status(kiln_buffer_map(f.queue, b, 0, 0, 64, &p, 0, NULL, NULL),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_last_error_contains("kiln_buffer_map: map_flags 0x0 must be");
+    assert_null(p);
+    assert_kiln_status(kiln_buffer_map(f.queue, b, 0x4, 0, 64, &p, 0, NULL,
+                                       NULL),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_last_error_contains("map_flags 0x4");
+    assert_kiln_status(kiln_buffer_map(f.queue, b, KILN_MAP_READ, 0, 64, NULL,
+                                       0, NULL, NULL),
+                       KILN_ERR_NULL_POINTER);
+    assert_last_error_contains("kiln_buffer_map: out_ptr is NULL");
+    assert_kiln_status(kiln_buffer_map(f.queue, b, KILN_MAP_READ, 4000, 200,
+                                       &p, 0, NULL, NULL),
+                       KILN_ERR_OUT_OF_RANGE);
+    assert_last_error_contains("kiln_buffer_map: buffer range [offset 4000, "
+                               "+200 bytes) exceeds the buffer's 4096 bytes");
+    assert_kiln_status(kiln_buffer_map(f.queue, NULL, KILN_MAP_READ, 0, 4, &p,
+                                       0, NULL, NULL),
+                       KILN_ERR_NULL_POINTER);
+    assert_kiln_status(kiln_buffer_unmap(f.queue, b, NULL, 0, NULL, NULL),
+                       KILN_ERR_NULL_POINTER);
+    assert_last_error_contains("kiln_buffer_unmap: mapped is NULL");
+    assert_kiln_status(kiln_buffer_unmap(NULL, b, host, 0, NULL, NULL),
+                       KILN_ERR_NULL_POINTER);
+    assert_int_equal(b->maps == NULL, 1);
+
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    assert_kiln_ok(kiln_buffer_destroy(other));
+    close_device(f);
+  }
+}
+
+static void test_wrap_host(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(i) {
+    struct fixture f = open_device(i);
+    enum { N = 2048 };
+    /* Page-aligned, the alignment every driver prefers for host memory. */
+    float *host = aligned_alloc(4096, N * sizeof(float));
+    assert_non_null(host);
+    kiln_test_fill_random(host, N, -4.0f, 4.0f, 11);
+    kiln_buffer *b = NULL;
+    assert_kiln_ok(kiln_buffer_wrap_host(f.ctx, host, N * sizeof(float), 0, &b));
+    assert_int_equal(kiln_buffer_size(b), N * sizeof(float));
+
+    /* The device sees the host's data. */
+    float back[N];
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, b, 0, sizeof back, back));
+    assert_memory_equal(back, host, sizeof back);
+
+    /* Device writes reach the host memory through a map. */
+    float vals[16];
+    for (int k = 0; k < 16; k++)
+      vals[k] = (float)k + 0.25f;
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, b, 64 * sizeof(float),
+                                          sizeof vals, vals));
+    void *p = NULL;
+    assert_kiln_ok(kiln_buffer_map(f.queue, b, KILN_MAP_READ, 0,
+                                   N * sizeof(float), &p, 0, NULL, NULL));
+    assert_kiln_ok(kiln_queue_finish(f.queue));
+    assert_memory_equal((float *)p + 64, vals, sizeof vals);
+    assert_memory_equal(host + 64, vals, sizeof vals);
+    assert_kiln_ok(kiln_buffer_unmap(f.queue, b, p, 0, NULL, NULL));
+    assert_kiln_ok(kiln_queue_finish(f.queue));
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    free(host);
+    close_device(f);
+  }
+}
+
+static void test_sub_buffers(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(i) {
+    struct fixture f = open_device(i);
+    size_t align = kiln_context_device_info(f.ctx)->mem_base_addr_align_bits / 8;
+    if (align == 0)
+      align = 1;
+    const size_t size = 8 * align;
+    unsigned char *host = malloc(size), *back = malloc(size);
+    assert_non_null(host);
+    assert_non_null(back);
+    pattern_bytes(host, size, 5);
+    kiln_buffer *parent = NULL, *view = NULL;
+    assert_kiln_ok(kiln_buffer_create(f.ctx, size, 0, &parent));
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, parent, 0, size, host));
+    assert_kiln_ok(kiln_buffer_create_sub(parent, 2 * align, 3 * align, 0,
+                                          &view));
+    assert_int_equal(kiln_buffer_size(view), 3 * align);
+    assert_ptr_equal(kiln_buffer_context(view), f.ctx);
+
+    /* The view sees the parent's bytes... */
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, view, 0, 3 * align, back));
+    assert_memory_equal(back, host + 2 * align, 3 * align);
+    /* ...and the parent sees writes through the view. */
+    unsigned char word[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, view, 5, 8, word));
+    memcpy(host + 2 * align + 5, word, 8);
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, parent, 0, size, back));
+    assert_memory_equal(back, host, size);
+    /* Views are bounded by their own size. */
+    assert_kiln_status(kiln_buffer_read_sync(f.queue, view, 3 * align - 4, 8,
+                                             back),
+                       KILN_ERR_OUT_OF_RANGE);
+
+    /* Destroying the parent waits for its views. */
+    assert_kiln_status(kiln_buffer_destroy(parent), KILN_ERR_BUSY);
+    assert_last_error_contains("kiln_buffer_destroy: 1 sub-buffer view of "
+                               "this buffer is still alive");
+
+    /* Bad inputs. */
+    kiln_buffer *bad = (kiln_buffer *)(uintptr_t)1;
+    assert_kiln_status(kiln_buffer_create_sub(view, 0, 4, 0, &bad),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_last_error_contains("a view of a view is refused");
+    assert_null(bad);
+    assert_kiln_status(kiln_buffer_create_sub(NULL, 0, 4, 0, &bad),
+                       KILN_ERR_NULL_POINTER);
+    assert_last_error_contains("kiln_buffer_create_sub: parent is NULL");
+    assert_kiln_status(kiln_buffer_create_sub(parent, 0, 4, 0, NULL),
+                       KILN_ERR_NULL_POINTER);
+    assert_kiln_status(kiln_buffer_create_sub(parent, 0, 0, 0, &bad),
+                       KILN_ERR_INVALID_SIZE);
+    assert_kiln_status(kiln_buffer_create_sub(parent, 7 * align, 2 * align, 0,
+                                              &bad),
+                       KILN_ERR_OUT_OF_RANGE);
+    assert_last_error_contains("kiln_buffer_create_sub: view range");
+    assert_kiln_status(kiln_buffer_create_sub(parent, SIZE_MAX - 1, 4, 0, &bad),
+                       KILN_ERR_INVALID_SIZE);
+    if (align > 1) {
+      char text[128];
+      assert_kiln_status(kiln_buffer_create_sub(parent, align / 2, 4, 0, &bad),
+                         KILN_ERR_INVALID_ARGUMENT);
+      snprintf(text, sizeof text,
+               "offset_bytes %zu is not a multiple of the device's base "
+               "address alignment of %zu bytes",
+               align / 2, align);
+      assert_last_error_contains(text);
+    }
+    assert_kiln_status(kiln_buffer_create_sub(parent, 0, 4, 0x20, &bad),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_last_error_contains("unknown bits 0x20");
+
+    /* Access may narrow, never widen. */
+    kiln_buffer *ro = NULL, *narrow = NULL;
+    assert_kiln_ok(kiln_buffer_create_sub(parent, 0, align, KILN_MEM_READ_ONLY,
+                                          &narrow));
+    assert_int_equal(narrow->flags, KILN_MEM_READ_ONLY);
+    assert_kiln_ok(kiln_buffer_destroy(narrow));
+    assert_kiln_ok(kiln_buffer_create(f.ctx, size, KILN_MEM_READ_ONLY, &ro));
+    assert_kiln_status(kiln_buffer_create_sub(ro, 0, align, KILN_MEM_WRITE_ONLY,
+                                              &bad),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_last_error_contains("flags ask for write-only access but the parent "
+                               "is read-only");
+    assert_kiln_ok(kiln_buffer_create_sub(ro, 0, align, 0, &narrow));
+    assert_int_equal(narrow->flags, KILN_MEM_READ_ONLY); /* inherited */
+    assert_kiln_ok(kiln_buffer_destroy(narrow));
+    assert_kiln_ok(kiln_buffer_create_sub(ro, align, align, KILN_MEM_READ_ONLY,
+                                          &narrow));
+    assert_kiln_ok(kiln_buffer_destroy(narrow));
+    assert_kiln_ok(kiln_buffer_destroy(ro));
+
+    assert_kiln_ok(kiln_buffer_destroy(view));
+    assert_kiln_ok(kiln_buffer_destroy(parent));
+    free(host);
+    free(back);
+    close_device(f);
+  }
+}
+
+/* Destroying a buffer with work pending: the handle goes at once, the
+ * commands still complete, and the queue finishes cleanly. */
+static void test_destroy_with_pending_work(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(i) {
+    struct fixture f = open_device(i);
+    const size_t bytes = 32u << 20;
+    unsigned char *host = malloc(bytes), *back = malloc(bytes);
+    assert_non_null(host);
+    assert_non_null(back);
+    for (size_t k = 0; k < bytes; k += 4096)
+      host[k] = (unsigned char)(k >> 12);
+
+    kiln_buffer *a = NULL, *b = NULL;
+    assert_kiln_ok(kiln_buffer_create(f.ctx, bytes, 0, &a));
+    kiln_event *ev = NULL;
+    assert_kiln_ok(kiln_buffer_write(f.queue, a, 0, bytes, host, 0, NULL, &ev));
+    assert_kiln_ok(kiln_buffer_destroy(a));
+    assert_kiln_ok(kiln_queue_finish(f.queue));
+    assert_kiln_ok(kiln_event_wait(ev));
+    kiln_event_release(ev);
+
+    /* A copy whose source is destroyed before it runs still copies. */
+    assert_kiln_ok(kiln_buffer_create(f.ctx, bytes, 0, &a));
+    assert_kiln_ok(kiln_buffer_create(f.ctx, bytes, 0, &b));
+    assert_kiln_ok(kiln_buffer_write(f.queue, a, 0, bytes, host, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_copy(f.queue, a, 0, b, 0, bytes, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_destroy(a));
+    assert_kiln_ok(kiln_buffer_read(f.queue, b, 0, bytes, back, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    assert_kiln_ok(kiln_queue_finish(f.queue));
+    assert_memory_equal(back, host, bytes);
+    free(host);
+    free(back);
+    close_device(f);
+  }
+}
+
+static void test_long_wait_list(void **state) {
+  (void)state;
+  struct fixture f = open_device(0);
+  enum { EVENTS = 24 };
+  uint32_t values[EVENTS], back[EVENTS] = {0};
+  kiln_buffer *b = NULL;
+  assert_kiln_ok(kiln_buffer_create(f.ctx, sizeof values, 0, &b));
+  kiln_event *events[EVENTS];
+  for (uint32_t k = 0; k < EVENTS; k++) {
+    values[k] = 1000u + k;
+    assert_kiln_ok(kiln_buffer_write(f.queue, b, k * 4, 4, &values[k], 0, NULL,
+                                     &events[k]));
+  }
+  kiln_event *read = NULL;
+  assert_kiln_ok(kiln_buffer_read(f.queue, b, 0, sizeof back, back, EVENTS,
+                                  events, &read));
+  assert_kiln_ok(kiln_event_wait(read));
+  assert_memory_equal(back, values, sizeof values);
+  kiln_event_release(read);
+  kiln_event *saved = events[20];
+  events[20] = NULL;
+  assert_kiln_status(kiln_buffer_read(f.queue, b, 0, 4, back, EVENTS, events,
+                                      NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_buffer_read: wait_list[20] is NULL");
+  events[20] = saved;
+  for (size_t k = 0; k < EVENTS; k++)
+    kiln_event_release(events[k]);
+  assert_kiln_ok(kiln_buffer_destroy(b));
+  close_device(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_create_bad_inputs),
+      cmocka_unit_test(test_range_checks),
+      cmocka_unit_test(test_write_read_offsets),
+      cmocka_unit_test(test_copy),
+      cmocka_unit_test(test_fill),
+      cmocka_unit_test(test_map),
+      cmocka_unit_test(test_wrap_host),
+      cmocka_unit_test(test_sub_buffers),
+      cmocka_unit_test(test_destroy_with_pending_work),
+      cmocka_unit_test(test_long_wait_list),
+  };
+  return KILN_TEST_RUN("buffer", tests, true);
+}
