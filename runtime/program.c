@@ -185,6 +185,10 @@ kiln_status kiln_program_build(kiln_program *program, const char *options,
 
 kiln_status kiln_program_create_built(kiln_context *ctx, const char *source,
                                       const char *options, kiln_program **out) {
+  if (out == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER,
+                      "kiln_program_create_built: out is NULL");
+  *out = NULL;
   kiln_program *program = NULL;
   kiln_status st = kiln_program_create(ctx, source, 0, &program);
   if (st != KILN_OK)
