@@ -673,3 +673,49 @@ kiln_device_list_problem(const kiln_device_list *list, size_t index) {
 const kiln_device_info *kiln_device_get_info(const kiln_device *device) {
   return device != NULL ? &device->info : NULL;
 }
+
+kiln_status kiln__device_list_synthetic(const struct kiln_device *devices,
+                                        size_t count, kiln_device_list **out) {
+  if (out == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER,
+                      "kiln__device_list_synthetic: out is NULL");
+  *out = NULL;
+  if (devices == NULL && count > 0)
+    return kiln__fail(KILN_ERR_NULL_POINTER,
+                      "kiln__device_list_synthetic: devices is NULL");
+  kiln_device_list *list = calloc(1, sizeof *list);
+  if (list == NULL)
+    goto fail;
+  for (size_t i = 0; i < count; i++) {
+    struct kiln_device dev = devices[i];
+    kiln_device_info *info = &dev.info;
+    const char **fields[STRING_FIELDS];
+    string_fields(info, fields);
+    const char *strings[STRING_FIELDS];
+    for (int f = 0; f < STRING_FIELDS; f++)
+      strings[f] = *fields[f] != NULL ? *fields[f] : "";
+    if (dev.backend == NULL) {
+      struct kiln_backend_probe probe = {
+          .vendor_id = info->vendor_id,
+          .vendor = strings[1],
+          .platform_name = strings[6],
+          .device_name = strings[0],
+          .type = (int)info->type,
+      };
+      dev.backend = kiln__backend_match(&probe);
+      info->quirks = dev.backend->quirks;
+      strings[10] = dev.backend->name;
+    }
+    if (!grow((void **)&list->devices, &list->capacity, list->count,
+              sizeof *list->devices) ||
+        !pack_strings(&dev, strings))
+      goto fail;
+    list->devices[list->count++] = dev;
+  }
+  *out = list;
+  return KILN_OK;
+fail:
+  kiln_device_list_destroy(list);
+  return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                    "kiln__device_list_synthetic: out of host memory");
+}

@@ -59,6 +59,13 @@ struct kiln_device {
 kiln_status kiln__device_clone(const struct kiln_device *device,
                                struct kiln_device **out);
 void kiln__device_free(struct kiln_device *device);
+/* A list of copies of count made-up devices, for tests and tools that need
+ * devices no machine has (an NVIDIA GPU in CI). Strings are copied (NULL
+ * becomes ""); platform and id are kept as given. A device whose backend is
+ * NULL gets the profile kiln__backend_match picks, and its info.profile and
+ * info.quirks from it. */
+kiln_status kiln__device_list_synthetic(const struct kiln_device *devices,
+                                        size_t count, kiln_device_list **out);
 
 /* ---- context (context.c) ------------------------------------------------ */
 
