@@ -85,7 +85,9 @@ kiln_status kiln__compile_source(kiln_context *ctx, const char *source,
                          excerpt);
     else
       st = kiln__fail_cl(err, "clBuildProgram", ctx->device,
-                         "build log excerpt:\n%s",
+                         "%s%s%sbuild log excerpt:\n%s",
+                         options[0] != '\0' ? "options '" : "", options,
+                         options[0] != '\0' ? "'; " : "",
                          excerpt[0] != '\0' ? excerpt
                                             : "(the driver gave no build log)");
     /* Compilers may fail for reasons OpenCL reports as other codes; a failed
