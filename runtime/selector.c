@@ -73,10 +73,18 @@ struct parser {
   size_t pos;
 };
 
+/* "selector "gpu,,x": expected a term at column 5", plus "; expected ..."
+ * when hint is not NULL. */
+static kiln_status syntax_error_hint(const struct parser *p, size_t pos,
+                                     const char *what, const char *hint) {
+  return kiln__fail(KILN_ERR_SELECTOR_SYNTAX,
+                    "%s \"%.200s\": %s at column %zu%s%s", p->where, p->src,
+                    what, pos + 1, hint ? "; expected " : "", hint ? hint : "");
+}
+
 static kiln_status syntax_error(const struct parser *p, size_t pos,
                                 const char *what) {
-  return kiln__fail(KILN_ERR_SELECTOR_SYNTAX, "%s \"%s\": %s at column %zu",
-                    p->where, p->src, what, pos + 1);
+  return syntax_error_hint(p, pos, what, NULL);
 }
 
 static void skip_spaces(struct parser *p) {
@@ -200,14 +208,13 @@ static kiln_status parse_term(struct parser *p, struct term *t) {
     if (t->kind == T_UUID)
       st = check_uuid(p, t, arg_pos);
     if (t->kind == T_PROFILE && kiln__backend_find(t->arg) == NULL) {
-      char what[256];
-      size_t used = (size_t)snprintf(what, sizeof what,
-                                     "unknown profile '%.40s', expected one of",
-                                     t->arg);
-      for (size_t i = 0; i < kiln__backend_count && used < sizeof what; i++)
-        used += (size_t)snprintf(what + used, sizeof what - used, "%s %s",
+      char what[80], hint[200];
+      snprintf(what, sizeof what, "unknown profile '%.40s'", t->arg);
+      size_t used = (size_t)snprintf(hint, sizeof hint, "one of");
+      for (size_t i = 0; i < kiln__backend_count && used < sizeof hint; i++)
+        used += (size_t)snprintf(hint + used, sizeof hint - used, "%s %s",
                                  i ? "," : "", kiln__backends[i]->name);
-      return syntax_error(p, arg_pos, what);
+      return syntax_error_hint(p, arg_pos, what, hint);
     }
     if (st != KILN_OK)
       return st;
@@ -216,6 +223,7 @@ static kiln_status parse_term(struct parser *p, struct term *t) {
   if (WORD_IS("mem") || WORD_IS("cu")) {
     bool mem = WORD_IS("mem");
     t->kind = mem ? T_MEM : T_CU;
+    skip_spaces(p);
     if (s[p->pos] != '>' || s[p->pos + 1] != '=')
       return syntax_error(p, p->pos, mem ? "expected '>=' after 'mem'"
                                          : "expected '>=' after 'cu'");
@@ -254,10 +262,10 @@ static kiln_status parse_term(struct parser *p, struct term *t) {
     goto done;
   }
   {
-    char what[400];
-    snprintf(what, sizeof what, "unknown term '%.*s', expected %s",
-             (int)(len > 40 ? 40 : len), w, expected_terms);
-    return syntax_error(p, start, what);
+    char what[80];
+    snprintf(what, sizeof what, "unknown term '%.*s'",
+             (int)(len > 40 ? 40 : len), w);
+    return syntax_error_hint(p, start, what, expected_terms);
   }
 #undef WORD_IS
 done:
