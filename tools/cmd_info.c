@@ -1,0 +1,489 @@
+/* `kiln info`: the clinfo-style report of every platform and device, kiln's
+ * own view of each device (stable id, profile, quirks), the compact list,
+ * selector explanations, the device check and the doctor. */
+#include "commands.h"
+#include "info.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Bounds on what a driver may claim: a broken ICD must not make the tool
+ * allocate without limit. */
+#define MAX_PLATFORMS 64
+#define MAX_DEVICES 256
+/* Width of the label column of the text report, as clinfo's. */
+#define LABEL_WIDTH 44
+#define WRAP_WIDTH 100
+
+static void usage(FILE *out) {
+  fputs(
+      "usage: kiln info [options]\n"
+      "\n"
+      "Report every OpenCL platform and device the ICD loader offers: each\n"
+      "standard query of OpenCL 1.2 to 3.0 the device answers, then kiln's own\n"
+      "view (selector, stable id, matched profile, quirks).\n"
+      "\n"
+      "options:\n"
+      "  -l, --list          compact platform/device tree, one line each\n"
+      "  -j, --json          JSON document (schema \"kiln-info/1\", see README)\n"
+      "  -s, --select SEL    only the devices selector SEL takes (grammar as\n"
+      "                      KILN_DEVICE: gpu, cpu, pocl, 0:1, name:TEXT, ...)\n"
+      "  -e, --explain       every device with the reason the selector (SEL,\n"
+      "                      else KILN_DEVICE, else the default) took or\n"
+      "                      refused it\n"
+      "  -c, --check         build and run a small kernel on each device shown\n"
+      "                      and print PASS/FAIL (build log excerpt on failure)\n"
+      "  -d, --doctor        diagnose the OpenCL installation (ICD files,\n"
+      "                      loader variables, driver libraries, device node\n"
+      "                      permissions, failing platforms, kernel builds);\n"
+      "                      exit 0 when all is well, 1 when a problem is found\n"
+      "  -h, --help          this help\n"
+      "\n"
+      "Unsupported queries (the device's version or extensions lack them) show\n"
+      "as \"(unsupported: ...)\"; failed queries as \"(error: CL_...)\".\n"
+      "\n"
+      "exit status: 0 when at least one device is shown, 1 when none (or, with\n"
+      "--doctor, when a problem was found), 2 on a usage error.\n",
+      out);
+}
+
+bool info_device_shown(const info_model *model, const info_device *device) {
+  if (model->explain || model->selector == NULL)
+    return true;
+  return device->kdev != NULL && device->taken;
+}
+
+/* Cut a name for one-line display (the list, headings). */
+static void shorten(char *name) {
+  if (name != NULL && strlen(name) > 160)
+    strcpy(name + 150, "[...]");
+}
+
+static void model_free(info_model *m) {
+  for (size_t p = 0; p < m->platform_count; p++) {
+    for (size_t d = 0; d < m->platforms[p].device_count; d++)
+      free(m->platforms[p].devices[d].check_detail);
+    free(m->platforms[p].devices);
+  }
+  free(m->platforms);
+  kiln_selection_destroy(m->selection);
+  kiln_device_list_destroy(m->list);
+}
+
+/* Enumerate through the ICD loader directly (so platforms kiln skipped are
+ * still reported) and pair each device with kiln's record. Returns 2 on a
+ * selector syntax error, 0 otherwise. */
+static int model_build(info_model *m) {
+  cl_uint n = 0;
+  cl_int err = clGetPlatformIDs(0, NULL, &n);
+  if (err != CL_SUCCESS) {
+    m->platform_error = err;
+    n = 0;
+  }
+  if (n > MAX_PLATFORMS)
+    n = MAX_PLATFORMS;
+  if (n > 0) {
+    cl_platform_id ids[MAX_PLATFORMS];
+    cl_uint got = 0;
+    err = clGetPlatformIDs(n, ids, &got);
+    if (err != CL_SUCCESS) {
+      m->platform_error = err;
+      got = 0;
+    }
+    if (got > n)
+      got = n;
+    m->platforms = calloc(got ? got : 1, sizeof(*m->platforms));
+    if (m->platforms == NULL)
+      return 1;
+    m->platform_count = got;
+    for (cl_uint p = 0; p < got; p++) {
+      info_platform *plat = &m->platforms[p];
+      plat->id = ids[p];
+      cl_uint nd = 0;
+      err = clGetDeviceIDs(ids[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd);
+      if (err != CL_SUCCESS) {
+        plat->device_error = err;
+        continue;
+      }
+      if (nd > MAX_DEVICES)
+        nd = MAX_DEVICES;
+      cl_device_id devs[MAX_DEVICES];
+      cl_uint gotd = 0;
+      err = nd ? clGetDeviceIDs(ids[p], CL_DEVICE_TYPE_ALL, nd, devs, &gotd)
+               : CL_DEVICE_NOT_FOUND;
+      if (err != CL_SUCCESS) {
+        plat->device_error = err;
+        continue;
+      }
+      if (gotd > nd)
+        gotd = nd;
+      plat->devices = calloc(gotd ? gotd : 1, sizeof(*plat->devices));
+      if (plat->devices == NULL)
+        return 1;
+      plat->device_count = gotd;
+      for (cl_uint d = 0; d < gotd; d++) {
+        plat->devices[d].id = devs[d];
+        plat->devices[d].index = d;
+        plat->devices[d].taken = true;
+        plat->devices[d].check = -1;
+      }
+    }
+  }
+
+  if (kiln_device_list_create(&m->list) != KILN_OK)
+    m->list = NULL;
+  size_t count = m->list ? kiln_device_list_count(m->list) : 0;
+  for (size_t i = 0; i < count; i++) {
+    const kiln_device *kd = kiln_device_list_get(m->list, i);
+    const kiln_device_info *ki = kiln_device_get_info(kd);
+    cl_device_id cid = kiln_device_cl_device(kd);
+    for (size_t p = 0; p < m->platform_count; p++) {
+      for (size_t d = 0; d < m->platforms[p].device_count; d++) {
+        info_device *dev = &m->platforms[p].devices[d];
+        /* Handles identify the device; indices are the fallback for a
+         * loader that hands out different handles per call. */
+        if (dev->kdev == NULL &&
+            (dev->id == cid || (cid == NULL && ki->platform_index == p &&
+                                ki->device_index == d))) {
+          dev->kdev = kd;
+          dev->list_index = i;
+        }
+      }
+    }
+  }
+
+  if ((m->selector != NULL || m->explain) && m->list != NULL) {
+    if (kiln_selection_create(m->list, m->selector, &m->selection) != KILN_OK) {
+      fprintf(stderr, "kiln info: %s\n", kiln_last_error());
+      return 2;
+    }
+    for (size_t p = 0; p < m->platform_count; p++) {
+      for (size_t d = 0; d < m->platforms[p].device_count; d++) {
+        info_device *dev = &m->platforms[p].devices[d];
+        dev->taken = false;
+        if (dev->kdev != NULL)
+          dev->explain = kiln_selection_explain(m->selection, dev->list_index,
+                                                &dev->taken);
+      }
+    }
+  }
+  return 0;
+}
+
+static size_t shown_kiln_devices(const info_model *m) {
+  size_t n = 0;
+  for (size_t p = 0; p < m->platform_count; p++)
+    for (size_t d = 0; d < m->platforms[p].device_count; d++) {
+      const info_device *dev = &m->platforms[p].devices[d];
+      if (dev->kdev != NULL && info_device_shown(m, dev) && dev->taken)
+        n++;
+    }
+  return n;
+}
+
+static void run_checks(info_model *m) {
+  m->checked = true;
+  for (size_t p = 0; p < m->platform_count; p++)
+    for (size_t d = 0; d < m->platforms[p].device_count; d++) {
+      info_device *dev = &m->platforms[p].devices[d];
+      if (dev->kdev == NULL || !info_device_shown(m, dev) || !dev->taken)
+        continue;
+      char detail[2048];
+      dev->check = info_check_device(dev->kdev, detail, sizeof(detail),
+                                     &dev->check_ms);
+      dev->check_detail = strdup(detail);
+    }
+}
+
+/* Print "label value" with the value wrapped under its column. Lists wrap
+ * between items: at the first of ", ", " | ", "; " that the value uses,
+ * else at spaces. */
+static void print_row(FILE *out, int indent, const char *label,
+                      const char *value) {
+  int pad = LABEL_WIDTH - indent;
+  if (value[0] == '\0') {
+    fprintf(out, "%*s%s\n", indent, "", label);
+    return;
+  }
+  fprintf(out, "%*s%-*s ", indent, "", pad, label);
+  if ((int)strlen(label) > pad)
+    fprintf(out, "\n%*s", LABEL_WIDTH + 1, "");
+  static const char *seps[] = {", ", " | ", "; ", " "};
+  const char *sep = " ";
+  for (size_t i = 0; i < sizeof(seps) / sizeof(seps[0]); i++) {
+    if (strstr(value, seps[i]) != NULL) {
+      sep = seps[i];
+      break;
+    }
+  }
+  size_t seplen = strlen(sep);
+  size_t col = LABEL_WIDTH + 1;
+  size_t pending = 0; /* trailing blanks of the last separator, unprinted */
+  const char *p = value;
+  while (*p) {
+    const char *next = strstr(p, sep);
+    /* An item keeps its separator, so the line break follows it; the
+     * separator's trailing blank is printed only if the line goes on. */
+    size_t item = next ? (size_t)(next - p) + seplen : strlen(p);
+    size_t blanks = 0;
+    while (blanks < item && p[item - 1 - blanks] == ' ')
+      blanks++;
+    if (col > LABEL_WIDTH + 1 && col + pending + item - blanks > WRAP_WIDTH) {
+      fprintf(out, "\n%*s", LABEL_WIDTH + 1, "");
+      col = LABEL_WIDTH + 1;
+      pending = 0;
+    }
+    fprintf(out, "%*s%.*s", (int)pending, "", (int)(item - blanks), p);
+    col += pending + item - blanks;
+    pending = blanks;
+    p += item;
+  }
+  fputc('\n', out);
+}
+
+static void print_props(FILE *out, int indent, const info_subject *subject) {
+  for (size_t i = 0; i < info_prop_count(subject->target); i++) {
+    const info_prop *prop = info_prop_at(subject->target, i);
+    info_result r;
+    info_query(subject, prop, &r);
+    /* Vendor extension rows (NVIDIA, AMD, Intel, ...) are noise on every
+     * other device: the text report leaves them out, as clinfo does; the
+     * JSON keeps every key. */
+    if (r.state == INFO_UNSUPPORTED && prop->min_version == 0) {
+      info_result_free(&r);
+      continue;
+    }
+    char *text = info_format_text(prop, &r);
+    print_row(out, indent, prop->label, text);
+    free(text);
+    info_result_free(&r);
+  }
+}
+
+static void print_kiln_view(FILE *out, const info_device *dev) {
+  fprintf(out, "    kiln:\n");
+  if (dev->kdev == NULL) {
+    print_row(out, 6, "Status", "skipped by kiln (see the problems below)");
+    return;
+  }
+  const kiln_device_info *ki = kiln_device_get_info(dev->kdev);
+  char buf[512];
+  snprintf(buf, sizeof(buf), "%zu:%zu", ki->platform_index, ki->device_index);
+  print_row(out, 6, "Selector", buf);
+  print_row(out, 6, "Stable id", ki->stable_id);
+  print_row(out, 6, "Profile", ki->profile);
+  buf[0] = '\0';
+  for (unsigned bit = 1; bit != 0; bit <<= 1) {
+    if (!(ki->quirks & bit))
+      continue;
+    const char *name = kiln_quirk_name(bit);
+    size_t len = strlen(buf);
+    snprintf(buf + len, sizeof(buf) - len, "%s%s", len ? ", " : "",
+             name ? name : "unknown");
+  }
+  print_row(out, 6, "Quirks", buf[0] ? buf : "(none)");
+  snprintf(buf, sizeof(buf), "fp16 %s, fp64 %s, sub-groups %s",
+           ki->fp16 ? "yes" : "no", ki->fp64 ? "yes" : "no",
+           ki->subgroups ? "yes" : "no");
+  print_row(out, 6, "Capabilities", buf);
+  if (dev->explain != NULL)
+    print_row(out, 6, "Selection", dev->explain);
+  if (dev->check >= 0) {
+    snprintf(buf, sizeof(buf), "%s (%.0f ms)", dev->check ? "PASS" : "FAIL",
+             dev->check_ms);
+    print_row(out, 6, "Check", buf);
+    if (!dev->check && dev->check_detail)
+      fprintf(out, "%s\n", dev->check_detail);
+  }
+}
+
+static void print_problems(FILE *out, const info_model *m) {
+  if (m->platform_error != 0)
+    fprintf(out, "\nclGetPlatformIDs failed: %s (%d): the ICD loader found no "
+                 "usable platform; run `kiln info --doctor`\n",
+            kiln_cl_error_name(m->platform_error), m->platform_error);
+  if (m->list == NULL) {
+    fprintf(out, "\nkiln could not enumerate devices: %s\n", kiln_last_error());
+    return;
+  }
+  size_t n = kiln_device_list_problem_count(m->list);
+  if (n > 0)
+    fprintf(out, "\nPlatforms and devices kiln skipped:\n");
+  for (size_t i = 0; i < n; i++) {
+    const kiln_device_problem *p = kiln_device_list_problem(m->list, i);
+    if (p != NULL)
+      fprintf(out, "  %s\n", p->message);
+  }
+}
+
+static void print_report(FILE *out, const info_model *m) {
+  fprintf(out, "kiln %s: %zu platform%s\n", kiln_version(), m->platform_count,
+          m->platform_count == 1 ? "" : "s");
+  if (m->selection != NULL)
+    fprintf(out, "selector: %s\n", kiln_selection_selector(m->selection));
+  for (size_t p = 0; p < m->platform_count; p++) {
+    const info_platform *plat = &m->platforms[p];
+    bool any = false;
+    for (size_t d = 0; d < plat->device_count; d++)
+      any = any || info_device_shown(m, &plat->devices[d]);
+    if (m->selector != NULL && !m->explain && !any)
+      continue;
+    char *name = info_query_string(INFO_PLATFORM, plat->id, CL_PLATFORM_NAME);
+    char *version = info_query_string(INFO_PLATFORM, plat->id, CL_PLATFORM_VERSION);
+    char *exts = info_query_string(INFO_PLATFORM, plat->id, CL_PLATFORM_EXTENSIONS);
+    shorten(name);
+    fprintf(out, "\nPlatform %zu: %s\n", p, name ? name : "(name query failed)");
+    info_subject ps = {INFO_PLATFORM, plat->id, info_parse_version(version), exts};
+    print_props(out, 2, &ps);
+    free(name);
+    free(version);
+    free(exts);
+    if (plat->device_error != 0)
+      fprintf(out, "  Devices: none (clGetDeviceIDs: %s)\n",
+              kiln_cl_error_name(plat->device_error));
+    for (size_t d = 0; d < plat->device_count; d++) {
+      const info_device *dev = &plat->devices[d];
+      if (!info_device_shown(m, dev))
+        continue;
+      char *dname = info_query_string(INFO_DEVICE, dev->id, CL_DEVICE_NAME);
+      char *dver = info_query_string(INFO_DEVICE, dev->id, CL_DEVICE_VERSION);
+      char *dexts = info_query_string(INFO_DEVICE, dev->id, CL_DEVICE_EXTENSIONS);
+      shorten(dname);
+      fprintf(out, "\n  Device %zu:%zu: %s\n", p, d,
+              dname ? dname : "(name query failed)");
+      info_subject ds = {INFO_DEVICE, dev->id, info_parse_version(dver), dexts};
+      print_props(out, 4, &ds);
+      free(dname);
+      free(dver);
+      free(dexts);
+      print_kiln_view(out, dev);
+    }
+  }
+  print_problems(out, m);
+}
+
+static void print_list(FILE *out, const info_model *m) {
+  for (size_t p = 0; p < m->platform_count; p++) {
+    const info_platform *plat = &m->platforms[p];
+    size_t last = SIZE_MAX;
+    for (size_t d = 0; d < plat->device_count; d++)
+      if (info_device_shown(m, &plat->devices[d]))
+        last = d;
+    if (m->selector != NULL && !m->explain && last == SIZE_MAX)
+      continue;
+    char *name = info_query_string(INFO_PLATFORM, plat->id, CL_PLATFORM_NAME);
+    shorten(name);
+    fprintf(out, "Platform #%zu: %s\n", p, name ? name : "(name query failed)");
+    free(name);
+    for (size_t d = 0; d < plat->device_count; d++) {
+      const info_device *dev = &plat->devices[d];
+      if (!info_device_shown(m, dev))
+        continue;
+      char *dname = info_query_string(INFO_DEVICE, dev->id, CL_DEVICE_NAME);
+      shorten(dname);
+      fprintf(out, " %s-- Device #%zu: %s", d == last ? "`" : "+", d,
+              dname ? dname : "(name query failed)");
+      free(dname);
+      if (dev->kdev != NULL) {
+        const kiln_device_info *ki = kiln_device_get_info(dev->kdev);
+        fprintf(out, "  [%s, %s]", ki->profile, ki->stable_id);
+      } else {
+        fprintf(out, "  [skipped by kiln]");
+      }
+      if (dev->explain != NULL)
+        fprintf(out, "  %s", dev->explain);
+      if (dev->check >= 0)
+        fprintf(out, "  %s", dev->check ? "PASS" : "FAIL");
+      fputc('\n', out);
+      if (dev->check == 0 && dev->check_detail)
+        fprintf(out, "%s\n", dev->check_detail);
+    }
+  }
+}
+
+int kiln_cmd_info(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"list", no_argument, NULL, 'l'},
+      {"json", no_argument, NULL, 'j'},
+      {"select", required_argument, NULL, 's'},
+      {"explain", no_argument, NULL, 'e'},
+      {"check", no_argument, NULL, 'c'},
+      {"doctor", no_argument, NULL, 'd'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  bool list = false, json = false, check = false, doctor = false;
+  info_model model = {0};
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":ljs:ecdh", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'l': list = true; break;
+    case 'j': json = true; break;
+    case 's': model.selector = optarg; break;
+    case 'e': model.explain = true; break;
+    case 'c': check = true; break;
+    case 'd': doctor = true; break;
+    case 'h': usage(stdout); return 0;
+    case ':':
+      fprintf(stderr, "kiln info: %s needs an argument (see kiln info --help)\n",
+              argv[optind - 1]);
+      return 2;
+    default:
+      fprintf(stderr, "kiln info: unknown option '%s' (see kiln info --help)\n",
+              argv[optind - 1]);
+      return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "kiln info: unexpected argument '%s' (see kiln info --help)\n",
+            argv[optind]);
+    return 2;
+  }
+  if (list && json) {
+    fprintf(stderr, "kiln info: --list and --json exclude each other\n");
+    return 2;
+  }
+
+  int rc;
+  json_t *doctor_json = NULL;
+  int doctor_rc = 0;
+  if (doctor) {
+    /* First, before anything loads an ICD: it forks to probe them. */
+    doctor_rc = info_doctor(stdout, json ? &doctor_json : NULL);
+    if (!json)
+      return doctor_rc;
+  }
+  rc = model_build(&model);
+  if (rc != 0) {
+    json_decref(doctor_json);
+    model_free(&model);
+    return rc;
+  }
+  if (check)
+    run_checks(&model);
+  if (json) {
+    json_t *doc = info_json_document(&model, doctor_json);
+    if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
+      fprintf(stderr, "kiln info: writing JSON failed\n");
+    fputc('\n', stdout);
+    json_decref(doc);
+  } else if (list) {
+    print_list(stdout, &model);
+  } else {
+    print_report(stdout, &model);
+  }
+  size_t shown = shown_kiln_devices(&model);
+  rc = shown > 0 ? 0 : 1;
+  if (doctor)
+    rc = doctor_rc;
+  else if (check) {
+    for (size_t p = 0; p < model.platform_count; p++)
+      for (size_t d = 0; d < model.platforms[p].device_count; d++)
+        if (model.platforms[p].devices[d].check == 0)
+          rc = 1;
+  }
+  model_free(&model);
+  return rc;
+}

@@ -1,0 +1,106 @@
+/* kiln: the command-line tool. Dispatches to one subcommand per file
+ * (commands.h); exit codes are 0 success, 1 failure, 2 usage error. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "kiln/kiln.h"
+
+typedef struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} command;
+
+static const command commands[] = {
+#ifdef KILN_HAVE_CMD_INFO_C
+    {"info", kiln_cmd_info, "report platforms and devices (text, list, JSON, doctor)"},
+#endif
+#ifdef KILN_HAVE_CMD_DEMO_C
+    {"demo", kiln_cmd_demo, "build and run a small kernel, check it, print timings"},
+#endif
+#ifdef KILN_HAVE_CMD_CACHE_C
+    {"cache", kiln_cmd_cache, "list, clear or warm the program cache"},
+#endif
+#ifdef KILN_HAVE_CMD_BENCH_C
+    {"bench", kiln_cmd_bench, "measure op throughput against the device's peaks"},
+#endif
+};
+
+#define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: kiln [--version] [--help] <command> [options]\n"
+          "       kiln help <command>\n"
+          "\n"
+          "kiln is a portable, vendor-neutral GPU compute runtime over OpenCL.\n"
+          "\n"
+          "commands:\n");
+  for (size_t i = 0; i < COMMAND_COUNT; i++)
+    fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out,
+          "\n"
+          "Run `kiln <command> --help` for a command's options.\n"
+          "\n"
+          "environment:\n"
+          "  KILN_DEVICE      device selector used when none is given\n"
+          "                   (for example gpu, cpu, pocl, 0:1, name:A100)\n"
+          "  KILN_PROFILE     force a backend profile (nvidia, amd, intel,\n"
+          "                   pocl, generic)\n"
+          "  KILN_CACHE_DIR   program cache directory\n"
+          "\n"
+          "exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+static const command *find(const char *name) {
+  for (size_t i = 0; i < COMMAND_COUNT; i++)
+    if (strcmp(commands[i].name, name) == 0)
+      return &commands[i];
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const char *arg = argv[1];
+  if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0) {
+    /* The library actually loaded may differ from the headers compiled
+     * against; say both when they do. */
+    if (strcmp(kiln_version(), KILN_VERSION_STRING) == 0)
+      printf("kiln %s\n", kiln_version());
+    else
+      printf("kiln %s (library %s)\n", KILN_VERSION_STRING, kiln_version());
+    return 0;
+  }
+  if (strcmp(arg, "help") == 0) {
+    if (argc < 3) {
+      usage(stdout);
+      return 0;
+    }
+    const command *cmd = find(argv[2]);
+    if (cmd == NULL) {
+      fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", argv[2]);
+      return 2;
+    }
+    char help[] = "--help";
+    char *sub_argv[] = {argv[2], help, NULL};
+    return cmd->run(2, sub_argv);
+  }
+  if (arg[0] == '-') {
+    fprintf(stderr, "kiln: unknown option '%s' (see kiln --help)\n", arg);
+    return 2;
+  }
+  const command *cmd = find(arg);
+  if (cmd == NULL) {
+    fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", arg);
+    return 2;
+  }
+  return cmd->run(argc - 1, argv + 1);
+}
