@@ -106,6 +106,62 @@ kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
   return KILN_OK;
 }
 
+kiln_status kiln__ops_check_in(const char *fn, const kiln_queue *queue,
+                               const char *what, const kiln_buffer *buffer,
+                               size_t offset, size_t count, kiln_dtype dtype) {
+  kiln_status s =
+      kiln__ops_check_range(fn, queue, what, buffer, offset, count, dtype);
+  if (s == KILN_OK && (buffer->flags & KILN_MEM_WRITE_ONLY))
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: %s is read by the op but was created "
+                   "KILN_MEM_WRITE_ONLY",
+                   fn, what);
+  return s;
+}
+
+kiln_status kiln__ops_check_out(const char *fn, const kiln_queue *queue,
+                                const char *what, const kiln_buffer *buffer,
+                                size_t offset, size_t count, kiln_dtype dtype) {
+  kiln_status s =
+      kiln__ops_check_range(fn, queue, what, buffer, offset, count, dtype);
+  if (s == KILN_OK && (buffer->flags & KILN_MEM_READ_ONLY))
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: %s is written by the op but was created "
+                   "KILN_MEM_READ_ONLY",
+                   fn, what);
+  return s;
+}
+
+/* The buffer at the root of a view and the view's byte origin in it. */
+static const kiln_buffer *root_of(const kiln_buffer *b, size_t *origin) {
+  *origin = b->parent != NULL ? b->origin : 0;
+  return b->parent != NULL ? b->parent : b;
+}
+
+kiln_status kiln__ops_check_overlap(const char *fn, const char *a_what,
+                                    const kiln_buffer *a, size_t a_offset,
+                                    kiln_dtype a_dtype, const char *b_what,
+                                    const kiln_buffer *b, size_t b_offset,
+                                    kiln_dtype b_dtype, size_t count,
+                                    bool same_ok) {
+  size_t a_origin, b_origin;
+  if (count == 0 || root_of(a, &a_origin) != root_of(b, &b_origin))
+    return KILN_OK;
+  /* Ranges were checked against their buffers, so none of this overflows. */
+  size_t as = kiln_dtype_size(a_dtype), bs = kiln_dtype_size(b_dtype);
+  size_t a0 = a_origin + a_offset * as, a1 = a0 + count * as;
+  size_t b0 = b_origin + b_offset * bs, b1 = b0 + count * bs;
+  if (a1 <= b0 || b1 <= a0)
+    return KILN_OK;
+  if (same_ok && a0 == b0 && as == bs)
+    return KILN_OK;
+  return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                    "%s: %s bytes [%zu, %zu) and %s bytes [%zu, %zu) overlap "
+                    "in the same buffer%s",
+                    fn, a_what, a0, a1, b_what, b0, b1,
+                    same_ok ? " (only the very same range is allowed)" : "");
+}
+
 kiln_status kiln__ops_check_shape(const char *fn, size_t rows, size_t cols,
                                   size_t *count) {
   if (kiln__mul_overflows(rows, cols, count))
@@ -122,6 +178,20 @@ const struct kiln_tuning *kiln__ops_tuning(const kiln_context *ctx) {
   if (ctx->backend != NULL && ctx->backend->tuning != NULL)
     return ctx->backend->tuning;
   return &defaults;
+}
+
+size_t kiln__ops_local_size(const kiln_queue *queue, size_t want) {
+  if (want == 0)
+    want = 64;
+  size_t max = queue->ctx->device != NULL
+                   ? queue->ctx->device->info.max_work_group_size
+                   : 0;
+  if (max != 0 && want > max)
+    want = max;
+  size_t p = 1;
+  while (p * 2 <= want)
+    p *= 2;
+  return p;
 }
 
 /* ---- launching ----------------------------------------------------------- */

@@ -60,6 +60,27 @@ kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
                                   size_t offset, size_t count,
                                   kiln_dtype dtype);
 
+/* kiln__ops_check_range plus the buffer's access: an input (read by the
+ * op) must not be KILN_MEM_WRITE_ONLY, an output (written) not
+ * KILN_MEM_READ_ONLY. An in-out buffer (axpy's y) is checked with both. */
+kiln_status kiln__ops_check_in(const char *fn, const kiln_queue *queue,
+                               const char *what, const kiln_buffer *buffer,
+                               size_t offset, size_t count, kiln_dtype dtype);
+kiln_status kiln__ops_check_out(const char *fn, const kiln_queue *queue,
+                                const char *what, const kiln_buffer *buffer,
+                                size_t offset, size_t count, kiln_dtype dtype);
+
+/* The element ranges (a, a_offset, count of a_dtype) and (b, b_offset, count
+ * of b_dtype), already range-checked, are disjoint, or the same range with
+ * the same element size when same_ok (an elementwise op in place). Views of
+ * one buffer are compared in the parent's bytes. */
+kiln_status kiln__ops_check_overlap(const char *fn, const char *a_what,
+                                    const kiln_buffer *a, size_t a_offset,
+                                    kiln_dtype a_dtype, const char *b_what,
+                                    const kiln_buffer *b, size_t b_offset,
+                                    kiln_dtype b_dtype, size_t count,
+                                    bool same_ok);
+
 /* rows * cols does not overflow; *count receives it. */
 kiln_status kiln__ops_check_shape(const char *fn, size_t rows, size_t cols,
                                   size_t *count);
@@ -73,6 +94,10 @@ const struct kiln_tuning *kiln__ops_tuning(const kiln_context *ctx);
 static inline unsigned kiln__ops_tune(unsigned value, unsigned fallback) {
   return value ? value : fallback;
 }
+
+/* A local size for queue's device: want (0: 64), clamped to the device's
+ * maximum work-group size and kept a power of two. */
+size_t kiln__ops_local_size(const kiln_queue *queue, size_t want);
 
 /* Round items up to a multiple of local (> 0) into *global; false when that
  * overflows. */

@@ -1,0 +1,36 @@
+/* Casts between the float storage formats f32, f16 and bf16:
+ * cast_<from>_<to>(x, xo, y, yo, n), one work-item per element, range
+ * rounded up to the local size. Every value passes through f32, which holds
+ * f16 and bf16 exactly, so the only rounding is the final store's (to
+ * nearest even). No build options. */
+#include "common.clh"
+
+#define LD_f32(p, i) ((p)[i])
+#define LD_f16(p, i) vload_half((i), (p))
+#define LD_bf16(p, i) kiln_bf16_to_f32((p)[i])
+#define ST_f32(p, i, v) ((p)[i] = (v))
+#define ST_f16(p, i, v) vstore_half_rte((v), (i), (p))
+#define ST_bf16(p, i, v) ((p)[i] = kiln_f32_to_bf16(v))
+#define TY_f32 float
+#define TY_f16 half
+#define TY_bf16 ushort
+
+#define CAST(from, to)                                                        \
+  __kernel void cast_##from##_##to(__global const TY_##from *x, ulong xo,     \
+                                   __global TY_##to *y, ulong yo, ulong n) {  \
+    size_t i = get_global_id(0);                                              \
+    if (i < n) {                                                              \
+      float v = LD_##from(x + xo, i);                                         \
+      ST_##to(y + yo, i, v);                                                  \
+    }                                                                         \
+  }
+
+CAST(f32, f32)
+CAST(f32, f16)
+CAST(f32, bf16)
+CAST(f16, f32)
+CAST(f16, f16)
+CAST(f16, bf16)
+CAST(bf16, f32)
+CAST(bf16, f16)
+CAST(bf16, bf16)

@@ -1,0 +1,406 @@
+/* Elementwise ops and casts: kiln_unary, kiln_binary, kiln_binary_scalar,
+ * kiln_axpy, kiln_scale, kiln_fill, kiln_cast (contracts in kiln/ops.h).
+ *
+ * Every kernel here maps one work-item to one element (cl_kernels/
+ * elementwise.cl, cast.cl); the work-group size is the profile's
+ * elementwise_wg. elementwise.cl is built once per storage dtype (-DDT=n), so
+ * a program holding only f32 code is all an f32 user ever compiles. */
+#include "ops_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CHECK(expr)                                                            \
+  do {                                                                         \
+    if (s == KILN_OK)                                                          \
+      s = (expr);                                                              \
+  } while (0)
+
+static const char *const unary_names[] = {
+    [KILN_UNARY_NEG] = "neg",   [KILN_UNARY_ABS] = "abs",
+    [KILN_UNARY_EXP] = "exp",   [KILN_UNARY_LOG] = "log",
+    [KILN_UNARY_SQRT] = "sqrt", [KILN_UNARY_RELU] = "relu",
+    [KILN_UNARY_GELU] = "gelu", [KILN_UNARY_SIGMOID] = "sigmoid",
+    [KILN_UNARY_TANH] = "tanh",
+};
+static const char *const unary_trace[] = {
+    [KILN_UNARY_NEG] = "unary.neg",   [KILN_UNARY_ABS] = "unary.abs",
+    [KILN_UNARY_EXP] = "unary.exp",   [KILN_UNARY_LOG] = "unary.log",
+    [KILN_UNARY_SQRT] = "unary.sqrt", [KILN_UNARY_RELU] = "unary.relu",
+    [KILN_UNARY_GELU] = "unary.gelu", [KILN_UNARY_SIGMOID] = "unary.sigmoid",
+    [KILN_UNARY_TANH] = "unary.tanh",
+};
+/* Rough FLOPs per element, for the trace's GFLOP/s: transcendental
+ * functions count as the handful of operations their polynomials take. */
+static const double unary_flops[] = {
+    [KILN_UNARY_NEG] = 1,  [KILN_UNARY_ABS] = 1,   [KILN_UNARY_EXP] = 10,
+    [KILN_UNARY_LOG] = 10, [KILN_UNARY_SQRT] = 1,  [KILN_UNARY_RELU] = 1,
+    [KILN_UNARY_GELU] = 20, [KILN_UNARY_SIGMOID] = 13, [KILN_UNARY_TANH] = 10,
+};
+static const char *const binary_names[] = {
+    [KILN_BINARY_ADD] = "add", [KILN_BINARY_SUB] = "sub",
+    [KILN_BINARY_MUL] = "mul", [KILN_BINARY_DIV] = "div",
+    [KILN_BINARY_MAX] = "max", [KILN_BINARY_MIN] = "min",
+};
+static const char *const binary_trace[] = {
+    [KILN_BINARY_ADD] = "binary.add", [KILN_BINARY_SUB] = "binary.sub",
+    [KILN_BINARY_MUL] = "binary.mul", [KILN_BINARY_DIV] = "binary.div",
+    [KILN_BINARY_MAX] = "binary.max", [KILN_BINARY_MIN] = "binary.min",
+};
+static const char *const binary_scalar_trace[] = {
+    [KILN_BINARY_ADD] = "binary_scalar.add",
+    [KILN_BINARY_SUB] = "binary_scalar.sub",
+    [KILN_BINARY_MUL] = "binary_scalar.mul",
+    [KILN_BINARY_DIV] = "binary_scalar.div",
+    [KILN_BINARY_MAX] = "binary_scalar.max",
+    [KILN_BINARY_MIN] = "binary_scalar.min",
+};
+
+/* The kernel kname of elementwise.cl built for dtype (NULL file: cast.cl,
+ * which has no options). */
+static kiln_status get_kernel(struct kiln__op *op, const char *file,
+                              kiln_dtype dtype, const char *kname,
+                              cl_kernel *k) {
+  char options[32];
+  snprintf(options, sizeof options, "-DDT=%d", (int)dtype);
+  return kiln__queue_kernel(op->queue, file,
+                            strcmp(file, "cast") == 0 ? NULL : options, kname,
+                            k);
+}
+
+/* One work-item per element, in groups of the profile's elementwise_wg. */
+static kiln_status launch_1d(struct kiln__op *op, cl_kernel k, size_t n) {
+  const struct kiln_tuning *t = kiln__ops_tuning(op->queue->ctx);
+  size_t local =
+      kiln__ops_local_size(op->queue, kiln__ops_tune(t->elementwise_wg, 256));
+  size_t global;
+  if (!kiln__ops_round_up(n, local, &global))
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: n %zu is too large", op->fn,
+                      n);
+  return kiln__op_launch(op, k, 1, &global, &local);
+}
+
+static double dsize(kiln_dtype dtype) { return (double)kiln_dtype_size(dtype); }
+
+KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
+                                kiln_dtype dtype, size_t n,
+                                const kiln_buffer *x, size_t x_offset,
+                                kiln_buffer *y, size_t y_offset,
+                                size_t num_wait, kiln_event *const *wait_list,
+                                kiln_event **out_event) {
+  static const char fn[] = "kiln_unary";
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  if (s == KILN_OK && (unsigned)op > KILN_UNARY_TANH)
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: op %d is not a kiln_unary_op", fn, (int)op);
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
+  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, dtype, "y", y, y_offset,
+                                dtype, n, true));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  kiln__op_describe(&o, unary_trace[op], dtype, 1, &n, 2 * dsize(dtype) * n,
+                    unary_flops[op] * n);
+  if (n > 0) {
+    char kname[32];
+    snprintf(kname, sizeof kname, "unary_%s", unary_names[op]);
+    cl_kernel k = NULL;
+    cl_ulong xo = x_offset, yo = y_offset, nn = n;
+    CHECK(get_kernel(&o, "elementwise", dtype, kname, &k));
+    CHECK(kiln__op_args(&o, k, 5, KILN__ARG(x->cl), KILN__ARG(xo),
+                        KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
+    CHECK(launch_1d(&o, k, n));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+static kiln_status check_binary_op(const char *fn, kiln_binary_op op) {
+  if ((unsigned)op > KILN_BINARY_MIN)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: op %d is not a kiln_binary_op", fn, (int)op);
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
+                                 kiln_dtype dtype, size_t n,
+                                 const kiln_buffer *a, size_t a_offset,
+                                 const kiln_buffer *b, size_t b_offset,
+                                 kiln_buffer *y, size_t y_offset,
+                                 size_t num_wait, kiln_event *const *wait_list,
+                                 kiln_event **out_event) {
+  static const char fn[] = "kiln_binary";
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(check_binary_op(fn, op));
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_in(fn, queue, "a", a, a_offset, n, dtype));
+  CHECK(kiln__ops_check_in(fn, queue, "b", b, b_offset, n, dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
+  CHECK(kiln__ops_check_overlap(fn, "a", a, a_offset, dtype, "y", y, y_offset,
+                                dtype, n, true));
+  CHECK(kiln__ops_check_overlap(fn, "b", b, b_offset, dtype, "y", y, y_offset,
+                                dtype, n, true));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  kiln__op_describe(&o, binary_trace[op], dtype, 1, &n, 3 * dsize(dtype) * n,
+                    (double)n);
+  if (n > 0) {
+    char kname[32];
+    snprintf(kname, sizeof kname, "binary_%s", binary_names[op]);
+    cl_kernel k = NULL;
+    cl_ulong ao = a_offset, bo = b_offset, yo = y_offset, nn = n;
+    CHECK(get_kernel(&o, "elementwise", dtype, kname, &k));
+    CHECK(kiln__op_args(&o, k, 7, KILN__ARG(a->cl), KILN__ARG(ao),
+                        KILN__ARG(b->cl), KILN__ARG(bo), KILN__ARG(y->cl),
+                        KILN__ARG(yo), KILN__ARG(nn)));
+    CHECK(launch_1d(&o, k, n));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
+                                        kiln_dtype dtype, size_t n,
+                                        const kiln_buffer *a, size_t a_offset,
+                                        float scalar, kiln_buffer *y,
+                                        size_t y_offset, size_t num_wait,
+                                        kiln_event *const *wait_list,
+                                        kiln_event **out_event) {
+  static const char fn[] = "kiln_binary_scalar";
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(check_binary_op(fn, op));
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_in(fn, queue, "a", a, a_offset, n, dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
+  CHECK(kiln__ops_check_overlap(fn, "a", a, a_offset, dtype, "y", y, y_offset,
+                                dtype, n, true));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  kiln__op_describe(&o, binary_scalar_trace[op], dtype, 1, &n,
+                    2 * dsize(dtype) * n, (double)n);
+  if (n > 0) {
+    char kname[40];
+    snprintf(kname, sizeof kname, "binary_scalar_%s", binary_names[op]);
+    cl_kernel k = NULL;
+    cl_ulong ao = a_offset, yo = y_offset, nn = n;
+    CHECK(get_kernel(&o, "elementwise", dtype, kname, &k));
+    CHECK(kiln__op_args(&o, k, 6, KILN__ARG(a->cl), KILN__ARG(ao),
+                        KILN__ARG(scalar), KILN__ARG(y->cl), KILN__ARG(yo),
+                        KILN__ARG(nn)));
+    CHECK(launch_1d(&o, k, n));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+KILN_API kiln_status kiln_axpy(kiln_queue *queue, kiln_dtype dtype, size_t n,
+                               float alpha, const kiln_buffer *x,
+                               size_t x_offset, kiln_buffer *y,
+                               size_t y_offset, size_t num_wait,
+                               kiln_event *const *wait_list,
+                               kiln_event **out_event) {
+  static const char fn[] = "kiln_axpy";
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
+  CHECK(kiln__ops_check_in(fn, queue, "y", y, y_offset, n, dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
+  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, dtype, "y", y, y_offset,
+                                dtype, n, false));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  kiln__op_describe(&o, "axpy", dtype, 1, &n, 3 * dsize(dtype) * n,
+                    2.0 * (double)n);
+  if (n > 0) {
+    cl_kernel k = NULL;
+    cl_ulong xo = x_offset, yo = y_offset, nn = n;
+    CHECK(get_kernel(&o, "elementwise", dtype, "axpy", &k));
+    CHECK(kiln__op_args(&o, k, 6, KILN__ARG(alpha), KILN__ARG(x->cl),
+                        KILN__ARG(xo), KILN__ARG(y->cl), KILN__ARG(yo),
+                        KILN__ARG(nn)));
+    CHECK(launch_1d(&o, k, n));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+KILN_API kiln_status kiln_scale(kiln_queue *queue, kiln_dtype dtype, size_t n,
+                                float alpha, kiln_buffer *x, size_t x_offset,
+                                size_t num_wait, kiln_event *const *wait_list,
+                                kiln_event **out_event) {
+  static const char fn[] = "kiln_scale";
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "x", x, x_offset, n, dtype));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  kiln__op_describe(&o, "scale", dtype, 1, &n, 2 * dsize(dtype) * n,
+                    (double)n);
+  if (n > 0) {
+    cl_kernel k = NULL;
+    cl_ulong xo = x_offset, nn = n;
+    CHECK(get_kernel(&o, "elementwise", dtype, "scale", &k));
+    CHECK(kiln__op_args(&o, k, 4, KILN__ARG(alpha), KILN__ARG(x->cl),
+                        KILN__ARG(xo), KILN__ARG(nn)));
+    CHECK(launch_1d(&o, k, n));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+/* Host conversions for fill values, rounding to nearest even like the
+ * kernels. f16 after F. Giesen's float_to_half_fast3_rtne: subnormal results
+ * come from one float addition that aligns the binary point, so the FPU
+ * does the rounding. */
+static uint16_t host_f32_to_f16(float x) {
+  uint32_t f, sign;
+  memcpy(&f, &x, sizeof f);
+  sign = f & 0x80000000u;
+  f ^= sign;
+  uint16_t o;
+  if (f >= (127u + 16u) << 23) { /* >= 65536: inf, or NaN kept quiet */
+    o = f > 0x7f800000u ? 0x7e00 : 0x7c00;
+  } else if (f < 113u << 23) { /* below 2^-14: subnormal or zero */
+    float magic = 0.5f, t;
+    memcpy(&t, &f, sizeof t);
+    t += magic;
+    uint32_t tb, mb;
+    memcpy(&tb, &t, sizeof tb);
+    memcpy(&mb, &magic, sizeof mb);
+    o = (uint16_t)(tb - mb);
+  } else {
+    uint32_t odd = (f >> 13) & 1u;
+    f += ((uint32_t)(15 - 127) << 23) + 0xfffu + odd;
+    o = (uint16_t)(f >> 13);
+  }
+  return (uint16_t)(o | (sign >> 16));
+}
+
+static uint16_t host_f32_to_bf16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+/* The bits to fill with, or an error naming value. */
+static kiln_status fill_bits(const char *fn, kiln_dtype dtype, double value,
+                             uint32_t *bits) {
+  float f = (float)value;
+  switch (dtype) {
+  case KILN_F32:
+    memcpy(bits, &f, sizeof f);
+    return KILN_OK;
+  case KILN_F16:
+    *bits = host_f32_to_f16(f);
+    return KILN_OK;
+  case KILN_BF16:
+    *bits = host_f32_to_bf16(f);
+    return KILN_OK;
+  case KILN_I32:
+    if (!isfinite(value) || value != floor(value) || value < INT32_MIN ||
+        value > INT32_MAX)
+      break;
+    *bits = (uint32_t)(int32_t)value;
+    return KILN_OK;
+  case KILN_U32:
+    if (!isfinite(value) || value != floor(value) || value < 0 ||
+        value > UINT32_MAX)
+      break;
+    *bits = (uint32_t)value;
+    return KILN_OK;
+  }
+  return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                    "%s: value %g is not representable in %s (an integer in "
+                    "the type's range is required)",
+                    fn, value, kiln_dtype_name(dtype));
+}
+
+KILN_API kiln_status kiln_fill(kiln_queue *queue, kiln_dtype dtype, size_t n,
+                               double value, kiln_buffer *y, size_t y_offset,
+                               size_t num_wait, kiln_event *const *wait_list,
+                               kiln_event **out_event) {
+  static const char fn[] = "kiln_fill";
+  uint32_t bits = 0;
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype,
+                              KILN__DT_FLOATS | KILN__DT(KILN_I32) |
+                                  KILN__DT(KILN_U32)));
+  CHECK(fill_bits(fn, dtype, value, &bits));
+  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  kiln__op_describe(&o, "fill", dtype, 1, &n, dsize(dtype) * n, 0);
+  if (n > 0) {
+    cl_kernel k = NULL;
+    cl_ulong yo = y_offset, nn = n;
+    /* The fill kernels move raw bits: any build of elementwise.cl has them,
+     * and the f32 one is the likeliest to exist already. */
+    if (kiln_dtype_size(dtype) == 4) {
+      cl_uint v = bits;
+      CHECK(get_kernel(&o, "elementwise", KILN_F32, "fill32", &k));
+      CHECK(kiln__op_args(&o, k, 4, KILN__ARG(v), KILN__ARG(y->cl),
+                          KILN__ARG(yo), KILN__ARG(nn)));
+    } else {
+      cl_ushort v = (cl_ushort)bits;
+      CHECK(get_kernel(&o, "elementwise", KILN_F32, "fill16", &k));
+      CHECK(kiln__op_args(&o, k, 4, KILN__ARG(v), KILN__ARG(y->cl),
+                          KILN__ARG(yo), KILN__ARG(nn)));
+    }
+    CHECK(launch_1d(&o, k, n));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+KILN_API kiln_status kiln_cast(kiln_queue *queue, size_t n, kiln_dtype x_dtype,
+                               const kiln_buffer *x, size_t x_offset,
+                               kiln_dtype y_dtype, kiln_buffer *y,
+                               size_t y_offset, size_t num_wait,
+                               kiln_event *const *wait_list,
+                               kiln_event **out_event) {
+  static const char fn[] = "kiln_cast";
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(kiln__ops_check_dtype(fn, "x_dtype", x_dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_dtype(fn, "y_dtype", y_dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, x_dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, y_dtype));
+  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, x_dtype, "y", y,
+                                y_offset, y_dtype, n, x_dtype == y_dtype));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  kiln__op_describe(&o, "cast", y_dtype, 1, &n,
+                    (dsize(x_dtype) + dsize(y_dtype)) * n, 0);
+  if (n > 0) {
+    char kname[32];
+    snprintf(kname, sizeof kname, "cast_%s_%s", kiln_dtype_name(x_dtype),
+             kiln_dtype_name(y_dtype));
+    cl_kernel k = NULL;
+    cl_ulong xo = x_offset, yo = y_offset, nn = n;
+    CHECK(get_kernel(&o, "cast", x_dtype, kname, &k));
+    CHECK(kiln__op_args(&o, k, 5, KILN__ARG(x->cl), KILN__ARG(xo),
+                        KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
+    CHECK(launch_1d(&o, k, n));
+  }
+  return kiln__op_end(&o, s, out_event);
+}

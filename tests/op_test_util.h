@@ -1,0 +1,204 @@
+/* Helpers for the op tests (test_op_*.c, test_trace.c): independent host
+ * references for f16/bf16 storage, buffers holding host data, and error
+ * bounds. Header-only (static functions), so the tests' meson list needs no
+ * extra source. The storage conversions here are written differently from
+ * the library's and the kernels' (from the value, in double, rather than on
+ * the bits), so a shared mistake is unlikely. */
+#ifndef KILN_OP_TEST_UTIL_H
+#define KILN_OP_TEST_UTIL_H
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* ---- storage formats ----------------------------------------------------- */
+
+static inline float util_bits_to_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static inline uint32_t util_f32_to_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static inline float util_f16_to_f32(uint16_t h) {
+  int sign = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+  double v;
+  if (e == 31)
+    v = m ? NAN : INFINITY;
+  else if (e == 0)
+    v = ldexp(m, -24);
+  else
+    v = ldexp(1024 + m, e - 25);
+  return (float)(sign ? -v : v);
+}
+
+/* Round v to nearest even with a significand of `bits` bits (implicit one
+ * included) and smallest normal exponent emin; overflow threshold max_exp:
+ * values >= 2^max_exp after rounding become infinity. In double, where
+ * every float is exact and nearbyint rounds ties to even. */
+static inline double util_round_format(double v, int bits, int emin,
+                                       int max_exp) {
+  if (v == 0 || isnan(v) || isinf(v))
+    return v;
+  int e;
+  frexp(v, &e); /* |v| in [2^(e-1), 2^e) */
+  int E = e - 1 < emin ? emin : e - 1;
+  double q = ldexp(1.0, E - (bits - 1));
+  double r = nearbyint(v / q) * q;
+  if (fabs(r) >= ldexp(1.0, max_exp))
+    return v < 0 ? -INFINITY : INFINITY;
+  return r;
+}
+
+static inline uint16_t util_f32_to_f16(float f) {
+  if (isnan(f))
+    return (uint16_t)(signbit(f) ? 0xfe00 : 0x7e00);
+  double r = util_round_format(f, 11, -14, 16);
+  uint16_t sign = signbit(r) ? 0x8000 : 0;
+  double a = fabs(r);
+  if (isinf(a))
+    return sign | 0x7c00;
+  if (a == 0)
+    return sign;
+  if (a < ldexp(1.0, -14))
+    return sign | (uint16_t)(a / ldexp(1.0, -24));
+  int e;
+  frexp(a, &e);
+  int E = e - 1;
+  return sign | (uint16_t)((E + 15) << 10) |
+         (uint16_t)((a / ldexp(1.0, E) - 1.0) * 1024.0);
+}
+
+static inline float util_bf16_to_f32(uint16_t b) {
+  return util_bits_to_f32((uint32_t)b << 16);
+}
+
+static inline uint16_t util_f32_to_bf16(float f) {
+  if (isnan(f))
+    return (uint16_t)((util_f32_to_bits(f) >> 16) | 0x40);
+  double r = util_round_format(f, 8, -126, 128);
+  return (uint16_t)(util_f32_to_bits((float)r) >> 16);
+}
+
+/* Element access for a host array of dtype. */
+static inline double util_get(kiln_dtype dt, const void *p, size_t i) {
+  switch (dt) {
+  case KILN_F32:
+    return ((const float *)p)[i];
+  case KILN_F16:
+    return util_f16_to_f32(((const uint16_t *)p)[i]);
+  case KILN_BF16:
+    return util_bf16_to_f32(((const uint16_t *)p)[i]);
+  case KILN_I32:
+    return ((const int32_t *)p)[i];
+  case KILN_U32:
+    return ((const uint32_t *)p)[i];
+  }
+  return NAN;
+}
+static inline void util_set(kiln_dtype dt, void *p, size_t i, double v) {
+  switch (dt) {
+  case KILN_F32:
+    ((float *)p)[i] = (float)v;
+    break;
+  case KILN_F16:
+    ((uint16_t *)p)[i] = util_f32_to_f16((float)v);
+    break;
+  case KILN_BF16:
+    ((uint16_t *)p)[i] = util_f32_to_bf16((float)v);
+    break;
+  case KILN_I32:
+    ((int32_t *)p)[i] = (int32_t)v;
+    break;
+  case KILN_U32:
+    ((uint32_t *)p)[i] = (uint32_t)v;
+    break;
+  }
+}
+
+/* Unit roundoff (half an ulp of 1) of the storage format. */
+static inline double util_eps(kiln_dtype dt) {
+  switch (dt) {
+  case KILN_F16:
+    return ldexp(1.0, -11);
+  case KILN_BF16:
+    return ldexp(1.0, -8);
+  default:
+    return ldexp(1.0, -24);
+  }
+}
+/* Smallest positive normal of the format (below it, absolute error is what
+ * the format can hold). */
+static inline double util_tiny(kiln_dtype dt) {
+  return dt == KILN_F16 ? ldexp(1.0, -14) : ldexp(1.0, -126);
+}
+
+static inline const kiln_dtype *util_float_dtypes(size_t *count) {
+  static const kiln_dtype d[] = {KILN_F32, KILN_F16, KILN_BF16};
+  *count = 3;
+  return d;
+}
+
+/* ---- buffers ------------------------------------------------------------- */
+
+/* A host array of count elements of dt filled with pseudo-random values in
+ * [lo, hi), rounded to dt. Free with free(). */
+static inline void *util_random(kiln_dtype dt, size_t count, double lo,
+                                double hi, uint32_t seed) {
+  float *f = malloc((count ? count : 1) * sizeof *f);
+  void *p = malloc((count ? count : 1) * 4);
+  assert_non_null(f);
+  assert_non_null(p);
+  kiln_test_fill_random(f, count, (float)lo, (float)hi, seed);
+  for (size_t i = 0; i < count; i++)
+    util_set(dt, p, i, f[i]);
+  free(f);
+  return p;
+}
+
+/* A device buffer holding count elements of host data of dt. */
+static inline kiln_buffer *util_upload(kiln_context *ctx, kiln_queue *q,
+                                       kiln_dtype dt, const void *host,
+                                       size_t count) {
+  size_t bytes = (count ? count : 1) * kiln_dtype_size(dt);
+  kiln_buffer *b = NULL;
+  assert_kiln_ok(kiln_buffer_create(ctx, bytes, 0, &b));
+  if (count)
+    assert_kiln_ok(kiln_buffer_write_sync(q, b, 0, bytes, host));
+  return b;
+}
+
+/* Read count elements of dt from b into a new host array. */
+static inline void *util_download(kiln_queue *q, kiln_buffer *b, kiln_dtype dt,
+                                  size_t count) {
+  size_t bytes = (count ? count : 1) * kiln_dtype_size(dt);
+  void *p = malloc(bytes);
+  assert_non_null(p);
+  if (count)
+    assert_kiln_ok(kiln_buffer_read_sync(q, b, 0, bytes, p));
+  return p;
+}
+
+/* Fail with a useful message when |got - want| > tol (NaNs must match). */
+#define UTIL_CLOSE(got, want, tol, ...)                                       \
+  do {                                                                        \
+    double g_ = (got), w_ = (want), t_ = (tol);                               \
+    bool ok_ = (isnan(w_) && isnan(g_)) ||                                    \
+               (isinf(w_) && g_ == w_) ||                                     \
+               (!isnan(g_) && !isinf(w_) && fabs(g_ - w_) <= t_);             \
+    if (!ok_) {                                                               \
+      char where_[160];                                                       \
+      snprintf(where_, sizeof where_, __VA_ARGS__);                           \
+      fail_msg("%s: got %.9g, want %.9g (tolerance %.3g)", where_, g_, w_,   \
+               t_);                                                           \
+    }                                                                         \
+  } while (0)
+
+#endif
