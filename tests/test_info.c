@@ -1,0 +1,651 @@
+/* Tests of the `kiln info` tool, run as a separate process the way users run
+ * it (KILN_BIN names the built binary; FAKE_ICD_LIB the fake vendor driver):
+ *
+ * - `kiln info --json` parses with a strict parser and agrees with
+ *   `clinfo --raw` on platforms, device names, compute units, memory sizes,
+ *   work-group size, max allocation and extensions (PoCL, and rusticl with
+ *   RUSTICL_ENABLE=llvmpipe when it is installed);
+ * - the JSON stays valid, and PoCL stays listed, for every misbehaviour of
+ *   the fake ICD;
+ * - `--doctor` names a missing library, a library that is not an ICD and a
+ *   failing ICD, while `kiln info` still lists PoCL and exits 0;
+ * - exit codes and usage errors. */
+#include "harness.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#define RUN_TIMEOUT_MS 120000
+
+typedef struct run_result {
+  char *out; /* stdout, NUL-terminated */
+  size_t len;
+  int status; /* exit status, or 128 + signal */
+} run_result;
+
+/* Run argv with env changes ("NAME=value" sets, "NAME" unsets) applied in
+ * the child; capture stdout. */
+static run_result run(const char *const *env, const char *const *argv) {
+  run_result r = {NULL, 0, -1};
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[1]);
+    for (size_t i = 0; env && env[i]; i++) {
+      const char *eq = strchr(env[i], '=');
+      if (eq == NULL) {
+        unsetenv(env[i]);
+      } else {
+        char name[256];
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - env[i]), env[i]);
+        setenv(name, eq + 1, 1);
+      }
+    }
+    execv(argv[0], (char *const *)argv);
+    fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t cap = 1 << 16;
+  r.out = malloc(cap);
+  assert_non_null(r.out);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    struct pollfd pfd = {fds[0], POLLIN, 0};
+    int ready = poll(&pfd, 1, 1000);
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    if (ms > RUN_TIMEOUT_MS) {
+      kill(pid, SIGKILL);
+      fail_msg("%s %s hung for %ld ms", argv[0], argv[1] ? argv[1] : "", ms);
+    }
+    if (ready < 0 && errno == EINTR)
+      continue;
+    if (ready <= 0)
+      continue;
+    if (r.len + 4096 > cap) {
+      cap *= 2;
+      r.out = realloc(r.out, cap);
+      assert_non_null(r.out);
+    }
+    ssize_t got = read(fds[0], r.out + r.len, cap - r.len - 1);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      break;
+    r.len += (size_t)got;
+  }
+  close(fds[0]);
+  r.out[r.len] = '\0';
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    assert_int_equal(errno, EINTR);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+static const char *kiln_bin(void) {
+  const char *bin = getenv("KILN_BIN");
+  if (bin == NULL || bin[0] == '\0')
+    fail_msg("KILN_BIN is not set (tests/meson.build passes the kiln binary)");
+  return bin;
+}
+
+static bool have_pocl(void) {
+  return access("/etc/OpenCL/vendors/pocl.icd", R_OK) == 0;
+}
+
+/* Parse strictly: jansson rejects anything that is not JSON, and with
+ * JSON_REJECT_DUPLICATES also an object with a repeated key. */
+static json_t *parse_strict(const run_result *r) {
+  json_error_t err;
+  json_t *doc = json_loadb(r->out, r->len, JSON_REJECT_DUPLICATES, &err);
+  if (doc == NULL)
+    fail_msg("kiln info --json output is not valid JSON: %s at line %d, "
+             "column %d", err.text, err.line, err.column);
+  assert_string_equal(json_string_value(json_object_get(doc, "schema")),
+                      "kiln-info/1");
+  assert_string_equal(json_string_value(json_object_get(doc, "kiln_version")),
+                      kiln_version());
+  assert_true(json_is_array(json_object_get(doc, "platforms")));
+  assert_true(json_is_array(json_object_get(doc, "errors")));
+  return doc;
+}
+
+/* Every device object carries a "kiln" object, and every value is a
+ * property value or an {"error"} / {"unsupported"} object. */
+static void check_shape(json_t *doc) {
+  size_t pi, di;
+  json_t *plat, *dev;
+  json_array_foreach(json_object_get(doc, "platforms"), pi, plat) {
+    assert_true(json_is_array(json_object_get(plat, "devices")));
+    json_array_foreach(json_object_get(plat, "devices"), di, dev) {
+      assert_true(json_is_object(json_object_get(dev, "kiln")));
+      const char *key;
+      json_t *value;
+      json_object_foreach(dev, key, value) {
+        if (strcmp(key, "kiln") == 0 || !json_is_object(value))
+          continue;
+        bool error = json_is_string(json_object_get(value, "error"));
+        bool unsupported = json_is_string(json_object_get(value, "unsupported"));
+        if (!error && !unsupported)
+          fail_msg("%s is an object but neither an error nor unsupported", key);
+      }
+    }
+  }
+}
+
+/* ---- clinfo --raw ---- */
+
+#define MAX_P 16
+#define MAX_D 16
+
+typedef struct raw_device {
+  char name[8192];
+  long long cu, global_mem, local_mem, wg, max_alloc;
+  char extensions[8192];
+} raw_device;
+
+typedef struct raw_platform {
+  char name[8192];
+  size_t ndev;
+  raw_device dev[MAX_D];
+} raw_platform;
+
+static void trim(char *s) {
+  size_t n = strlen(s);
+  while (n > 0 && isspace((unsigned char)s[n - 1]))
+    s[--n] = '\0';
+  size_t lead = strspn(s, " \t");
+  memmove(s, s + lead, strlen(s + lead) + 1);
+}
+
+/* The second part of clinfo --raw: "[SUFFIX/<star>]  CL_PLATFORM_NAME  name"
+ * starts a platform; "[SUFFIX/N]  CL_NAME  value" is device N's property. */
+static size_t parse_clinfo(char *text, raw_platform *plats) {
+  size_t np = 0;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    if (line[0] != '[')
+      continue;
+    char *close = strchr(line, ']');
+    char *slash = strchr(line, '/');
+    if (close == NULL || slash == NULL || slash > close)
+      continue;
+    char *p = close + 1;
+    p += strspn(p, " \t");
+    size_t nlen = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+    char prop[128];
+    snprintf(prop, sizeof(prop), "%.*s", (int)nlen, p);
+    char value[8192];
+    snprintf(value, sizeof(value), "%s", p + nlen);
+    trim(value);
+    if (slash[1] == '*') {
+      if (strcmp(prop, "CL_PLATFORM_NAME") == 0 && np < MAX_P) {
+        memset(&plats[np], 0, sizeof(plats[np]));
+        snprintf(plats[np].name, sizeof(plats[np].name), "%s", value);
+        np++;
+      }
+      continue;
+    }
+    if (np == 0)
+      continue;
+    raw_platform *plat = &plats[np - 1];
+    size_t d = strtoul(slash + 1, NULL, 10);
+    if (d >= MAX_D)
+      continue;
+    if (d + 1 > plat->ndev)
+      plat->ndev = d + 1;
+    raw_device *dev = &plat->dev[d];
+    if (strcmp(prop, "CL_DEVICE_NAME") == 0)
+      snprintf(dev->name, sizeof(dev->name), "%s", value);
+    else if (strcmp(prop, "CL_DEVICE_MAX_COMPUTE_UNITS") == 0)
+      dev->cu = atoll(value);
+    else if (strcmp(prop, "CL_DEVICE_GLOBAL_MEM_SIZE") == 0)
+      dev->global_mem = atoll(value);
+    else if (strcmp(prop, "CL_DEVICE_LOCAL_MEM_SIZE") == 0)
+      dev->local_mem = atoll(value);
+    else if (strcmp(prop, "CL_DEVICE_MAX_WORK_GROUP_SIZE") == 0)
+      dev->wg = atoll(value);
+    else if (strcmp(prop, "CL_DEVICE_MAX_MEM_ALLOC_SIZE") == 0)
+      dev->max_alloc = atoll(value);
+    else if (strcmp(prop, "CL_DEVICE_EXTENSIONS") == 0)
+      snprintf(dev->extensions, sizeof(dev->extensions), "%s", value);
+  }
+  return np;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Compare clinfo's extension string with kiln's JSON list, as sets. */
+static void check_extensions(const char *where, char *clinfo_list, json_t *list) {
+  assert_true(json_is_array(list));
+  char *words[512];
+  size_t n = 0;
+  for (char *w = strtok(clinfo_list, " \t"); w && n < 512; w = strtok(NULL, " \t"))
+    words[n++] = w;
+  const char *mine[512];
+  size_t m = json_array_size(list);
+  assert_true(m <= 512);
+  for (size_t i = 0; i < m; i++)
+    mine[i] = json_string_value(json_array_get(list, i));
+  qsort(words, n, sizeof(words[0]), cmp_str);
+  qsort(mine, m, sizeof(mine[0]), cmp_str);
+  if (n != m)
+    fail_msg("%s: clinfo lists %zu extensions, kiln %zu", where, n, m);
+  for (size_t i = 0; i < n; i++)
+    if (mine[i] == NULL || strcmp(words[i], mine[i]) != 0)
+      fail_msg("%s: extension %s (clinfo) vs %s (kiln)", where, words[i],
+               mine[i] ? mine[i] : "(not a string)");
+}
+
+static void check_number(const char *where, const char *prop, long long want,
+                         json_t *dev) {
+  json_t *v = json_object_get(dev, prop);
+  if (!json_is_integer(v))
+    fail_msg("%s: %s is not an integer", where, prop);
+  if (json_integer_value(v) != want)
+    fail_msg("%s: %s is %lld in kiln, %lld in clinfo", where, prop,
+             (long long)json_integer_value(v), want);
+}
+
+/* Run both tools under env and compare. Returns the number of devices. */
+static size_t compare_with_clinfo(const char *const *env) {
+  const char *kargs[] = {kiln_bin(), "info", "--json", NULL};
+  const char *cargs[] = {"/usr/bin/clinfo", "--raw", NULL};
+  run_result k = run(env, kargs);
+  run_result c = run(env, cargs);
+  json_t *doc = parse_strict(&k);
+  check_shape(doc);
+  static raw_platform plats[MAX_P];
+  size_t np = parse_clinfo(c.out, plats);
+  json_t *jplats = json_object_get(doc, "platforms");
+  assert_int_equal(json_array_size(jplats), np);
+  size_t devices = 0;
+  for (size_t p = 0; p < np; p++) {
+    json_t *jp = json_array_get(jplats, p);
+    char name[512];
+    snprintf(name, sizeof(name), "%s",
+             json_string_value(json_object_get(jp, "CL_PLATFORM_NAME")));
+    trim(name);
+    assert_string_equal(name, plats[p].name);
+    json_t *jdevs = json_object_get(jp, "devices");
+    assert_int_equal(json_array_size(jdevs), plats[p].ndev);
+    for (size_t d = 0; d < plats[p].ndev; d++) {
+      raw_device *rd = &plats[p].dev[d];
+      json_t *jd = json_array_get(jdevs, d);
+      char where[640];
+      snprintf(where, sizeof(where), "platform %zu device %zu (%s)", p, d, rd->name);
+      char dname[512];
+      snprintf(dname, sizeof(dname), "%s",
+               json_string_value(json_object_get(jd, "CL_DEVICE_NAME")));
+      trim(dname);
+      assert_string_equal(dname, rd->name);
+      check_number(where, "CL_DEVICE_MAX_COMPUTE_UNITS", rd->cu, jd);
+      check_number(where, "CL_DEVICE_GLOBAL_MEM_SIZE", rd->global_mem, jd);
+      check_number(where, "CL_DEVICE_LOCAL_MEM_SIZE", rd->local_mem, jd);
+      check_number(where, "CL_DEVICE_MAX_WORK_GROUP_SIZE", rd->wg, jd);
+      check_number(where, "CL_DEVICE_MAX_MEM_ALLOC_SIZE", rd->max_alloc, jd);
+      check_extensions(where, rd->extensions,
+                       json_object_get(jd, "CL_DEVICE_EXTENSIONS"));
+      devices++;
+    }
+  }
+  /* kiln's exit code follows the devices it can use. */
+  assert_int_equal(k.status, devices > 0 ? 0 : 1);
+  json_decref(doc);
+  free(k.out);
+  free(c.out);
+  return devices;
+}
+
+static void test_json_matches_clinfo(void **state) {
+  (void)state;
+  if (access("/usr/bin/clinfo", X_OK) != 0)
+    skip();
+  const char *env[] = {"OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH", NULL};
+  size_t devices = compare_with_clinfo(env);
+  if (kiln_test_device_count() > 0)
+    assert_true(devices > 0);
+}
+
+static void test_json_matches_clinfo_rusticl(void **state) {
+  (void)state;
+  if (access("/usr/bin/clinfo", X_OK) != 0 ||
+      access("/etc/OpenCL/vendors/rusticl.icd", R_OK) != 0)
+    skip();
+  const char *env[] = {"RUSTICL_ENABLE=llvmpipe", "OCL_ICD_VENDORS",
+                       "OPENCL_VENDOR_PATH", NULL};
+  size_t devices = compare_with_clinfo(env);
+  assert_true(devices >= 1);
+}
+
+/* ---- the fake ICD ---- */
+
+static char vendors_dir[256];
+
+static void write_icd(const char *dir, const char *file, const char *lib) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/%s", dir, file);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "%s\n", lib);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* A vendors directory: the fake ICD, PoCL's .icd when installed, and, when
+ * broken is set, an .icd naming a missing library and one naming libm. */
+static void make_vendors(bool broken) {
+  const char *lib = getenv("FAKE_ICD_LIB");
+  if (lib == NULL || lib[0] == '\0')
+    fail_msg("FAKE_ICD_LIB is not set (tests/meson.build passes it)");
+  snprintf(vendors_dir, sizeof(vendors_dir), "/tmp/kiln-test-info-XXXXXX");
+  assert_non_null(mkdtemp(vendors_dir));
+  write_icd(vendors_dir, "fake.icd", lib);
+  if (have_pocl()) {
+    FILE *f = fopen("/etc/OpenCL/vendors/pocl.icd", "r");
+    char line[1024] = "";
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    trim(line);
+    write_icd(vendors_dir, "pocl.icd", line);
+  }
+  if (broken) {
+    write_icd(vendors_dir, "missing.icd", "libkiln-no-such-driver.so.1");
+    write_icd(vendors_dir, "not-an-icd.icd", "libm.so.6");
+  }
+}
+
+static void remove_vendors(void) {
+  static const char *files[] = {"fake.icd", "pocl.icd", "missing.icd",
+                                "not-an-icd.icd"};
+  for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", vendors_dir, files[i]);
+    unlink(path);
+  }
+  rmdir(vendors_dir);
+}
+
+/* Whether the document lists a device whose kiln profile is "pocl". */
+static bool lists_pocl(json_t *doc) {
+  size_t pi, di;
+  json_t *plat, *dev;
+  json_array_foreach(json_object_get(doc, "platforms"), pi, plat) {
+    json_array_foreach(json_object_get(plat, "devices"), di, dev) {
+      const char *profile =
+          json_string_value(json_object_get(json_object_get(dev, "kiln"), "profile"));
+      if (profile && strcmp(profile, "pocl") == 0)
+        return true;
+    }
+  }
+  return false;
+}
+
+/* Whether any property value anywhere is an {"error": ...} object. */
+static bool has_error_value(json_t *doc) {
+  size_t pi, di;
+  json_t *plat, *dev, *value;
+  const char *key;
+  json_array_foreach(json_object_get(doc, "platforms"), pi, plat) {
+    json_object_foreach(plat, key, value)
+      if (json_is_object(value) && json_object_get(value, "error"))
+        return true;
+    json_array_foreach(json_object_get(plat, "devices"), di, dev) {
+      json_object_foreach(dev, key, value)
+        if (strcmp(key, "kiln") != 0 && json_is_object(value) &&
+            json_object_get(value, "error"))
+          return true;
+    }
+  }
+  return false;
+}
+
+static void test_fake_icd_modes(void **state) {
+  (void)state;
+  static const char *modes[] = {"healthy", "platform-fail", "device-fail",
+                                "no-devices", "empty-strings", "long-strings",
+                                "zero-sizes", "short-sizes"};
+  make_vendors(false);
+  char vendors_env[300];
+  snprintf(vendors_env, sizeof(vendors_env), "OCL_ICD_VENDORS=%s", vendors_dir);
+  for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+    char mode_env[64];
+    snprintf(mode_env, sizeof(mode_env), "FAKE_ICD_MODE=%s", modes[i]);
+    const char *env[] = {vendors_env, mode_env, "FAKE_ICD_DEVICES=3",
+                         "KILN_DEVICE", NULL};
+    const char *json_args[] = {kiln_bin(), "info", "--json", NULL};
+    run_result r = run(env, json_args);
+    json_t *doc = parse_strict(&r);
+    check_shape(doc);
+    if (have_pocl()) {
+      if (!lists_pocl(doc))
+        fail_msg("mode %s: the PoCL device is missing", modes[i]);
+      assert_int_equal(r.status, 0);
+    }
+    bool failing = strcmp(modes[i], "platform-fail") == 0 ||
+                   strcmp(modes[i], "device-fail") == 0 ||
+                   strcmp(modes[i], "short-sizes") == 0;
+    if (failing && !has_error_value(doc))
+      fail_msg("mode %s: no query shows as an error value", modes[i]);
+    json_decref(doc);
+    free(r.out);
+    /* The text report and the list must survive too. */
+    const char *text_args[] = {kiln_bin(), "info", NULL};
+    const char *list_args[] = {kiln_bin(), "info", "-l", NULL};
+    r = run(env, text_args);
+    assert_true(r.status == 0 || (!have_pocl() && r.status == 1));
+    assert_non_null(strstr(r.out, "Platform"));
+    free(r.out);
+    r = run(env, list_args);
+    assert_true(r.status == 0 || (!have_pocl() && r.status == 1));
+    free(r.out);
+  }
+  remove_vendors();
+}
+
+static void test_doctor_names_broken_entries(void **state) {
+  (void)state;
+  make_vendors(true);
+  char vendors_env[300];
+  snprintf(vendors_env, sizeof(vendors_env), "OCL_ICD_VENDORS=%s", vendors_dir);
+  const char *env[] = {vendors_env, "FAKE_ICD_MODE=platform-fail",
+                       "KILN_DEVICE", NULL};
+  const char *doctor_args[] = {kiln_bin(), "info", "--doctor", NULL};
+  run_result r = run(env, doctor_args);
+  assert_int_equal(r.status, 1);
+  static const char *want[] = {
+      "PROBLEM  missing.icd: cannot load libkiln-no-such-driver.so.1",
+      "PROBLEM  not-an-icd.icd: libm.so.6 is not an OpenCL ICD",
+      "PROBLEM  fake.icd: ",
+  };
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+    if (strstr(r.out, want[i]) == NULL)
+      fail_msg("doctor output lacks \"%s\":\n%s", want[i], r.out);
+  if (have_pocl() && strstr(r.out, "ok       pocl.icd: ") == NULL)
+    fail_msg("doctor does not report pocl.icd as healthy:\n%s", r.out);
+  free(r.out);
+
+  /* The same findings in the JSON document, which must stay valid. */
+  const char *json_args[] = {kiln_bin(), "info", "--doctor", "--json", NULL};
+  r = run(env, json_args);
+  assert_int_equal(r.status, 1);
+  json_t *doc = parse_strict(&r);
+  json_t *findings = json_object_get(doc, "doctor");
+  assert_true(json_is_array(findings));
+  size_t problems = 0, i;
+  json_t *f;
+  json_array_foreach(findings, i, f) {
+    if (strcmp(json_string_value(json_object_get(f, "level")), "PROBLEM") == 0)
+      problems++;
+  }
+  assert_true(problems >= 3);
+  json_decref(doc);
+  free(r.out);
+
+  /* The healthy device is still found and listed, with exit status 0. */
+  if (have_pocl()) {
+    const char *list_args[] = {kiln_bin(), "info", "-l", NULL};
+    r = run(env, list_args);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "[pocl, "));
+    free(r.out);
+  }
+  remove_vendors();
+}
+
+static void test_doctor_bad_loader_variables(void **state) {
+  (void)state;
+  const char *args[] = {kiln_bin(), "info", "--doctor", NULL};
+  const char *env1[] = {"OCL_ICD_VENDORS=/nonexistent/kiln/vendors.icd", NULL};
+  run_result r = run(env1, args);
+  assert_int_equal(r.status, 1);
+  assert_non_null(strstr(r.out, "PROBLEM  OCL_ICD_VENDORS: "));
+  assert_non_null(strstr(r.out, "PROBLEM  ICD loader: "));
+  free(r.out);
+
+  char empty[] = "/tmp/kiln-test-info-empty-XXXXXX";
+  assert_non_null(mkdtemp(empty));
+  char env_empty[300];
+  snprintf(env_empty, sizeof(env_empty), "OCL_ICD_VENDORS=%s", empty);
+  const char *env2[] = {env_empty, NULL};
+  r = run(env2, args);
+  assert_int_equal(r.status, 1);
+  assert_non_null(strstr(r.out, "is a directory with no .icd files"));
+  free(r.out);
+  /* And kiln info itself: no platform, no device, exit 1, valid JSON. */
+  const char *json_args[] = {kiln_bin(), "info", "--json", NULL};
+  r = run(env2, json_args);
+  assert_int_equal(r.status, 1);
+  json_t *doc = parse_strict(&r);
+  assert_int_equal(json_array_size(json_object_get(doc, "platforms")), 0);
+  json_decref(doc);
+  free(r.out);
+  rmdir(empty);
+}
+
+static void test_select_and_explain(void **state) {
+  (void)state;
+  if (kiln_test_device_count() == 0)
+    skip();
+  const char *env[] = {"KILN_DEVICE", NULL};
+  const char *explain[] = {kiln_bin(), "info", "--json", "--explain", NULL};
+  run_result r = run(env, explain);
+  assert_int_equal(r.status, 0);
+  json_t *doc = parse_strict(&r);
+  size_t pi, di, taken = 0;
+  json_t *plat, *dev;
+  json_array_foreach(json_object_get(doc, "platforms"), pi, plat) {
+    json_array_foreach(json_object_get(plat, "devices"), di, dev) {
+      json_t *k = json_object_get(dev, "kiln");
+      if (json_object_get(k, "error"))
+        continue;
+      assert_true(json_is_boolean(json_object_get(k, "taken")));
+      const char *reason = json_string_value(json_object_get(k, "reason"));
+      assert_non_null(reason);
+      if (json_is_true(json_object_get(k, "taken"))) {
+        taken++;
+        assert_true(strncmp(reason, "taken", 5) == 0);
+      } else {
+        assert_true(strncmp(reason, "refused", 7) == 0);
+      }
+    }
+  }
+  assert_true(taken > 0);
+  json_decref(doc);
+  free(r.out);
+
+  /* A selector that takes nothing: no device shown, exit status 1. */
+  const char *none[] = {kiln_bin(), "info", "-l", "--select",
+                        "name:no-such-device-anywhere", NULL};
+  r = run(env, none);
+  assert_int_equal(r.status, 1);
+  assert_null(strstr(r.out, "Device #"));
+  free(r.out);
+
+  /* "all" takes every device. */
+  const char *one[] = {kiln_bin(), "info", "--json", "--select", "all", NULL};
+  r = run(env, one);
+  assert_int_equal(r.status, 0);
+  doc = parse_strict(&r);
+  assert_true(json_array_size(json_object_get(doc, "platforms")) > 0);
+  json_decref(doc);
+  free(r.out);
+}
+
+static void test_usage_errors(void **state) {
+  (void)state;
+  struct {
+    const char *args[6];
+    int status;
+  } cases[] = {
+      {{"info", "--bogus", NULL}, 2},
+      {{"info", "--select", NULL}, 2},
+      {{"info", "--select", "gpu,,", NULL}, 2},
+      {{"info", "--list", "--json", NULL}, 2},
+      {{"info", "extra", NULL}, 2},
+      {{"demo", "--size", "0", NULL}, 2},
+      {{"demo", "--size", "12x", NULL}, 2},
+      {{"demo", "--device", "(", NULL}, 2},
+      {{"no-such-command", NULL}, 2},
+      {{"--no-such-option", NULL}, 2},
+      {{NULL}, 2},
+      {{"--help", NULL}, 0},
+      {{"help", "info", NULL}, 0},
+      {{"help", "nope", NULL}, 2},
+      {{"info", "--help", NULL}, 0},
+      {{"demo", "--help", NULL}, 0},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const char *argv[8] = {kiln_bin()};
+    for (size_t a = 0; cases[i].args[a]; a++)
+      argv[a + 1] = cases[i].args[a];
+    run_result r = run(NULL, argv);
+    if (r.status != cases[i].status)
+      fail_msg("kiln %s %s: exit %d, expected %d",
+               cases[i].args[0] ? cases[i].args[0] : "",
+               cases[i].args[0] && cases[i].args[1] ? cases[i].args[1] : "",
+               r.status, cases[i].status);
+    free(r.out);
+  }
+  const char *version[] = {kiln_bin(), "--version", NULL};
+  run_result r = run(NULL, version);
+  assert_int_equal(r.status, 0);
+  char want[64];
+  snprintf(want, sizeof(want), "kiln %s\n", KILN_VERSION_STRING);
+  assert_string_equal(r.out, want);
+  free(r.out);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_usage_errors),
+      cmocka_unit_test(test_json_matches_clinfo),
+      cmocka_unit_test(test_json_matches_clinfo_rusticl),
+      cmocka_unit_test(test_fake_icd_modes),
+      cmocka_unit_test(test_doctor_names_broken_entries),
+      cmocka_unit_test(test_doctor_bad_loader_variables),
+      cmocka_unit_test(test_select_and_explain),
+  };
+  return KILN_TEST_RUN("info", tests, false);
+}
