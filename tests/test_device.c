@@ -203,6 +203,22 @@ static void test_stable_ids(void **state) {
           kiln_device_get_info(kiln_device_list_get(a, j))->stable_id,
           x->stable_id);
   }
+  /* Under POCL_DEVICES="pthread pthread" the twins must really be there. */
+  const char *pocl_devices = getenv("POCL_DEVICES");
+  if (pocl_devices != NULL && strchr(pocl_devices, ' ') != NULL) {
+    size_t twins = 0;
+    for (size_t i = 0; i < kiln_device_list_count(a); i++)
+      for (size_t j = 0; j < i; j++) {
+        const kiln_device_info *x =
+            kiln_device_get_info(kiln_device_list_get(a, i));
+        const kiln_device_info *y =
+            kiln_device_get_info(kiln_device_list_get(a, j));
+        twins += strcmp(x->name, y->name) == 0 &&
+                 strcmp(x->platform_name, y->platform_name) == 0 &&
+                 strcmp(x->driver_version, y->driver_version) == 0;
+      }
+    assert_true(twins >= 1);
+  }
   kiln_device_list_destroy(a);
   kiln_device_list_destroy(b);
 }
