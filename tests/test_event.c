@@ -37,8 +37,8 @@ static void test_wait_and_state(void **state) {
         kiln_buffer_write(queue, buffer, 0, sizeof data, data, 1, &gate, &write));
     assert_kiln_ok(
         kiln_buffer_read(queue, buffer, 0, sizeof back, back, 1, &write, &read));
-    assert_kiln_ok(kiln_queue_flush(queue));
-
+    /* No kiln_queue_flush here: Oclgrind's clFlush runs the queue to
+     * completion and would spin forever on the unset user event. */
     kiln_event_state st = KILN_EVENT_COMPLETE;
     assert_kiln_ok(kiln_event_state_get(write, &st));
     assert_true(st == KILN_EVENT_QUEUED || st == KILN_EVENT_SUBMITTED);
@@ -81,14 +81,25 @@ static void test_failed_command(void **state) {
   kiln_context *ctx = NULL;
   kiln_queue *queue = NULL;
   kiln_test_open(0, &ctx, &queue);
-  kiln_event *gate = NULL, *fine = NULL;
+  kiln_event *gate = NULL, *fine = NULL, *blocked = NULL;
   cl_event gate_cl = user_event(queue, &gate);
   assert_kiln_ok(kiln_queue_marker(queue, 0, NULL, &fine));
+  kiln_buffer *buffer = NULL;
+  uint32_t data[4] = {1, 2, 3, 4};
+  assert_kiln_ok(kiln_buffer_create(ctx, sizeof data, 0, &buffer));
+  assert_kiln_ok(kiln_buffer_write(queue, buffer, 0, sizeof data, data, 1,
+                                   &gate, &blocked));
   assert_int_equal(clSetUserEventStatus(gate_cl, CL_OUT_OF_RESOURCES),
                    CL_SUCCESS);
   assert_kiln_status(kiln_event_wait(gate), KILN_ERR_EXEC_FAILED);
   assert_last_error_contains("kiln_event_wait: the command of event failed");
   assert_last_error_contains("CL_OUT_OF_RESOURCES");
+  /* A command waiting on a failed one fails too (with a driver-chosen
+   * code) and says so through its own event. */
+  assert_kiln_status(kiln_event_wait(blocked), KILN_ERR_EXEC_FAILED);
+  assert_last_error_contains("failed on device");
+  kiln_event_release(blocked);
+  assert_kiln_ok(kiln_buffer_destroy(buffer));
   kiln_event_state st = KILN_EVENT_COMPLETE;
   assert_kiln_ok(kiln_event_state_get(gate, &st));
   assert_int_equal(st, KILN_EVENT_FAILED);

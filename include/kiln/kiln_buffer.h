@@ -40,16 +40,21 @@ KILN_API kiln_status kiln_buffer_wrap_host(kiln_context *ctx, void *host,
 /* A view of [offset_bytes, offset_bytes + size_bytes) of parent, which must
  * lie inside parent; offset_bytes must be a multiple of the device's base
  * address alignment (kiln_device_info.mem_base_addr_align_bits / 8). flags
- * may only narrow the parent's access. A view of a view is refused. */
+ * 0 inherits the parent's access; other flags may only narrow it (a
+ * read-only parent takes only KILN_MEM_READ_ONLY views, a write-only parent
+ * only KILN_MEM_WRITE_ONLY ones). A view of a view is refused. */
 KILN_API kiln_status kiln_buffer_create_sub(kiln_buffer *parent,
                                             size_t offset_bytes,
                                             size_t size_bytes, unsigned flags,
                                             kiln_buffer **out);
 
-/* Destroy a buffer. KILN_ERR_BUSY while sub-buffer views of it are alive.
+/* Destroy a buffer. KILN_ERR_BUSY, destroying nothing, while sub-buffer
+ * views of it are alive or a mapping of it has not been unmapped.
  * Commands already enqueued that use the buffer still complete correctly:
- * the device memory is freed only after the last of them finishes. The
- * handle is invalid as soon as this returns. NULL is a no-op. */
+ * the device memory is freed only after the last of them finishes, and this
+ * call does not wait for them. The handle is invalid as soon as this
+ * returns. NULL is a no-op. Not thread-safe with other calls on the same
+ * buffer. */
 KILN_API kiln_status kiln_buffer_destroy(kiln_buffer *buffer);
 
 KILN_API size_t kiln_buffer_size(const kiln_buffer *buffer);
@@ -88,13 +93,17 @@ KILN_API kiln_status kiln_buffer_fill(kiln_queue *queue, kiln_buffer *buffer,
 
 /* Map a range for host access (KILN_MAP_READ and/or KILN_MAP_WRITE). The
  * pointer is usable once the event completes; unmap it before any kernel uses
- * the buffer again. */
+ * the buffer again. Mapping the same range twice gives two mappings (possibly
+ * at the same address), each needing its own unmap. */
 KILN_API kiln_status kiln_buffer_map(kiln_queue *queue, kiln_buffer *buffer,
                                      unsigned map_flags, size_t offset_bytes,
                                      size_t size_bytes, void **out_ptr,
                                      size_t num_wait,
                                      kiln_event *const *wait_list,
                                      kiln_event **out_event);
+/* Unmap a pointer that kiln_buffer_map returned for this same buffer and
+ * that is not yet unmapped; any other pointer is refused with
+ * KILN_ERR_INVALID_ARGUMENT before OpenCL sees it. */
 KILN_API kiln_status kiln_buffer_unmap(kiln_queue *queue, kiln_buffer *buffer,
                                        void *mapped, size_t num_wait,
                                        kiln_event *const *wait_list,

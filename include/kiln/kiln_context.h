@@ -20,8 +20,9 @@ enum {
 typedef struct kiln_context_options {
   /* Force this backend profile ("nvidia", "amd", "intel", "pocl", "generic")
    * instead of the matched one. NULL: the KILN_PROFILE environment variable
-   * when set, else the matched profile. An unknown name fails with
-   * KILN_ERR_NOT_FOUND. */
+   * when set, else the matched profile. An empty string counts as unset,
+   * here and in KILN_PROFILE. An unknown name fails with KILN_ERR_NOT_FOUND
+   * and the last error lists the valid names. */
   const char *profile;
   unsigned flags; /* KILN_CONTEXT_* */
 } kiln_context_options;

@@ -22,7 +22,10 @@ typedef enum kiln_event_state {
 /* Block until the event's command has completed. KILN_ERR_EXEC_FAILED when it
  * ended abnormally. Thread-safe. */
 KILN_API kiln_status kiln_event_wait(kiln_event *event);
-/* Block until every event has completed. */
+/* Block until every event has completed. Events may come from different
+ * contexts. Every event is waited for even after one has failed; the status
+ * and last error are those of the first failure, naming its index
+ * ("events[2]"). num_events 0 returns KILN_OK. Thread-safe. */
 KILN_API kiln_status kiln_event_wait_all(size_t num_events,
                                          kiln_event *const *events);
 /* Current state, without blocking. Thread-safe. */
