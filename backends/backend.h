@@ -34,6 +34,15 @@ struct kiln_tuning {
   enum kiln_kernel_family family;
   unsigned elementwise_wg;     /* work-group size for elementwise kernels */
   unsigned reduce_wg;          /* work-group size for reductions */
+  /* Reductions: the fewest elements worth a worker of their own (CPU family:
+   * a work-item's contiguous chunk; GPU: a work-group's segment), 0: 4096;
+   * and how many workers to aim for, 0: 4 x compute units x reduce_wg on
+   * the CPU family, 4 x compute units on the GPU family. */
+  unsigned reduce_chunk;
+  unsigned reduce_workers;
+  /* Scan: elements per chunk of the three-phase scan, 0: 8192 (CPU family,
+   * one work-item per chunk) or 4 x reduce_wg (GPU family). */
+  unsigned scan_chunk;
   /* GEMM, GPU family: the work-group is gemm_tile x gemm_tile work-items,
    * each computing gemm_block x gemm_block outputs, so a group covers a
    * (gemm_tile * gemm_block)^2 tile of C through __local tiles of A and B. */
