@@ -31,7 +31,8 @@ typedef enum kiln_quirk {
    * one thread: kiln passes an explicit local size. */
   KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE = 1u << 2,
   /* clCreateCommandQueueWithProperties hangs or is missing on the platform:
-   * use clCreateCommandQueue. */
+   * use clCreateCommandQueue. Set for every device of a 1.x platform (the
+   * call arrived in 2.0; Oclgrind's 1.2 platform hangs in it). */
   KILN_QUIRK_LEGACY_QUEUE_CREATE = 1u << 3,
   /* Profiling timestamps have no useful resolution. */
   KILN_QUIRK_COARSE_PROFILING = 1u << 4,
@@ -55,8 +56,8 @@ typedef struct kiln_device_info {
    * device's position among identical devices. */
   const char *stable_id;
   /* Name of the matched backend profile ("nvidia", "amd", "intel", "pocl",
-   * "generic"); KILN_PROFILE or kiln_context_options.profile override it for
-   * contexts, not here. */
+   * "rusticl", "generic"); KILN_PROFILE or kiln_context_options.profile
+   * override it for contexts, not here. */
   const char *profile;
   uint32_t vendor_id;
   kiln_device_type type;
@@ -79,7 +80,8 @@ typedef struct kiln_device_info {
   bool fp16;       /* cl_khr_fp16 with a non-zero half FP config */
   bool fp64;
   bool subgroups;  /* cl_khr_subgroups or OpenCL 3.0 with sub-groups */
-  unsigned quirks; /* kiln_quirk bits of the matched profile */
+  unsigned quirks; /* kiln_quirk bits of the matched profile, plus
+                      KILN_QUIRK_LEGACY_QUEUE_CREATE on 1.x platforms */
   size_t platform_index;
   size_t device_index; /* within its platform */
 } kiln_device_info;
