@@ -279,6 +279,28 @@ static void test_broken_vendors(void **state) {
   assert_int_equal(fake_devices(fake), 0);
 }
 
+/* No platform at all: an empty list and one problem, not a failure. */
+static void test_no_platforms(void **state) {
+  (void)state;
+  assert_true(in_mode("no-platforms"));
+  assert_int_equal(kiln_device_list_count(list), 0);
+  assert_int_equal(kiln_device_list_problem_count(list), 1);
+  const kiln_device_problem *p = kiln_device_list_problem(list, 0);
+  assert_string_equal(p->call, "clGetPlatformIDs");
+  assert_int_equal(p->cl_error, CL_PLATFORM_NOT_FOUND_KHR);
+  assert_int_equal(p->platform_index, SIZE_MAX);
+  assert_int_equal(p->device_index, SIZE_MAX);
+  assert_non_null(strstr(p->message, "OCL_ICD_VENDORS"));
+  const kiln_device *d = NULL;
+  assert_kiln_status(kiln_device_select(list, NULL, &d), KILN_ERR_NO_DEVICE);
+  assert_last_error_contains("no OpenCL device was found");
+  assert_last_error_contains("CL_PLATFORM_NOT_FOUND_KHR");
+  kiln_selection *sel = NULL;
+  assert_kiln_ok(kiln_selection_create(list, "all", &sel));
+  assert_int_equal(kiln_selection_count(sel), 0);
+  kiln_selection_destroy(sel);
+}
+
 /* Whatever the mode, a second enumeration agrees with the first. */
 static void test_stable_across_enumerations(void **state) {
   (void)state;
@@ -312,6 +334,7 @@ int main(void) {
       {"short-sizes", cmocka_unit_test_teardown(test_short_sizes, teardown)},
       {"broken-vendors",
        cmocka_unit_test_teardown(test_broken_vendors, teardown)},
+      {"no-platforms", cmocka_unit_test_teardown(test_no_platforms, teardown)},
   };
   struct CMUnitTest tests[2];
   size_t n = 0;
