@@ -202,7 +202,33 @@ static void check_unregistered_libs(doctor *d) {
 
 /* ---- the platforms through the ICD loader ---- */
 
+/* OCL_ICD_FILENAMES is the Khronos loader's variable; ocl-icd, Debian's
+ * loader, ignores it, which surprises people who copied a setting from a
+ * CUDA image. Which loader is in use shows only once it is loaded. */
+static void check_loader_kind(doctor *d) {
+  const char *filenames = getenv("OCL_ICD_FILENAMES");
+  if (filenames == NULL || filenames[0] == '\0')
+    return;
+  /* The loader answers this 1.1 call itself (the ...ForPlatform variant
+   * would ask a driver), so the deprecated entry point is the right one. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  bool ocl_icd = clGetExtensionFunctionAddress("clGetICDLoaderInfoOCLICD") != NULL;
+#pragma GCC diagnostic pop
+  if (ocl_icd)
+    doctor_add(d, L_NOTE, "OCL_ICD_FILENAMES",
+               "with ocl-icd, point OCL_ICD_VENDORS at a directory (or an .icd "
+               "file) instead",
+               "OCL_ICD_FILENAMES=%s is set, but the loader in use is ocl-icd, "
+               "which ignores it (only the Khronos loader reads it)", filenames);
+  else
+    doctor_add(d, L_OK, "OCL_ICD_FILENAMES", NULL,
+               "OCL_ICD_FILENAMES=%s (read by the Khronos loader in use)",
+               filenames);
+}
+
 static void check_platforms(doctor *d) {
+  check_loader_kind(d);
   cl_uint n = 0;
   cl_int err = clGetPlatformIDs(0, NULL, &n);
   if (err != CL_SUCCESS || n == 0) {

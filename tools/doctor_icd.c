@@ -115,18 +115,11 @@ static size_t scan_dir(doctor *d, const char *dir) {
 void doctor_check_loader_env(doctor *d) {
   const char *vendors = getenv("OCL_ICD_VENDORS");
   const char *vpath = getenv("OPENCL_VENDOR_PATH");
-  const char *filenames = getenv("OCL_ICD_FILENAMES");
   bool have_vpath = vpath != NULL && vpath[0] != '\0';
   snprintf(d->vendors_dir, sizeof(d->vendors_dir), "%s",
            have_vpath ? vpath : DEFAULT_VENDORS);
   d->vendors_overridden = have_vpath;
 
-  if (filenames != NULL && filenames[0] != '\0')
-    doctor_add(d, L_NOTE, "OCL_ICD_FILENAMES",
-        "with ocl-icd, point OCL_ICD_VENDORS at a directory (or an .icd file) "
-        "instead",
-        "OCL_ICD_FILENAMES=%s is set; it is read by the Khronos ICD loader, "
-        "and ignored by ocl-icd, Debian's libOpenCL", filenames);
 
   if (vendors != NULL && vendors[0] != '\0') {
     d->vendors_overridden = true;

@@ -475,7 +475,11 @@ void info_query(const info_subject *subject, const info_prop *prop,
     set_error(out, 0, msg);
     return;
   }
-  if (want != 0 && size != want) {
+  /* Bitfields are 64-bit by the specification, yet NVIDIA's driver answers
+   * CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES with 4 bytes: a 32-bit answer to
+   * a bitfield query is widened rather than rejected. */
+  bool widen = prop->type == T_BITS && size == sizeof(cl_uint);
+  if (want != 0 && size != want && !widen) {
     snprintf(msg, sizeof(msg), "returned %zu bytes, expected %zu", size, want);
     set_error(out, 0, msg);
     return;
@@ -510,6 +514,20 @@ void info_query(const info_subject *subject, const info_prop *prop,
     }
     if (size2 < size)
       size = size2;
+  }
+  if (widen) {
+    cl_uint narrow;
+    cl_ulong wide;
+    memcpy(&narrow, out->data, sizeof(narrow));
+    wide = narrow;
+    unsigned char *d = realloc(out->data, sizeof(wide));
+    if (d == NULL) {
+      set_error(out, 0, "out of host memory");
+      return;
+    }
+    memcpy(d, &wide, sizeof(wide));
+    out->data = d;
+    size = sizeof(wide);
   }
   out->size = size;
   if (is_string(prop->type)) {
