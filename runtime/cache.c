@@ -82,7 +82,8 @@ bool kiln__cache_make_dir(const char *dir, char *why, size_t cap) {
   if (stat(path, &st) == 0) {
     if (S_ISDIR(st.st_mode))
       return true;
-    snprintf(why, cap, "'%s' exists and is not a directory", dir);
+    snprintf(why, cap, "cannot create the cache directory '%s': it exists "
+             "and is not a directory", dir);
     return false;
   }
   /* mkdir -p: each missing component in turn. */
@@ -92,11 +93,18 @@ bool kiln__cache_make_dir(const char *dir, char *why, size_t cap) {
     char saved = *p;
     *p = '\0';
     if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-      snprintf(why, cap, "cannot create '%s': %s", path, strerror(errno));
+      int err = errno;
+      if (err == ENOTDIR)
+        snprintf(why, cap, "cannot create the cache directory '%s': a "
+                 "parent of '%s' is not a directory", dir, path);
+      else
+        snprintf(why, cap, "cannot create the cache directory '%s': "
+                 "mkdir '%s': %s", dir, path, strerror(err));
       return false;
     }
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-      snprintf(why, cap, "'%s' is not a directory", path);
+      snprintf(why, cap, "cannot create the cache directory '%s': '%s' is "
+               "not a directory", dir, path);
       return false;
     }
     *p = saved;

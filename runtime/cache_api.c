@@ -77,28 +77,24 @@ kiln_status kiln_cache_get_info(kiln_cache_info *info) {
   info->rejected = c.rejected;
   info->evicted = c.evicted;
 
-  kiln__cache_diagnostic(info->diagnostic, sizeof info->diagnostic);
+  kiln__cache_diagnostic(info->last_problem, sizeof info->last_problem);
   char why[KILN_CACHE_TEXT_CAPACITY] = "";
   struct stat st;
   if (!config.enabled)
-    message(why, sizeof why, "the cache is disabled (KILN_CACHE=%s)",
-                 getenv("KILN_CACHE") != NULL ? getenv("KILN_CACHE") : "");
+    message(info->diagnostic, sizeof info->diagnostic,
+            "the cache is disabled (KILN_CACHE=%s)",
+            getenv("KILN_CACHE") != NULL ? getenv("KILN_CACHE") : "");
   else if (!config.have_dir)
-    kiln__cache_copy(why, sizeof why, config.problem);
-  else if (stat(config.dir, &st) != 0)
-    message(why, sizeof why,
-                 "'%s' does not exist (%s); it is created on the first build",
-                 config.dir, strerror(errno));
-  else if (!S_ISDIR(st.st_mode))
-    message(why, sizeof why, "'%s' is not a directory", config.dir);
+    kiln__cache_copy(info->diagnostic, sizeof info->diagnostic, config.problem);
+  else if (!kiln__cache_make_dir(config.dir, why, sizeof why))
+    kiln__cache_copy(info->diagnostic, sizeof info->diagnostic, why);
   else if (access(config.dir, W_OK | X_OK) != 0)
-    message(why, sizeof why, "'%s' is not writable: %s", config.dir,
-                 strerror(errno));
+    message(info->diagnostic, sizeof info->diagnostic,
+            "'%s' is not writable: %s", config.dir, strerror(errno));
   else
     info->usable = true;
-  if (info->diagnostic[0] == '\0')
-    kiln__cache_copy(info->diagnostic, sizeof info->diagnostic,
-                     why[0] != '\0' ? why : config.problem);
+  if (info->usable && config.problem[0] != '\0')
+    kiln__cache_copy(info->diagnostic, sizeof info->diagnostic, config.problem);
 
   if (config.have_dir) {
     info->last_run_recorded = read_stats(config.dir, info);
@@ -145,7 +141,8 @@ kiln_status kiln_cache_list_create(kiln_cache_list **out) {
   kiln__cache_config(&config);
   DIR *d = config.have_dir && config.enabled ? opendir(config.dir) : NULL;
   if (d == NULL) {
-    if (config.have_dir && config.enabled && errno != ENOENT) {
+    if (config.have_dir && config.enabled && errno != ENOENT &&
+        errno != ENOTDIR) {
       int saved = errno;
       free(list);
       return kiln__fail(KILN_ERR_IO, "kiln_cache_list_create: cannot read "

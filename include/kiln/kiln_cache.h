@@ -29,17 +29,19 @@ KILN_BEGIN_DECLS
 typedef struct kiln_cache_info {
   /* False when KILN_CACHE=0 (or off/no/false). */
   bool enabled;
-  /* Whether the directory exists and accepts new files, as far as a check
-   * without writing can tell. A directory that does not exist yet is
-   * created on the first build; then usable is false and diagnostic says
-   * so. */
+  /* Whether the directory exists (kiln_cache_get_info creates it, as the
+   * first build would) and accepts new files, as far as a check without
+   * writing can tell. */
   bool usable;
   /* The resolved directory ("" when none could be named). */
   char directory[KILN_CACHE_PATH_CAPACITY];
-  /* The most recent cache problem met by this process (an uncreatable
-   * directory, a corrupt entry removed, a failed write) or, when there was
-   * none, why the directory is not usable; "" when all is well. */
+  /* Why the cache is not in use now (disabled, no directory, cannot be
+   * created, not writable); "" when it is. */
   char diagnostic[KILN_CACHE_TEXT_CAPACITY];
+  /* The most recent cache problem this process met (a directory it could
+   * not create, a damaged entry removed and rebuilt, a failed write); ""
+   * when none. Such problems never fail a build. */
+  char last_problem[KILN_CACHE_TEXT_CAPACITY];
   uint64_t max_bytes;  /* the size cap */
   /* What the directory holds now. */
   uint64_t entries;
