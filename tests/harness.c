@@ -65,11 +65,6 @@ static int select_devices(void) {
   return 0;
 }
 
-static void skip_all(void **state) {
-  (void)state;
-  skip();
-}
-
 int kiln_test_run(const char *group, const struct CMUnitTest *tests,
                   size_t count, bool needs_device) {
   if (select_devices() != 0)
@@ -81,21 +76,16 @@ int kiln_test_run(const char *group, const struct CMUnitTest *tests,
                       "KILN_REQUIRE_DEVICE=1\n");
       return 1;
     }
-    /* Report each test as skipped rather than passing silently. */
-    struct CMUnitTest *skipped = calloc(count, sizeof *skipped);
-    if (skipped == NULL)
-      return 1;
-    for (size_t i = 0; i < count; i++) {
-      skipped[i] = tests[i];
-      skipped[i].test_func = skip_all;
-      skipped[i].setup_func = NULL;
-      skipped[i].teardown_func = NULL;
-    }
-    failed = _cmocka_run_group_tests(group, skipped, count, NULL, NULL);
-    free(skipped);
-  } else {
-    failed = _cmocka_run_group_tests(group, tests, count, NULL, NULL);
+    /* A TAP plan of zero tests with a SKIP directive: meson reports the
+     * whole binary as skipped, not passed and not failed. (cmocka's own
+     * skip() prints "not ok ... # SKIP", which meson 1.0 counts as a
+     * failure.) */
+    printf("1..0 # SKIP %s: no device matches KILN_TEST_DEVICE\n", group);
+    kiln_selection_destroy(selection);
+    kiln_device_list_destroy(device_list);
+    return 0;
   }
+  failed = _cmocka_run_group_tests(group, tests, count, NULL, NULL);
   kiln_selection_destroy(selection);
   kiln_device_list_destroy(device_list);
   return failed ? 1 : 0;
