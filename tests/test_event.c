@@ -81,25 +81,19 @@ static void test_failed_command(void **state) {
   kiln_context *ctx = NULL;
   kiln_queue *queue = NULL;
   kiln_test_open(0, &ctx, &queue);
-  kiln_event *gate = NULL, *fine = NULL, *blocked = NULL;
+  kiln_event *gate = NULL, *fine = NULL;
   cl_event gate_cl = user_event(queue, &gate);
   assert_kiln_ok(kiln_queue_marker(queue, 0, NULL, &fine));
-  kiln_buffer *buffer = NULL;
-  uint32_t data[4] = {1, 2, 3, 4};
-  assert_kiln_ok(kiln_buffer_create(ctx, sizeof data, 0, &buffer));
-  assert_kiln_ok(kiln_buffer_write(queue, buffer, 0, sizeof data, data, 1,
-                                   &gate, &blocked));
   assert_int_equal(clSetUserEventStatus(gate_cl, CL_OUT_OF_RESOURCES),
                    CL_SUCCESS);
   assert_kiln_status(kiln_event_wait(gate), KILN_ERR_EXEC_FAILED);
   assert_last_error_contains("kiln_event_wait: the command of event failed");
   assert_last_error_contains("CL_OUT_OF_RESOURCES");
-  /* A command waiting on a failed one fails too (with a driver-chosen
-   * code) and says so through its own event. */
-  assert_kiln_status(kiln_event_wait(blocked), KILN_ERR_EXEC_FAILED);
-  assert_last_error_contains("failed on device");
-  kiln_event_release(blocked);
-  assert_kiln_ok(kiln_buffer_destroy(buffer));
+  /* No command waits on the failed user event here: PoCL 3.1 has a race in
+   * failing dependent commands (its worker thread still touches the failed
+   * command's event after clFinish and clWaitForEvents have returned, so
+   * releasing that event aborts in pocl_lock_events_inorder under
+   * MALLOC_PERTURB_; reproduced with raw OpenCL calls). */
   kiln_event_state st = KILN_EVENT_COMPLETE;
   assert_kiln_ok(kiln_event_state_get(gate, &st));
   assert_int_equal(st, KILN_EVENT_FAILED);
@@ -115,6 +109,41 @@ static void test_failed_command(void **state) {
   kiln_event_release(gate);
   kiln_event_release(fine);
   kiln_test_close(ctx, queue);
+}
+
+/* A command waiting on a failed one fails too (with a driver-chosen code)
+ * and says so through its own event. Skipped on PoCL for the race described
+ * above. */
+static void test_failed_dependency(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(i) {
+    const kiln_device_info *info = kiln_device_get_info(kiln_test_device(i));
+    if (strstr(info->platform_name, "Portable Computing Language") != NULL)
+      continue;
+    kiln_context *ctx = NULL;
+    kiln_queue *queue = NULL;
+    kiln_test_open(i, &ctx, &queue);
+    kiln_event *gate = NULL, *blocked = NULL;
+    cl_event gate_cl = user_event(queue, &gate);
+    kiln_buffer *buffer = NULL;
+    uint32_t data[4] = {1, 2, 3, 4};
+    assert_kiln_ok(kiln_buffer_create(ctx, sizeof data, 0, &buffer));
+    assert_kiln_ok(kiln_buffer_write(queue, buffer, 0, sizeof data, data, 1,
+                                     &gate, &blocked));
+    assert_int_equal(clSetUserEventStatus(gate_cl, CL_OUT_OF_RESOURCES),
+                     CL_SUCCESS);
+    assert_kiln_status(kiln_event_wait(blocked), KILN_ERR_EXEC_FAILED);
+    assert_last_error_contains("failed on device");
+    kiln_event_state st = KILN_EVENT_COMPLETE;
+    assert_kiln_ok(kiln_event_state_get(blocked, &st));
+    assert_int_equal(st, KILN_EVENT_FAILED);
+    assert_kiln_ok(kiln_queue_finish(queue));
+    kiln_event_release(blocked);
+    assert_kiln_ok(kiln_buffer_destroy(buffer));
+    clReleaseEvent(gate_cl);
+    kiln_event_release(gate);
+    kiln_test_close(ctx, queue);
+  }
 }
 
 static void test_bad_arguments(void **state) {
@@ -266,6 +295,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_wait_and_state),
       cmocka_unit_test(test_failed_command),
+      cmocka_unit_test(test_failed_dependency),
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_profiling_needs_flag),
       cmocka_unit_test(test_wait_lists),
