@@ -597,6 +597,41 @@ static void test_select_and_explain(void **state) {
   free(r.out);
 }
 
+static void test_check_and_demo(void **state) {
+  (void)state;
+  if (kiln_test_device_count() == 0)
+    skip();
+  const char *env[] = {"KILN_DEVICE", NULL};
+  /* --check on the first device kiln takes by default. */
+  const char *check[] = {kiln_bin(), "info", "--json", "--check", "--select",
+                         "0:0|1:0|2:0|all", NULL};
+  run_result r = run(env, check);
+  json_t *doc = parse_strict(&r);
+  size_t pi, di, checked = 0;
+  json_t *plat, *dev;
+  json_array_foreach(json_object_get(doc, "platforms"), pi, plat) {
+    json_array_foreach(json_object_get(plat, "devices"), di, dev) {
+      json_t *c = json_object_get(json_object_get(dev, "kiln"), "check");
+      const char *result = json_string_value(json_object_get(c, "result"));
+      assert_non_null(result);
+      if (strcmp(result, "PASS") != 0)
+        fail_msg("--check: %s", json_string_value(json_object_get(c, "detail")));
+      checked++;
+    }
+  }
+  assert_int_equal(checked, 1);
+  assert_int_equal(r.status, 0);
+  json_decref(doc);
+  free(r.out);
+
+  const char *demo[] = {kiln_bin(), "demo", "--size", "100000", NULL};
+  r = run(env, demo);
+  if (r.status != 0 || strstr(r.out, "\nPASS\n") == NULL)
+    fail_msg("kiln demo failed (exit %d):\n%s", r.status, r.out);
+  assert_non_null(strstr(r.out, "saxpy, 100000 floats"));
+  free(r.out);
+}
+
 static void test_usage_errors(void **state) {
   (void)state;
   struct {
@@ -650,6 +685,7 @@ int main(void) {
       cmocka_unit_test(test_doctor_names_broken_entries),
       cmocka_unit_test(test_doctor_bad_loader_variables),
       cmocka_unit_test(test_select_and_explain),
+      cmocka_unit_test(test_check_and_demo),
   };
   return KILN_TEST_RUN("info", tests, false);
 }

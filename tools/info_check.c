@@ -1,6 +1,7 @@
 /* `kiln info --check` and the doctor's build test: build and run one small
- * kernel through kiln's own program API, so a PASS means kiln (not just the
- * driver) works on the device. */
+ * kernel through kiln's own program API, then one op of kiln's op library (a
+ * sum) on its output, so a PASS means kiln's compiler path and its op
+ * kernels (not just the driver) work on the device. */
 #include "info.h"
 
 #include <string.h>
@@ -50,7 +51,7 @@ bool info_check_device(const kiln_device *device, char *detail,
   kiln_queue *queue = NULL;
   kiln_program *prog = NULL;
   kiln_kernel *kern = NULL;
-  kiln_buffer *a = NULL, *b = NULL;
+  kiln_buffer *a = NULL, *b = NULL, *sum = NULL;
   float *host = malloc(2 * CHECK_N * sizeof(float));
   const char *step = "allocating host memory";
   detail[0] = '\0';
@@ -79,7 +80,7 @@ bool info_check_device(const kiln_device *device, char *detail,
     goto fail;
   step = "kiln_buffer_create";
   if (kiln_buffer_create(ctx, CHECK_N * sizeof(float), KILN_MEM_READ_ONLY, &a) != KILN_OK ||
-      kiln_buffer_create(ctx, CHECK_N * sizeof(float), KILN_MEM_WRITE_ONLY, &b) != KILN_OK)
+      kiln_buffer_create(ctx, CHECK_N * sizeof(float), KILN_MEM_READ_WRITE, &b) != KILN_OK)
     goto fail;
   for (size_t i = 0; i < CHECK_N; i++)
     host[i] = (float)(i % 251);
@@ -108,9 +109,31 @@ bool info_check_device(const kiln_device *device, char *detail,
       goto done;
     }
   }
+#ifdef KILN_DEMO_OPS
+  /* The outputs are integers, so their f32 sum is exact in any order. */
+  double want_sum = 0.0;
+  for (size_t i = 0; i < CHECK_N; i++)
+    want_sum += host[CHECK_N + i];
+  float got_sum = 0.0f;
+  step = "the sum op (kiln_reduce)";
+  if (kiln_buffer_create(ctx, sizeof(float), KILN_MEM_READ_WRITE, &sum) != KILN_OK ||
+      kiln_reduce(queue, KILN_REDUCE_SUM, KILN_F32, CHECK_N, b, 0, sum, 0, 0,
+                  NULL, NULL) != KILN_OK ||
+      kiln_buffer_read_sync(queue, sum, 0, sizeof(float), &got_sum) != KILN_OK)
+    goto fail;
+  if ((double)got_sum != want_sum) {
+    snprintf(detail, detail_size, "wrong result: the sum op gave %.9g, "
+             "expected %.9g", (double)got_sum, want_sum);
+    goto done;
+  }
+  pass = true;
+  snprintf(detail, detail_size,
+           "built and ran a %d-element kernel and the sum op", CHECK_N);
+#else
   pass = true;
   snprintf(detail, detail_size, "built and ran a %d-element kernel",
            CHECK_N);
+#endif
   goto done;
 
 fail:
@@ -119,6 +142,7 @@ fail:
 done:
   kiln_buffer_destroy(a);
   kiln_buffer_destroy(b);
+  kiln_buffer_destroy(sum);
   kiln_kernel_destroy(kern);
   kiln_program_destroy(prog);
   kiln_queue_destroy(queue);
