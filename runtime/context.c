@@ -1,6 +1,7 @@
 /* Contexts: one OpenCL context on one device, the profile in force, and the
  * count of live children that makes destroying a busy context fail instead
  * of leaving dangling handles. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,21 +11,16 @@
  * silently ignored bit. */
 #define CONTEXT_FLAGS_KNOWN (KILN_CONTEXT_NO_CACHE)
 
-/* Write "nvidia, amd, ..." (the registry's names, in order) into buf. */
+/* Write "pocl, rusticl, ..." (the registry's names, in order) into buf. */
 static void profile_names(char *buf, size_t capacity) {
   size_t used = 0;
   buf[0] = '\0';
   for (size_t i = 0; i < kiln__backend_count && used < capacity; i++) {
-    const char *name = kiln__backends[i]->name;
-    size_t len = strlen(name);
-    const char *sep = i == 0 ? "" : ", ";
-    size_t need = strlen(sep) + len;
-    if (used + need + 1 > capacity)
+    int n = snprintf(buf + used, capacity - used, "%s%s", i == 0 ? "" : ", ",
+                     kiln__backends[i]->name);
+    if (n < 0)
       break;
-    memcpy(buf + used, sep, strlen(sep));
-    memcpy(buf + used + strlen(sep), name, len);
-    used += need;
-    buf[used] = '\0';
+    used += (size_t)n;
   }
 }
 
