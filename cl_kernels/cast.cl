@@ -18,11 +18,7 @@
 #define CAST(from, to)                                                        \
   __kernel void cast_##from##_##to(__global const TY_##from *x, ulong xo,     \
                                    __global TY_##to *y, ulong yo, ulong n) {  \
-    size_t i = get_global_id(0);                                              \
-    if (i < n) {                                                              \
-      float v = LD_##from(x + xo, i);                                         \
-      ST_##to(y + yo, i, v);                                                  \
-    }                                                                         \
+    FOR_ELEMENT(i, n, ST_##to(y + yo, i, LD_##from(x + xo, i)))             \
   }
 
 CAST(f32, f32)

@@ -5,8 +5,8 @@
  *   -DDT=n   storage type of x, y (see common.clh): 0 f32, 1 f16, 2 bf16.
  *            Arithmetic is f32 whatever the storage.
  * Launch: one work-item per element over a range rounded up to the local
- * size, so every kernel checks i < n. The same kernels serve both kernel
- * families: on a CPU (PoCL) the compiler vectorises the loop over a
+ * size; FOR_ELEMENT (common.clh) checks i < n in the last group only. The
+ * same kernels serve both kernel families: on a CPU (PoCL) the compiler vectorises the loop over a
  * work-group's items, which matched an OpenMP loop in our measurements; on a
  * GPU consecutive items touch consecutive addresses. Offsets and n are in
  * elements. */
@@ -53,31 +53,19 @@ float kiln_relu(float x) { return x < 0.0f ? 0.0f : x; }
 #define UNARY(op)                                                             \
   __kernel void unary_##op(__global const T *x, ulong xo, __global T *y,      \
                            ulong yo, ulong n) {                               \
-    size_t i = get_global_id(0);                                              \
-    if (i < n) {                                                              \
-      float v = LOAD(x + xo, i);                                              \
-      STORE(y + yo, i, OP_##op(v));                                           \
-    }                                                                         \
+    FOR_ELEMENT(i, n, STORE(y + yo, i, OP_##op(LOAD(x + xo, i))))           \
   }
 
 #define BINARY(op)                                                            \
   __kernel void binary_##op(__global const T *a, ulong ao,                    \
                             __global const T *b, ulong bo, __global T *y,     \
                             ulong yo, ulong n) {                              \
-    size_t i = get_global_id(0);                                              \
-    if (i < n) {                                                              \
-      float u = LOAD(a + ao, i);                                              \
-      float v = LOAD(b + bo, i);                                              \
-      STORE(y + yo, i, OP_##op(u, v));                                        \
-    }                                                                         \
+    FOR_ELEMENT(i, n,                                                         \
+                STORE(y + yo, i, OP_##op(LOAD(a + ao, i), LOAD(b + bo, i))))  \
   }                                                                           \
   __kernel void binary_scalar_##op(__global const T *a, ulong ao, float s,    \
                                    __global T *y, ulong yo, ulong n) {        \
-    size_t i = get_global_id(0);                                              \
-    if (i < n) {                                                              \
-      float u = LOAD(a + ao, i);                                              \
-      STORE(y + yo, i, OP_##op(u, s));                                        \
-    }                                                                         \
+    FOR_ELEMENT(i, n, STORE(y + yo, i, OP_##op(LOAD(a + ao, i), s)))        \
   }
 
 UNARY(neg)
@@ -100,32 +88,20 @@ BINARY(min)
 /* y = alpha x + y with one rounding (fma), like an FMA-based BLAS. */
 __kernel void axpy(float alpha, __global const T *restrict x, ulong xo,
                    __global T *restrict y, ulong yo, ulong n) {
-  size_t i = get_global_id(0);
-  if (i < n) {
-    float v = LOAD(x + xo, i);
-    float w = LOAD(y + yo, i);
-    STORE(y + yo, i, fma(alpha, v, w));
-  }
+  FOR_ELEMENT(i, n,
+              STORE(y + yo, i, fma(alpha, LOAD(x + xo, i), LOAD(y + yo, i))))
 }
 
 __kernel void scale(float alpha, __global T *x, ulong xo, ulong n) {
-  size_t i = get_global_id(0);
-  if (i < n) {
-    float v = LOAD(x + xo, i);
-    STORE(x + xo, i, alpha * v);
-  }
+  FOR_ELEMENT(i, n, STORE(x + xo, i, alpha * LOAD(x + xo, i)))
 }
 
 /* Fill with a bit pattern the host already converted to the storage type,
  * so no half arithmetic is needed on the device. */
 __kernel void fill32(uint value, __global uint *y, ulong yo, ulong n) {
-  size_t i = get_global_id(0);
-  if (i < n)
-    y[yo + i] = value;
+  FOR_ELEMENT(i, n, y[yo + i] = value)
 }
 
 __kernel void fill16(ushort value, __global ushort *y, ulong yo, ulong n) {
-  size_t i = get_global_id(0);
-  if (i < n)
-    y[yo + i] = value;
+  FOR_ELEMENT(i, n, y[yo + i] = value)
 }

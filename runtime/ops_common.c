@@ -140,20 +140,21 @@ static const kiln_buffer *root_of(const kiln_buffer *b, size_t *origin) {
 
 kiln_status kiln__ops_check_overlap(const char *fn, const char *a_what,
                                     const kiln_buffer *a, size_t a_offset,
-                                    kiln_dtype a_dtype, const char *b_what,
-                                    const kiln_buffer *b, size_t b_offset,
-                                    kiln_dtype b_dtype, size_t count,
-                                    bool same_ok) {
+                                    size_t a_count, kiln_dtype a_dtype,
+                                    const char *b_what, const kiln_buffer *b,
+                                    size_t b_offset, size_t b_count,
+                                    kiln_dtype b_dtype, bool same_ok) {
   size_t a_origin, b_origin;
-  if (count == 0 || root_of(a, &a_origin) != root_of(b, &b_origin))
+  if (a_count == 0 || b_count == 0 ||
+      root_of(a, &a_origin) != root_of(b, &b_origin))
     return KILN_OK;
   /* Ranges were checked against their buffers, so none of this overflows. */
   size_t as = kiln_dtype_size(a_dtype), bs = kiln_dtype_size(b_dtype);
-  size_t a0 = a_origin + a_offset * as, a1 = a0 + count * as;
-  size_t b0 = b_origin + b_offset * bs, b1 = b0 + count * bs;
+  size_t a0 = a_origin + a_offset * as, a1 = a0 + a_count * as;
+  size_t b0 = b_origin + b_offset * bs, b1 = b0 + b_count * bs;
   if (a1 <= b0 || b1 <= a0)
     return KILN_OK;
-  if (same_ok && a0 == b0 && as == bs)
+  if (same_ok && a0 == b0 && a1 == b1 && as == bs)
     return KILN_OK;
   return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                     "%s: %s bytes [%zu, %zu) and %s bytes [%zu, %zu) overlap "

@@ -97,8 +97,8 @@ KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
   CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
   CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, dtype, "y", y, y_offset,
-                                dtype, n, true));
+  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "y", y,
+                                y_offset, n, dtype, true));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -140,10 +140,10 @@ KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
   CHECK(kiln__ops_check_in(fn, queue, "a", a, a_offset, n, dtype));
   CHECK(kiln__ops_check_in(fn, queue, "b", b, b_offset, n, dtype));
   CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "a", a, a_offset, dtype, "y", y, y_offset,
-                                dtype, n, true));
-  CHECK(kiln__ops_check_overlap(fn, "b", b, b_offset, dtype, "y", y, y_offset,
-                                dtype, n, true));
+  CHECK(kiln__ops_check_overlap(fn, "a", a, a_offset, n, dtype, "y", y,
+                                y_offset, n, dtype, true));
+  CHECK(kiln__ops_check_overlap(fn, "b", b, b_offset, n, dtype, "y", y,
+                                y_offset, n, dtype, true));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -178,8 +178,8 @@ KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
   CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_in(fn, queue, "a", a, a_offset, n, dtype));
   CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "a", a, a_offset, dtype, "y", y, y_offset,
-                                dtype, n, true));
+  CHECK(kiln__ops_check_overlap(fn, "a", a, a_offset, n, dtype, "y", y,
+                                y_offset, n, dtype, true));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -213,8 +213,8 @@ KILN_API kiln_status kiln_axpy(kiln_queue *queue, kiln_dtype dtype, size_t n,
   CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
   CHECK(kiln__ops_check_in(fn, queue, "y", y, y_offset, n, dtype));
   CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, dtype, "y", y, y_offset,
-                                dtype, n, false));
+  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "y", y,
+                                y_offset, n, dtype, false));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -382,8 +382,8 @@ KILN_API kiln_status kiln_cast(kiln_queue *queue, size_t n, kiln_dtype x_dtype,
   CHECK(kiln__ops_check_dtype(fn, "y_dtype", y_dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, x_dtype));
   CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, y_dtype));
-  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, x_dtype, "y", y,
-                                y_offset, y_dtype, n, x_dtype == y_dtype));
+  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, x_dtype, "y", y,
+                                y_offset, n, y_dtype, x_dtype == y_dtype));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;

@@ -70,16 +70,16 @@ kiln_status kiln__ops_check_out(const char *fn, const kiln_queue *queue,
                                 const char *what, const kiln_buffer *buffer,
                                 size_t offset, size_t count, kiln_dtype dtype);
 
-/* The element ranges (a, a_offset, count of a_dtype) and (b, b_offset, count
- * of b_dtype), already range-checked, are disjoint, or the same range with
- * the same element size when same_ok (an elementwise op in place). Views of
- * one buffer are compared in the parent's bytes. */
+/* The element ranges (a, a_offset, a_count of a_dtype) and (b, b_offset,
+ * b_count of b_dtype), already range-checked, are disjoint, or the same
+ * range with the same element size when same_ok (an elementwise op in
+ * place). Views of one buffer are compared in the parent's bytes. */
 kiln_status kiln__ops_check_overlap(const char *fn, const char *a_what,
                                     const kiln_buffer *a, size_t a_offset,
-                                    kiln_dtype a_dtype, const char *b_what,
-                                    const kiln_buffer *b, size_t b_offset,
-                                    kiln_dtype b_dtype, size_t count,
-                                    bool same_ok);
+                                    size_t a_count, kiln_dtype a_dtype,
+                                    const char *b_what, const kiln_buffer *b,
+                                    size_t b_offset, size_t b_count,
+                                    kiln_dtype b_dtype, bool same_ok);
 
 /* rows * cols does not overflow; *count receives it. */
 kiln_status kiln__ops_check_shape(const char *fn, size_t rows, size_t cols,

@@ -1,0 +1,393 @@
+/* Reductions: sum, min, max, mean, nrm2, argmax over rows of a row-major
+ * matrix (a vector is one row), dot of two vectors, and the same ops over
+ * columns. f32 accumulation whatever the storage type.
+ *
+ * Build options:
+ *   -DDT=n       storage type of x (common.clh): 0 f32, 1 f16, 2 bf16
+ *   -DFAMILY=n   0: GPU family, 1: CPU family (enum kiln_kernel_family)
+ *   -DWG=n       GPU family: the work-group size (a power of two), which
+ *                sizes the __local tree
+ *   -DCB=n       columns per work-item in the column kernels (CPU: 16 so one
+ *                work-item reads 64 contiguous bytes per row; GPU: 1)
+ *
+ * Kernels, for OP in sum, min, max, mean, nrm2, argmax (and rows_dot):
+ *   rows_OP   reduces segment `seg` of row `row` for each worker (CPU family:
+ *             one work-item per (row, seg), walking its contiguous segment
+ *             with 16-wide vector accumulators; GPU family: one work-group
+ *             per (row, seg), items striding through it, then a __local
+ *             tree). With segs == 1 it writes the row's final result,
+ *             otherwise a partial state.
+ *   cols_OP   one work-item per (block of CB columns, segment of rows).
+ *   final_OP  one work-item per output: combines its segs partial states in
+ *             segment order and writes the result.
+ * Results are written as 32-bit words: f32 bits, or the u32 index for
+ * argmax. Partial states are uint2: (f32 bits of the value, aux), aux being
+ * argmax's index or nrm2's exponent.
+ *
+ * Determinism: the partition (rows, segs, seg_len) is chosen on the host
+ * from the sizes and the profile only; every combine runs in a fixed order
+ * (lanes in order, blocks in order, segments in order, tree levels by
+ * index); there are no atomics. */
+#ifndef DT
+#define DT 0
+#endif
+#ifndef FAMILY
+#define FAMILY 1
+#endif
+#ifndef WG
+#define WG 256
+#endif
+#ifndef CB
+#define CB 16
+#endif
+#include "common.clh"
+
+#define NONE 0xffffffffu /* argmax: no element seen yet */
+
+typedef struct {
+  float v; /* sum, min, max, argmax's value, nrm2's scaled sum of squares */
+  uint a;  /* argmax's index; nrm2's exponent E (as int): sumsq = v 4^E */
+} st_t;
+
+st_t st(float v, uint a) {
+  st_t s;
+  s.v = v;
+  s.a = a;
+  return s;
+}
+
+/* ---- per-op scalar state functions: init, add one element, combine two
+ * states (a covers lower indexes than b), final value bits ---------------- */
+
+st_t init_sum(void) { return st(0.0f, 0); }
+st_t add_sum(st_t s, float x, uint i) { return st(s.v + x, 0); }
+st_t comb_sum(st_t a, st_t b) { return st(a.v + b.v, 0); }
+uint fin_sum(st_t s, float count) { return as_uint(s.v); }
+
+#define init_mean init_sum
+#define add_mean add_sum
+#define comb_mean comb_sum
+uint fin_mean(st_t s, float count) { return as_uint(s.v / count); }
+
+#define init_dot init_sum
+#define comb_dot comb_sum
+#define fin_dot fin_sum
+
+/* fmin/fmax skip NaN: starting from NaN, an all-NaN input stays NaN. */
+st_t init_min(void) { return st(NAN, 0); }
+st_t add_min(st_t s, float x, uint i) { return st(fmin(s.v, x), 0); }
+st_t comb_min(st_t a, st_t b) { return st(fmin(a.v, b.v), 0); }
+#define fin_min fin_sum
+st_t init_max(void) { return st(NAN, 0); }
+st_t add_max(st_t s, float x, uint i) { return st(fmax(s.v, x), 0); }
+st_t comb_max(st_t a, st_t b) { return st(fmax(a.v, b.v), 0); }
+#define fin_max fin_sum
+
+/* First index of the largest non-NaN value. */
+st_t init_argmax(void) { return st(-INFINITY, NONE); }
+st_t add_argmax(st_t s, float x, uint i) {
+  bool take = !isnan(x) && (s.a == NONE || x > s.v);
+  return take ? st(x, i) : s;
+}
+st_t comb_argmax(st_t a, st_t b) {
+  if (b.a == NONE)
+    return a;
+  if (a.a == NONE || b.v > a.v || (b.v == a.v && b.a < a.a))
+    return b;
+  return a;
+}
+uint fin_argmax(st_t s, float count) { return s.a == NONE ? 0u : s.a; }
+
+/* nrm2 keeps sum x^2 as v * 4^E with v's terms scaled by 2^-E, E the
+ * exponent of the largest |x| seen, clamped to [-126, 126] so 2^-E is a
+ * normal float (devices may flush subnormals to zero). No square can overflow (scaled |x| < 2) or lose relative
+ * precision that matters (terms below 2^-150 of the largest square are
+ * negligible). ldexp is exact scaling, keeps inf and NaN, and sends what is
+ * too small to 0. */
+int nrm2_exp(float m) { return clamp(ilogb(m), -126, 126); }
+st_t init_nrm2(void) { return st(0.0f, as_uint(-126)); }
+st_t comb_nrm2(st_t a, st_t b) {
+  int ea = as_int(a.a), eb = as_int(b.a);
+  int e = max(ea, eb);
+  return st(ldexp(a.v, 2 * (ea - e)) + ldexp(b.v, 2 * (eb - e)), as_uint(e));
+}
+st_t add_nrm2(st_t s, float x, uint i) {
+  int e = nrm2_exp(fabs(x));
+  float y = ldexp(x, -e);
+  return comb_nrm2(s, st(y * y, as_uint(e)));
+}
+uint fin_nrm2(st_t s, float count) {
+  return as_uint(ldexp(sqrt(s.v), as_int(s.a)));
+}
+
+uint2 pack(st_t s) { return (uint2)(as_uint(s.v), s.a); }
+st_t unpack(uint2 p) { return st(as_float(p.x), p.y); }
+
+#if FAMILY == 1
+/* ---- CPU family: contiguous chunks with 16-wide accumulators ------------ */
+
+/* Forced inline: PoCL 3.1 otherwise keeps some of these as calls, and on
+ * AVX2 hosts the out-of-line float16 code crashed (SIGSEGV in chunk_min). */
+#define INLINE __attribute__((always_inline))
+
+/* Lanes combined in a fixed pairwise order. */
+#define HTREE(v, f)                                                            \
+  f(f(f(f((v).s0, (v).s1), f((v).s2, (v).s3)), f(f((v).s4, (v).s5),            \
+                                                  f((v).s6, (v).s7))),         \
+    f(f(f((v).s8, (v).s9), f((v).sa, (v).sb)),                                 \
+      f(f((v).sc, (v).sd), f((v).se, (v).sf))))
+#define F_ADD(a, b) ((a) + (b))
+
+INLINE st_t chunk_sum(__global const T *p, __global const T *q, ulong n, uint base) {
+  float16 a0 = 0.0f, a1 = 0.0f;
+  ulong k = 0;
+  for (; k + 32 <= n; k += 32) {
+    a0 += LOAD16(p + k);
+    a1 += LOAD16(p + k + 16);
+  }
+  if (k + 16 <= n) {
+    a0 += LOAD16(p + k);
+    k += 16;
+  }
+  a0 += a1;
+  float s = HTREE(a0, F_ADD);
+  for (; k < n; k++)
+    s += LOAD(p, k);
+  return st(s, 0);
+}
+#define chunk_mean chunk_sum
+
+INLINE st_t chunk_dot(__global const T *p, __global const T *q, ulong n, uint base) {
+  float16 a0 = 0.0f, a1 = 0.0f;
+  ulong k = 0;
+  for (; k + 32 <= n; k += 32) {
+    a0 = fma(LOAD16(p + k), LOAD16(q + k), a0);
+    a1 = fma(LOAD16(p + k + 16), LOAD16(q + k + 16), a1);
+  }
+  if (k + 16 <= n) {
+    a0 = fma(LOAD16(p + k), LOAD16(q + k), a0);
+    k += 16;
+  }
+  a0 += a1;
+  float s = HTREE(a0, F_ADD);
+  for (; k < n; k++)
+    s = fma(LOAD(p, k), LOAD(q, k), s);
+  return st(s, 0);
+}
+
+#define CHUNK_MINMAX(name, f)                                                  \
+  INLINE st_t chunk_##name(__global const T *p, __global const T *q, ulong n,         \
+                    uint base) {                                               \
+    float16 a = NAN;                                                           \
+    ulong k = 0;                                                               \
+    for (; k + 16 <= n; k += 16)                                               \
+      a = f(a, LOAD16(p + k));                                                 \
+    float s = HTREE(a, f);                                                     \
+    for (; k < n; k++)                                                         \
+      s = f(s, LOAD(p, k));                                                    \
+    return st(s, 0);                                                           \
+  }
+CHUNK_MINMAX(min, fmin)
+CHUNK_MINMAX(max, fmax)
+
+/* Each lane keeps its first maximum; lanes visit indexes in increasing
+ * order, and comb_argmax breaks ties between lanes by index. */
+INLINE st_t chunk_argmax(__global const T *p, __global const T *q, ulong n,
+                  uint base) {
+  float16 v = -INFINITY;
+  uint16 idx = (uint16)NONE;
+  const uint16 lane =
+      (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  ulong k = 0;
+  for (; k + 16 <= n; k += 16) {
+    float16 x = LOAD16(p + k);
+    int16 take = (x > v) | ((idx == (uint16)NONE) & !isnan(x));
+    v = select(v, x, take);
+    idx = select(idx, (uint16)(base + (uint)k) + lane, take);
+  }
+  float lv[16];
+  uint li[16];
+  vstore16(v, 0, lv);
+  vstore16(idx, 0, li);
+  st_t s = init_argmax();
+  for (int l = 0; l < 16; l++)
+    s = comb_argmax(s, st(lv[l], li[l]));
+  for (; k < n; k++)
+    s = add_argmax(s, LOAD(p, k), base + (uint)k);
+  return s;
+}
+
+/* Blocks of NB elements, each read twice while in L1: once for its largest
+ * |x|, which fixes the block's scale, once for the scaled squares. Memory
+ * traffic stays one pass. */
+#define NB 256
+INLINE st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
+                uint base) {
+  st_t s = init_nrm2();
+  ulong k = 0;
+  for (; k + NB <= n; k += NB) {
+    float16 m = 0.0f;
+    for (int j = 0; j < NB; j += 16)
+      m = fmax(m, fabs(LOAD16(p + k + j)));
+    int e = nrm2_exp(HTREE(m, fmax));
+    float16 a = 0.0f;
+    for (int j = 0; j < NB; j += 16) {
+      float16 y = LOAD16(p + k + j) * ldexp(1.0f, -e);
+      a = fma(y, y, a);
+    }
+    s = comb_nrm2(s, st(HTREE(a, F_ADD), as_uint(e)));
+  }
+  if (k < n) {
+    float m = 0.0f;
+    for (ulong j = k; j < n; j++)
+      m = fmax(m, fabs(LOAD(p, j)));
+    int e = nrm2_exp(m);
+    float a = 0.0f;
+    for (ulong j = k; j < n; j++) {
+      float y = LOAD(p, j) * ldexp(1.0f, -e);
+      a = fma(y, y, a);
+    }
+    s = comb_nrm2(s, st(a, as_uint(e)));
+  }
+  return s;
+}
+
+#define ROWS_KERNEL(OP)                                                        \
+  __kernel void rows_##OP(__global const T *x, ulong xo,                       \
+                          __global const T *y, ulong yo, ulong rows,           \
+                          ulong cols, ulong seg_len, uint segs,                \
+                          __global uint2 *part, __global uint *res, ulong ro,  \
+                          float count) {                                       \
+    size_t w = get_global_id(0);                                               \
+    if (w >= rows * segs)                                                      \
+      return;                                                                  \
+    size_t row = w / segs, seg = w % segs;                                     \
+    ulong start = seg * seg_len;                                               \
+    ulong len = min(seg_len, cols - start);                                    \
+    ulong at = row * cols + start;                                             \
+    st_t s = chunk_##OP(x + xo + at, y + yo + at, len, (uint)start);           \
+    if (segs == 1)                                                             \
+      res[ro + row] = fin_##OP(s, count);                                      \
+    else                                                                       \
+      part[w] = pack(s);                                                       \
+  }
+
+#else
+/* ---- GPU family: a work-group per segment, a __local tree --------------- */
+
+/* Item l adds elements l, l + WG, ... (coalesced), then the group combines
+ * its WG states pairwise, lower half with upper half, log2(WG) levels. */
+#define ROWS_KERNEL(OP)                                                        \
+  __kernel void rows_##OP(__global const T *x, ulong xo,                       \
+                          __global const T *y, ulong yo, ulong rows,           \
+                          ulong cols, ulong seg_len, uint segs,                \
+                          __global uint2 *part, __global uint *res, ulong ro,  \
+                          float count) {                                       \
+    __local uint2 tree[WG];                                                    \
+    size_t w = get_group_id(0), l = get_local_id(0);                           \
+    size_t row = w / segs, seg = w % segs;                                     \
+    ulong start = seg * seg_len;                                               \
+    ulong len = min(seg_len, cols - start);                                    \
+    ulong at = row * cols + start;                                             \
+    __global const T *p = x + xo + at;                                         \
+    __global const T *q = y + yo + at;                                         \
+    st_t s = init_##OP();                                                      \
+    for (ulong k = l; k < len; k += WG)                                        \
+      s = ADD_##OP(s, p, q, k, (uint)(start + k));                             \
+    tree[l] = pack(s);                                                         \
+    for (uint h = WG / 2; h > 0; h /= 2) {                            \
+      barrier(CLK_LOCAL_MEM_FENCE);                                            \
+      if (l < h)                                                               \
+        tree[l] = pack(comb_##OP(unpack(tree[l]), unpack(tree[l + h])));   \
+    }                                                                          \
+    if (l == 0) {                                                              \
+      s = unpack(tree[0]);                                                     \
+      if (segs == 1)                                                           \
+        res[ro + row] = fin_##OP(s, count);                                    \
+      else                                                                     \
+        part[w] = pack(s);                                                     \
+    }                                                                          \
+  }
+#define ADD_sum(s, p, q, k, i) add_sum(s, LOAD(p, k), i)
+#define ADD_mean ADD_sum
+#define ADD_min(s, p, q, k, i) add_min(s, LOAD(p, k), i)
+#define ADD_max(s, p, q, k, i) add_max(s, LOAD(p, k), i)
+#define ADD_argmax(s, p, q, k, i) add_argmax(s, LOAD(p, k), i)
+#define ADD_nrm2(s, p, q, k, i) add_nrm2(s, LOAD(p, k), i)
+#define ADD_dot(s, p, q, k, i) st(fma(LOAD(p, k), LOAD(q, k), (s).v), 0)
+#endif
+
+ROWS_KERNEL(sum)
+ROWS_KERNEL(mean)
+ROWS_KERNEL(min)
+ROWS_KERNEL(max)
+ROWS_KERNEL(argmax)
+ROWS_KERNEL(nrm2)
+ROWS_KERNEL(dot)
+
+/* ---- columns: work-item per (block of CB columns, segment of rows) ------ */
+
+/* The row loop is outermost so each row's CB columns are read together:
+ * contiguous on a CPU, and across a GPU's work-items (CB = 1) coalesced. */
+#define COLS_KERNEL(OP)                                                        \
+  __kernel void cols_##OP(__global const T *x, ulong xo, ulong rows,           \
+                          ulong cols, ulong seg_len, uint segs,                \
+                          __global uint2 *part, __global uint *res, ulong ro,  \
+                          float count) {                                       \
+    size_t w = get_global_id(0);                                               \
+    ulong blocks = (cols + CB - 1) / CB;                                       \
+    if (w >= blocks * segs)                                                    \
+      return;                                                                  \
+    ulong cb = w % blocks, seg = w / blocks;                                   \
+    ulong c0 = cb * CB, nc = min((ulong)CB, cols - c0);                        \
+    ulong r0 = seg * seg_len, r1 = min(rows, r0 + seg_len);                    \
+    st_t s[CB];                                                                \
+    for (int c = 0; c < CB; c++)                                               \
+      s[c] = init_##OP();                                                      \
+    __global const T *p = x + xo + c0;                                         \
+    if (nc == CB) {                                                            \
+      for (ulong r = r0; r < r1; r++)                                          \
+        for (int c = 0; c < CB; c++)                                           \
+          s[c] = add_##OP(s[c], LOAD(p, r * cols + c), (uint)r);               \
+    } else {                                                                   \
+      for (ulong r = r0; r < r1; r++)                                          \
+        for (uint c = 0; c < nc; c++)                                          \
+          s[c] = add_##OP(s[c], LOAD(p, r * cols + c), (uint)r);               \
+    }                                                                          \
+    for (uint c = 0; c < nc; c++) {                                            \
+      if (segs == 1)                                                           \
+        res[ro + c0 + c] = fin_##OP(s[c], count);                              \
+      else                                                                     \
+        part[(c0 + c) * segs + seg] = pack(s[c]);                              \
+    }                                                                          \
+  }
+
+COLS_KERNEL(sum)
+COLS_KERNEL(mean)
+COLS_KERNEL(min)
+COLS_KERNEL(max)
+COLS_KERNEL(argmax)
+COLS_KERNEL(nrm2)
+
+/* ---- final pass: one work-item per output, segments in order ------------ */
+
+#define FINAL_KERNEL(OP)                                                       \
+  __kernel void final_##OP(__global const uint2 *part, uint segs,              \
+                           ulong outputs, __global uint *res, ulong ro,        \
+                           float count) {                                      \
+    size_t o = get_global_id(0);                                               \
+    if (o >= outputs)                                                          \
+      return;                                                                  \
+    st_t s = unpack(part[o * segs]);                                           \
+    for (uint k = 1; k < segs; k++)                                            \
+      s = comb_##OP(s, unpack(part[o * segs + k]));                            \
+    res[ro + o] = fin_##OP(s, count);                                          \
+  }
+
+FINAL_KERNEL(sum)
+FINAL_KERNEL(mean)
+FINAL_KERNEL(min)
+FINAL_KERNEL(max)
+FINAL_KERNEL(argmax)
+FINAL_KERNEL(nrm2)
+FINAL_KERNEL(dot)

@@ -1,0 +1,397 @@
+/* Reductions: kiln_reduce, kiln_dot, kiln_reduce_rows, kiln_reduce_cols
+ * (contracts in kiln/ops.h; kernels in cl_kernels/reduce.cl).
+ *
+ * Every reduction is "rows" or "columns" of a row-major matrix (a vector is
+ * one row). The host splits each row (or each block of columns) into
+ * `segs` segments so there are enough workers to fill the device:
+ * - CPU family (PoCL): a worker is one work-item that walks a long contiguous
+ *   segment with 16-wide vector accumulators. PLATFORM-FACTS measured this
+ *   at the speed of an OpenMP loop, where a __local tree got under 10%.
+ *   Work-groups of reduce_wg items (PoCL runs a group on one thread) and an
+ *   explicit local size, because PoCL's default puts a small range in one
+ *   group on one thread.
+ * - GPU family: a worker is a work-group whose items stride through the
+ *   segment (coalesced loads) and combine in a __local tree.
+ * With one segment per row the row kernel writes the result itself;
+ * otherwise it writes one partial state per segment into the queue's
+ * workspace and a final kernel combines them in segment order. The split
+ * depends only on the sizes, the profile and the device's compute units, so
+ * results are bit-for-bit repeatable on a device.
+ *
+ * Workspace: outputs x segs x 8 bytes when segs > 1; with the defaults at
+ * most 4 x compute units x reduce_wg states (4 KiB on a 2-core PoCL), more
+ * only when there are few long columns. */
+#include "ops_internal.h"
+
+#include <stdio.h>
+
+#define CHECK(expr)                                                            \
+  do {                                                                         \
+    if (s == KILN_OK)                                                          \
+      s = (expr);                                                              \
+  } while (0)
+
+/* Column block of the CPU family's column kernel (64 bytes of f32). */
+#define CPU_CB 16
+
+enum { OP_DOT = KILN_REDUCE_ARGMAX + 1 }; /* internal: dot shares the path */
+
+static const char *const op_names[] = {
+    [KILN_REDUCE_SUM] = "sum",       [KILN_REDUCE_MIN] = "min",
+    [KILN_REDUCE_MAX] = "max",       [KILN_REDUCE_MEAN] = "mean",
+    [KILN_REDUCE_NRM2] = "nrm2",     [KILN_REDUCE_ARGMAX] = "argmax",
+    [OP_DOT] = "dot",
+};
+static const char *const trace_vec[] = {
+    [KILN_REDUCE_SUM] = "reduce.sum",     [KILN_REDUCE_MIN] = "reduce.min",
+    [KILN_REDUCE_MAX] = "reduce.max",     [KILN_REDUCE_MEAN] = "reduce.mean",
+    [KILN_REDUCE_NRM2] = "reduce.nrm2",   [KILN_REDUCE_ARGMAX] = "reduce.argmax",
+    [OP_DOT] = "dot",
+};
+static const char *const trace_rows[] = {
+    [KILN_REDUCE_SUM] = "reduce_rows.sum",
+    [KILN_REDUCE_MIN] = "reduce_rows.min",
+    [KILN_REDUCE_MAX] = "reduce_rows.max",
+    [KILN_REDUCE_MEAN] = "reduce_rows.mean",
+    [KILN_REDUCE_NRM2] = "reduce_rows.nrm2",
+    [KILN_REDUCE_ARGMAX] = "reduce_rows.argmax",
+};
+static const char *const trace_cols[] = {
+    [KILN_REDUCE_SUM] = "reduce_cols.sum",
+    [KILN_REDUCE_MIN] = "reduce_cols.min",
+    [KILN_REDUCE_MAX] = "reduce_cols.max",
+    [KILN_REDUCE_MEAN] = "reduce_cols.mean",
+    [KILN_REDUCE_NRM2] = "reduce_cols.nrm2",
+    [KILN_REDUCE_ARGMAX] = "reduce_cols.argmax",
+};
+
+/* What the profile asks for, defaults applied. */
+struct params {
+  bool cpu;
+  size_t wg;        /* CPU: items per group; GPU: items per worker group */
+  size_t min_chunk; /* fewest elements worth a worker of their own */
+  size_t target;    /* workers wanted in flight */
+  char options[96];
+};
+
+static void get_params(kiln_queue *q, kiln_dtype dtype, struct params *p) {
+  const struct kiln_tuning *t = kiln__ops_tuning(q->ctx);
+  p->cpu = t->family == KILN_FAMILY_CPU;
+  p->wg = kiln__ops_local_size(q, kiln__ops_tune(t->reduce_wg,
+                                                 p->cpu ? 16 : 256));
+  p->min_chunk = kiln__ops_tune(t->reduce_chunk, 4096);
+  size_t cus = q->ctx->device != NULL && q->ctx->device->info.compute_units
+                   ? q->ctx->device->info.compute_units
+                   : 1;
+  /* CPU: four groups of items per core balance uneven cores; GPU: four
+   * work-groups per compute unit hide memory latency. */
+  p->target = kiln__ops_tune(t->reduce_workers,
+                             (unsigned)(p->cpu ? 4 * cus * p->wg : 4 * cus));
+  snprintf(p->options, sizeof p->options, "-DDT=%d -DFAMILY=%d -DWG=%zu -DCB=%d",
+           (int)dtype, p->cpu ? 1 : 0, p->wg, p->cpu ? CPU_CB : 1);
+}
+
+static size_t ceil_div(size_t a, size_t b) { return a / b + (a % b != 0); }
+
+/* Split each of `outputs` runs of `len` elements into segments: as many as
+ * it takes to have about `target` workers, none shorter than min_len, each
+ * a multiple of `align` long. */
+static void split(size_t outputs, size_t len, size_t target, size_t min_len,
+                  size_t align, size_t *segs, size_t *seg_len) {
+  size_t want = outputs >= target ? 1 : ceil_div(target, outputs);
+  size_t most = ceil_div(len, min_len ? min_len : 1);
+  size_t n = want < most ? want : most;
+  if (n < 1)
+    n = 1;
+  size_t l = ceil_div(ceil_div(len, n), align) * align;
+  *seg_len = l;
+  *segs = ceil_div(len, l);
+}
+
+static kiln_status launch(struct kiln__op *op, cl_kernel k, size_t items,
+                          size_t local) {
+  size_t global;
+  if (!kiln__ops_round_up(items, local, &global))
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many work-items",
+                      op->fn);
+  return kiln__op_launch(op, k, 1, &global, &local);
+}
+
+/* The final pass over partial states: one work-item per output. */
+static kiln_status run_final(struct kiln__op *op, const struct params *p,
+                             int opi, cl_mem part, size_t segs, size_t outputs,
+                             const kiln_buffer *result, size_t result_offset,
+                             float count) {
+  char kname[32];
+  snprintf(kname, sizeof kname, "final_%s", op_names[opi]);
+  cl_kernel k = NULL;
+  cl_uint sg = (cl_uint)segs;
+  cl_ulong no = outputs, ro = result_offset;
+  kiln_status s = kiln__queue_kernel(op->queue, "reduce", p->options, kname, &k);
+  CHECK(kiln__op_args(op, k, 6, KILN__ARG(part), KILN__ARG(sg), KILN__ARG(no),
+                      KILN__ARG(result->cl), KILN__ARG(ro), KILN__ARG(count)));
+  CHECK(launch(op, k, outputs, kiln__ops_local_size(op->queue, 64)));
+  return s;
+}
+
+/* Rows (a vector is rows = 1) of x, or x . y for dot. */
+static kiln_status run_rows(struct kiln__op *op, int opi, kiln_dtype dtype,
+                            size_t rows, size_t cols, const kiln_buffer *x,
+                            size_t x_offset, const kiln_buffer *y,
+                            size_t y_offset, const kiln_buffer *result,
+                            size_t result_offset) {
+  struct params p;
+  get_params(op->queue, dtype, &p);
+  size_t segs, seg_len;
+  split(rows, cols, p.target, p.min_chunk, 16, &segs, &seg_len);
+  if (segs > UINT32_MAX)
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many segments", op->fn);
+  cl_mem part = NULL;
+  kiln_status s = KILN_OK;
+  size_t states = rows * segs, bytes = 0; /* rows * segs <= about target */
+  if (segs > 1) {
+    CHECK(kiln__mul_overflows(states, 8, &bytes)
+              ? kiln__fail(KILN_ERR_INVALID_SIZE, "%s: workspace size", op->fn)
+              : KILN_OK);
+    CHECK(kiln__op_workspace(op, bytes, &part));
+  }
+  char kname[32];
+  snprintf(kname, sizeof kname, "rows_%s", op_names[opi]);
+  cl_kernel k = NULL;
+  cl_ulong xo = x_offset, yo = y_offset, nr = rows, nc = cols, sl = seg_len;
+  cl_ulong ro = result_offset;
+  cl_uint sg = (cl_uint)segs;
+  float count = (float)cols;
+  CHECK(kiln__queue_kernel(op->queue, "reduce", p.options, kname, &k));
+  CHECK(kiln__op_args(op, k, 12, KILN__ARG(x->cl), KILN__ARG(xo),
+                      KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nr),
+                      KILN__ARG(nc), KILN__ARG(sl), KILN__ARG(sg),
+                      KILN__ARG(part), KILN__ARG(result->cl), KILN__ARG(ro),
+                      KILN__ARG(count)));
+  if (p.cpu) {
+    CHECK(launch(op, k, states, p.wg));
+  } else {
+    size_t items;
+    CHECK(kiln__mul_overflows(states, p.wg, &items)
+              ? kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many work-items",
+                           op->fn)
+              : KILN_OK);
+    CHECK(launch(op, k, items, p.wg));
+  }
+  if (segs > 1)
+    CHECK(run_final(op, &p, opi, part, segs, rows, result, result_offset,
+                    count));
+  return s;
+}
+
+static kiln_status run_cols(struct kiln__op *op, int opi, kiln_dtype dtype,
+                            size_t rows, size_t cols, const kiln_buffer *x,
+                            size_t x_offset, const kiln_buffer *result,
+                            size_t result_offset) {
+  struct params p;
+  get_params(op->queue, dtype, &p);
+  size_t cb = p.cpu ? CPU_CB : 1;
+  size_t blocks = ceil_div(cols, cb);
+  /* GPU: workers are single items here, so want a group's worth per
+   * worker group of the row kernels. */
+  size_t target = p.cpu ? p.target : p.target * p.wg;
+  size_t min_rows = p.cpu ? ceil_div(p.min_chunk, cb) : 64;
+  size_t segs, seg_len;
+  split(blocks, rows, target, min_rows, 1, &segs, &seg_len);
+  if (segs > UINT32_MAX)
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many segments", op->fn);
+  cl_mem part = NULL;
+  kiln_status s = KILN_OK;
+  size_t bytes = 0;
+  if (segs > 1) {
+    CHECK(kiln__mul_overflows(cols, segs * 8, &bytes)
+              ? kiln__fail(KILN_ERR_INVALID_SIZE, "%s: workspace size", op->fn)
+              : KILN_OK);
+    CHECK(kiln__op_workspace(op, bytes, &part));
+  }
+  char kname[32];
+  snprintf(kname, sizeof kname, "cols_%s", op_names[opi]);
+  cl_kernel k = NULL;
+  cl_ulong xo = x_offset, nr = rows, nc = cols, sl = seg_len;
+  cl_ulong ro = result_offset;
+  cl_uint sg = (cl_uint)segs;
+  float count = (float)rows;
+  CHECK(kiln__queue_kernel(op->queue, "reduce", p.options, kname, &k));
+  CHECK(kiln__op_args(op, k, 10, KILN__ARG(x->cl), KILN__ARG(xo),
+                      KILN__ARG(nr), KILN__ARG(nc), KILN__ARG(sl),
+                      KILN__ARG(sg), KILN__ARG(part), KILN__ARG(result->cl),
+                      KILN__ARG(ro), KILN__ARG(count)));
+  CHECK(launch(op, k, blocks * segs, p.wg));
+  if (segs > 1)
+    CHECK(run_final(op, &p, opi, part, segs, cols, result, result_offset,
+                    count));
+  return s;
+}
+
+static kiln_status check_op(const char *fn, kiln_reduce_op op) {
+  if ((unsigned)op > KILN_REDUCE_ARGMAX)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: op %d is not a kiln_reduce_op", fn, (int)op);
+  return KILN_OK;
+}
+
+static kiln_dtype result_dtype(int opi) {
+  return opi == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32;
+}
+
+/* Indexes are u32 and 0xffffffff marks "none yet". */
+static kiln_status check_index_range(const char *fn, int opi, const char *what,
+                                     size_t len) {
+  if (opi == KILN_REDUCE_ARGMAX && len >= UINT32_MAX)
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: argmax over %s %zu elements long: indexes are u32, "
+                      "so at most %u",
+                      fn, what, len, UINT32_MAX - 1);
+  return KILN_OK;
+}
+
+static double flops_per(int opi) {
+  return opi == OP_DOT || opi == KILN_REDUCE_NRM2 ? 2.0 : 1.0;
+}
+
+KILN_API kiln_status kiln_reduce(kiln_queue *queue, kiln_reduce_op op,
+                                 kiln_dtype dtype, size_t n,
+                                 const kiln_buffer *x, size_t x_offset,
+                                 kiln_buffer *result, size_t result_offset,
+                                 size_t num_wait, kiln_event *const *wait_list,
+                                 kiln_event **out_event) {
+  static const char fn[] = "kiln_reduce";
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(check_op(fn, op));
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
+  CHECK(check_index_range(fn, op, "a vector", n));
+  CHECK(kiln__ops_check_out(fn, queue, "result", result, result_offset,
+                            n ? 1 : 0, result_dtype(op)));
+  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "result",
+                                result, result_offset, 1, result_dtype(op),
+                                false));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  kiln__op_describe(&o, trace_vec[op], dtype, 1, &n,
+                    (double)kiln_dtype_size(dtype) * n + 4,
+                    flops_per(op) * n);
+  if (n > 0)
+    s = run_rows(&o, op, dtype, 1, n, x, x_offset, x, x_offset, result,
+                 result_offset);
+  return kiln__op_end(&o, s, out_event);
+}
+
+KILN_API kiln_status kiln_dot(kiln_queue *queue, kiln_dtype dtype, size_t n,
+                              const kiln_buffer *x, size_t x_offset,
+                              const kiln_buffer *y, size_t y_offset,
+                              kiln_buffer *result, size_t result_offset,
+                              size_t num_wait, kiln_event *const *wait_list,
+                              kiln_event **out_event) {
+  static const char fn[] = "kiln_dot";
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
+  CHECK(kiln__ops_check_in(fn, queue, "y", y, y_offset, n, dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "result", result, result_offset,
+                            n ? 1 : 0, KILN_F32));
+  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "result",
+                                result, result_offset, 1, KILN_F32, false));
+  CHECK(kiln__ops_check_overlap(fn, "y", y, y_offset, n, dtype, "result",
+                                result, result_offset, 1, KILN_F32, false));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  kiln__op_describe(&o, trace_vec[OP_DOT], dtype, 1, &n,
+                    2.0 * (double)kiln_dtype_size(dtype) * n + 4, 2.0 * n);
+  if (n > 0)
+    s = run_rows(&o, OP_DOT, dtype, 1, n, x, x_offset, y, y_offset, result,
+                 result_offset);
+  return kiln__op_end(&o, s, out_event);
+}
+
+/* Checks shared by the row and column forms; `along` is the reduced
+ * length, `outputs` the number of results. */
+static kiln_status check_matrix(const char *fn, kiln_queue *queue,
+                                kiln_reduce_op op, kiln_dtype dtype,
+                                size_t rows, size_t cols, const kiln_buffer *x,
+                                size_t x_offset, const kiln_buffer *result,
+                                size_t result_offset, bool by_rows) {
+  size_t count = 0;
+  size_t along = by_rows ? cols : rows, outputs = by_rows ? rows : cols;
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(check_op(fn, op));
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_shape(fn, rows, cols, &count));
+  if (s == KILN_OK && along == 0 && outputs > 0)
+    s = kiln__fail(KILN_ERR_INVALID_SIZE,
+                   "%s: %s is 0 with %s %zu: each result would reduce "
+                   "nothing",
+                   fn, by_rows ? "cols" : "rows", by_rows ? "rows" : "cols",
+                   outputs);
+  CHECK(check_index_range(fn, op, by_rows ? "rows" : "columns", along));
+  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, count, dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "result", result, result_offset,
+                            count ? outputs : 0, result_dtype(op)));
+  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "result",
+                                result, result_offset, count ? outputs : 0,
+                                result_dtype(op), false));
+  return s;
+}
+
+KILN_API kiln_status kiln_reduce_rows(kiln_queue *queue, kiln_reduce_op op,
+                                      kiln_dtype dtype, size_t rows,
+                                      size_t cols, const kiln_buffer *x,
+                                      size_t x_offset, kiln_buffer *result,
+                                      size_t result_offset, size_t num_wait,
+                                      kiln_event *const *wait_list,
+                                      kiln_event **out_event) {
+  static const char fn[] = "kiln_reduce_rows";
+  kiln_status s = check_matrix(fn, queue, op, dtype, rows, cols, x, x_offset,
+                               result, result_offset, true);
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  size_t shape[2] = {rows, cols};
+  double count = (double)rows * (double)cols;
+  kiln__op_describe(&o, trace_rows[op], dtype, 2, shape,
+                    (double)kiln_dtype_size(dtype) * count + 4.0 * rows,
+                    flops_per(op) * count);
+  if (rows > 0)
+    s = run_rows(&o, op, dtype, rows, cols, x, x_offset, x, x_offset, result,
+                 result_offset);
+  return kiln__op_end(&o, s, out_event);
+}
+
+KILN_API kiln_status kiln_reduce_cols(kiln_queue *queue, kiln_reduce_op op,
+                                      kiln_dtype dtype, size_t rows,
+                                      size_t cols, const kiln_buffer *x,
+                                      size_t x_offset, kiln_buffer *result,
+                                      size_t result_offset, size_t num_wait,
+                                      kiln_event *const *wait_list,
+                                      kiln_event **out_event) {
+  static const char fn[] = "kiln_reduce_cols";
+  kiln_status s = check_matrix(fn, queue, op, dtype, rows, cols, x, x_offset,
+                               result, result_offset, false);
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  size_t shape[2] = {rows, cols};
+  double count = (double)rows * (double)cols;
+  kiln__op_describe(&o, trace_cols[op], dtype, 2, shape,
+                    (double)kiln_dtype_size(dtype) * count + 4.0 * cols,
+                    flops_per(op) * count);
+  if (cols > 0)
+    s = run_cols(&o, op, dtype, rows, cols, x, x_offset, result,
+                 result_offset);
+  return kiln__op_end(&o, s, out_event);
+}
