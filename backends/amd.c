@@ -17,6 +17,10 @@ static const struct kiln_tuning tuning = {
     /* 16x16 tiles: 256 work-items, within the 256-item limit ROCm applies to
      * kernels compiled without an attribute. */
     .gemm_tile = 16,
+    /* 4x4 outputs per work-item: 64x64 tiles of C reuse each __local value
+     * four times from registers, within GCN's 256-VGPR budget at full
+     * occupancy. */
+    .gemm_block = 4,
     /* 16x16 = 256 items for the same reason; LDS bank conflicts are avoided
      * by padding in the kernel, not by a larger tile. */
     .transpose_tile = 16,

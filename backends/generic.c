@@ -19,6 +19,9 @@ static const struct kiln_tuning tuning = {
     /* 8x8 = 64 work-items and 2 x 256 floats of __local per tile: fits
      * devices with the OpenCL minimum of 16 KiB local memory. */
     .gemm_tile = 8,
+    /* 2x2 outputs per work-item: 16x16 tiles of C, a few registers, so
+     * small GPUs keep their occupancy. */
+    .gemm_block = 2,
     .transpose_tile = 8,
     /* Unknown hardware: half may be emulated, so compute in float. */
     .native_half = false,

@@ -19,6 +19,9 @@ static const struct kiln_tuning tuning = {
     /* 8x8 register-friendly tiles: Intel GPUs have small shared local memory
      * per subslice (64 KiB) shared by many groups. */
     .gemm_tile = 8,
+    /* 4x4 outputs per work-item give 32x32 tiles of C from 8x8 groups:
+     * Intel's large register files (128 x 32 bytes per thread) hold them. */
+    .gemm_block = 4,
     .transpose_tile = 16,
     /* Gen9 and later execute half at twice the float rate. */
     .native_half = true,

@@ -17,6 +17,9 @@ static const struct kiln_tuning tuning = {
     /* 16x16 tiles of 256 work-items fit every NVIDIA GPU's 1024-item limit
      * and 48 KiB of shared memory with room for double buffering. */
     .gemm_tile = 16,
+    /* 4x4 outputs per work-item (64x64 tiles of C): 16 accumulators keep
+     * the FMA units busy between __local reads without spilling. */
+    .gemm_block = 4,
     /* 32 = one warp per tile row: coalesced reads and writes of 128 bytes. */
     .transpose_tile = 32,
     /* Volta and later run half at twice the float rate. NVIDIA's OpenCL

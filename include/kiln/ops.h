@@ -263,6 +263,91 @@ KILN_API kiln_status kiln_layernorm_rows(kiln_queue *queue, kiln_dtype dtype,
  * Transpose and GEMM (engineer "gemm" appends below this line).            *
  * ======================================================================== */
 
+/* ---- transpose (dtypes f32, f16, bf16, i32, u32) ------------------------ */
+
+/* y = x^T: x is a rows x cols row-major matrix whose row r starts at element
+ * x_offset + r * ldx (ldx >= cols); y is cols x rows, row c starting at
+ * y_offset + c * ldy (ldy >= rows). Elements are moved bit for bit. x and y
+ * must not overlap. rows or cols 0 is a no-op. Errors as for every op, plus
+ * KILN_ERR_INVALID_ARGUMENT when ldx < cols or ldy < rows ("ldx"), and
+ * KILN_ERR_INVALID_SIZE when rows or cols exceeds UINT32_MAX. */
+KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
+                                    size_t rows, size_t cols,
+                                    const kiln_buffer *x, size_t x_offset,
+                                    size_t ldx, kiln_buffer *y,
+                                    size_t y_offset, size_t ldy,
+                                    size_t num_wait,
+                                    kiln_event *const *wait_list,
+                                    kiln_event **out_event);
+
+/* ---- GEMM (A and B f32, f16 or bf16; C f32) ----------------------------- */
+
+/* How a matrix is laid out: row-major (row r starts at offset + r * ld) or
+ * column-major (column c starts at offset + c * ld, as in Fortran BLAS). */
+typedef enum kiln_layout {
+  KILN_ROW_MAJOR = 0,
+  KILN_COL_MAJOR = 1,
+} kiln_layout;
+
+/* Whether a GEMM operand is used as stored or transposed. */
+typedef enum kiln_trans {
+  KILN_NO_TRANS = 0,
+  KILN_TRANS = 1,
+} kiln_trans;
+
+/* C = alpha * op(A) * op(B) + beta * C, with op(A) m x k, op(B) k x n and C
+ * m x n, all in one layout (BLAS sgemm with CBLAS's layout argument).
+ *
+ * - ab_dtype is the element type of A and B: f32, or f16/bf16 as storage,
+ *   converted to f32 on load. C is always f32 and every product is
+ *   accumulated in f32 with fused multiply-adds.
+ * - A as stored is m x k (k x m when trans_a is KILN_TRANS) in layout, with
+ *   leading dimension lda: at least the stored row length (row-major) or
+ *   column length (column-major), and at least 1. Likewise B (k x n, or
+ *   n x k transposed) with ldb and C (m x n) with ldc. Offsets and leading
+ *   dimensions count elements.
+ * - beta == 0 never reads C (NaNs or garbage in C do not leak into the
+ *   result). alpha == 0 or k == 0 reads neither A nor B and makes
+ *   C = beta * C. m or n 0 is a no-op.
+ * - C must not overlap A or B.
+ * - Workspace: on CPU devices (profiles of the CPU family) A and B are first
+ *   packed as f32 into the queue's op workspace (see the conventions above),
+ *   which grows to (round_up(m, MR) + round_up(n, NR)) * k * 4 bytes per
+ *   batch entry for the largest GEMM run on the queue, MR and NR being the
+ *   profile's register tile, and at most 64 MiB: larger problems are packed
+ *   and multiplied in chunks of k and of the batch. GPU-family profiles
+ *   need no workspace.
+ * - Errors as for every op, plus KILN_ERR_INVALID_ARGUMENT for an unknown
+ *   layout or trans value or a leading dimension below its minimum (the
+ *   message names "lda", "ldb" or "ldc"), KILN_ERR_INVALID_SIZE when m, n or
+ *   k exceeds INT32_MAX, and KILN_ERR_OUT_OF_RANGE when a matrix does not fit
+ *   in its buffer from its offset. */
+KILN_API kiln_status kiln_gemm(kiln_queue *queue, kiln_layout layout,
+                               kiln_trans trans_a, kiln_trans trans_b,
+                               size_t m, size_t n, size_t k, float alpha,
+                               kiln_dtype ab_dtype, const kiln_buffer *a,
+                               size_t a_offset, size_t lda,
+                               const kiln_buffer *b, size_t b_offset,
+                               size_t ldb, float beta, kiln_buffer *c,
+                               size_t c_offset, size_t ldc, size_t num_wait,
+                               kiln_event *const *wait_list,
+                               kiln_event **out_event);
+
+/* Strided batched GEMM: for i < batch, C_i = alpha * op(A_i) * op(B_i) +
+ * beta * C_i, where A_i starts at a_offset + i * stride_a (likewise B_i and
+ * C_i), all other arguments as for kiln_gemm. stride_a or stride_b may be 0
+ * (one A or B shared by every entry); the C_i must not overlap, so
+ * stride_c must be at least the extent of one C when batch > 1. batch 0 is
+ * a no-op. */
+KILN_API kiln_status kiln_gemm_batched(
+    kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
+    kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
+    kiln_dtype ab_dtype, const kiln_buffer *a, size_t a_offset, size_t lda,
+    size_t stride_a, const kiln_buffer *b, size_t b_offset, size_t ldb,
+    size_t stride_b, float beta, kiln_buffer *c, size_t c_offset, size_t ldc,
+    size_t stride_c, size_t batch, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event);
+
 KILN_END_DECLS
 
 #endif

@@ -1,0 +1,513 @@
+/* GEMM: argument checks, reduction of every layout and transpose to one
+ * row-major form with general strides, and the two kernel families.
+ *
+ * Canonical form. Element (r, c) of op(X) lives at r * sr + c * sc from X's
+ * offset: row-major as stored (sr, sc) = (ld, 1), transposed (1, ld);
+ * column-major as stored (1, ld), transposed (ld, 1). A column-major C is
+ * the row-major C^T = op(B)^T op(A)^T, so the column-major problem becomes
+ * a row-major one with m and n swapped and A and B swapped (and their
+ * strides exchanged). The kernels only ever see row-major C with ldc and
+ * (rs, cs) strides for A and B.
+ *
+ * Families (the profile's tuning.family):
+ *   CPU (cl_kernels/gemm_cpu.cl): pack op(A) and op(B) into f32 panels in the
+ *     queue's workspace, then one work-item per block of C runs a register
+ *     tile with explicit fma(). The workspace is capped (workspace_limit);
+ *     bigger problems are packed and multiplied in chunks of the batch, or
+ *     of k (later k chunks accumulate into C with beta = 1).
+ *   GPU (cl_kernels/gemm_gpu.cl): __local tiles, no workspace.
+ */
+#include "ops_gemm.h"
+#include "ops_internal.h"
+
+#include <stdio.h>
+
+/* The most workspace one GEMM call asks of its queue (documented in ops.h).
+ * Atomic only so that a test changing it is not a data race. */
+#define GEMM_WORKSPACE_MAX ((size_t)64 << 20)
+static atomic_size_t workspace_limit = GEMM_WORKSPACE_MAX;
+
+void kiln__gemm_set_workspace_limit(size_t bytes) {
+  atomic_store(&workspace_limit, bytes ? bytes : GEMM_WORKSPACE_MAX);
+}
+
+/* One operand in canonical form. */
+struct operand {
+  const kiln_buffer *buf;
+  size_t offset, batch_stride;
+  size_t rs, cs; /* element (r, c) of op(X) at offset + r * rs + c * cs */
+};
+
+struct gemm_problem {
+  size_t m, n, k, batch;
+  float alpha, beta;
+  kiln_dtype dtype;
+  struct operand a, b;
+  kiln_buffer *c;
+  size_t c_offset, c_stride, ldc;
+};
+
+/* ---- argument checks ----------------------------------------------------- */
+
+/* Elements spanned by a rows x cols matrix with leading dimension ld in
+ * layout (0 when empty). */
+static bool matrix_extent(kiln_layout layout, size_t rows, size_t cols,
+                          size_t ld, size_t *out) {
+  *out = 0;
+  if (rows == 0 || cols == 0)
+    return true;
+  size_t lines = layout == KILN_ROW_MAJOR ? rows : cols;
+  size_t len = layout == KILN_ROW_MAJOR ? cols : rows;
+  size_t span;
+  return !kiln__mul_overflows(lines - 1, ld, &span) &&
+         !kiln__add_overflows(span, len, out);
+}
+
+/* Check one matrix argument: its leading dimension against the stored
+ * shape, and that every batch entry lies in its buffer. *extent receives
+ * one entry's extent. */
+static kiln_status check_matrix(const char *fn, const kiln_queue *queue,
+                                const char *name, const char *ld_name,
+                                const char *stride_name, kiln_layout layout,
+                                size_t rows, size_t cols,
+                                const kiln_buffer *buf, size_t offset,
+                                size_t ld, size_t stride, size_t batch,
+                                kiln_dtype dtype, size_t *extent) {
+  size_t len = layout == KILN_ROW_MAJOR ? cols : rows;
+  size_t min_ld = len > 1 ? len : 1;
+  if (ld < min_ld)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s %zu is less than %zu, the %s length of %s as "
+                      "stored (%zu x %zu, %s)",
+                      fn, ld_name, ld, min_ld,
+                      layout == KILN_ROW_MAJOR ? "row" : "column", name, rows,
+                      cols,
+                      layout == KILN_ROW_MAJOR ? "row-major" : "column-major");
+  size_t one, span = 0, total;
+  if (!matrix_extent(layout, rows, cols, ld, &one) ||
+      (batch > 1 && kiln__mul_overflows(batch - 1, stride, &span)) ||
+      kiln__add_overflows(span, one, &total))
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: the extent of %s (%zu x %zu, %s %zu, %s %zu, "
+                      "batch %zu) overflows size_t",
+                      fn, name, rows, cols, ld_name, ld, stride_name, stride,
+                      batch);
+  *extent = one;
+  if (one == 0)
+    total = 0;
+  return kiln__ops_check_range(fn, queue, name, buf, offset, total, dtype);
+}
+
+static kiln_status check_enum(const char *fn, const char *what, int value,
+                              int max) {
+  if (value < 0 || value > max)
+    return kiln__fail(
+        KILN_ERR_INVALID_ARGUMENT, "%s: %s %d is not a valid %s", fn, what,
+        value, max == 1 && what[0] == 'l' ? "kiln_layout" : "kiln_trans");
+  return KILN_OK;
+}
+
+/* Strides of op(X) for X stored in layout, transposed or not. */
+static void op_strides(kiln_layout layout, kiln_trans trans, size_t ld,
+                       size_t *rs, size_t *cs) {
+  bool unit_cols = (layout == KILN_ROW_MAJOR) == (trans == KILN_NO_TRANS);
+  *rs = unit_cols ? ld : 1;
+  *cs = unit_cols ? 1 : ld;
+}
+
+/* ---- CPU family ---------------------------------------------------------- */
+
+struct cpu_params {
+  unsigned mr, nr, vw, kc;
+};
+
+static struct cpu_params cpu_params(const kiln_context *ctx) {
+  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
+  unsigned w = ctx->device->info.vector_width_float;
+  /* OpenCL has float vectors of 4, 8 and 16; anything else (0 from a
+   * driver that does not say) falls back to 4, SSE's width. */
+  w = w >= 16 ? 16 : w >= 8 ? 8 : 4;
+  struct cpu_params p;
+  p.vw = w;
+  p.nr = kiln__ops_tune(t->gemm_nr, 2 * w);
+  if (p.nr != w && p.nr != 2 * w)
+    p.nr = 2 * w; /* the kernel keeps one or two vectors per row */
+  p.mr = kiln__ops_tune(t->gemm_mr, w >= 16 ? 8 : 6);
+  if (p.mr > 8)
+    p.mr = 8;
+  p.kc = kiln__ops_tune(t->gemm_kc, 256);
+  return p;
+}
+
+/* The gemm_cpu program's build options: one program per distinct tile. */
+static void cpu_options(const struct cpu_params *p, char *buf, size_t size) {
+  snprintf(buf, size, "-DMR=%u -DNR=%u -DVW=%u -DKC=%u", p->mr, p->nr, p->vw,
+           p->kc);
+}
+
+static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
+
+/* Blocks of C per work-item: 16 x 16 register tiles keep a B micro-panel in
+ * L1 across the block's rows and the block's A panels in L2; smaller blocks
+ * when that would leave compute units idle (at least four blocks each). */
+static void cpu_blocks(const kiln_context *ctx, const struct cpu_params *p,
+                       size_t m, size_t n, size_t batch, size_t *mb,
+                       size_t *nb) {
+  size_t want = 4 * (size_t)(ctx->device->info.compute_units
+                                 ? ctx->device->info.compute_units
+                                 : 1);
+  *mb = 16 * (size_t)p->mr;
+  *nb = 16 * (size_t)p->nr;
+  if (*mb > div_up(m, p->mr) * p->mr)
+    *mb = div_up(m, p->mr) * p->mr;
+  if (*nb > div_up(n, p->nr) * p->nr)
+    *nb = div_up(n, p->nr) * p->nr;
+  while (div_up(m, *mb) * div_up(n, *nb) * batch < want) {
+    if (*mb / p->mr >= *nb / p->nr && *mb > p->mr)
+      *mb = div_up(*mb / p->mr, 2) * p->mr;
+    else if (*nb > p->nr)
+      *nb = div_up(*nb / p->nr, 2) * p->nr;
+    else
+      break;
+  }
+}
+
+static const char *dtype_suffix(kiln_dtype dtype) {
+  return dtype == KILN_F16 ? "f16" : dtype == KILN_BF16 ? "bf16" : "f32";
+}
+
+static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
+  kiln_queue *queue = op->queue;
+  const struct cpu_params p = cpu_params(queue->ctx);
+  char options[96];
+  cpu_options(&p, options, sizeof options);
+  char pack_a_name[32], pack_b_name[32];
+  snprintf(pack_a_name, sizeof pack_a_name, "gemm_pack_a_%s",
+           dtype_suffix(g->dtype));
+  snprintf(pack_b_name, sizeof pack_b_name, "gemm_pack_b_%s",
+           dtype_suffix(g->dtype));
+  cl_kernel pack_a, pack_b, mul;
+  kiln_status s =
+      kiln__queue_kernel(queue, "gemm_cpu", options, pack_a_name, &pack_a);
+  if (s == KILN_OK)
+    s = kiln__queue_kernel(queue, "gemm_cpu", options, pack_b_name, &pack_b);
+  if (s == KILN_OK)
+    s = kiln__queue_kernel(queue, "gemm_cpu", options, "gemm_cpu", &mul);
+  if (s != KILN_OK)
+    return s;
+
+  /* Workspace plan: per batch entry and step of k, one padded column of A
+   * panels and one padded row of B panels. */
+  const size_t mpan = div_up(g->m, p.mr), npan = div_up(g->n, p.nr);
+  const size_t per_k = mpan * p.mr + npan * p.nr; /* floats */
+  const size_t cap = atomic_load(&workspace_limit) / sizeof(float);
+  size_t kch = g->k, bch = 1, per_batch;
+  if (!kiln__mul_overflows(per_k, g->k, &per_batch) && per_batch <= cap) {
+    bch = cap / per_batch;
+    if (bch > g->batch)
+      bch = g->batch;
+  } else {
+    kch = cap / per_k / p.kc * p.kc;
+    if (kch < p.kc)
+      kch = p.kc;
+    if (kch > g->k)
+      kch = g->k;
+  }
+  const size_t a_batch = mpan * p.mr * kch, b_batch = npan * p.nr * kch;
+  /* B's panels start on a 64-float boundary: the kernel reads them as
+   * aligned vectors. */
+  const size_t b_off = div_up(a_batch * bch, 64) * 64;
+  size_t ws_floats = b_off + b_batch * bch;
+  cl_mem ws;
+  s = kiln__op_workspace(op, ws_floats * sizeof(float), &ws);
+  if (s != KILN_OK)
+    return s;
+
+  size_t mb, nb;
+  cpu_blocks(queue->ctx, &p, g->m, g->n, bch, &mb, &nb);
+  const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n;
+  const cl_uint mb32 = (cl_uint)mb, nb32 = (cl_uint)nb;
+  const cl_ulong zero = 0, a_batch64 = a_batch, b_batch64 = b_batch,
+                 b_off64 = b_off, ldc64 = g->ldc;
+  const cl_ulong a_st = g->a.rs, a_sk = g->a.cs; /* A panels run along rows */
+  const cl_ulong b_st = g->b.cs, b_sk = g->b.rs; /* B panels along columns */
+  const cl_ulong a_bs = g->a.batch_stride, b_bs = g->b.batch_stride,
+                 c_bs = g->c_stride;
+  const size_t one[3] = {1, 1, 1};
+
+  for (size_t b0 = 0; b0 < g->batch && s == KILN_OK; b0 += bch) {
+    const size_t bn = g->batch - b0 < bch ? g->batch - b0 : bch;
+    const cl_ulong a_src = g->a.offset + b0 * g->a.batch_stride;
+    const cl_ulong b_src = g->b.offset + b0 * g->b.batch_stride;
+    const cl_ulong c_off = g->c_offset + b0 * g->c_stride;
+    for (size_t k0 = 0; k0 < g->k && s == KILN_OK; k0 += kch) {
+      const size_t kn = g->k - k0 < kch ? g->k - k0 : kch;
+      const cl_uint kn32 = (cl_uint)kn, k0_32 = (cl_uint)k0;
+      const float beta = k0 == 0 ? g->beta : 1.0f;
+      const cl_uint read_c = k0 != 0 || g->beta != 0.0f;
+      const size_t ga[3] = {mpan, div_up(kn, 64), bn};
+      const size_t gb[3] = {npan, div_up(kn, 64), bn};
+      const size_t gm[3] = {div_up(g->n, nb), div_up(g->m, mb), bn};
+      cl_mem a_mem = g->a.buf->cl, b_mem = g->b.buf->cl, c_mem = g->c->cl;
+      s = kiln__op_args(op, pack_a, 11, KILN__ARG(a_mem), KILN__ARG(a_src),
+                        KILN__ARG(a_bs), KILN__ARG(a_st), KILN__ARG(a_sk),
+                        KILN__ARG(m32), KILN__ARG(kn32), KILN__ARG(k0_32),
+                        KILN__ARG(ws), KILN__ARG(zero), KILN__ARG(a_batch64));
+      if (s == KILN_OK)
+        s = kiln__op_launch(op, pack_a, 3, ga, one);
+      if (s == KILN_OK)
+        s = kiln__op_args(op, pack_b, 11, KILN__ARG(b_mem), KILN__ARG(b_src),
+                          KILN__ARG(b_bs), KILN__ARG(b_st), KILN__ARG(b_sk),
+                          KILN__ARG(n32), KILN__ARG(kn32), KILN__ARG(k0_32),
+                          KILN__ARG(ws), KILN__ARG(b_off64),
+                          KILN__ARG(b_batch64));
+      if (s == KILN_OK)
+        s = kiln__op_launch(op, pack_b, 3, gb, one);
+      if (s == KILN_OK)
+        s = kiln__op_args(op, mul, 17, KILN__ARG(m32), KILN__ARG(n32),
+                          KILN__ARG(kn32), KILN__ARG(mb32), KILN__ARG(nb32),
+                          KILN__ARG(g->alpha), KILN__ARG(beta),
+                          KILN__ARG(read_c), KILN__ARG(ws), KILN__ARG(zero),
+                          KILN__ARG(a_batch64), KILN__ARG(b_off64),
+                          KILN__ARG(b_batch64), KILN__ARG(c_mem),
+                          KILN__ARG(c_off), KILN__ARG(c_bs), KILN__ARG(ldc64));
+      if (s == KILN_OK)
+        s = kiln__op_launch(op, mul, 3, gm, one);
+    }
+  }
+  return s;
+}
+
+/* ---- GPU family ---------------------------------------------------------- */
+
+/* The GPU family's tile: ts x ts work-items of rb x rb outputs each, with
+ * ts shrunk until a group fits the device (2 tiles of ts x (ts * rb + 1)
+ * floats of __local memory, ts^2 work-items); and the program's options. */
+static void gpu_config(const kiln_context *ctx, size_t *ts_out, size_t *rb_out,
+                       char *options, size_t size) {
+  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
+  const kiln_device_info *info = &ctx->device->info;
+  size_t ts = kiln__ops_tune(t->gemm_tile, 8);
+  size_t rb = kiln__ops_tune(t->gemm_block, 2);
+  while (ts > 1 &&
+         (ts * ts > info->max_work_group_size ||
+          ts > info->max_work_item_sizes[0] ||
+          ts > info->max_work_item_sizes[1] ||
+          2 * ts * (ts * rb + 1) * sizeof(float) > info->local_mem_bytes))
+    ts /= 2;
+  *ts_out = ts;
+  *rb_out = rb;
+  snprintf(options, size, "-DTS=%zu -DRB=%zu", ts, rb);
+}
+
+static kiln_status run_gpu(struct kiln__op *op, const struct gemm_problem *g) {
+  kiln_queue *queue = op->queue;
+  size_t ts, rb;
+  char options[64];
+  gpu_config(queue->ctx, &ts, &rb, options, sizeof options);
+  char name[32];
+  snprintf(name, sizeof name, "gemm_gpu_%s", dtype_suffix(g->dtype));
+  cl_kernel kernel;
+  kiln_status s = kiln__queue_kernel(queue, "gemm_gpu", options, name, &kernel);
+  if (s != KILN_OK)
+    return s;
+  const size_t bm = ts * rb;
+  const size_t global[3] = {div_up(g->n, bm) * ts, div_up(g->m, bm) * ts,
+                            g->batch};
+  const size_t local[3] = {ts, ts, 1};
+  const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n, k32 = (cl_uint)g->k,
+                read_c = g->beta != 0.0f;
+  const cl_ulong a_off = g->a.offset, a_bs = g->a.batch_stride, a_rs = g->a.rs,
+                 a_cs = g->a.cs, b_off = g->b.offset, b_bs = g->b.batch_stride,
+                 b_rs = g->b.rs, b_cs = g->b.cs, c_off = g->c_offset,
+                 c_bs = g->c_stride, ldc = g->ldc;
+  cl_mem a_mem = g->a.buf->cl, b_mem = g->b.buf->cl, c_mem = g->c->cl;
+  s = kiln__op_args(op, kernel, 20, KILN__ARG(m32), KILN__ARG(n32),
+                    KILN__ARG(k32), KILN__ARG(g->alpha), KILN__ARG(g->beta),
+                    KILN__ARG(read_c), KILN__ARG(a_mem), KILN__ARG(a_off),
+                    KILN__ARG(a_bs), KILN__ARG(a_rs), KILN__ARG(a_cs),
+                    KILN__ARG(b_mem), KILN__ARG(b_off), KILN__ARG(b_bs),
+                    KILN__ARG(b_rs), KILN__ARG(b_cs), KILN__ARG(c_mem),
+                    KILN__ARG(c_off), KILN__ARG(c_bs), KILN__ARG(ldc));
+  if (s == KILN_OK)
+    s = kiln__op_launch(op, kernel, 3, global, local);
+  return s;
+}
+
+/* C = beta * C, for alpha == 0 or k == 0: A and B are not read. */
+static kiln_status run_scale(struct kiln__op *op, const struct gemm_problem *g,
+                             bool cpu) {
+  cl_kernel kernel;
+  /* The kernel is in both programs; take the one the family builds anyway,
+   * with the same options so that it is not built twice. */
+  char options[96];
+  if (cpu) {
+    const struct cpu_params p = cpu_params(op->queue->ctx);
+    cpu_options(&p, options, sizeof options);
+  } else {
+    size_t ts, rb;
+    gpu_config(op->queue->ctx, &ts, &rb, options, sizeof options);
+  }
+  kiln_status s = kiln__queue_kernel(op->queue, cpu ? "gemm_cpu" : "gemm_gpu",
+                                     options, "gemm_scale_c", &kernel);
+  if (s != KILN_OK)
+    return s;
+  const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n;
+  const cl_ulong c_off = g->c_offset, c_bs = g->c_stride, ldc = g->ldc;
+  cl_mem c_mem = g->c->cl;
+  const size_t local[3] = {16, 1, 1};
+  const size_t global[3] = {div_up(g->n, 16) * 16, g->m, g->batch};
+  s = kiln__op_args(op, kernel, 7, KILN__ARG(m32), KILN__ARG(n32),
+                    KILN__ARG(g->beta), KILN__ARG(c_mem), KILN__ARG(c_off),
+                    KILN__ARG(c_bs), KILN__ARG(ldc));
+  if (s == KILN_OK)
+    s = kiln__op_launch(op, kernel, 3, global, local);
+  return s;
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
+static bool ranges_overlap(size_t a0, size_t a1, size_t b0, size_t b1) {
+  return a0 < b1 && b0 < a1;
+}
+
+static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
+                        kiln_trans trans_a, kiln_trans trans_b, size_t m,
+                        size_t n, size_t k, float alpha, kiln_dtype dtype,
+                        const kiln_buffer *a, size_t a_offset, size_t lda,
+                        size_t stride_a, const kiln_buffer *b, size_t b_offset,
+                        size_t ldb, size_t stride_b, float beta, kiln_buffer *c,
+                        size_t c_offset, size_t ldc, size_t stride_c,
+                        size_t batch, size_t num_wait,
+                        kiln_event *const *wait_list, kiln_event **out_event) {
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  if (s == KILN_OK)
+    s = check_enum(fn, "layout", (int)layout, 1);
+  if (s == KILN_OK)
+    s = check_enum(fn, "trans_a", (int)trans_a, 1);
+  if (s == KILN_OK)
+    s = check_enum(fn, "trans_b", (int)trans_b, 1);
+  if (s == KILN_OK)
+    s = kiln__ops_check_dtype(fn, "ab_dtype", dtype, KILN__DT_FLOATS);
+  if (s != KILN_OK)
+    return s;
+  const size_t dims[3] = {m, n, k};
+  static const char *const dim_names[3] = {"m", "n", "k"};
+  for (int i = 0; i < 3; i++)
+    if (dims[i] > INT32_MAX)
+      return kiln__fail(KILN_ERR_INVALID_SIZE,
+                        "%s: %s %zu exceeds INT32_MAX, the largest dimension "
+                        "the kernels index",
+                        fn, dim_names[i], dims[i]);
+  if (batch > UINT32_MAX)
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: batch %zu exceeds UINT32_MAX",
+                      fn, batch);
+  const bool ta = trans_a == KILN_TRANS, tb = trans_b == KILN_TRANS;
+  size_t a_ext, b_ext, c_ext;
+  s = check_matrix(fn, queue, "a", "lda", "stride_a", layout, ta ? k : m,
+                   ta ? m : k, a, a_offset, lda, stride_a, batch, dtype,
+                   &a_ext);
+  if (s == KILN_OK)
+    s = check_matrix(fn, queue, "b", "ldb", "stride_b", layout, tb ? n : k,
+                     tb ? k : n, b, b_offset, ldb, stride_b, batch, dtype,
+                     &b_ext);
+  if (s == KILN_OK)
+    s = check_matrix(fn, queue, "c", "ldc", "stride_c", layout, m, n, c,
+                     c_offset, ldc, stride_c, batch, KILN_F32, &c_ext);
+  if (s != KILN_OK)
+    return s;
+  if (batch > 1 && c_ext > 0 && stride_c < c_ext)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: stride_c %zu is less than the %zu elements one C "
+                      "spans, so batch entries of C would overlap",
+                      fn, stride_c, c_ext);
+  /* C must not overlap A or B: a cheap check for the common mistake of
+   * passing the same buffer (views of one parent are not detected). */
+  size_t esize = kiln_dtype_size(dtype), c_end = 0, x_end = 0;
+  const size_t c_lo = c_offset * 4;
+  c_end = c_lo + ((batch - (batch > 0)) * stride_c + c_ext) * 4;
+  const kiln_buffer *inputs[2] = {a, b};
+  const size_t in_off[2] = {a_offset, b_offset}, in_ext[2] = {a_ext, b_ext},
+               in_stride[2] = {stride_a, stride_b};
+  for (int i = 0; i < 2 && batch > 0 && c_ext > 0 && k > 0; i++) {
+    if (inputs[i]->cl != c->cl || in_ext[i] == 0)
+      continue;
+    const size_t lo = in_off[i] * esize;
+    x_end = lo + ((batch - 1) * in_stride[i] + in_ext[i]) * esize;
+    if (ranges_overlap(lo, x_end, c_lo, c_end))
+      return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                        "%s: c overlaps %s in the same buffer", fn,
+                        i == 0 ? "a" : "b");
+  }
+
+  struct kiln__op op;
+  s = kiln__op_begin(&op, queue, fn, num_wait, wait_list, out_event);
+  if (s != KILN_OK)
+    return s;
+  const double mnk = (double)m * (double)n * (double)k * (double)batch;
+  const double bytes =
+      (double)batch * ((double)(m * k + k * n) * (double)esize +
+                       (double)(m * n) * 4.0 * (beta != 0.0f ? 2.0 : 1.0));
+  kiln__op_describe(&op, batch > 1 ? "gemm_batched" : "gemm", dtype, 3,
+                    (size_t[]){m, n, k}, bytes, 2.0 * mnk);
+  if (m > 0 && n > 0 && batch > 0) {
+    struct gemm_problem g = {.m = m,
+                             .n = n,
+                             .k = k,
+                             .batch = batch,
+                             .alpha = alpha,
+                             .beta = beta,
+                             .dtype = dtype,
+                             .c = c,
+                             .c_offset = c_offset,
+                             .c_stride = stride_c,
+                             .ldc = ldc};
+    size_t ars, acs, brs, bcs;
+    op_strides(layout, trans_a, lda, &ars, &acs);
+    op_strides(layout, trans_b, ldb, &brs, &bcs);
+    struct operand opa = {a, a_offset, stride_a, ars, acs};
+    struct operand opb = {b, b_offset, stride_b, brs, bcs};
+    if (layout == KILN_ROW_MAJOR) {
+      g.a = opa;
+      g.b = opb;
+    } else {
+      /* C^T (n x m, row-major with ldc) = op(B)^T op(A)^T. */
+      g.m = n;
+      g.n = m;
+      g.a = (struct operand){b, b_offset, stride_b, bcs, brs};
+      g.b = (struct operand){a, a_offset, stride_a, acs, ars};
+    }
+    const bool cpu = kiln__ops_tuning(queue->ctx)->family == KILN_FAMILY_CPU;
+    if (k == 0 || alpha == 0.0f)
+      s = run_scale(&op, &g, cpu);
+    else
+      s = cpu ? run_cpu(&op, &g) : run_gpu(&op, &g);
+  }
+  return kiln__op_end(&op, s, out_event);
+}
+
+KILN_API kiln_status kiln_gemm(
+    kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
+    kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
+    kiln_dtype ab_dtype, const kiln_buffer *a, size_t a_offset, size_t lda,
+    const kiln_buffer *b, size_t b_offset, size_t ldb, float beta,
+    kiln_buffer *c, size_t c_offset, size_t ldc, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
+  return gemm("kiln_gemm", queue, layout, trans_a, trans_b, m, n, k, alpha,
+              ab_dtype, a, a_offset, lda, 0, b, b_offset, ldb, 0, beta, c,
+              c_offset, ldc, 0, 1, num_wait, wait_list, out_event);
+}
+
+KILN_API kiln_status kiln_gemm_batched(
+    kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
+    kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
+    kiln_dtype ab_dtype, const kiln_buffer *a, size_t a_offset, size_t lda,
+    size_t stride_a, const kiln_buffer *b, size_t b_offset, size_t ldb,
+    size_t stride_b, float beta, kiln_buffer *c, size_t c_offset, size_t ldc,
+    size_t stride_c, size_t batch, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
+  return gemm("kiln_gemm_batched", queue, layout, trans_a, trans_b, m, n, k,
+              alpha, ab_dtype, a, a_offset, lda, stride_a, b, b_offset, ldb,
+              stride_b, beta, c, c_offset, ldc, stride_c, batch, num_wait,
+              wait_list, out_event);
+}

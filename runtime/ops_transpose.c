@@ -1,0 +1,118 @@
+/* Out-of-place matrix transpose (cl_kernels/transpose.cl). Elements are moved
+ * as 32-bit or 16-bit words, so one kernel per element size serves every
+ * dtype. The profile's family picks the kernel: __local tiles for GPUs, one
+ * register-blocked tile per work-item for CPUs. */
+#include "ops_internal.h"
+
+#include <stdio.h>
+
+#define ALL_DTYPES (KILN__DT_FLOATS | KILN__DT(KILN_I32) | KILN__DT(KILN_U32))
+
+static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
+
+/* Elements spanned by rows x cols with leading dimension ld (0 if empty). */
+static bool extent(size_t rows, size_t cols, size_t ld, size_t *out) {
+  size_t span;
+  *out = 0;
+  if (rows == 0 || cols == 0)
+    return true;
+  return !kiln__mul_overflows(rows - 1, ld, &span) &&
+         !kiln__add_overflows(span, cols, out);
+}
+
+KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
+                                    size_t rows, size_t cols,
+                                    const kiln_buffer *x, size_t x_offset,
+                                    size_t ldx, kiln_buffer *y, size_t y_offset,
+                                    size_t ldy, size_t num_wait,
+                                    kiln_event *const *wait_list,
+                                    kiln_event **out_event) {
+  static const char fn[] = "kiln_transpose";
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  if (s == KILN_OK)
+    s = kiln__ops_check_dtype(fn, "dtype", dtype, ALL_DTYPES);
+  if (s != KILN_OK)
+    return s;
+  if (rows > UINT32_MAX || cols > UINT32_MAX)
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: %s %zu exceeds UINT32_MAX",
+                      fn, rows > UINT32_MAX ? "rows" : "cols",
+                      rows > UINT32_MAX ? rows : cols);
+  if (ldx < cols || ldx == 0)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: ldx %zu is less than cols %zu (and at least 1)", fn,
+                      ldx, cols);
+  if (ldy < rows || ldy == 0)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: ldy %zu is less than rows %zu (and at least 1)", fn,
+                      ldy, rows);
+  size_t x_ext, y_ext;
+  if (!extent(rows, cols, ldx, &x_ext) || !extent(cols, rows, ldy, &y_ext))
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: the extent of x (%zu x %zu, ldx %zu) or y (%zu x "
+                      "%zu, ldy %zu) overflows size_t",
+                      fn, rows, cols, ldx, cols, rows, ldy);
+  s = kiln__ops_check_range(fn, queue, "x", x, x_offset, x_ext, dtype);
+  if (s == KILN_OK)
+    s = kiln__ops_check_range(fn, queue, "y", y, y_offset, y_ext, dtype);
+  if (s != KILN_OK)
+    return s;
+  const size_t esize = kiln_dtype_size(dtype);
+  if (x->cl == y->cl && x_ext > 0 && x_offset < y_offset + y_ext &&
+      y_offset < x_offset + x_ext)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: x and y overlap in the same buffer (a transpose "
+                      "is out of place)",
+                      fn);
+
+  struct kiln__op op;
+  s = kiln__op_begin(&op, queue, fn, num_wait, wait_list, out_event);
+  if (s != KILN_OK)
+    return s;
+  kiln__op_describe(&op, "transpose", dtype, 2, (size_t[]){rows, cols},
+                    2.0 * (double)rows * (double)cols * (double)esize, 0.0);
+  if (rows > 0 && cols > 0) {
+    const struct kiln_tuning *t = kiln__ops_tuning(queue->ctx);
+    const kiln_device_info *info = &queue->ctx->device->info;
+    const bool cpu = t->family == KILN_FAMILY_CPU;
+    size_t tile;
+    size_t global[2], local[2];
+    if (cpu) {
+      /* A multiple of the 8 x 8 register block. */
+      tile = kiln__ops_tune(t->transpose_tile, 64);
+      tile = tile < 8 ? 8 : tile / 8 * 8;
+      global[0] = div_up(cols, tile);
+      global[1] = div_up(rows, tile);
+      local[0] = local[1] = 1;
+    } else {
+      tile = kiln__ops_tune(t->transpose_tile, 16);
+      /* Shrink until a group (tile x min(tile, 8) items, tile x (tile + 1)
+       * elements of __local memory) fits the device. */
+      while (tile > 1 &&
+             (tile * (tile < 8 ? tile : 8) > info->max_work_group_size ||
+              tile > info->max_work_item_sizes[0] ||
+              tile * (tile + 1) * esize > info->local_mem_bytes))
+        tile /= 2;
+      local[0] = tile;
+      local[1] = tile < 8 ? tile : 8;
+      global[0] = div_up(cols, tile) * local[0];
+      global[1] = div_up(rows, tile) * local[1];
+    }
+    char options[32];
+    snprintf(options, sizeof options, "-DTILE=%zu", tile);
+    char name[32];
+    snprintf(name, sizeof name, "transpose_%s_%u", cpu ? "cpu" : "gpu",
+             esize == 2 ? 16u : 32u);
+    cl_kernel kernel;
+    s = kiln__queue_kernel(queue, "transpose", options, name, &kernel);
+    const cl_uint rows32 = (cl_uint)rows, cols32 = (cl_uint)cols;
+    const cl_ulong xo = x_offset, yo = y_offset, lx = ldx, ly = ldy;
+    cl_mem xm = x->cl, ym = y->cl;
+    if (s == KILN_OK)
+      s = kiln__op_args(&op, kernel, 8, KILN__ARG(rows32), KILN__ARG(cols32),
+                        KILN__ARG(xm), KILN__ARG(xo), KILN__ARG(lx),
+                        KILN__ARG(ym), KILN__ARG(yo), KILN__ARG(ly));
+    if (s == KILN_OK)
+      s = kiln__op_launch(&op, kernel, 2, global, local);
+  }
+  return kiln__op_end(&op, s, out_event);
+}

@@ -1,0 +1,593 @@
+/* GEMM: every layout, transpose, leading dimension, offset, alpha/beta case,
+ * batching and f16/bf16 input against a host reference accumulated in
+ * double; both kernel families on every test device (the device's own
+ * profile, then the other family forced through a profile override); and
+ * every bad argument refused with a message naming it.
+ *
+ * Tolerance. The device computes each C element as a chain of k fused
+ * multiply-adds in f32 (each rounding once, relative error <= u = 2^-24),
+ * then alpha * acc and fma(beta, C, .), and on the CPU family one addition
+ * into C per pass of KC steps and per chunk of k. Every product |a||b|
+ * passes through at most k + 2 + k/KC <= 2k + 2 roundings, so to first order
+ * |C - C_ref| <= (2k + 2) u (|alpha| |A||B| + |beta| |C|)_ij. The constant
+ * used, 2 (k + 4), covers that and the second-order terms; a wrong index or
+ * a lost term is off by about |a||b| itself, far above this bound for the
+ * sizes tested. The inputs of f16/bf16 cases are rounded on the host first
+ * and the reference uses the rounded values, so storage rounding is not
+ * part of the bound. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "harness.h"
+#include "internal.h"
+#include "op_test_util.h"
+#include "ops_gemm.h"
+
+struct gcase {
+  kiln_layout layout;
+  kiln_trans ta, tb;
+  size_t m, n, k;
+  float alpha, beta;
+  kiln_dtype dtype;
+  size_t lda_pad, ldb_pad, ldc_pad; /* added to the minimum */
+  size_t a_off, b_off, c_off;
+  size_t batch, stride_pad; /* gap between batch entries */
+  bool share_a;             /* stride_a = 0 */
+  size_t row_step;          /* check every row_step-th row (0: 1) */
+  bool nan_a;               /* fill A with NaN (alpha == 0 cases) */
+};
+
+/* Stored shape of a matrix and its minimum leading dimension. */
+static size_t min_ld(kiln_layout layout, size_t rows, size_t cols) {
+  size_t len = layout == KILN_ROW_MAJOR ? cols : rows;
+  return len > 1 ? len : 1;
+}
+static size_t extent(kiln_layout layout, size_t rows, size_t cols, size_t ld) {
+  if (rows == 0 || cols == 0)
+    return 0;
+  return layout == KILN_ROW_MAJOR ? (rows - 1) * ld + cols
+                                  : (cols - 1) * ld + rows;
+}
+static size_t index_of(kiln_layout layout, size_t r, size_t c, size_t ld) {
+  return layout == KILN_ROW_MAJOR ? r * ld + c : c * ld + r;
+}
+
+static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
+                     const char *tag) {
+  const kiln_layout L = gc->layout;
+  const bool ta = gc->ta == KILN_TRANS, tb = gc->tb == KILN_TRANS;
+  const size_t m = gc->m, n = gc->n, k = gc->k;
+  const size_t ar = ta ? k : m, ac = ta ? m : k;
+  const size_t br = tb ? n : k, bc = tb ? k : n;
+  const size_t lda = min_ld(L, ar, ac) + gc->lda_pad;
+  const size_t ldb = min_ld(L, br, bc) + gc->ldb_pad;
+  const size_t ldc = min_ld(L, m, n) + gc->ldc_pad;
+  const size_t batch = gc->batch ? gc->batch : 1;
+  const size_t a_ext = extent(L, ar, ac, lda), b_ext = extent(L, br, bc, ldb),
+               c_ext = extent(L, m, n, ldc);
+  const size_t stride_a = gc->share_a ? 0 : a_ext + gc->stride_pad;
+  const size_t stride_b = b_ext + gc->stride_pad;
+  const size_t stride_c = c_ext + gc->stride_pad;
+  const size_t a_count = gc->a_off + (batch - 1) * stride_a + a_ext + 3;
+  const size_t b_count = gc->b_off + (batch - 1) * stride_b + b_ext + 3;
+  const size_t c_count = gc->c_off + (batch - 1) * stride_c + c_ext + 3;
+
+  void *a = util_random(gc->dtype, a_count, -1.0, 1.0, 11u + (uint32_t)m);
+  void *b = util_random(gc->dtype, b_count, -1.0, 1.0, 23u + (uint32_t)n);
+  if (gc->nan_a)
+    for (size_t i = 0; i < a_count; i++)
+      util_set(gc->dtype, a, i, NAN);
+  float *c0 = util_random(KILN_F32, c_count, -1.0, 1.0, 37u + (uint32_t)k);
+  /* beta == 0 must not read C: NaN everywhere inside C would leak. */
+  if (gc->beta == 0.0f)
+    for (size_t i = 0; i < c_count; i++)
+      c0[i] = NAN;
+  kiln_buffer *da = util_upload(ctx, q, gc->dtype, a, a_count);
+  kiln_buffer *db = util_upload(ctx, q, gc->dtype, b, b_count);
+  kiln_buffer *dc = util_upload(ctx, q, KILN_F32, c0, c_count);
+
+  kiln_event *ev = NULL;
+  if (gc->batch == 0)
+    assert_kiln_ok(kiln_gemm(q, L, gc->ta, gc->tb, m, n, k, gc->alpha,
+                             gc->dtype, da, gc->a_off, lda, db, gc->b_off, ldb,
+                             gc->beta, dc, gc->c_off, ldc, 0, NULL, &ev));
+  else
+    assert_kiln_ok(kiln_gemm_batched(
+        q, L, gc->ta, gc->tb, m, n, k, gc->alpha, gc->dtype, da, gc->a_off, lda,
+        stride_a, db, gc->b_off, ldb, stride_b, gc->beta, dc, gc->c_off, ldc,
+        stride_c, batch, 0, NULL, &ev));
+  assert_non_null(ev);
+  assert_kiln_ok(kiln_event_wait(ev));
+  kiln_event_release(ev);
+  float *c = util_download(q, dc, KILN_F32, c_count);
+
+  /* Everything outside the C matrices is untouched (bitwise: NaN too). */
+  bool *inside = calloc(c_count, 1);
+  assert_non_null(inside);
+  for (size_t t = 0; t < batch; t++)
+    for (size_t i = 0; i < m; i++)
+      for (size_t j = 0; j < n; j++)
+        inside[gc->c_off + t * stride_c + index_of(L, i, j, ldc)] = true;
+  for (size_t i = 0; i < c_count; i++)
+    if (!inside[i] && memcmp(&c[i], &c0[i], 4) != 0)
+      fail_msg("%s: element %zu outside C changed from %g to %g", tag, i,
+               (double)c0[i], (double)c[i]);
+  free(inside);
+
+  const double u = ldexp(1.0, -24);
+  const size_t step = gc->row_step ? gc->row_step : 1;
+  double *ref = malloc((n ? n : 1) * sizeof *ref);
+  double *mag = malloc((n ? n : 1) * sizeof *mag);
+  assert_non_null(ref);
+  assert_non_null(mag);
+  for (size_t t = 0; t < batch; t++) {
+    const size_t ao = gc->a_off + t * stride_a, bo = gc->b_off + t * stride_b,
+                 co = gc->c_off + t * stride_c;
+    /* Rows 0, step, 2 step, ... and always the last one. */
+    for (size_t i = 0; i < m;
+         i = i + step < m || i == m - 1 ? i + step : m - 1) {
+      for (size_t j = 0; j < n; j++)
+        ref[j] = mag[j] = 0.0;
+      if (gc->alpha != 0.0f)
+        for (size_t p = 0; p < k; p++) {
+          double av = util_get(
+              gc->dtype, a,
+              ao + (ta ? index_of(L, p, i, lda) : index_of(L, i, p, lda)));
+          for (size_t j = 0; j < n; j++) {
+            double bv = util_get(
+                gc->dtype, b,
+                bo + (tb ? index_of(L, j, p, ldb) : index_of(L, p, j, ldb)));
+            ref[j] += av * bv;
+            mag[j] += fabs(av * bv);
+          }
+        }
+      for (size_t j = 0; j < n; j++) {
+        size_t ci = co + index_of(L, i, j, ldc);
+        double want = gc->alpha * ref[j];
+        double bound = fabs(gc->alpha) * mag[j];
+        if (gc->beta != 0.0f) {
+          want += gc->beta * (double)c0[ci];
+          bound += fabs(gc->beta) * fabs((double)c0[ci]);
+        }
+        double tol = 2.0 * (double)(k + 4) * u * bound + 1e-30;
+        UTIL_CLOSE(c[ci], want, tol, "%s: batch %zu C[%zu][%zu]", tag, t, i, j);
+      }
+      if (i == m - 1)
+        break;
+    }
+  }
+  free(ref);
+  free(mag);
+  free(a);
+  free(b);
+  free(c0);
+  free(c);
+  assert_kiln_ok(kiln_buffer_destroy(da));
+  assert_kiln_ok(kiln_buffer_destroy(db));
+  assert_kiln_ok(kiln_buffer_destroy(dc));
+}
+
+/* The profile that gives device index i the other kernel family. */
+static const char *other_family_profile(kiln_context *ctx) {
+  return ctx->backend->tuning->family == KILN_FAMILY_CPU ? "nvidia" : "pocl";
+}
+
+/* Run cases on every device, with its own profile and (when other is set)
+ * with the other family forced. */
+static void run_all(const struct gcase *cases, size_t count, bool other) {
+  FOR_EACH_TEST_DEVICE(d) {
+    for (int pass = 0; pass < (other ? 2 : 1); pass++) {
+      kiln_context *ctx = NULL;
+      kiln_queue *q = NULL;
+      kiln_test_open(d, &ctx, &q);
+      const char *profile = kiln_context_profile(ctx);
+      if (pass == 1) {
+        const char *forced = other_family_profile(ctx);
+        kiln_test_close(ctx, q);
+        kiln_context_options opts = {.profile = forced};
+        assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
+        assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
+        profile = forced;
+      }
+      for (size_t i = 0; i < count; i++) {
+        const struct gcase *g = &cases[i];
+        char tag[200];
+        snprintf(tag, sizeof tag,
+                 "device %zu profile %s: %s %c%c m %zu n %zu k %zu %s alpha "
+                 "%g beta %g batch %zu",
+                 d, profile, g->layout == KILN_ROW_MAJOR ? "row" : "col",
+                 g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->m, g->n, g->k,
+                 kiln_dtype_name(g->dtype), (double)g->alpha, (double)g->beta,
+                 g->batch);
+        run_case(ctx, q, g, tag);
+      }
+      kiln_test_close(ctx, q);
+    }
+  }
+}
+
+/* A case: the leading fields positionally (the dtype last of them), the
+ * rest designated. */
+#define GC(L, A, B, M, N_, K, AL, BE, ...)                                     \
+  {                                                                            \
+    .layout = L, .ta = A, .tb = B, .m = M, .n = N_, .k = K, .alpha = AL,       \
+    .beta = BE, .dtype = __VA_ARGS__                                           \
+  }
+/* Leading-dimension padding and offsets of A, B and C. */
+#define PADS(la, lb, lc, oa, ob, oc)                                           \
+  .lda_pad = la, .ldb_pad = lb, .ldc_pad = lc, .a_off = oa, .b_off = ob,       \
+  .c_off = oc
+#define BATCH(count, gap) .batch = count, .stride_pad = gap
+
+#define ROW KILN_ROW_MAJOR
+#define COL KILN_COL_MAJOR
+#define N KILN_NO_TRANS
+#define T KILN_TRANS
+
+/* Sizes: 1, primes, and non-multiples of every tile in use (MR 6 or 8, NR
+ * 8 to 32, GPU tiles 16 to 64, KC 256, packing steps 64, 8 x 8 blocks). */
+static void test_sizes(void **state) {
+  (void)state;
+  static const struct gcase cases[] = {
+      GC(ROW, N, N, 1, 1, 1, 1.0f, 0.0f, KILN_F32),
+      GC(ROW, N, N, 3, 3, 3, 1.0f, 0.0f, KILN_F32),
+      GC(ROW, N, N, 17, 17, 17, 1.0f, 0.0f, KILN_F32),
+      GC(ROW, N, N, 127, 127, 127, 1.0f, 0.0f, KILN_F32),
+      GC(ROW, N, N, 7, 33, 65, 1.0f, 0.0f, KILN_F32),
+      GC(ROW, N, N, 97, 45, 300, 1.0f, 0.0f, KILN_F32),
+      GC(ROW, N, N, 130, 257, 19, 1.0f, 0.0f, KILN_F32),
+      GC(ROW, N, N, 1, 100, 70, 1.0f, 0.0f, KILN_F32),
+      GC(ROW, N, N, 100, 1, 70, 1.0f, 0.0f, KILN_F32),
+      GC(ROW, N, N, 5, 7, 1, 1.0f, 0.0f, KILN_F32),
+  };
+  run_all(cases, sizeof cases / sizeof cases[0], true);
+}
+
+/* Every transpose in both layouts, rectangular m != n != k. */
+static void test_transposes_layouts(void **state) {
+  (void)state;
+  struct gcase cases[8];
+  size_t c = 0;
+  for (int l = 0; l < 2; l++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++)
+        cases[c++] = (struct gcase)GC(l ? COL : ROW, ta ? T : N, tb ? T : N, 61,
+                                      19, 131, 1.0f, 0.0f, KILN_F32);
+  run_all(cases, c, true);
+}
+
+/* Leading dimensions above the minimum and element offsets, so that the
+ * guard check sees every gap; alpha and beta variants. */
+static void test_ld_offsets_scalars(void **state) {
+  (void)state;
+  static const struct gcase cases[] = {
+      GC(ROW, N, N, 45, 37, 29, 1.0f, 0.0f, KILN_F32, PADS(3, 5, 7, 1, 2, 3)),
+      GC(COL, T, N, 45, 37, 29, 1.0f, 0.0f, KILN_F32, PADS(1, 9, 2, 5, 0, 11)),
+      GC(ROW, N, T, 33, 70, 40, -1.5f, 0.5f, KILN_F32, PADS(2, 2, 2, 7, 9, 13)),
+      GC(COL, N, N, 33, 70, 40, 2.0f, -1.0f, KILN_F32, PADS(0, 0, 4, 0, 0, 1)),
+      GC(ROW, T, T, 20, 30, 10, 0.25f, 1.0f, KILN_F32, PADS(6, 0, 1, 3, 3, 3)),
+      /* alpha == 0: A and B are not read (A is all NaN); C = beta * C. */
+      GC(ROW, N, N, 20, 30, 10, 0.0f, 0.5f, KILN_F32, .nan_a = true),
+      GC(COL, T, N, 20, 30, 10, 0.0f, 0.0f, KILN_F32, .nan_a = true),
+      /* k == 0: C = beta * C, and beta == 0 gives zeros. */
+      GC(ROW, N, N, 20, 30, 0, 1.0f, 3.0f, KILN_F32),
+      GC(ROW, N, N, 20, 30, 0, 1.0f, 0.0f, KILN_F32),
+  };
+  run_all(cases, sizeof cases / sizeof cases[0], true);
+}
+
+static void test_batched(void **state) {
+  (void)state;
+  static const struct gcase cases[] = {
+      GC(ROW, N, N, 33, 20, 17, 1.0f, 0.0f, KILN_F32, PADS(0, 0, 0, 0, 0, 0),
+         BATCH(3, 0)),
+      GC(COL, T, N, 9, 40, 23, -1.0f, 0.5f, KILN_F32, PADS(1, 2, 3, 4, 5, 6),
+         BATCH(4, 7)),
+      GC(ROW, N, T, 21, 8, 70, 1.0f, 1.0f, KILN_F32, PADS(0, 0, 0, 2, 0, 0),
+         BATCH(5, 1), .share_a = true),
+      GC(ROW, N, N, 16, 16, 16, 1.0f, 0.0f, KILN_BF16, PADS(0, 0, 0, 0, 0, 0),
+         BATCH(2, 0)),
+  };
+  run_all(cases, sizeof cases / sizeof cases[0], true);
+}
+
+static void test_half_inputs(void **state) {
+  (void)state;
+  static const struct gcase cases[] = {
+      GC(ROW, N, N, 67, 45, 80, 1.0f, 0.0f, KILN_F16),
+      GC(COL, T, T, 67, 45, 80, 1.0f, 0.5f, KILN_F16, PADS(1, 2, 3, 1, 1, 1)),
+      GC(ROW, T, N, 40, 90, 33, -2.0f, 0.0f, KILN_F16),
+      GC(ROW, N, N, 67, 45, 80, 1.0f, 0.0f, KILN_BF16),
+      GC(COL, N, T, 67, 45, 80, 1.0f, 0.5f, KILN_BF16, PADS(1, 2, 3, 1, 1, 1)),
+      GC(ROW, T, T, 40, 90, 33, 0.5f, 0.0f, KILN_BF16),
+  };
+  run_all(cases, sizeof cases / sizeof cases[0], true);
+}
+
+/* Chunking of k and of the batch when the workspace limit is reached: the
+ * limit is lowered so that small matrices need several chunks. Only the CPU
+ * family uses the workspace; on a GPU-family profile this is one more
+ * ordinary case. */
+static void test_workspace_chunks(void **state) {
+  (void)state;
+  static const struct gcase cases[] = {
+      /* (m + n) * k floats = 100 * 700 * 4 bytes > 64 KiB: k in chunks. */
+      GC(ROW, N, N, 50, 50, 700, 1.0f, 0.5f, KILN_F32),
+      GC(COL, T, T, 37, 53, 611, -1.0f, 0.0f, KILN_F32),
+      /* Small entries, many of them: the batch in chunks. */
+      GC(ROW, N, N, 24, 24, 40, 1.0f, 0.0f, KILN_F32, PADS(0, 0, 0, 0, 0, 0),
+         BATCH(40, 1)),
+  };
+  kiln__gemm_set_workspace_limit(64 << 10);
+  run_all(cases, sizeof cases / sizeof cases[0], false);
+  kiln__gemm_set_workspace_limit(0);
+}
+
+/* GFLOP/s of a 192^3 GEMM on ctx, warm (its kernels already built). */
+static double gemm_rate(kiln_context *ctx, kiln_queue *q) {
+  const size_t n = 192;
+  kiln_buffer *a = NULL;
+  assert_kiln_ok(kiln_buffer_create(ctx, n * n * 4, 0, &a));
+  float zero = 0.0f;
+  assert_kiln_ok(
+      kiln_buffer_fill(q, a, &zero, 4, 0, n * n * 4, 0, NULL, NULL));
+  double best = 1e30;
+  for (int r = 0; r < 2; r++) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* C overlapping A and B is refused, so A is used for A and B, and the
+     * rate is that of C = A A with C in a second buffer. */
+    kiln_buffer *c = NULL;
+    assert_kiln_ok(kiln_buffer_create(ctx, n * n * 4, 0, &c));
+    assert_kiln_ok(kiln_gemm(q, ROW, N, N, n, n, n, 1.0f, KILN_F32, a, 0, n,
+                             a, 0, n, 0.0f, c, 0, n, 0, NULL, NULL));
+    assert_kiln_ok(kiln_queue_finish(q));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_kiln_ok(kiln_buffer_destroy(c));
+    double t = (double)(t1.tv_sec - t0.tv_sec) +
+               1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (t < best)
+      best = t;
+  }
+  assert_kiln_ok(kiln_buffer_destroy(a));
+  return 2.0 * (double)(n * n * n) / best * 1e-9;
+}
+
+/* Larger sizes, on the device's own profile only, checking a sample of rows
+ * against the reference. A device whose GEMM runs under 2 GFLOP/s (Mesa's
+ * llvmpipe runs at about 0.05) would take minutes here, so it skips these
+ * cases, saying so; the smaller cases above still cover every code path. */
+static void test_large(void **state) {
+  (void)state;
+  static const struct gcase cases[] = {
+      GC(ROW, N, N, 1021, 1021, 1021, 1.0f, 0.0f, KILN_F32, .row_step = 7),
+      GC(ROW, N, N, 2048, 2048, 2048, 1.0f, 0.0f, KILN_F32, .row_step = 61),
+  };
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx = NULL;
+    kiln_queue *q = NULL;
+    kiln_test_open(d, &ctx, &q);
+    double rate = gemm_rate(ctx, q);
+    if (rate < 2.0) {
+      fprintf(stderr,
+              "# device %zu (%s): GEMM at %.2f GFLOP/s, skipping the 1021 "
+              "and 2048 cases\n",
+              d, kiln_context_device_info(ctx)->name, rate);
+    } else {
+      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char tag[96];
+        snprintf(tag, sizeof tag, "device %zu: large case %zu", d, i);
+        run_case(ctx, q, &cases[i], tag);
+      }
+    }
+    kiln_test_close(ctx, q);
+  }
+}
+
+/* ---- bad input ----------------------------------------------------------- */
+
+static void test_bad_input(void **state) {
+  (void)state;
+  kiln_context *ctx = NULL;
+  kiln_queue *q = NULL;
+  kiln_test_open(0, &ctx, &q);
+  kiln_buffer *a = NULL, *b = NULL, *c = NULL;
+  assert_kiln_ok(kiln_buffer_create(ctx, 16 * 16 * 4, 0, &a));
+  assert_kiln_ok(kiln_buffer_create(ctx, 16 * 16 * 4, 0, &b));
+  assert_kiln_ok(kiln_buffer_create(ctx, 16 * 16 * 4, 0, &c));
+  kiln_event *ev = (kiln_event *)(uintptr_t)1;
+
+#define GEMM(...) kiln_gemm(__VA_ARGS__, 0, NULL, &ev)
+  assert_kiln_status(GEMM(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b,
+                          0, 4, 0.0f, c, 0, 4),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_gemm: queue is NULL");
+  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, NULL, 0, 4, b,
+                          0, 4, 0.0f, c, 0, 4),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_gemm: a is NULL");
+  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, NULL,
+                          0, 4, 0.0f, c, 0, 4),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_gemm: b is NULL");
+  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                          4, 0.0f, NULL, 0, 4),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_gemm: c is NULL");
+  assert_kiln_status(GEMM(q, (kiln_layout)2, N, N, 4, 4, 4, 1.0f, KILN_F32, a,
+                          0, 4, b, 0, 4, 0.0f, c, 0, 4),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("layout 2 is not a valid kiln_layout");
+  assert_kiln_status(GEMM(q, ROW, (kiln_trans)5, N, 4, 4, 4, 1.0f, KILN_F32, a,
+                          0, 4, b, 0, 4, 0.0f, c, 0, 4),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("trans_a 5 is not a valid kiln_trans");
+  assert_kiln_status(GEMM(q, ROW, N, (kiln_trans)-1, 4, 4, 4, 1.0f, KILN_F32, a,
+                          0, 4, b, 0, 4, 0.0f, c, 0, 4),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("trans_b -1");
+  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_I32, a, 0, 4, b, 0,
+                          4, 0.0f, c, 0, 4),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("ab_dtype i32 is not supported");
+  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, (kiln_dtype)9, a, 0, 4,
+                          b, 0, 4, 0.0f, c, 0, 4),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("ab_dtype 9 is not a kiln_dtype");
+  /* Leading dimensions below the stored row (column) length. */
+  assert_kiln_status(GEMM(q, ROW, N, N, 4, 5, 6, 1.0f, KILN_F32, a, 0, 5, b, 0,
+                          5, 0.0f, c, 0, 5),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("lda 5 is less than 6, the row length of a");
+  assert_kiln_status(GEMM(q, ROW, N, T, 4, 5, 6, 1.0f, KILN_F32, a, 0, 6, b, 0,
+                          5, 0.0f, c, 0, 5),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("ldb 5 is less than 6");
+  assert_kiln_status(GEMM(q, COL, N, N, 4, 5, 6, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                          6, 0.0f, c, 0, 3),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("ldc 3 is less than 4, the column length of c");
+  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 0, b, 0,
+                          4, 0.0f, c, 0, 4),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("lda 0");
+  /* Out of range: the buffers hold 256 floats. */
+  assert_kiln_status(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 1, 16, b,
+                          0, 16, 0.0f, c, 0, 16),
+                     KILN_ERR_OUT_OF_RANGE);
+  assert_last_error_contains("kiln_gemm: a range [offset 1, +256 elements");
+  assert_kiln_status(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b,
+                          0, 17, 0.0f, c, 0, 16),
+                     KILN_ERR_OUT_OF_RANGE);
+  assert_last_error_contains("kiln_gemm: b range");
+  assert_kiln_status(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b,
+                          0, 16, 0.0f, c, 300, 16),
+                     KILN_ERR_OUT_OF_RANGE);
+  assert_last_error_contains("c_offset 300 is beyond");
+  /* f16 elements are 2 bytes: 16 x 32 of them fit, 16 x 33 do not. */
+  assert_kiln_ok(GEMM(q, ROW, N, N, 16, 16, 32, 1.0f, KILN_F16, a, 0, 32, b, 0,
+                      16, 0.0f, c, 0, 16));
+  kiln_event_release(ev);
+  ev = NULL;
+  assert_kiln_status(GEMM(q, ROW, N, N, 16, 16, 33, 1.0f, KILN_F16, a, 0, 33, b,
+                          0, 16, 0.0f, c, 0, 16),
+                     KILN_ERR_OUT_OF_RANGE);
+  assert_last_error_contains("elements of f16");
+  /* Dimensions beyond what the kernels index; overflowing extents. */
+  assert_kiln_status(GEMM(q, ROW, N, N, (size_t)INT32_MAX + 1, 4, 4, 1.0f,
+                          KILN_F32, a, 0, 4, b, 0, 4, 0.0f, c, 0, 4),
+                     KILN_ERR_INVALID_SIZE);
+  assert_last_error_contains("m 2147483648 exceeds INT32_MAX");
+  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, (size_t)INT32_MAX + 1, 1.0f,
+                          KILN_F32, a, 0, SIZE_MAX / 2, b, 0, 4, 0.0f, c, 0, 4),
+                     KILN_ERR_INVALID_SIZE);
+  assert_last_error_contains("k 2147483648");
+  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0,
+                          SIZE_MAX / 2, b, 0, 4, 0.0f, c, 0, 4),
+                     KILN_ERR_INVALID_SIZE);
+  assert_last_error_contains("the extent of a");
+  /* C overlapping an input. */
+  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                          4, 0.0f, a, 8, 4),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("c overlaps a in the same buffer");
+#undef GEMM
+  assert_ptr_equal(ev, NULL); /* unchanged by every failure */
+
+  /* Batched: overlapping C entries, batch too large, ranges of the batch. */
+#define GEMMB(...) kiln_gemm_batched(__VA_ARGS__, 0, NULL, NULL)
+  assert_kiln_status(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 16,
+                           b, 0, 4, 16, 0.0f, c, 0, 4, 15, 2),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("stride_c 15 is less than the 16 elements");
+  assert_kiln_status(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 16,
+                           b, 0, 4, 16, 0.0f, c, 0, 4, 16, 17),
+                     KILN_ERR_OUT_OF_RANGE);
+  assert_last_error_contains("kiln_gemm_batched: a range");
+  assert_kiln_status(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 0, b,
+                           0, 4, 0, 0.0f, c, 0, 4, 16, (size_t)UINT32_MAX + 1),
+                     KILN_ERR_INVALID_SIZE);
+  assert_last_error_contains("batch 4294967296 exceeds UINT32_MAX");
+  assert_kiln_status(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 16,
+                           b, 0, 4, SIZE_MAX / 2, 0.0f, c, 0, 4, 16, 3),
+                     KILN_ERR_INVALID_SIZE);
+  assert_last_error_contains("stride_b");
+#undef GEMMB
+
+  /* Zero sizes are no-ops whose out event still completes. */
+  ev = NULL;
+  assert_kiln_ok(kiln_gemm(q, ROW, N, N, 0, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                           4, 0.0f, c, 0, 4, 0, NULL, &ev));
+  assert_non_null(ev);
+  assert_kiln_ok(kiln_event_wait(ev));
+  kiln_event_release(ev);
+  ev = NULL;
+  assert_kiln_ok(kiln_gemm_batched(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0,
+                                   4, 16, b, 0, 4, 16, 0.0f, c, 0, 4, 16, 0, 0,
+                                   NULL, &ev));
+  assert_non_null(ev);
+  assert_kiln_ok(kiln_event_wait(ev));
+  kiln_event_release(ev);
+
+  /* A buffer of another context. */
+  kiln_context *other = NULL;
+  kiln_test_open(0, &other, NULL);
+  kiln_buffer *foreign = NULL;
+  assert_kiln_ok(kiln_buffer_create(other, 256, 0, &foreign));
+  assert_kiln_status(kiln_gemm(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, foreign,
+                               0, 4, b, 0, 4, 0.0f, c, 0, 4, 0, NULL, NULL),
+                     KILN_ERR_SHAPE_MISMATCH);
+  assert_last_error_contains("a belongs to a different context");
+  assert_kiln_ok(kiln_buffer_destroy(foreign));
+  assert_kiln_ok(kiln_context_destroy(other));
+
+  assert_kiln_ok(kiln_buffer_destroy(a));
+  assert_kiln_ok(kiln_buffer_destroy(b));
+  assert_kiln_ok(kiln_buffer_destroy(c));
+  kiln_test_close(ctx, q);
+}
+
+/* The workspace is reused: a second GEMM of the same size allocates
+ * nothing, a smaller one neither. */
+static void test_workspace_reuse(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx = NULL;
+    kiln_queue *q = NULL;
+    kiln_test_open(d, &ctx, &q);
+    static const struct gcase big =
+        GC(ROW, N, N, 100, 90, 80, 1.0f, 0.0f, KILN_F32);
+    static const struct gcase small =
+        GC(ROW, N, N, 30, 20, 10, 1.0f, 0.0f, KILN_F32);
+    run_case(ctx, q, &big, "workspace: first");
+    cl_mem ws = q->op_workspace;
+    size_t bytes = q->op_workspace_bytes;
+    run_case(ctx, q, &big, "workspace: again");
+    run_case(ctx, q, &small, "workspace: smaller");
+    assert_ptr_equal(q->op_workspace, ws);
+    assert_int_equal(q->op_workspace_bytes, bytes);
+    kiln_test_close(ctx, q);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_sizes),
+      cmocka_unit_test(test_transposes_layouts),
+      cmocka_unit_test(test_ld_offsets_scalars),
+      cmocka_unit_test(test_batched),
+      cmocka_unit_test(test_half_inputs),
+      cmocka_unit_test(test_workspace_chunks),
+      cmocka_unit_test(test_workspace_reuse),
+      cmocka_unit_test(test_large),
+  };
+  /* KILN_TEST_FILTER=test_sizes runs the matching tests only (cmocka
+   * wildcards). */
+  const char *filter = getenv("KILN_TEST_FILTER");
+  if (filter != NULL && filter[0] != '\0')
+    cmocka_set_test_filter(filter);
+  return KILN_TEST_RUN("op_gemm", tests, true);
+}
