@@ -1,0 +1,109 @@
+/* Prefix sums: kiln_scan (contract in kiln/ops.h; kernels in
+ * cl_kernels/scan.cl).
+ *
+ * A chunked three-phase scan: chunk totals, an exclusive scan of the totals,
+ * then each chunk scanned from its carry. Chunks are scan_chunk elements
+ * (profile; default 8192 on the CPU family, where one work-item walks a
+ * chunk, and 16 x reduce_wg on the GPU family, where a work-group does), so
+ * the partition, and with it every f32 rounding, depends only on n and the
+ * profile. A single chunk skips the first two phases.
+ *
+ * Workspace: one element per chunk (n / 2048 bytes at the CPU default). */
+#include "ops_internal.h"
+
+#include <stdio.h>
+
+#define CHECK(expr)                                                            \
+  do {                                                                         \
+    if (s == KILN_OK)                                                          \
+      s = (expr);                                                              \
+  } while (0)
+
+static kiln_status launch(struct kiln__op *op, cl_kernel k, size_t items,
+                          size_t local) {
+  size_t global;
+  if (!kiln__ops_round_up(items, local, &global))
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many work-items",
+                      op->fn);
+  return kiln__op_launch(op, k, 1, &global, &local);
+}
+
+static kiln_status run(struct kiln__op *op, kiln_scan_kind kind,
+                       kiln_dtype dtype, size_t n, const kiln_buffer *x,
+                       size_t x_offset, kiln_buffer *y, size_t y_offset) {
+  kiln_queue *q = op->queue;
+  const struct kiln_tuning *t = kiln__ops_tuning(q->ctx);
+  bool cpu = t->family == KILN_FAMILY_CPU;
+  size_t wg = kiln__ops_local_size(q, kiln__ops_tune(t->reduce_wg,
+                                                     cpu ? 16 : 256));
+  size_t chunk = kiln__ops_tune(t->scan_chunk, cpu ? 8192 : (unsigned)(16 * wg));
+  size_t chunks = n / chunk + (n % chunk != 0);
+  char options[64];
+  snprintf(options, sizeof options, "-DDT=%d -DFAMILY=%d -DWG=%zu", (int)dtype,
+           cpu ? 1 : 0, wg);
+  /* CPU: a work-item per chunk; GPU: a work-group per chunk. */
+  size_t items = chunks, items_local = wg;
+  kiln_status s = KILN_OK;
+  if (!cpu)
+    CHECK(kiln__mul_overflows(chunks, wg, &items)
+              ? kiln__fail(KILN_ERR_INVALID_SIZE, "%s: n %zu is too large",
+                           op->fn, n)
+              : KILN_OK);
+  cl_mem sums = NULL;
+  size_t esize = kiln_dtype_size(dtype);
+  cl_ulong xo = x_offset, yo = y_offset, nn = n, ch = chunk, nch = chunks;
+  if (chunks > 1) {
+    CHECK(kiln__op_workspace(op, chunks * esize, &sums));
+    cl_kernel k1 = NULL, k2 = NULL;
+    CHECK(kiln__queue_kernel(q, "scan", options, "scan_sums", &k1));
+    CHECK(kiln__op_args(op, k1, 5, KILN__ARG(x->cl), KILN__ARG(xo),
+                        KILN__ARG(nn), KILN__ARG(ch), KILN__ARG(sums)));
+    CHECK(launch(op, k1, items, items_local));
+    CHECK(kiln__queue_kernel(q, "scan", options, "scan_carry", &k2));
+    CHECK(kiln__op_args(op, k2, 2, KILN__ARG(sums), KILN__ARG(nch)));
+    CHECK(launch(op, k2, cpu ? 1 : wg, cpu ? 1 : wg));
+  } else {
+    /* Unused by the kernel, but an argument must be a valid buffer. */
+    sums = x->cl;
+  }
+  cl_kernel k3 = NULL;
+  cl_int has_carry = chunks > 1, exclusive = kind == KILN_SCAN_EXCLUSIVE;
+  CHECK(kiln__queue_kernel(q, "scan", options, "scan_apply", &k3));
+  CHECK(kiln__op_args(op, k3, 9, KILN__ARG(x->cl), KILN__ARG(xo),
+                      KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn),
+                      KILN__ARG(ch), KILN__ARG(sums), KILN__ARG(has_carry),
+                      KILN__ARG(exclusive)));
+  CHECK(launch(op, k3, items, items_local));
+  return s;
+}
+
+KILN_API kiln_status kiln_scan(kiln_queue *queue, kiln_scan_kind kind,
+                               kiln_dtype dtype, size_t n,
+                               const kiln_buffer *x, size_t x_offset,
+                               kiln_buffer *y, size_t y_offset,
+                               size_t num_wait, kiln_event *const *wait_list,
+                               kiln_event **out_event) {
+  static const char fn[] = "kiln_scan";
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  if (s == KILN_OK && (unsigned)kind > KILN_SCAN_EXCLUSIVE)
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: kind %d is not a kiln_scan_kind", fn, (int)kind);
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_SCAN));
+  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
+  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "y", y,
+                                y_offset, n, dtype, true));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  kiln__op_describe(&o,
+                    kind == KILN_SCAN_EXCLUSIVE ? "scan.exclusive"
+                                                : "scan.inclusive",
+                    dtype, 1, &n, 2.0 * (double)kiln_dtype_size(dtype) * n,
+                    (double)n);
+  if (n > 0)
+    s = run(&o, kind, dtype, n, x, x_offset, y, y_offset);
+  return kiln__op_end(&o, s, out_event);
+}
