@@ -25,7 +25,17 @@ struct kiln__build_result {
   cl_program program; /* NULL on failure */
   char *log;          /* full build log, malloc'd, never NULL on return */
   bool from_cache;
+  /* Set when the cache entry is to be written later, once the program's
+   * kernels ran (KILN_QUIRK_LAZY_PROGRAM_BINARY): pass it to
+   * kiln__cache_store_pending when the program is released. */
+  struct kiln__cache_pending *pending;
 };
+
+/* Write the deferred cache entry of program (built on ctx) and free
+ * pending; problems become the cache diagnostic. NULL pending is a no-op.
+ * Thread-safe. */
+void kiln__cache_store_pending(kiln_context *ctx, cl_program program,
+                               struct kiln__cache_pending *pending);
 
 /* Build req into *out. On KILN_ERR_BUILD_FAILED the last error carries the
  * log excerpt and a hint, and out->log the full log. On any return out->log

@@ -398,6 +398,28 @@ static char *join_options(const struct kiln__build_request *req) {
   return options;
 }
 
+/* Everything a deferred store needs, copied at build time: the environment
+ * may change before the program is released. */
+struct kiln__cache_pending {
+  struct kiln__cache_config config;
+  struct kiln__cache_key key;
+  char path[KILN__CACHE_PATH_MAX];
+  char label[64];
+};
+
+void kiln__cache_store_pending(kiln_context *ctx, cl_program program,
+                               struct kiln__cache_pending *pending) {
+  if (pending == NULL)
+    return;
+  if (program != NULL) {
+    store(ctx, program, &pending->config, pending->path, &pending->key,
+          pending->label);
+    kiln__cache_evict(pending->config.dir, pending->config.max_bytes);
+    save_stats(pending->config.dir);
+  }
+  free(pending);
+}
+
 kiln_status kiln__build_program(const struct kiln__build_request *req,
                                 struct kiln__build_result *out) {
   memset(out, 0, sizeof *out);
@@ -467,7 +489,19 @@ kiln_status kiln__build_program(const struct kiln__build_request *req,
   kiln_status st = kiln__compile_source(ctx, req->source, req->source_length,
                                         options, &out->program, &out->log);
   free(options);
-  if (st == KILN_OK && cached) {
+  if (st == KILN_OK && cached &&
+      (ctx->device->info.quirks & KILN_QUIRK_LAZY_PROGRAM_BINARY) != 0) {
+    /* Querying the binary now would freeze it without the code the first
+     * launches compile; the owner stores it on release instead. */
+    out->pending = malloc(sizeof *out->pending);
+    if (out->pending != NULL) {
+      out->pending->config = config;
+      out->pending->key = key;
+      memcpy(out->pending->path, path, sizeof path);
+      kiln__cache_copy(out->pending->label, sizeof out->pending->label,
+                       req->label);
+    }
+  } else if (st == KILN_OK && cached) {
     store(ctx, out->program, &config, path, &key, req->label);
     kiln__cache_evict(config.dir, config.max_bytes);
   }

@@ -170,6 +170,9 @@ struct kiln_program {
   bool built;
   bool from_cache;
   atomic_size_t children;  /* live kernels */
+  /* A cache entry to write when the program is released (drivers with
+   * KILN_QUIRK_LAZY_PROGRAM_BINARY); NULL otherwise. cache.c. */
+  struct kiln__cache_pending *pending_store;
 };
 
 /* What kernel.c knows of one kernel argument (kernel.c). */

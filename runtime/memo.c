@@ -44,6 +44,7 @@ struct memo_entry {
   enum entry_state state;
   cl_program program;
   bool from_cache;     /* the build was served by the persistent cache */
+  struct kiln__cache_pending *pending; /* entry to store on release */
   kiln_status status;  /* of the failed build */
   char *message;       /* last error of the failed build */
 };
@@ -53,6 +54,9 @@ struct kiln__program_memo {
   pthread_cond_t built; /* broadcast whenever an entry leaves BUILDING */
   struct memo_entry *entries;
   size_t builds; /* compilations started, for tests */
+  /* The owning context, noted at the first build: deferred cache stores
+   * need its device when the memo is destroyed (still alive then). */
+  kiln_context *ctx;
 };
 
 kiln_status kiln__memo_create(struct kiln__program_memo **out) {
@@ -79,9 +83,11 @@ fail:
 void kiln__memo_destroy(struct kiln__program_memo *memo) {
   if (memo == NULL)
     return;
+  kiln_context *ctx = memo->ctx;
   struct memo_entry *e = memo->entries;
   while (e != NULL) {
     struct memo_entry *next = e->next;
+    kiln__cache_store_pending(ctx, e->program, e->pending);
     if (e->program != NULL)
       clReleaseProgram(e->program);
     free(e->name);
@@ -153,6 +159,7 @@ static kiln_status build_entry(kiln_context *ctx, struct memo_entry *e,
   if (st == KILN_OK) {
     e->program = res.program;
     e->from_cache = res.from_cache;
+    e->pending = res.pending;
     *program = res.program;
     e->state = ENTRY_DONE;
   } else {
@@ -191,6 +198,7 @@ static kiln_status memo_get(kiln_context *ctx, const char *name,
 
   struct kiln__program_memo *memo = ctx->memo;
   pthread_mutex_lock(&memo->lock);
+  memo->ctx = ctx;
   struct memo_entry *e = find_entry(memo, name, options);
   if (e == NULL) {
     e = new_entry(name, options);

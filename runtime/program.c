@@ -181,6 +181,7 @@ kiln_status kiln_program_build(kiln_program *program, const char *options,
     return st;
   program->cl = res.program;
   program->from_cache = res.from_cache;
+  program->pending_store = res.pending;
   program->built = true;
   return KILN_OK;
 }
@@ -226,6 +227,9 @@ kiln_status kiln_program_destroy(kiln_program *program) {
                       "program %s still alive; destroy them first",
                       kernels, kernels == 1 ? "" : "s",
                       kernels == 1 ? "is" : "are");
+  /* Kernels of the program have run by now, so a driver whose binary grows
+   * at launch (KILN_QUIRK_LAZY_PROGRAM_BINARY) gives its complete code. */
+  kiln__cache_store_pending(program->ctx, program->cl, program->pending_store);
   if (program->cl != NULL)
     clReleaseProgram(program->cl);
   kiln__context_child_removed(program->ctx);

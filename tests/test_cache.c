@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "build.h"
 #include "cache_internal.h"
 
 static const char kernel_text[] =
@@ -362,6 +363,47 @@ static void test_two_processes_one_key(void **state) {
   }
 }
 
+/* Drivers whose binary grows at launch (KILN_QUIRK_LAZY_PROGRAM_BINARY)
+ * get their entry when the program is released, after its kernels ran. The
+ * quirk is forced on the test context, so every driver takes this path. */
+static void test_store_on_release(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    fresh_dir();
+    kiln_context *ctx;
+    kiln_queue *queue;
+    kiln_test_open(d, &ctx, &queue);
+    ctx->device->info.quirks |= KILN_QUIRK_LAZY_PROGRAM_BINARY;
+    char source[512];
+    make_source(source, sizeof source, "store-on-release");
+    kiln_program *program;
+    assert_kiln_ok(kiln_program_create_built(ctx, source, NULL, &program));
+    assert_false(kiln_program_from_cache(program));
+    kiln_cache_info info;
+    assert_kiln_ok(kiln_cache_get_info(&info));
+    assert_int_equal(info.entries, 0); /* not yet */
+    assert_kiln_ok(kiln_program_destroy(program));
+    assert_kiln_ok(kiln_cache_get_info(&info));
+    assert_int_equal(info.entries, 1);
+    assert_true(build_and_check(ctx, queue, source));
+
+    /* Op programs: stored when their context goes. */
+    cl_program op;
+    assert_kiln_ok(kiln__op_program(ctx, "probe", "-DKILN_RELEASE_TEST=1", &op));
+    assert_kiln_ok(kiln_cache_get_info(&info));
+    assert_int_equal(info.entries, 1);
+    kiln_test_close(ctx, queue);
+    assert_kiln_ok(kiln_cache_get_info(&info));
+    assert_int_equal(info.entries, 2);
+    kiln_test_open(d, &ctx, NULL);
+    bool from_cache = false;
+    assert_kiln_ok(kiln__op_program_cached(ctx, "probe", "-DKILN_RELEASE_TEST=1",
+                                           &op, &from_cache));
+    assert_true(from_cache);
+    assert_kiln_ok(kiln_context_destroy(ctx));
+  }
+}
+
 /* Entry files with chosen sizes and ages, for eviction without builds. */
 static void fake_entry(int index, size_t size, time_t age) {
   char path[512];
@@ -617,6 +659,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_miss_then_hit, teardown),
       cmocka_unit_test_teardown(test_damaged_entries_are_rebuilt, teardown),
       cmocka_unit_test_teardown(test_two_processes_one_key, teardown),
+      cmocka_unit_test_teardown(test_store_on_release, teardown),
       cmocka_unit_test_teardown(test_eviction, teardown),
       cmocka_unit_test_teardown(test_unusable_directory, teardown),
       cmocka_unit_test_teardown(test_disabled, teardown),

@@ -36,6 +36,11 @@ typedef enum kiln_quirk {
   KILN_QUIRK_LEGACY_QUEUE_CREATE = 1u << 3,
   /* Profiling timestamps have no useful resolution. */
   KILN_QUIRK_COARSE_PROFILING = 1u << 4,
+  /* The program binary (CL_PROGRAM_BINARIES) is serialised once, when first
+   * queried, and includes the code compiled at each kernel's first launch
+   * (PoCL): kiln's cache saves such a program when it is released, after
+   * its kernels ran, instead of right after the build. */
+  KILN_QUIRK_LAZY_PROGRAM_BINARY = 1u << 5,
 } kiln_quirk;
 
 /* What kiln knows about one device. Strings are never NULL ("" when the
