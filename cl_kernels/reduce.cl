@@ -130,13 +130,8 @@ st_t unpack(uint2 p) { return st(as_float(p.x), p.y); }
  * AVX2 hosts the out-of-line float16 code crashed (SIGSEGV in chunk_min). */
 #define INLINE __attribute__((always_inline))
 
-/* Lanes combined in a fixed pairwise order. */
-#define HTREE(v, f)                                                            \
-  f(f(f(f((v).s0, (v).s1), f((v).s2, (v).s3)), f(f((v).s4, (v).s5),            \
-                                                  f((v).s6, (v).s7))),         \
-    f(f(f((v).s8, (v).s9), f((v).sa, (v).sb)),                                 \
-      f(f((v).sc, (v).sd), f((v).se, (v).sf))))
-#define F_ADD(a, b) ((a) + (b))
+#define HTREE KILN_HTREE16
+#define F_ADD KILN_ADD
 
 INLINE st_t chunk_sum(__global const T *p, __global const T *q, ulong n, uint base) {
   float16 a0 = 0.0f, a1 = 0.0f;

@@ -1,0 +1,180 @@
+/* Row-wise ops on a row-major rows x cols matrix: softmax and layernorm.
+ *
+ * Build options:
+ *   -DDT=n      storage type (common.clh): 0 f32, 1 f16, 2 bf16; math in f32
+ *   -DFAMILY=n  1 CPU: one work-item per row, passes over the row with
+ *               16-wide vectors (a row of a few thousand floats stays in L1
+ *               between passes); 0 GPU: one work-group per row, items
+ *               striding through it, __local trees for the row statistics
+ *   -DWG=n      GPU family: work-group size, a power of two
+ *
+ * softmax_rows: y = exp(x - max) / sum exp(x - max), the max making every
+ * exponent <= 0 so nothing overflows; exp is recomputed in the last pass
+ * rather than stored, so f16/bf16 outputs are rounded once.
+ * layernorm_rows: mean, then the variance as the mean of squared
+ * deviations (two passes, no cancellation), then
+ * y = (x - mean) / sqrt(var + eps) * scale + bias.
+ * Each row is read before any of it is written, by the same work-item or
+ * group, so x and y may be the same range. */
+#ifndef DT
+#define DT 0
+#endif
+#ifndef FAMILY
+#define FAMILY 1
+#endif
+#ifndef WG
+#define WG 256
+#endif
+#include "common.clh"
+
+#if FAMILY == 1
+
+__kernel void softmax_rows(__global const T *x, ulong xo, __global T *y,
+                           ulong yo, ulong rows, ulong cols) {
+  size_t r = get_global_id(0);
+  if (r >= rows)
+    return;
+  __global const T *p = x + xo + r * cols;
+  __global T *q = y + yo + r * cols;
+  float kiln_tmp16_[16] __attribute__((unused));
+  ulong k;
+  float16 m16 = -INFINITY;
+  for (k = 0; k + 16 <= cols; k += 16)
+    m16 = fmax(m16, LOAD16(p + k));
+  float m = KILN_HTREE16(m16, fmax);
+  for (; k < cols; k++)
+    m = fmax(m, LOAD(p, k));
+  float16 s16 = 0.0f;
+  for (k = 0; k + 16 <= cols; k += 16)
+    s16 += exp(LOAD16(p + k) - m);
+  float s = KILN_HTREE16(s16, KILN_ADD);
+  for (; k < cols; k++)
+    s += exp(LOAD(p, k) - m);
+  float inv = 1.0f / s;
+  for (k = 0; k + 16 <= cols; k += 16)
+    STORE16(q + k, exp(LOAD16(p + k) - m) * inv);
+  for (; k < cols; k++)
+    STORE(q, k, exp(LOAD(p, k) - m) * inv);
+}
+
+__kernel void layernorm_rows(__global const T *x, ulong xo,
+                             __global const T *scale, ulong so,
+                             __global const T *bias, ulong bo, int has_scale,
+                             int has_bias, float eps, __global T *y, ulong yo,
+                             ulong rows, ulong cols) {
+  size_t r = get_global_id(0);
+  if (r >= rows)
+    return;
+  __global const T *p = x + xo + r * cols;
+  __global T *q = y + yo + r * cols;
+  __global const T *g = scale + so;
+  __global const T *b = bias + bo;
+  float kiln_tmp16_[16] __attribute__((unused));
+  ulong k;
+  float16 s16 = 0.0f;
+  for (k = 0; k + 16 <= cols; k += 16)
+    s16 += LOAD16(p + k);
+  float s = KILN_HTREE16(s16, KILN_ADD);
+  for (; k < cols; k++)
+    s += LOAD(p, k);
+  float mean = s / (float)cols;
+  float16 v16 = 0.0f;
+  for (k = 0; k + 16 <= cols; k += 16) {
+    float16 d = LOAD16(p + k) - mean;
+    v16 = fma(d, d, v16);
+  }
+  float v = KILN_HTREE16(v16, KILN_ADD);
+  for (; k < cols; k++) {
+    float d = LOAD(p, k) - mean;
+    v = fma(d, d, v);
+  }
+  float rstd = 1.0f / sqrt(v / (float)cols + eps);
+  for (k = 0; k + 16 <= cols; k += 16) {
+    float16 o = (LOAD16(p + k) - mean) * rstd;
+    if (has_scale)
+      o *= LOAD16(g + k);
+    if (has_bias)
+      o += LOAD16(b + k);
+    STORE16(q + k, o);
+  }
+  for (; k < cols; k++) {
+    float o = (LOAD(p, k) - mean) * rstd;
+    if (has_scale)
+      o *= LOAD(g, k);
+    if (has_bias)
+      o += LOAD(b, k);
+    STORE(q, k, o);
+  }
+}
+
+#else /* GPU family */
+
+/* Combine one value per item across the group (tree, fixed order) and
+ * return the result to every item. */
+#define GROUP_REDUCE(name, f)                                                  \
+  float name(__local float *buf, float v) {                                    \
+    size_t l = get_local_id(0);                                                \
+    buf[l] = v;                                                                \
+    for (uint h = WG / 2; h > 0; h /= 2) {                                     \
+      barrier(CLK_LOCAL_MEM_FENCE);                                            \
+      if (l < h)                                                               \
+        buf[l] = f(buf[l], buf[l + h]);                                        \
+    }                                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                              \
+    float r = buf[0];                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                              \
+    return r;                                                                  \
+  }
+GROUP_REDUCE(group_max, fmax)
+GROUP_REDUCE(group_sum, KILN_ADD)
+
+__kernel void softmax_rows(__global const T *x, ulong xo, __global T *y,
+                           ulong yo, ulong rows, ulong cols) {
+  __local float buf[WG];
+  size_t r = get_group_id(0), l = get_local_id(0);
+  __global const T *p = x + xo + r * cols;
+  __global T *q = y + yo + r * cols;
+  float m = -INFINITY;
+  for (ulong k = l; k < cols; k += WG)
+    m = fmax(m, LOAD(p, k));
+  m = group_max(buf, m);
+  float s = 0.0f;
+  for (ulong k = l; k < cols; k += WG)
+    s += exp(LOAD(p, k) - m);
+  float inv = 1.0f / group_sum(buf, s);
+  for (ulong k = l; k < cols; k += WG)
+    STORE(q, k, exp(LOAD(p, k) - m) * inv);
+}
+
+__kernel void layernorm_rows(__global const T *x, ulong xo,
+                             __global const T *scale, ulong so,
+                             __global const T *bias, ulong bo, int has_scale,
+                             int has_bias, float eps, __global T *y, ulong yo,
+                             ulong rows, ulong cols) {
+  __local float buf[WG];
+  size_t r = get_group_id(0), l = get_local_id(0);
+  __global const T *p = x + xo + r * cols;
+  __global T *q = y + yo + r * cols;
+  __global const T *g = scale + so;
+  __global const T *b = bias + bo;
+  float s = 0.0f;
+  for (ulong k = l; k < cols; k += WG)
+    s += LOAD(p, k);
+  float mean = group_sum(buf, s) / (float)cols;
+  float v = 0.0f;
+  for (ulong k = l; k < cols; k += WG) {
+    float d = LOAD(p, k) - mean;
+    v = fma(d, d, v);
+  }
+  float rstd = 1.0f / sqrt(group_sum(buf, v) / (float)cols + eps);
+  for (ulong k = l; k < cols; k += WG) {
+    float o = (LOAD(p, k) - mean) * rstd;
+    if (has_scale)
+      o *= LOAD(g, k);
+    if (has_bias)
+      o += LOAD(b, k);
+    STORE(q, k, o);
+  }
+}
+
+#endif

@@ -1,0 +1,163 @@
+/* Row ops: kiln_softmax_rows, kiln_layernorm_rows (contracts in
+ * kiln/ops.h; kernels in cl_kernels/rows.cl).
+ *
+ * One worker per row: on the CPU family a work-item that makes three
+ * vectorised passes over its row (cached between passes for rows up to a
+ * few thousand elements), in groups of reduce_wg rows; on the GPU family a
+ * work-group of reduce_wg items. A few very long rows therefore use few
+ * cores; the ops are meant for the many-rows shapes of neural networks.
+ * No workspace. */
+#include "ops_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#define CHECK(expr)                                                            \
+  do {                                                                         \
+    if (s == KILN_OK)                                                          \
+      s = (expr);                                                              \
+  } while (0)
+
+struct params {
+  bool cpu;
+  size_t wg;
+  char options[64];
+};
+
+static void get_params(kiln_queue *q, kiln_dtype dtype, struct params *p) {
+  const struct kiln_tuning *t = kiln__ops_tuning(q->ctx);
+  p->cpu = t->family == KILN_FAMILY_CPU;
+  p->wg = kiln__ops_local_size(q, kiln__ops_tune(t->reduce_wg,
+                                                 p->cpu ? 16 : 256));
+  snprintf(p->options, sizeof p->options, "-DDT=%d -DFAMILY=%d -DWG=%zu",
+           (int)dtype, p->cpu ? 1 : 0, p->wg);
+}
+
+/* CPU: a work-item per row; GPU: a work-group per row. */
+static kiln_status launch_rows(struct kiln__op *op, const struct params *p,
+                               cl_kernel k, size_t rows) {
+  size_t items = rows, global;
+  if ((!p->cpu && kiln__mul_overflows(rows, p->wg, &items)) ||
+      !kiln__ops_round_up(items, p->wg, &global))
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: rows %zu is too large",
+                      op->fn, rows);
+  return kiln__op_launch(op, k, 1, &global, &p->wg);
+}
+
+/* Shape, dtype and x/y checks shared by both ops. */
+static kiln_status check_common(const char *fn, kiln_queue *queue,
+                                kiln_dtype dtype, size_t rows, size_t cols,
+                                const kiln_buffer *x, size_t x_offset,
+                                kiln_buffer *y, size_t y_offset) {
+  size_t count = 0;
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_shape(fn, rows, cols, &count));
+  if (s == KILN_OK && rows > 0 && cols == 0)
+    s = kiln__fail(KILN_ERR_INVALID_SIZE,
+                   "%s: cols is 0 with rows %zu: a row needs an element", fn,
+                   rows);
+  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, count, dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, count, dtype));
+  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "y", y,
+                                y_offset, count, dtype, true));
+  return s;
+}
+
+KILN_API kiln_status kiln_softmax_rows(kiln_queue *queue, kiln_dtype dtype,
+                                       size_t rows, size_t cols,
+                                       const kiln_buffer *x, size_t x_offset,
+                                       kiln_buffer *y, size_t y_offset,
+                                       size_t num_wait,
+                                       kiln_event *const *wait_list,
+                                       kiln_event **out_event) {
+  static const char fn[] = "kiln_softmax_rows";
+  kiln_status s =
+      check_common(fn, queue, dtype, rows, cols, x, x_offset, y, y_offset);
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  size_t shape[2] = {rows, cols};
+  double count = (double)rows * (double)cols;
+  kiln__op_describe(&o, "softmax_rows", dtype, 2, shape,
+                    2.0 * (double)kiln_dtype_size(dtype) * count,
+                    25.0 * count /* two exps, a max, a sum, a product */);
+  if (rows > 0) {
+    struct params p;
+    get_params(queue, dtype, &p);
+    cl_kernel k = NULL;
+    cl_ulong xo = x_offset, yo = y_offset, nr = rows, nc = cols;
+    CHECK(kiln__queue_kernel(queue, "rows", p.options, "softmax_rows", &k));
+    CHECK(kiln__op_args(&o, k, 6, KILN__ARG(x->cl), KILN__ARG(xo),
+                        KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nr),
+                        KILN__ARG(nc)));
+    CHECK(launch_rows(&o, &p, k, rows));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+KILN_API kiln_status kiln_layernorm_rows(kiln_queue *queue, kiln_dtype dtype,
+                                         size_t rows, size_t cols,
+                                         const kiln_buffer *x, size_t x_offset,
+                                         const kiln_buffer *scale,
+                                         size_t scale_offset,
+                                         const kiln_buffer *bias,
+                                         size_t bias_offset, float eps,
+                                         kiln_buffer *y, size_t y_offset,
+                                         size_t num_wait,
+                                         kiln_event *const *wait_list,
+                                         kiln_event **out_event) {
+  static const char fn[] = "kiln_layernorm_rows";
+  kiln_status s =
+      check_common(fn, queue, dtype, rows, cols, x, x_offset, y, y_offset);
+  if (s == KILN_OK && !(isfinite(eps) && eps >= 0))
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: eps %g must be finite and >= 0", fn, (double)eps);
+  if (scale != NULL) {
+    CHECK(kiln__ops_check_in(fn, queue, "scale", scale, scale_offset, cols,
+                             dtype));
+    CHECK(kiln__ops_check_overlap(fn, "scale", scale, scale_offset, cols,
+                                  dtype, "y", y, y_offset, rows * cols, dtype,
+                                  false));
+  }
+  if (bias != NULL) {
+    CHECK(kiln__ops_check_in(fn, queue, "bias", bias, bias_offset, cols,
+                             dtype));
+    CHECK(kiln__ops_check_overlap(fn, "bias", bias, bias_offset, cols, dtype,
+                                  "y", y, y_offset, rows * cols, dtype,
+                                  false));
+  }
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  size_t shape[2] = {rows, cols};
+  double count = (double)rows * (double)cols;
+  kiln__op_describe(&o, "layernorm_rows", dtype, 2, shape,
+                    2.0 * (double)kiln_dtype_size(dtype) * count,
+                    8.0 * count);
+  if (rows > 0) {
+    struct params p;
+    get_params(queue, dtype, &p);
+    cl_kernel k = NULL;
+    /* Absent vectors: any valid buffer stands in; the kernel never reads
+     * it. */
+    cl_mem g = scale != NULL ? scale->cl : x->cl;
+    cl_mem b = bias != NULL ? bias->cl : x->cl;
+    cl_ulong xo = x_offset, so = scale != NULL ? scale_offset : 0;
+    cl_ulong bo = bias != NULL ? bias_offset : 0, yo = y_offset;
+    cl_ulong nr = rows, nc = cols;
+    cl_int has_scale = scale != NULL, has_bias = bias != NULL;
+    CHECK(kiln__queue_kernel(queue, "rows", p.options, "layernorm_rows", &k));
+    CHECK(kiln__op_args(&o, k, 13, KILN__ARG(x->cl), KILN__ARG(xo),
+                        KILN__ARG(g), KILN__ARG(so), KILN__ARG(b),
+                        KILN__ARG(bo), KILN__ARG(has_scale),
+                        KILN__ARG(has_bias), KILN__ARG(eps), KILN__ARG(y->cl),
+                        KILN__ARG(yo), KILN__ARG(nr), KILN__ARG(nc)));
+    CHECK(launch_rows(&o, &p, k, rows));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
