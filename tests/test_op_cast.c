@@ -1,0 +1,251 @@
+/* kiln_cast between f32, f16 and bf16, checked bit for bit: widening is
+ * exact, narrowing rounds to nearest even. The inputs include every hard
+ * case: ties in both directions, the f16 overflow threshold (65520 rounds
+ * to inf, 65519 to 65504), f16 subnormals and their ties, bf16 overflow at
+ * FLT_MAX, f32 subnormals, signed zeros, infinities and NaN (which must stay
+ * NaN with its sign; the payload is not promised). Sizes 0 to past the
+ * work-group size, offsets, in place, bad input. */
+#include <stdio.h>
+
+#include "harness.h"
+#include "op_test_util.h"
+
+#define XOFF 3
+#define YOFF 5
+
+/* The special values, then random ones of all magnitudes. */
+static float *inputs(size_t n) {
+  static const float special[] = {
+      0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.0f, 65520.0f, -65520.0f,
+      1e5f, 0x1p-24f, 0x1p-25f, 0x3p-25f, 0x1.8p-24f, 0x1p-14f, 0x1.ffcp-15f,
+      1.0f + 0x1p-11f, 1.0f + 0x3p-11f, 1.0f + 0x1p-8f, 1.0f + 0x3p-8f,
+      -(1.0f + 0x3p-8f), FLT_MAX, -FLT_MAX, FLT_MIN, 0x1p-149f, 0x1.8p-140f,
+      INFINITY, -INFINITY, NAN, -NAN, 3.14159265f, 1.0f + 0x1p-9f + 0x1p-20f,
+      0x1.00802p0f};
+  size_t ns = sizeof special / sizeof *special;
+  float *x = malloc(n * sizeof *x);
+  assert_non_null(x);
+  kiln_test_fill_random(x, n, -1, 1, 2024);
+  for (size_t i = 0; i < n; i++) {
+    if (i % 97 < ns)
+      x[i] = special[i % 97];
+    else /* spread over exponents -40..40 */
+      x[i] = ldexpf(x[i], (int)(i % 81) - 40);
+  }
+  return x;
+}
+
+/* The expected bits of y = cast(x) for element value v (given as f32, which
+ * every input is exactly). */
+static uint32_t expect(kiln_dtype to, float v) {
+  switch (to) {
+  case KILN_F16:
+    return util_f32_to_f16(v);
+  case KILN_BF16:
+    return util_f32_to_bf16(v);
+  default:
+    return util_f32_to_bits(v);
+  }
+}
+
+static uint32_t bits_at(kiln_dtype dt, const void *p, size_t i) {
+  return dt == KILN_F32 ? ((const uint32_t *)p)[i]
+                        : ((const uint16_t *)p)[i];
+}
+
+static bool is_nan_bits(kiln_dtype dt, uint32_t b) {
+  switch (dt) {
+  case KILN_F16:
+    return (b & 0x7c00) == 0x7c00 && (b & 0x3ff);
+  case KILN_BF16:
+    return (b & 0x7f80) == 0x7f80 && (b & 0x7f);
+  default:
+    return (b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu);
+  }
+}
+static uint32_t sign_bit(kiln_dtype dt) {
+  return dt == KILN_F32 ? 0x80000000u : 0x8000u;
+}
+
+static void test_cast(void **state) {
+  (void)state;
+  static const size_t sizes[] = {0, 1, 3, 17, 127, 1021, 4099};
+  const size_t maxn = 4099, total = YOFF + maxn + 4;
+  size_t ndt;
+  const kiln_dtype *dts = util_float_dtypes(&ndt);
+  float *src = inputs(total);
+  FOR_EACH_TEST_DEVICE(dev) {
+    kiln_context *ctx;
+    kiln_queue *q;
+    kiln_test_open(dev, &ctx, &q);
+    for (size_t a = 0; a < ndt; a++) {
+      kiln_dtype from = dts[a];
+      /* The input in `from`, and its exact f32 values. */
+      void *x = malloc(total * 4);
+      float *xv = malloc(total * sizeof *xv);
+      for (size_t i = 0; i < total; i++) {
+        if (from == KILN_F32)
+          ((float *)x)[i] = src[i];
+        else
+          ((uint16_t *)x)[i] = (uint16_t)expect(from, src[i]);
+        xv[i] = (float)util_get(from, x, i);
+      }
+      kiln_buffer *xb = util_upload(ctx, q, from, x, total);
+      for (size_t b = 0; b < ndt; b++) {
+        kiln_dtype to = dts[b];
+        void *y0 = util_random(to, total, -1, 1, 8);
+        kiln_buffer *yb = util_upload(ctx, q, to, y0, total);
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+          size_t n = sizes[si];
+          assert_kiln_ok(kiln_buffer_write_sync(
+              q, yb, 0, total * kiln_dtype_size(to), y0));
+          assert_kiln_ok(
+              kiln_cast(q, n, from, xb, XOFF, to, yb, YOFF, 0, NULL, NULL));
+          void *y = util_download(q, yb, to, total);
+          for (size_t i = 0; i < total; i++) {
+            uint32_t got = bits_at(to, y, i);
+            if (i < YOFF || i >= YOFF + n) {
+              if (got != bits_at(to, y0, i))
+                fail_msg("%s->%s n=%zu: element %zu outside the range changed",
+                         kiln_dtype_name(from), kiln_dtype_name(to), n, i);
+              continue;
+            }
+            float v = xv[XOFF + (i - YOFF)];
+            uint32_t want = expect(to, v);
+            if (isnan(v)) {
+              if (!is_nan_bits(to, got) ||
+                  (got & sign_bit(to)) != (want & sign_bit(to)))
+                fail_msg("%s->%s: NaN became 0x%x", kiln_dtype_name(from),
+                         kiln_dtype_name(to), got);
+            } else if (got != want) {
+              fail_msg("%s->%s n=%zu i=%zu: %a became 0x%x, want 0x%x",
+                       kiln_dtype_name(from), kiln_dtype_name(to), n, i,
+                       (double)v, got, want);
+            }
+          }
+          free(y);
+        }
+        assert_kiln_ok(kiln_buffer_destroy(yb));
+        free(y0);
+      }
+      /* Same dtype in place is a copy onto itself. */
+      assert_kiln_ok(
+          kiln_cast(q, 100, from, xb, XOFF, from, xb, XOFF, 0, NULL, NULL));
+      void *again = util_download(q, xb, from, total);
+      assert_memory_equal(again, x, total * kiln_dtype_size(from));
+      free(again);
+      assert_kiln_ok(kiln_buffer_destroy(xb));
+      free(x);
+      free(xv);
+    }
+    kiln_test_close(ctx, q);
+  }
+  free(src);
+}
+
+/* f32 -> f16 -> f32 and f32 -> bf16 -> f32 round trips are exact for
+ * values the narrow format represents. */
+static void test_round_trip(void **state) {
+  (void)state;
+  const size_t n = 65536;
+  FOR_EACH_TEST_DEVICE(dev) {
+    kiln_context *ctx;
+    kiln_queue *q;
+    kiln_test_open(dev, &ctx, &q);
+    /* Every finite f16 bit pattern, and every bf16 one with the top 16 bits
+     * of i, as f32 values. */
+    float *h = malloc(n * sizeof *h), *bf = malloc(n * sizeof *bf);
+    size_t nh = 0, nb = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      float v = util_f16_to_f32((uint16_t)i);
+      if (!isnan(v))
+        h[nh++] = v;
+      float w = util_bf16_to_f32((uint16_t)i);
+      if (!isnan(w))
+        bf[nb++] = w;
+    }
+    float *sets[2] = {h, bf};
+    size_t counts[2] = {nh, nb};
+    kiln_dtype mids[2] = {KILN_F16, KILN_BF16};
+    for (int s = 0; s < 2; s++) {
+      kiln_buffer *a = util_upload(ctx, q, KILN_F32, sets[s], counts[s]);
+      kiln_buffer *m = NULL;
+      assert_kiln_ok(kiln_buffer_create(ctx, counts[s] * 2, 0, &m));
+      assert_kiln_ok(kiln_cast(q, counts[s], KILN_F32, a, 0, mids[s], m, 0, 0,
+                               NULL, NULL));
+      assert_kiln_ok(kiln_fill(q, KILN_F32, counts[s], 0, a, 0, 0, NULL, NULL));
+      assert_kiln_ok(kiln_cast(q, counts[s], mids[s], m, 0, KILN_F32, a, 0, 0,
+                               NULL, NULL));
+      float *back = util_download(q, a, KILN_F32, counts[s]);
+      for (size_t i = 0; i < counts[s]; i++)
+        if (util_f32_to_bits(back[i]) != util_f32_to_bits(sets[s][i]))
+          fail_msg("%s round trip of %a gave %a", kiln_dtype_name(mids[s]),
+                   (double)sets[s][i], (double)back[i]);
+      free(back);
+      assert_kiln_ok(kiln_buffer_destroy(a));
+      assert_kiln_ok(kiln_buffer_destroy(m));
+    }
+    free(h);
+    free(bf);
+    kiln_test_close(ctx, q);
+  }
+}
+
+static void test_zero_size_and_bad(void **state) {
+  (void)state;
+  kiln_context *ctx, *other;
+  kiln_queue *q, *oq;
+  kiln_test_open(0, &ctx, &q);
+  kiln_test_open(0, &other, &oq);
+  kiln_buffer *b = NULL, *ob = NULL;
+  assert_kiln_ok(kiln_buffer_create(ctx, 64, 0, &b));
+  assert_kiln_ok(kiln_buffer_create(other, 64, 0, &ob));
+  kiln_event *e = NULL;
+  assert_kiln_ok(kiln_cast(q, 0, KILN_F32, b, 16, KILN_F16, b, 32, 0, NULL, &e));
+  assert_kiln_ok(kiln_event_wait(e));
+  kiln_event_release(e);
+
+  assert_kiln_status(
+      kiln_cast(NULL, 4, KILN_F32, b, 0, KILN_F16, b, 16, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_cast: queue is NULL");
+  assert_kiln_status(
+      kiln_cast(q, 4, KILN_I32, b, 0, KILN_F16, b, 16, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("x_dtype i32");
+  assert_kiln_status(
+      kiln_cast(q, 4, KILN_F32, b, 0, (kiln_dtype)7, b, 16, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("y_dtype 7 is not a kiln_dtype");
+  /* 64 bytes: 32 f16 elements, 16 f32. */
+  assert_kiln_status(
+      kiln_cast(q, 20, KILN_F16, b, 0, KILN_F32, ob, 0, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH);
+  assert_kiln_status(
+      kiln_cast(q, 20, KILN_F16, b, 0, KILN_F32, b, 0, 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE);
+  assert_last_error_contains("y range [offset 0, +20 elements of f32)");
+  assert_kiln_status(
+      kiln_cast(q, 4, KILN_F32, NULL, 0, KILN_F16, b, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("x is NULL");
+  /* Narrowing in place would race: refused even at the same offset. */
+  assert_kiln_status(
+      kiln_cast(q, 8, KILN_F32, b, 0, KILN_F16, b, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("overlap");
+  assert_kiln_ok(kiln_queue_finish(q));
+  assert_kiln_ok(kiln_buffer_destroy(b));
+  assert_kiln_ok(kiln_buffer_destroy(ob));
+  kiln_test_close(other, oq);
+  kiln_test_close(ctx, q);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cast),
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_zero_size_and_bad),
+  };
+  return KILN_TEST_RUN("op_cast", tests, true);
+}
