@@ -281,6 +281,10 @@ kiln_status kiln_cache_warm(kiln_context *ctx, kiln_cache_warm_fn progress,
   size_t ok = 0;
   for (size_t i = 0; i < total; i++) {
     const char *name = kiln__kernel_source_name(i);
+    if (progress != NULL) {
+      kiln_cache_warm_progress p = {.index = i, .total = total, .source = name};
+      progress(&p, user_data);
+    }
     double t0 = seconds_now();
     cl_program program = NULL;
     bool from_cache = false;
@@ -297,6 +301,7 @@ kiln_status kiln_cache_warm(kiln_context *ctx, kiln_cache_warm_fn progress,
           .index = i,
           .total = total,
           .source = name,
+          .finished = true,
           .status = st,
           .from_cache = from_cache,
           .seconds = seconds_now() - t0,

@@ -96,11 +96,13 @@ KILN_API const kiln_cache_entry *kiln_cache_list_get(const kiln_cache_list *list
  * directory is not an error. */
 KILN_API kiln_status kiln_cache_clear(size_t *removed);
 
-/* Progress of kiln_cache_warm, reported after each op kernel source. */
+/* Progress of kiln_cache_warm, reported before (finished false) and after
+ * (finished true) each op kernel source. */
 typedef struct kiln_cache_warm_progress {
   size_t index;        /* 0-based position of this source */
   size_t total;        /* number of embedded op kernel sources */
   const char *source;  /* its name ("elementwise") */
+  bool finished;       /* false: about to build; true: the fields below hold */
   kiln_status status;  /* of its build */
   bool from_cache;     /* it was already cached */
   double seconds;      /* time its build took */
@@ -111,8 +113,9 @@ typedef void (*kiln_cache_warm_fn)(const kiln_cache_warm_progress *progress,
 
 /* Compile every embedded op kernel source for ctx's device with the
  * profile's options, through the cache, so that later processes load them
- * from it. progress (may be NULL) is called on the calling thread after each
- * source. Every source is attempted; returns KILN_OK when all built, else
+ * from it. progress (may be NULL) is called on the calling thread before and
+ * after each source. On drivers with KILN_QUIRK_LAZY_PROGRAM_BINARY the
+ * entries are written when ctx is destroyed. Every source is attempted; returns KILN_OK when all built, else
  * the first failure's status with its message in the last error. *built
  * (may be NULL) receives the number built successfully. Errors:
  * KILN_ERR_NULL_POINTER, KILN_ERR_INVALID_STATE when ctx was created with
