@@ -1,0 +1,505 @@
+/* `kiln bench`: one runner per op. Each allocates its operands, fills them
+ * with pseudo-random values in [-1, 1), times the op with bench_time (one
+ * warm-up, then the median of the timed runs, each up to the queue's
+ * finish, so every step of the op counts) and checks the result of the last
+ * run against a host reference computed in double (GEMM: a sample of
+ * rows). */
+#include "bench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define U (ldexp(1.0, -24)) /* unit roundoff of f32 */
+
+/* ---- host data ----------------------------------------------------------- */
+
+static void fill_random(float *x, size_t n, uint32_t seed) {
+  uint32_t s = seed ? seed : 1u;
+  for (size_t i = 0; i < n; i++) {
+    s ^= s << 13;
+    s ^= s >> 17;
+    s ^= s << 5;
+    x[i] = (float)(s >> 8) / (float)(1u << 23) - 1.0f;
+  }
+}
+
+static uint32_t bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+static float from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* Round to bf16 (nearest even; the inputs here are finite and small). */
+static uint16_t to_bf16(float f) {
+  uint32_t u = bits(f);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+/* Round to f16 for |f| in the normal range or zero (the inputs here lie in
+ * (-1, 1) and are first rounded to multiples of 2^-14, so subnormals do not
+ * arise). */
+static uint16_t to_f16(float f) {
+  float q = nearbyintf(f * 16384.0f) / 16384.0f;
+  uint32_t u = bits(q);
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  if ((u & 0x7fffffffu) == 0)
+    return sign;
+  int e = (int)((u >> 23) & 0xff) - 127 + 15;
+  uint32_t m = u & 0x7fffffu;
+  uint32_t r = m >> 13, rest = m & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (r & 1u)))
+    r++;
+  if (r == 0x400u) {
+    r = 0;
+    e++;
+  }
+  return (uint16_t)(sign | (uint16_t)(e << 10) | (uint16_t)r);
+}
+static float f16_value(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  float v = e == 0 ? ldexpf((float)m, -24) : ldexpf((float)(1024 + m), e - 25);
+  return (h & 0x8000u) ? -v : v;
+}
+
+/* Store x (n floats) as dtype into a new host array, and replace x by the
+ * values actually stored, so the reference sees what the device sees. */
+static void *to_storage(const char *dtype, float *x, size_t n,
+                        size_t *elem_size) {
+  bool f16 = strcmp(dtype, "f16") == 0, bf16 = strcmp(dtype, "bf16") == 0;
+  *elem_size = f16 || bf16 ? 2 : 4;
+  void *p = malloc(n * *elem_size);
+  if (p == NULL)
+    return NULL;
+  if (!f16 && !bf16) {
+    memcpy(p, x, n * 4);
+    return p;
+  }
+  uint16_t *h = p;
+  for (size_t i = 0; i < n; i++) {
+    h[i] = f16 ? to_f16(x[i]) : to_bf16(x[i]);
+    x[i] = f16 ? f16_value(h[i]) : from_bits((uint32_t)h[i] << 16);
+  }
+  return p;
+}
+
+static kiln_dtype dtype_of(const char *name) {
+  return strcmp(name, "f16") == 0    ? KILN_F16
+         : strcmp(name, "bf16") == 0 ? KILN_BF16
+                                     : KILN_F32;
+}
+
+/* A device buffer holding bytes of host data (or uninitialised, host NULL). */
+static kiln_buffer *upload(const struct bench_env *env, const void *host,
+                           size_t bytes, struct bench_result *r) {
+  kiln_buffer *b = NULL;
+  if (kiln_buffer_create(env->ctx, bytes, 0, &b) != KILN_OK ||
+      (host != NULL &&
+       kiln_buffer_write_sync(env->queue, b, 0, bytes, host) != KILN_OK)) {
+    snprintf(r->note, sizeof r->note, "allocating %zu bytes: %s", bytes,
+             kiln_last_error());
+    kiln_buffer_destroy(b);
+    return NULL;
+  }
+  return b;
+}
+
+static bool download(const struct bench_env *env, kiln_buffer *b, void *host,
+                     size_t bytes, struct bench_result *r) {
+  if (kiln_buffer_read_sync(env->queue, b, 0, bytes, host) == KILN_OK)
+    return true;
+  snprintf(r->note, sizeof r->note, "reading the result: %s",
+           kiln_last_error());
+  return false;
+}
+
+/* ---- timing -------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double bench_time(const struct bench_env *env, kiln_status (*op)(void *arg),
+                  void *arg) {
+  enum { MAX_RUNS = 101 };
+  double t[MAX_RUNS];
+  int runs = env->runs < MAX_RUNS ? env->runs : MAX_RUNS;
+  if (op(arg) != KILN_OK || kiln_queue_finish(env->queue) != KILN_OK)
+    return -1.0;
+  for (int i = 0; i < runs; i++) {
+    double t0 = bench_now();
+    if (op(arg) != KILN_OK || kiln_queue_finish(env->queue) != KILN_OK)
+      return -1.0;
+    t[i] = bench_now() - t0;
+  }
+  qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+  return runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
+}
+
+/* Fill in the timing part of r, or the failure. */
+static bool timed(const struct bench_env *env, struct bench_result *r,
+                  kiln_status (*op)(void *arg), void *arg, double work,
+                  bool flops) {
+  double s = bench_time(env, op, arg);
+  if (s <= 0) {
+    snprintf(r->note, sizeof r->note, "%s", kiln_last_error());
+    return false;
+  }
+  r->median_s = s;
+  r->flops = flops;
+  r->rate = work / s * 1e-9;
+  return true;
+}
+
+/* ---- GEMM ---------------------------------------------------------------- */
+
+struct gemm_args {
+  kiln_queue *q;
+  kiln_dtype dt;
+  size_t m, n, k;
+  kiln_buffer *a, *b, *c;
+};
+
+static kiln_status gemm_op(void *p) {
+  struct gemm_args *g = p;
+  return kiln_gemm(g->q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, g->m,
+                   g->n, g->k, 1.0f, g->dt, g->a, 0, g->k, g->b, 0, g->n, 0.0f,
+                   g->c, 0, g->n, 0, NULL, NULL);
+}
+
+static bool run_gemm(const struct bench_env *env, struct bench_result *r) {
+  const size_t m = r->shape[0], n = r->shape[1], k = r->shape[2];
+  bool ok = false;
+  size_t es;
+  float *a = malloc(m * k * 4), *b = malloc(k * n * 4), *c = malloc(m * n * 4);
+  void *as = NULL, *bs = NULL;
+  struct gemm_args g = {env->queue, dtype_of(r->dtype), m, n, k, NULL, NULL,
+                        NULL};
+  if (a == NULL || b == NULL || c == NULL) {
+    snprintf(r->note, sizeof r->note, "out of host memory");
+    goto done;
+  }
+  fill_random(a, m * k, 1);
+  fill_random(b, k * n, 2);
+  as = to_storage(r->dtype, a, m * k, &es);
+  bs = to_storage(r->dtype, b, k * n, &es);
+  if (as == NULL || bs == NULL ||
+      (g.a = upload(env, as, m * k * es, r)) == NULL ||
+      (g.b = upload(env, bs, k * n * es, r)) == NULL ||
+      (g.c = upload(env, NULL, m * n * 4, r)) == NULL)
+    goto done;
+  if (!timed(env, r, gemm_op, &g, 2.0 * (double)m * (double)n * (double)k,
+             true))
+    goto done;
+  ok = true;
+  if (!env->verify)
+    goto done;
+  if (!download(env, g.c, c, m * n * 4, r)) {
+    ok = false;
+    goto done;
+  }
+  /* About 16 rows spread over C, and the last: a full reference of a 2048
+   * GEMM would take the host longer than the benchmark. */
+  size_t step = m / 16 ? m / 16 : 1;
+  double *ref = calloc(n, sizeof *ref), *mag = calloc(n, sizeof *mag);
+  if (ref == NULL || mag == NULL) {
+    free(ref);
+    free(mag);
+    goto done;
+  }
+  for (size_t i = 0; i < m && ok;
+       i = i + step < m || i == m - 1 ? i + step : m - 1) {
+    memset(ref, 0, n * sizeof *ref);
+    memset(mag, 0, n * sizeof *mag);
+    for (size_t p = 0; p < k; p++)
+      for (size_t j = 0; j < n; j++) {
+        double v = (double)a[i * k + p] * (double)b[p * n + j];
+        ref[j] += v;
+        mag[j] += fabs(v);
+      }
+    for (size_t j = 0; j < n; j++) {
+      /* k fused multiply-adds and the scaling: see tests/test_op_gemm.c. */
+      double tol = 2.0 * (double)(k + 4) * U * mag[j] + 1e-30;
+      if (fabs((double)c[i * n + j] - ref[j]) > tol) {
+        snprintf(r->note, sizeof r->note,
+                 "C[%zu][%zu] = %.9g, reference %.9g (tolerance %.3g)", i, j,
+                 (double)c[i * n + j], ref[j], tol);
+        ok = false;
+        break;
+      }
+    }
+    if (i == m - 1)
+      break;
+  }
+  free(ref);
+  free(mag);
+  r->verified = ok;
+done:
+  kiln_buffer_destroy(g.a);
+  kiln_buffer_destroy(g.b);
+  kiln_buffer_destroy(g.c);
+  free(a);
+  free(b);
+  free(c);
+  free(as);
+  free(bs);
+  return ok;
+}
+
+/* ---- transpose ----------------------------------------------------------- */
+
+struct tr_args {
+  kiln_queue *q;
+  size_t rows, cols;
+  kiln_buffer *x, *y;
+};
+
+static kiln_status tr_op(void *p) {
+  struct tr_args *t = p;
+  return kiln_transpose(t->q, KILN_F32, t->rows, t->cols, t->x, 0, t->cols,
+                        t->y, 0, t->rows, 0, NULL, NULL);
+}
+
+static bool run_transpose(const struct bench_env *env, struct bench_result *r) {
+  const size_t rows = r->shape[0], cols = r->shape[1], n = rows * cols;
+  bool ok = false;
+  float *x = malloc(n * 4), *y = malloc(n * 4);
+  struct tr_args t = {env->queue, rows, cols, NULL, NULL};
+  if (x == NULL || y == NULL) {
+    snprintf(r->note, sizeof r->note, "out of host memory");
+    goto done;
+  }
+  fill_random(x, n, 3);
+  if ((t.x = upload(env, x, n * 4, r)) == NULL ||
+      (t.y = upload(env, NULL, n * 4, r)) == NULL)
+    goto done;
+  if (!timed(env, r, tr_op, &t, 2.0 * (double)n * 4.0, false))
+    goto done;
+  ok = true;
+  if (!env->verify)
+    goto done;
+  if (!download(env, t.y, y, n * 4, r)) {
+    ok = false;
+    goto done;
+  }
+  for (size_t i = 0; i < rows && ok; i++)
+    for (size_t j = 0; j < cols; j++)
+      if (bits(y[j * rows + i]) != bits(x[i * cols + j])) {
+        snprintf(r->note, sizeof r->note, "y[%zu][%zu] differs", j, i);
+        ok = false;
+        break;
+      }
+  r->verified = ok;
+done:
+  kiln_buffer_destroy(t.x);
+  kiln_buffer_destroy(t.y);
+  free(x);
+  free(y);
+  return ok;
+}
+
+/* ---- vector ops ---------------------------------------------------------- */
+
+enum vec_kind { VEC_SUM, VEC_NRM2, VEC_DOT, VEC_AXPY, VEC_SCALE };
+
+struct vec_args {
+  kiln_queue *q;
+  enum vec_kind kind;
+  size_t n;
+  kiln_buffer *x, *y, *out;
+};
+
+static kiln_status vec_op(void *p) {
+  struct vec_args *v = p;
+  switch (v->kind) {
+  case VEC_SUM:
+    return kiln_reduce(v->q, KILN_REDUCE_SUM, KILN_F32, v->n, v->x, 0, v->out,
+                       0, 0, NULL, NULL);
+  case VEC_NRM2:
+    return kiln_reduce(v->q, KILN_REDUCE_NRM2, KILN_F32, v->n, v->x, 0, v->out,
+                       0, 0, NULL, NULL);
+  case VEC_DOT:
+    return kiln_dot(v->q, KILN_F32, v->n, v->x, 0, v->y, 0, v->out, 0, 0, NULL,
+                    NULL);
+  case VEC_AXPY:
+    return kiln_axpy(v->q, KILN_F32, v->n, 0.5f, v->x, 0, v->y, 0, 0, NULL,
+                     NULL);
+  case VEC_SCALE:
+    /* -1: every run flips x exactly, so the result stays checkable. */
+    return kiln_scale(v->q, KILN_F32, v->n, -1.0f, v->x, 0, 0, NULL, NULL);
+  }
+  return KILN_ERR_INVALID_ARGUMENT;
+}
+
+static bool run_vector(const struct bench_env *env, struct bench_result *r,
+                       enum vec_kind kind) {
+  const size_t n = r->shape[0];
+  bool ok = false;
+  float *x = malloc(n * 4), *y = malloc(n * 4), *out = malloc(n * 4);
+  struct vec_args v = {env->queue, kind, n, NULL, NULL, NULL};
+  if (x == NULL || y == NULL || out == NULL) {
+    snprintf(r->note, sizeof r->note, "out of host memory");
+    goto done;
+  }
+  fill_random(x, n, 4);
+  fill_random(y, n, 5);
+  if ((v.x = upload(env, x, n * 4, r)) == NULL ||
+      (v.y = upload(env, y, n * 4, r)) == NULL ||
+      (v.out = upload(env, NULL, 4, r)) == NULL)
+    goto done;
+  /* Bytes each op must move at least once. */
+  double words = kind == VEC_SUM || kind == VEC_NRM2 ? 1.0
+                 : kind == VEC_AXPY                  ? 3.0
+                                                     : 2.0;
+  if (!timed(env, r, vec_op, &v, words * 4.0 * (double)n, false))
+    goto done;
+  ok = true;
+  if (!env->verify)
+    goto done;
+  /* axpy and scale ran 1 + runs times, in place. */
+  double got = 0.0, want = 0.0, tol = 0.0;
+  if (kind == VEC_AXPY || kind == VEC_SCALE) {
+    kiln_buffer *res = kind == VEC_AXPY ? v.y : v.x;
+    if (!download(env, res, out, n * 4, r)) {
+      ok = false;
+      goto done;
+    }
+    double times = kind == VEC_AXPY ? 1.0 + env->runs : 0.0;
+    for (size_t i = 0; i < n; i++) {
+      double sign = env->runs % 2 ? 1.0 : -1.0; /* (-1)^(1 + runs) */
+      want = kind == VEC_AXPY ? (double)y[i] + times * 0.5 * (double)x[i]
+                              : sign * (double)x[i];
+      /* Each axpy rounds once: the error grows by u per run. */
+      tol =
+          (times + 1.0) * 2.0 * U * (fabs((double)y[i]) + times * 0.5) + 1e-30;
+      if (fabs((double)out[i] - want) > tol) {
+        snprintf(r->note, sizeof r->note, "element %zu = %.9g, reference %.9g",
+                 i, (double)out[i], want);
+        ok = false;
+        break;
+      }
+    }
+    r->verified = ok;
+    goto done;
+  }
+  float res = 0.0f;
+  if (!download(env, v.out, &res, 4, r)) {
+    ok = false;
+    goto done;
+  }
+  got = res;
+  double mag = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double t = kind == VEC_SUM    ? (double)x[i]
+               : kind == VEC_NRM2 ? (double)x[i] * (double)x[i]
+                                  : (double)x[i] * (double)y[i];
+    want += t;
+    mag += fabs(t);
+  }
+  /* Any summation order of n terms errs by at most (n - 1) u sum|t|; the
+   * square root of nrm2 halves the relative error and adds half an ulp. */
+  tol = 2.0 * (double)n * U * mag + 1e-30;
+  if (kind == VEC_NRM2) {
+    want = sqrt(want);
+    tol = ((double)n * U + 2.0 * U) * want;
+  }
+  ok = fabs(got - want) <= tol;
+  if (!ok)
+    snprintf(r->note, sizeof r->note, "result %.9g, reference %.9g", got, want);
+  r->verified = ok;
+done:
+  kiln_buffer_destroy(v.x);
+  kiln_buffer_destroy(v.y);
+  kiln_buffer_destroy(v.out);
+  free(x);
+  free(y);
+  free(out);
+  return ok;
+}
+
+static bool run_sum(const struct bench_env *e, struct bench_result *r) {
+  return run_vector(e, r, VEC_SUM);
+}
+static bool run_nrm2(const struct bench_env *e, struct bench_result *r) {
+  return run_vector(e, r, VEC_NRM2);
+}
+static bool run_dot(const struct bench_env *e, struct bench_result *r) {
+  return run_vector(e, r, VEC_DOT);
+}
+static bool run_axpy(const struct bench_env *e, struct bench_result *r) {
+  return run_vector(e, r, VEC_AXPY);
+}
+static bool run_scale(const struct bench_env *e, struct bench_result *r) {
+  return run_vector(e, r, VEC_SCALE);
+}
+
+/* ---- the table ----------------------------------------------------------- */
+
+const struct bench_op *bench_ops(size_t *count) {
+  static const struct bench_op ops[] = {
+      {"gemm",
+       "f32",
+       "N (N x N x N) or MxNxK",
+       3,
+       {{1024, 1024, 1024}, {2048, 2048, 2048}},
+       run_gemm},
+      {"gemm_f16",
+       "f16",
+       "N or MxNxK (f16 A, B; f32 C)",
+       3,
+       {{1024, 1024, 1024}, {0, 0, 0}},
+       run_gemm},
+      {"gemm_bf16",
+       "bf16",
+       "N or MxNxK (bf16 A, B; f32 C)",
+       3,
+       {{1024, 1024, 1024}, {0, 0, 0}},
+       run_gemm},
+      {"transpose",
+       "f32",
+       "N (N x N) or RxC",
+       2,
+       {{4096, 4096, 0}, {0, 0, 0}},
+       run_transpose},
+      {"sum", "f32", "elements", 1, {{1u << 24, 0, 0}, {0, 0, 0}}, run_sum},
+      {"dot", "f32", "elements", 1, {{1u << 24, 0, 0}, {0, 0, 0}}, run_dot},
+      {"nrm2", "f32", "elements", 1, {{1u << 24, 0, 0}, {0, 0, 0}}, run_nrm2},
+      {"axpy", "f32", "elements", 1, {{1u << 24, 0, 0}, {0, 0, 0}}, run_axpy},
+      {"scale", "f32", "elements", 1, {{1u << 24, 0, 0}, {0, 0, 0}}, run_scale},
+      {"reduce_rows",
+       "f32",
+       "R (R x 1024) or RxC",
+       2,
+       {{4096, 1024, 0}, {0, 0, 0}},
+       bench_run_rows},
+#ifdef KILN_BENCH_ROWS
+      {"softmax",
+       "f32",
+       "R (R x 1024) or RxC",
+       2,
+       {{4096, 1024, 0}, {0, 0, 0}},
+       bench_run_rows},
+      {"layernorm",
+       "f32",
+       "R (R x 1024) or RxC",
+       2,
+       {{4096, 1024, 0}, {0, 0, 0}},
+       bench_run_rows},
+#endif
+      {"launch",
+       "f32",
+       "elements of the tiny op",
+       1,
+       {{1024, 0, 0}, {0, 0, 0}},
+       bench_run_launch},
+  };
+  *count = sizeof ops / sizeof ops[0];
+  return ops;
+}

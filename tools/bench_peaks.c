@@ -1,0 +1,306 @@
+/* The device's peaks for `kiln bench`: memory bandwidth (the better of a
+ * copy and a triad kernel over arrays far larger than any cache) and FMA
+ * throughput (independent fma() chains in registers), measured once per
+ * device with small kiln kernels and cached in
+ * <kiln cache directory>/peaks-<stable id>.json, keyed by the stable id and
+ * checked against the driver version and kiln version. */
+#include "bench.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PEAKS_SCHEMA "kiln-peaks/1"
+
+/* VT is a float vector of the device's preferred width (float when 1):
+ * enough independent work per instruction on CPUs, plain floats on GPUs.
+ * The fma kernel keeps 12 independent chains per work-item so that the
+ * latency of one FMA (4-6 cycles on CPUs, a few on GPUs) never limits it. */
+static const char peak_source[] =
+    "#if VW == 1\n"
+    "typedef float VT;\n"
+    "#elif VW == 2\n"
+    "typedef float2 VT;\n"
+    "#elif VW == 4\n"
+    "typedef float4 VT;\n"
+    "#elif VW == 8\n"
+    "typedef float8 VT;\n"
+    "#else\n"
+    "typedef float16 VT;\n"
+    "#endif\n"
+    "__kernel void peak_copy(__global const float4 *src,\n"
+    "                        __global float4 *dst) {\n"
+    "  size_t i = get_global_id(0);\n"
+    "  dst[i] = src[i];\n"
+    "}\n"
+    "__kernel void peak_triad(__global float4 *a, __global const float4 *b,\n"
+    "                         __global const float4 *c, float s) {\n"
+    "  size_t i = get_global_id(0);\n"
+    "  a[i] = fma((float4)s, c[i], b[i]);\n"
+    "}\n"
+    "__kernel void peak_fma(__global float *out, float a, float b,\n"
+    "                       uint iters) {\n"
+    "  VT x0 = (VT)(get_global_id(0) * 1e-7f), x1 = x0 + (VT)0.01f,\n"
+    "     x2 = x0 + (VT)0.02f, x3 = x0 + (VT)0.03f, x4 = x0 + (VT)0.04f,\n"
+    "     x5 = x0 + (VT)0.05f, x6 = x0 + (VT)0.06f, x7 = x0 + (VT)0.07f,\n"
+    "     x8 = x0 + (VT)0.08f, x9 = x0 + (VT)0.09f, x10 = x0 + (VT)0.1f,\n"
+    "     x11 = x0 + (VT)0.11f;\n"
+    "  for (uint i = 0; i < iters; i++) {\n"
+    "    x0 = fma(x0, (VT)a, (VT)b); x1 = fma(x1, (VT)a, (VT)b);\n"
+    "    x2 = fma(x2, (VT)a, (VT)b); x3 = fma(x3, (VT)a, (VT)b);\n"
+    "    x4 = fma(x4, (VT)a, (VT)b); x5 = fma(x5, (VT)a, (VT)b);\n"
+    "    x6 = fma(x6, (VT)a, (VT)b); x7 = fma(x7, (VT)a, (VT)b);\n"
+    "    x8 = fma(x8, (VT)a, (VT)b); x9 = fma(x9, (VT)a, (VT)b);\n"
+    "    x10 = fma(x10, (VT)a, (VT)b); x11 = fma(x11, (VT)a, (VT)b);\n"
+    "  }\n"
+    "  VT s = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + x9 + x10 + x11;\n"
+    "  float t = 0.0f;\n"
+    "  for (int i = 0; i < VW; i++)\n"
+    "    t += ((float *)&s)[i];\n"
+    "  out[get_global_id(0)] = t;\n"
+    "}\n";
+
+double bench_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static unsigned float_width(const kiln_device_info *info) {
+  unsigned w = info->vector_width_float;
+  return w >= 16 ? 16 : w >= 8 ? 8 : w >= 4 ? 4 : w >= 2 ? 2 : 1;
+}
+
+/* Seconds one launch of kernel takes: the device's own timestamps when it
+ * gives sane ones, else the host's clock around launch and wait. */
+static double launch_seconds(kiln_queue *queue, kiln_kernel *kernel,
+                             size_t global, size_t local) {
+  kiln_event *ev = NULL;
+  double t0 = bench_now();
+  if (kiln_kernel_launch(queue, kernel, 1, &global, &local, 0, NULL, &ev) !=
+          KILN_OK ||
+      kiln_event_wait(ev) != KILN_OK) {
+    kiln_event_release(ev);
+    return -1.0;
+  }
+  double host = bench_now() - t0;
+  uint64_t start = 0, end = 0;
+  double t = host;
+  if (kiln_event_profiling(ev, &start, &end) == KILN_OK && end > start)
+    t = 1e-9 * (double)(end - start);
+  kiln_event_release(ev);
+  return t;
+}
+
+/* Best of five launches. */
+static double best_of(kiln_queue *queue, kiln_kernel *kernel, size_t global,
+                      size_t local) {
+  double best = -1.0;
+  for (int r = 0; r < 5; r++) {
+    double t = launch_seconds(queue, kernel, global, local);
+    if (t < 0)
+      return -1.0;
+    if (best < 0 || t < best)
+      best = t;
+  }
+  return best;
+}
+
+static bool measure(kiln_context *ctx, kiln_queue *queue,
+                    struct bench_peaks *out, char *err, size_t err_size) {
+  const kiln_device_info *info = kiln_context_device_info(ctx);
+  bool ok = false;
+  kiln_program *prog = NULL;
+  kiln_kernel *copy = NULL, *triad = NULL, *fmak = NULL;
+  kiln_buffer *a = NULL, *b = NULL, *c = NULL, *o = NULL;
+  unsigned w = float_width(info);
+  char options[32];
+  snprintf(options, sizeof options, "-DVW=%u", w);
+  if (kiln_program_create_built(ctx, peak_source, options, &prog) != KILN_OK ||
+      kiln_kernel_create(prog, "peak_copy", &copy) != KILN_OK ||
+      kiln_kernel_create(prog, "peak_triad", &triad) != KILN_OK ||
+      kiln_kernel_create(prog, "peak_fma", &fmak) != KILN_OK) {
+    snprintf(err, err_size, "building the peak kernels: %s", kiln_last_error());
+    goto done;
+  }
+  /* Arrays of 64 MiB (128 MiB with 4 GiB of memory or more): far beyond
+   * every cache, and long enough that launch costs vanish. */
+  size_t n = info->global_mem_bytes >= ((uint64_t)4 << 30) ? (size_t)1 << 25
+                                                           : (size_t)1 << 24;
+  while (n * 4 > info->max_alloc_bytes || 3 * n * 4 > info->global_mem_bytes)
+    n /= 2;
+  size_t bytes = n * 4;
+  if (kiln_buffer_create(ctx, bytes, 0, &a) != KILN_OK ||
+      kiln_buffer_create(ctx, bytes, 0, &b) != KILN_OK ||
+      kiln_buffer_create(ctx, bytes, 0, &c) != KILN_OK) {
+    snprintf(err, err_size, "allocating 3 x %zu bytes: %s", bytes,
+             kiln_last_error());
+    goto done;
+  }
+  float one = 1.0f;
+  if (kiln_buffer_fill(queue, a, &one, 4, 0, bytes, 0, NULL, NULL) != KILN_OK ||
+      kiln_buffer_fill(queue, b, &one, 4, 0, bytes, 0, NULL, NULL) != KILN_OK ||
+      kiln_buffer_fill(queue, c, &one, 4, 0, bytes, 0, NULL, NULL) != KILN_OK ||
+      kiln_queue_finish(queue) != KILN_OK) {
+    snprintf(err, err_size, "filling the arrays: %s", kiln_last_error());
+    goto done;
+  }
+  size_t local =
+      info->max_work_group_size < 256 ? info->max_work_group_size : 256;
+  size_t items = n / 4;
+  if (kiln_kernel_set_arg_buffer(copy, 0, a) != KILN_OK ||
+      kiln_kernel_set_arg_buffer(copy, 1, b) != KILN_OK ||
+      kiln_kernel_set_arg_buffer(triad, 0, a) != KILN_OK ||
+      kiln_kernel_set_arg_buffer(triad, 1, b) != KILN_OK ||
+      kiln_kernel_set_arg_buffer(triad, 2, c) != KILN_OK ||
+      kiln_kernel_set_arg_f32(triad, 3, 0.5f) != KILN_OK) {
+    snprintf(err, err_size, "setting arguments: %s", kiln_last_error());
+    goto done;
+  }
+  double t_copy = best_of(queue, copy, items, local);
+  double t_triad = best_of(queue, triad, items, local);
+  if (t_copy <= 0 || t_triad <= 0) {
+    snprintf(err, err_size, "running the bandwidth kernels: %s",
+             kiln_last_error());
+    goto done;
+  }
+  double gbps_copy = 2.0 * (double)bytes / t_copy * 1e-9;
+  double gbps_triad = 3.0 * (double)bytes / t_triad * 1e-9;
+  out->gbps = gbps_copy > gbps_triad ? gbps_copy : gbps_triad;
+
+  /* FMA: on CPUs one work-item per group (a thread running the chains in
+   * vector registers), four per compute unit; on GPUs full groups, enough
+   * to fill every compute unit many times over. */
+  bool cpu = info->type == KILN_DEVICE_CPU;
+  size_t flocal = cpu ? 1 : local;
+  size_t fglobal = cpu ? 4 * (size_t)info->compute_units
+                       : (size_t)info->compute_units * local * 16;
+  if (fglobal == 0)
+    fglobal = flocal;
+  if (kiln_buffer_create(ctx, fglobal * 4, 0, &o) != KILN_OK ||
+      kiln_kernel_set_arg_buffer(fmak, 0, o) != KILN_OK ||
+      kiln_kernel_set_arg_f32(fmak, 1, 0.999f) != KILN_OK ||
+      kiln_kernel_set_arg_f32(fmak, 2, 0.001f) != KILN_OK) {
+    snprintf(err, err_size, "preparing the fma kernel: %s", kiln_last_error());
+    goto done;
+  }
+  /* Grow the chain until one launch takes 50 ms. */
+  uint32_t iters = 256;
+  double t_fma = 0;
+  for (;;) {
+    if (kiln_kernel_set_arg_u32(fmak, 3, iters) != KILN_OK) {
+      snprintf(err, err_size, "%s", kiln_last_error());
+      goto done;
+    }
+    t_fma = best_of(queue, fmak, fglobal, flocal);
+    if (t_fma < 0) {
+      snprintf(err, err_size, "running the fma kernel: %s", kiln_last_error());
+      goto done;
+    }
+    if (t_fma >= 0.05 || iters >= (1u << 28))
+      break;
+    iters *= 2;
+  }
+  out->gflops = (double)fglobal * iters * 12.0 * w * 2.0 / t_fma * 1e-9;
+  ok = true;
+done:
+  kiln_buffer_destroy(a);
+  kiln_buffer_destroy(b);
+  kiln_buffer_destroy(c);
+  kiln_buffer_destroy(o);
+  kiln_kernel_destroy(copy);
+  kiln_kernel_destroy(triad);
+  kiln_kernel_destroy(fmak);
+  kiln_program_destroy(prog);
+  return ok;
+}
+
+/* The cache file for the device: its stable id with anything but
+ * [A-Za-z0-9._-] made '_'. */
+static void cache_path(const kiln_device_info *info, char *path, size_t size) {
+  kiln_cache_info ci;
+  path[0] = '\0';
+  if (kiln_cache_get_info(&ci) != KILN_OK || !ci.enabled || !ci.usable ||
+      ci.directory[0] == '\0')
+    return;
+  char id[256];
+  size_t i = 0;
+  for (const char *s = info->stable_id; *s && i + 1 < sizeof id; s++, i++) {
+    char ch = *s;
+    bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_';
+    id[i] = keep ? ch : '_';
+  }
+  id[i] = '\0';
+  int w = snprintf(path, size, "%s/peaks-%s.json", ci.directory, id);
+  if (w < 0 || (size_t)w >= size)
+    path[0] = '\0';
+}
+
+static bool load(const char *path, const kiln_device_info *info,
+                 struct bench_peaks *out) {
+  json_error_t jerr;
+  json_t *root = json_load_file(path, 0, &jerr);
+  if (root == NULL)
+    return false;
+  const char *schema = json_string_value(json_object_get(root, "schema"));
+  const char *id = json_string_value(json_object_get(root, "stable_id"));
+  const char *driver =
+      json_string_value(json_object_get(root, "driver_version"));
+  const char *kv = json_string_value(json_object_get(root, "kiln_version"));
+  double gbps = json_number_value(json_object_get(root, "gbps"));
+  double gflops = json_number_value(json_object_get(root, "gflops"));
+  /* A file from another driver or kiln version is measured again: either
+   * may change what the kernels reach. */
+  bool ok = schema && strcmp(schema, PEAKS_SCHEMA) == 0 && id &&
+            strcmp(id, info->stable_id) == 0 && driver &&
+            strcmp(driver, info->driver_version) == 0 && kv &&
+            strcmp(kv, kiln_version()) == 0 && gbps > 0 && gflops > 0 &&
+            isfinite(gbps) && isfinite(gflops);
+  if (ok) {
+    out->gbps = gbps;
+    out->gflops = gflops;
+  }
+  json_decref(root);
+  return ok;
+}
+
+/* Write through a temporary file and rename, so that a concurrent reader
+ * sees the old file or the new one, never half of one. */
+static void store(const char *path, const kiln_device_info *info,
+                  const struct bench_peaks *p) {
+  json_t *root = json_pack(
+      "{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:I}", "schema", PEAKS_SCHEMA,
+      "stable_id", info->stable_id, "device", info->name, "driver_version",
+      info->driver_version, "kiln_version", kiln_version(), "gbps", p->gbps,
+      "gflops", p->gflops, "measured_unix", (json_int_t)time(NULL));
+  if (root == NULL)
+    return;
+  char tmp[4300];
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+  if (json_dump_file(root, tmp, JSON_INDENT(2)) == 0) {
+    if (rename(tmp, path) != 0)
+      remove(tmp);
+  }
+  json_decref(root);
+}
+
+bool bench_peaks_get(kiln_context *ctx, kiln_queue *queue, bool remeasure,
+                     struct bench_peaks *out, char *err, size_t err_size) {
+  const kiln_device_info *info = kiln_context_device_info(ctx);
+  memset(out, 0, sizeof *out);
+  cache_path(info, out->path, sizeof out->path);
+  if (!remeasure && out->path[0] != '\0' && load(out->path, info, out)) {
+    out->cached = true;
+    return true;
+  }
+  if (!measure(ctx, queue, out, err, err_size))
+    return false;
+  if (out->path[0] != '\0')
+    store(out->path, info, out);
+  return true;
+}
