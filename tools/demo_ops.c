@@ -56,7 +56,7 @@ static bool demo_sum(kiln_context *ctx, kiln_queue *queue) {
    * real check. */
   double tol = 0.1 * SUM_N * 1.2e-7 * abs_sum / 16.0 + 1e-3;
   ok = fabs((double)got - want) <= tol;
-  printf("  sum of %u floats: %.6g (host %.6g), %.1f ms with first build: %s\n",
+  printf("  sum of %u floats: %.6g (host %.6g), %.1f ms including the build: %s\n",
          SUM_N, (double)got, want, ms, ok ? "ok" : "WRONG");
 done:
   kiln_buffer_destroy(bx);
@@ -106,7 +106,7 @@ static bool demo_gemm(kiln_context *ctx, kiln_queue *queue) {
     }
   }
   ok = worst <= k * 1.2e-7;
-  printf("  gemm %zux%zux%zu: max relative error %.2g, %.1f ms with first "
+  printf("  gemm %zux%zux%zu: max relative error %.2g, %.1f ms including the "
          "build: %s\n", m, n, k, worst, ms, ok ? "ok" : "WRONG");
 done:
   kiln_buffer_destroy(ba);
