@@ -190,6 +190,8 @@ struct kiln_kernel {
   char *name;
   struct kiln__kernel_arg *args; /* num_args entries */
   bool arg_info;                 /* the driver reported argument types */
+  size_t max_group;              /* CL_KERNEL_WORK_GROUP_SIZE; 0 if unknown */
+  size_t required[3];            /* reqd_work_group_size, or zeros */
 };
 
 /* ---- embedded op kernels and the program memo (program.c, cache.c) ----- */

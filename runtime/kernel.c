@@ -168,6 +168,16 @@ kiln_status kiln_kernel_create(kiln_program *program, const char *name,
   if (kernel->name == NULL || kernel->args == NULL)
     goto nomem;
   query_arg_info(kernel, device);
+  /* Per-kernel limits: register-heavy kernels may allow smaller groups
+   * than the device, and reqd_work_group_size fixes the group. */
+  if (clGetKernelWorkGroupInfo(cl, device->id, CL_KERNEL_WORK_GROUP_SIZE,
+                               sizeof kernel->max_group, &kernel->max_group,
+                               NULL) != CL_SUCCESS)
+    kernel->max_group = 0;
+  if (clGetKernelWorkGroupInfo(cl, device->id, CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
+                               sizeof kernel->required, kernel->required,
+                               NULL) != CL_SUCCESS)
+    memset(kernel->required, 0, sizeof kernel->required);
   kernel->program = program;
   atomic_fetch_add(&program->children, 1);
   kiln__context_child_added(program->ctx);
@@ -396,6 +406,7 @@ static size_t divisor_at_most(size_t n, size_t cap, size_t multiple) {
  * as large as the limits allow while every compute unit still gets at least
  * one, dimension 0 first. */
 static void choose_local_size(const struct kiln_device *device,
+                              const kiln_kernel *kernel,
                               const struct kiln_backend *backend,
                               uint32_t work_dim, const size_t *global,
                               size_t *local) {
@@ -407,6 +418,8 @@ static void choose_local_size(const struct kiln_device *device,
   size_t max_group = device->info.max_work_group_size > 0
                          ? device->info.max_work_group_size
                          : 1;
+  if (kernel->max_group > 0 && kernel->max_group < max_group)
+    max_group = kernel->max_group;
   if (target > max_group)
     target = max_group;
   if (target < 1)
@@ -423,8 +436,8 @@ static void choose_local_size(const struct kiln_device *device,
 }
 
 static kiln_status check_sizes(const struct kiln_device *device,
-                               uint32_t work_dim, const size_t *global,
-                               const size_t *local) {
+                               const kiln_kernel *kernel, uint32_t work_dim,
+                               const size_t *global, const size_t *local) {
   static const char fn[] = "kiln_kernel_launch";
   uint32_t max_dims = device->info.max_work_item_dims > 0
                           ? device->info.max_work_item_dims
@@ -472,6 +485,19 @@ static kiln_status check_sizes(const struct kiln_device *device,
                       "%s: the local size's %zu work-items exceed the "
                       "device's max work-group size %zu",
                       fn, group, device->info.max_work_group_size);
+  if (kernel->max_group > 0 && group > kernel->max_group)
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: the local size's %zu work-items exceed the max "
+                      "work-group size %zu of kernel '%s' on this device",
+                      fn, group, kernel->max_group, kernel->name);
+  if (kernel->required[0] != 0)
+    for (uint32_t d = 0; d < work_dim; d++)
+      if (local[d] != kernel->required[d])
+        return kiln__fail(KILN_ERR_INVALID_SIZE,
+                          "%s: kernel '%s' requires the local size (%zu, %zu, "
+                          "%zu) (reqd_work_group_size) but local_size[%u] = %zu",
+                          fn, kernel->name, kernel->required[0],
+                          kernel->required[1], kernel->required[2], d, local[d]);
   return KILN_OK;
 }
 
@@ -522,13 +548,23 @@ kiln_status kiln_kernel_launch(kiln_queue *queue, kiln_kernel *kernel,
                       "queue",
                       fn, kernel->name);
   const struct kiln_device *device = ctx->device;
-  kiln_status st = check_sizes(device, work_dim, global_size, local_size);
+  kiln_status st = check_sizes(device, kernel, work_dim, global_size, local_size);
   if (st != KILN_OK)
     return st;
   size_t chosen[3] = {1, 1, 1};
-  if (local_size == NULL && ctx->backend != NULL &&
+  if (local_size == NULL && kernel->required[0] != 0) {
+    /* Some drivers (PoCL 3.1) refuse a NULL local size even when the kernel
+     * fixes it; pass the required one, checked like a caller's. */
+    for (uint32_t d = 0; d < work_dim; d++)
+      chosen[d] = kernel->required[d];
+    st = check_sizes(device, kernel, work_dim, global_size, chosen);
+    if (st != KILN_OK)
+      return st;
+    local_size = chosen;
+  } else if (local_size == NULL && ctx->backend != NULL &&
       (ctx->backend->quirks & KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE) != 0) {
-    choose_local_size(device, ctx->backend, work_dim, global_size, chosen);
+    choose_local_size(device, kernel, ctx->backend, work_dim, global_size,
+                      chosen);
     local_size = chosen;
   }
 

@@ -22,6 +22,10 @@ static const char source[] =
     "__kernel void groups(__global uint *out) {\n"
     "  out[get_global_id(0)] = (uint)get_local_size(0);\n"
     "}\n"
+    "__kernel __attribute__((reqd_work_group_size(16, 1, 1)))\n"
+    "void fixed(__global uint *out) {\n"
+    "  out[get_global_id(0)] = (uint)get_local_size(0);\n"
+    "}\n"
     "__kernel void types(__global int *out, __local float *scratch,\n"
     "                    char c, short s, int i, long l, float f,\n"
     "                    float4 v, uint3 u3, ulong2 w, uchar2 z) {\n"
@@ -70,6 +74,7 @@ static void test_create_errors(void **state) {
     assert_last_error_contains("saxpy");
     assert_last_error_contains("grid");
     assert_last_error_contains("types");
+    assert_last_error_contains("fixed");
     assert_null(kernel);
     assert_kiln_ok(kiln_kernel_create(f.program, "types", &kernel));
     assert_int_equal(kiln_kernel_arg_count(kernel), 11);
@@ -298,7 +303,7 @@ static void test_saxpy_results(void **state) {
     assert_kiln_ok(kiln_kernel_launch(f.queue, k, 1, &global, NULL, 0, NULL, &ev));
     assert_non_null(ev);
     /* A second launch waits on the first explicitly, with a local size. */
-    size_t global2 = 1024, local2 = 64;
+    size_t global2 = 1024, local2 = 16;
     assert_kiln_ok(kiln_kernel_launch(f.queue, k, 1, &global2, &local2, 1, &ev,
                                       NULL));
     kiln_event_release(ev);
@@ -356,6 +361,33 @@ static void test_grid_and_chosen_local_size(void **state) {
   }
 }
 
+static void test_required_group_size(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    struct fixture f;
+    open_fixture(d, &f);
+    kiln_kernel *k;
+    assert_kiln_ok(kiln_kernel_create(f.program, "fixed", &k));
+    kiln_buffer *buf;
+    assert_kiln_ok(kiln_buffer_create(f.ctx, 64 * 4, 0, &buf));
+    assert_kiln_ok(kiln_kernel_set_arg_buffer(k, 0, buf));
+    size_t global = 64, local = 8;
+    assert_kiln_status(kiln_kernel_launch(f.queue, k, 1, &global, &local, 0,
+                                          NULL, NULL),
+                       KILN_ERR_INVALID_SIZE);
+    assert_last_error_contains("reqd_work_group_size");
+    /* Without a local size kiln leaves the choice to the attribute. */
+    assert_kiln_ok(kiln_kernel_launch(f.queue, k, 1, &global, NULL, 0, NULL, NULL));
+    uint32_t sizes[64];
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, buf, 0, sizeof sizes, sizes));
+    for (int i = 0; i < 64; i++)
+      assert_int_equal(sizes[i], 16);
+    assert_kiln_ok(kiln_buffer_destroy(buf));
+    assert_kiln_ok(kiln_kernel_destroy(k));
+    close_fixture(&f);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_errors),
@@ -363,6 +395,7 @@ int main(void) {
       cmocka_unit_test(test_launch_errors),
       cmocka_unit_test(test_saxpy_results),
       cmocka_unit_test(test_grid_and_chosen_local_size),
+      cmocka_unit_test(test_required_group_size),
   };
   return KILN_TEST_RUN("kernel", tests, true);
 }
