@@ -222,4 +222,15 @@ void kiln__queue_kernels_free(kiln_queue *queue);
 kiln_status kiln__memo_create(struct kiln__program_memo **out);
 void kiln__memo_destroy(struct kiln__program_memo *memo);
 
+/* The (embedded source, options) pairs the op library builds on ctx, for
+ * kiln_cache_warm: call add(user, source, options) once per pair, with
+ * options exactly as the ops pass them to kiln__queue_kernel (they depend
+ * on the profile's tuning and the device's dtypes). The op library
+ * (ops_*.c) provides it; memo.c holds a weak default that lists every
+ * embedded source with no extra options. */
+typedef void (*kiln__warm_add_fn)(void *user, const char *source,
+                                  const char *options);
+void kiln__ops_warm_variants(const kiln_context *ctx, kiln__warm_add_fn add,
+                             void *user);
+
 #endif

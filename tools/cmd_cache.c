@@ -200,10 +200,13 @@ static void on_progress(const kiln_cache_warm_progress *p, void *user) {
     return;
   if (!view->tty) {
     if (p->status == KILN_OK)
-      printf("%s: %s %s in %.2f s\n", view->device, p->source,
+      printf("%s: %s%s%s%s %s in %.2f s\n", view->device, p->source,
+             p->options[0] ? " (" : "", p->options, p->options[0] ? ")" : "",
              p->from_cache ? "loaded from the cache" : "compiled", p->seconds);
     else
-      printf("%s: %s FAILED: %s\n", view->device, p->source, kiln_last_error());
+      printf("%s: %s%s%s%s FAILED: %s\n", view->device, p->source,
+             p->options[0] ? " (" : "", p->options, p->options[0] ? ")" : "",
+             kiln_last_error());
     fflush(stdout);
     return;
   }
@@ -214,12 +217,12 @@ static void on_progress(const kiln_cache_warm_progress *p, void *user) {
   for (size_t i = 0; i < WIDTH; i++)
     bar[i] = i < filled ? '#' : '.';
   bar[WIDTH] = '\0';
-  printf("\r\033[K[%s] %zu/%zu %s %s", bar, done, p->total,
+  printf("\r\033[K[%s] %zu/%zu %s %s %.40s", bar, done, p->total,
          !p->finished                 ? "compiling"
          : p->status != KILN_OK       ? "FAILED"
          : p->from_cache              ? "cached"
                                       : "compiled",
-         p->source);
+         p->source, p->options);
   if (p->finished && p->status != KILN_OK)
     printf("\n  %s\n", kiln_last_error());
   if (p->finished && p->index + 1 == p->total)

@@ -97,11 +97,13 @@ KILN_API const kiln_cache_entry *kiln_cache_list_get(const kiln_cache_list *list
 KILN_API kiln_status kiln_cache_clear(size_t *removed);
 
 /* Progress of kiln_cache_warm, reported before (finished false) and after
- * (finished true) each op kernel source. */
+ * (finished true) each op kernel variant: one source built with one set of
+ * options (a dtype, a tile size). */
 typedef struct kiln_cache_warm_progress {
-  size_t index;        /* 0-based position of this source */
-  size_t total;        /* number of embedded op kernel sources */
-  const char *source;  /* its name ("elementwise") */
+  size_t index;        /* 0-based position of this variant */
+  size_t total;        /* number of variants the op library builds here */
+  const char *source;  /* the source's name ("elementwise") */
+  const char *options; /* its extra build options ("" for none) */
   bool finished;       /* false: about to build; true: the fields below hold */
   kiln_status status;  /* of its build */
   bool from_cache;     /* it was already cached */
@@ -111,13 +113,14 @@ typedef struct kiln_cache_warm_progress {
 typedef void (*kiln_cache_warm_fn)(const kiln_cache_warm_progress *progress,
                                    void *user_data);
 
-/* Compile every embedded op kernel source for ctx's device with the
- * profile's options, through the cache, so that later processes load them
- * from it. progress (may be NULL) is called on the calling thread before and
- * after each source. On drivers with KILN_QUIRK_LAZY_PROGRAM_BINARY the
- * entries are written when ctx is destroyed. Every source is attempted; returns KILN_OK when all built, else
+/* Compile every op kernel variant the op library uses on ctx's device (each
+ * embedded source with each set of options its ops pass there), through the
+ * cache, so that later processes load them from it. progress (may be NULL)
+ * is called on the calling thread before and after each variant. On drivers
+ * with KILN_QUIRK_LAZY_PROGRAM_BINARY the entries are written when ctx is
+ * destroyed. Every variant is attempted; returns KILN_OK when all built, else
  * the first failure's status with its message in the last error. *built
- * (may be NULL) receives the number built successfully. Errors:
+ * (may be NULL) receives the number of variants built successfully. Errors:
  * KILN_ERR_NULL_POINTER, KILN_ERR_INVALID_STATE when ctx was created with
  * KILN_CONTEXT_NO_CACHE, KILN_ERR_BUILD_FAILED. */
 KILN_API kiln_status kiln_cache_warm(kiln_context *ctx,
