@@ -6,10 +6,10 @@
 #include "common.clh"
 
 #define LD_f32(p, i) ((p)[i])
-#define LD_f16(p, i) vload_half((i), (p))
+#define LD_f16(p, i) kiln_f16_to_f32(((__global const ushort *)(p))[i])
 #define LD_bf16(p, i) kiln_bf16_to_f32((p)[i])
 #define ST_f32(p, i, v) ((p)[i] = (v))
-#define ST_f16(p, i, v) vstore_half_rte((v), (i), (p))
+#define ST_f16(p, i, v) (((__global ushort *)(p))[i] = kiln_f32_to_f16(v))
 #define ST_bf16(p, i, v) ((p)[i] = kiln_f32_to_bf16(v))
 #define TY_f32 float
 #define TY_f16 half

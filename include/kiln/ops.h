@@ -146,9 +146,10 @@ KILN_API kiln_status kiln_fill(kiln_queue *queue, kiln_dtype dtype, size_t n,
                                kiln_event **out_event);
 
 /* y[i] = x[i] converted from x_dtype to y_dtype, both among f32, f16, bf16.
- * Narrowing rounds to nearest even; values beyond the range of f16 become
- * +-inf; NaN stays NaN (its payload is not guaranteed); f16 subnormals are
- * kept. Equal dtypes copy the bits exactly. x and y must not overlap unless
+ * Widening is exact. Narrowing rounds to nearest even; values beyond the
+ * range of f16 become +-inf; f16 subnormals are kept; a NaN stays a quiet
+ * NaN of the same sign (its payload is not kept). The conversions work on
+ * the bits, so every device produces the same bits. Equal dtypes copy the bits exactly. x and y must not overlap unless
  * they are the same range with equal dtypes. */
 KILN_API kiln_status kiln_cast(kiln_queue *queue, size_t n, kiln_dtype x_dtype,
                                const kiln_buffer *x, size_t x_offset,
