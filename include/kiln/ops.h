@@ -27,16 +27,20 @@
  *   overflowing size_t), KILN_ERR_INVALID_ARGUMENT (unknown op, dtype not
  *   allowed for the op, bad scalar), KILN_ERR_BUILD_FAILED or KILN_ERR_OPENCL
  *   from the device. The last error names the offending argument ("x",
- *   "y_offset", "dtype"). On error nothing was enqueued and *out_event is
- *   unchanged.
+ *   "y_offset", "dtype"). On an argument error nothing is enqueued and
+ *   *out_event is unchanged. When a later step fails (building the op's
+ *   kernels, an enqueue), *out_event is unchanged too, commands already
+ *   enqueued for the op still run, and the op's output is undefined.
  * - Thread-safety: as for any enqueue, a queue is used by one thread at a
  *   time; different queues of one context may run ops concurrently.
- * - Workspace: reductions, scans and row ops that need scratch space for
- *   partial results keep one device buffer per queue, allocated at first use
- *   and grown (never per call) when a larger op needs more; it is freed with
- *   the queue. Its size is small: at most a few floats per work-item the
- *   device runs at once, plus one per row or column for matrix reductions
- *   that split rows. Ops on one queue run in order, so sharing it is safe.
+ * - Workspace: ops that need scratch space for partial results keep one
+ *   device buffer per queue, allocated at first use and replaced by a larger
+ *   one only when an op needs more (never per call); it is freed with the
+ *   queue. Reductions use 8 bytes per partial result (a few thousand at
+ *   most for vectors: 4 x compute units x reduce_wg), scans 4 bytes per
+ *   chunk (n / 2048 bytes at the CPU default), softmax and layernorm none.
+ *   Ops on one queue run in order, so sharing it is safe. The allocation is
+ *   rounded up to 64 KiB.
  * - Determinism: reductions and scans partition the work by a fixed rule that
  *   depends only on the device's profile and the sizes, and combine partial
  *   results in a fixed order with no floating-point atomics, so running an op
