@@ -17,12 +17,12 @@
       s = (expr);                                                              \
   } while (0)
 
-static const char *const unary_names[] = {
-    [KILN_UNARY_NEG] = "neg",   [KILN_UNARY_ABS] = "abs",
-    [KILN_UNARY_EXP] = "exp",   [KILN_UNARY_LOG] = "log",
-    [KILN_UNARY_SQRT] = "sqrt", [KILN_UNARY_RELU] = "relu",
-    [KILN_UNARY_GELU] = "gelu", [KILN_UNARY_SIGMOID] = "sigmoid",
-    [KILN_UNARY_TANH] = "tanh",
+static const char *const unary_kernels[] = {
+    [KILN_UNARY_NEG] = "unary_neg",   [KILN_UNARY_ABS] = "unary_abs",
+    [KILN_UNARY_EXP] = "unary_exp",   [KILN_UNARY_LOG] = "unary_log",
+    [KILN_UNARY_SQRT] = "unary_sqrt", [KILN_UNARY_RELU] = "unary_relu",
+    [KILN_UNARY_GELU] = "unary_gelu", [KILN_UNARY_SIGMOID] = "unary_sigmoid",
+    [KILN_UNARY_TANH] = "unary_tanh",
 };
 static const char *const unary_trace[] = {
     [KILN_UNARY_NEG] = "unary.neg",   [KILN_UNARY_ABS] = "unary.abs",
@@ -38,10 +38,18 @@ static const double unary_flops[] = {
     [KILN_UNARY_LOG] = 10, [KILN_UNARY_SQRT] = 1,  [KILN_UNARY_RELU] = 1,
     [KILN_UNARY_GELU] = 20, [KILN_UNARY_SIGMOID] = 13, [KILN_UNARY_TANH] = 10,
 };
-static const char *const binary_names[] = {
-    [KILN_BINARY_ADD] = "add", [KILN_BINARY_SUB] = "sub",
-    [KILN_BINARY_MUL] = "mul", [KILN_BINARY_DIV] = "div",
-    [KILN_BINARY_MAX] = "max", [KILN_BINARY_MIN] = "min",
+static const char *const binary_kernels[] = {
+    [KILN_BINARY_ADD] = "binary_add", [KILN_BINARY_SUB] = "binary_sub",
+    [KILN_BINARY_MUL] = "binary_mul", [KILN_BINARY_DIV] = "binary_div",
+    [KILN_BINARY_MAX] = "binary_max", [KILN_BINARY_MIN] = "binary_min",
+};
+static const char *const binary_scalar_kernels[] = {
+    [KILN_BINARY_ADD] = "binary_scalar_add",
+    [KILN_BINARY_SUB] = "binary_scalar_sub",
+    [KILN_BINARY_MUL] = "binary_scalar_mul",
+    [KILN_BINARY_DIV] = "binary_scalar_div",
+    [KILN_BINARY_MAX] = "binary_scalar_max",
+    [KILN_BINARY_MIN] = "binary_scalar_min",
 };
 static const char *const binary_trace[] = {
     [KILN_BINARY_ADD] = "binary.add", [KILN_BINARY_SUB] = "binary.sub",
@@ -57,16 +65,22 @@ static const char *const binary_scalar_trace[] = {
     [KILN_BINARY_MIN] = "binary_scalar.min",
 };
 
-/* The kernel kname of elementwise.cl built for dtype (NULL file: cast.cl,
- * which has no options). */
+/* Build options of elementwise.cl per storage dtype: static strings, since
+ * formatting them on every call showed up in the launch cost. */
+static const char *const dt_options[] = {
+    [KILN_F32] = "-DDT=0", [KILN_F16] = "-DDT=1", [KILN_BF16] = "-DDT=2",
+    [KILN_I32] = "-DDT=3", [KILN_U32] = "-DDT=4",
+};
+
+/* The kernel kname of elementwise.cl built for dtype, or of cast.cl (which
+ * has no options). */
 static kiln_status get_kernel(struct kiln__op *op, const char *file,
                               kiln_dtype dtype, const char *kname,
                               cl_kernel *k) {
-  char options[32];
-  snprintf(options, sizeof options, "-DDT=%d", (int)dtype);
   return kiln__queue_kernel(op->queue, file,
-                            strcmp(file, "cast") == 0 ? NULL : options, kname,
-                            k);
+                            strcmp(file, "cast") == 0 ? NULL
+                                                      : dt_options[dtype],
+                            kname, k);
 }
 
 /* One work-item per element, in groups of the profile's elementwise_wg. */
@@ -107,11 +121,9 @@ KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
   kiln__op_describe(&o, unary_trace[op], dtype, 1, &n, 2 * dsize(dtype) * n,
                     unary_flops[op] * n);
   if (n > 0) {
-    char kname[32];
-    snprintf(kname, sizeof kname, "unary_%s", unary_names[op]);
     cl_kernel k = NULL;
     cl_ulong xo = x_offset, yo = y_offset, nn = n;
-    CHECK(get_kernel(&o, "elementwise", dtype, kname, &k));
+    CHECK(get_kernel(&o, "elementwise", dtype, unary_kernels[op], &k));
     CHECK(kiln__op_args(&o, k, 5, KILN__ARG(x->cl), KILN__ARG(xo),
                         KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
     CHECK(launch_1d(&o, k, n));
@@ -152,11 +164,9 @@ KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
   kiln__op_describe(&o, binary_trace[op], dtype, 1, &n, 3 * dsize(dtype) * n,
                     (double)n);
   if (n > 0) {
-    char kname[32];
-    snprintf(kname, sizeof kname, "binary_%s", binary_names[op]);
     cl_kernel k = NULL;
     cl_ulong ao = a_offset, bo = b_offset, yo = y_offset, nn = n;
-    CHECK(get_kernel(&o, "elementwise", dtype, kname, &k));
+    CHECK(get_kernel(&o, "elementwise", dtype, binary_kernels[op], &k));
     CHECK(kiln__op_args(&o, k, 7, KILN__ARG(a->cl), KILN__ARG(ao),
                         KILN__ARG(b->cl), KILN__ARG(bo), KILN__ARG(y->cl),
                         KILN__ARG(yo), KILN__ARG(nn)));
@@ -188,11 +198,9 @@ KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
   kiln__op_describe(&o, binary_scalar_trace[op], dtype, 1, &n,
                     2 * dsize(dtype) * n, (double)n);
   if (n > 0) {
-    char kname[40];
-    snprintf(kname, sizeof kname, "binary_scalar_%s", binary_names[op]);
     cl_kernel k = NULL;
     cl_ulong ao = a_offset, yo = y_offset, nn = n;
-    CHECK(get_kernel(&o, "elementwise", dtype, kname, &k));
+    CHECK(get_kernel(&o, "elementwise", dtype, binary_scalar_kernels[op], &k));
     CHECK(kiln__op_args(&o, k, 6, KILN__ARG(a->cl), KILN__ARG(ao),
                         KILN__ARG(scalar), KILN__ARG(y->cl), KILN__ARG(yo),
                         KILN__ARG(nn)));
