@@ -121,21 +121,38 @@ struct cpu_params {
   unsigned mr, nr, vw, kc;
 };
 
+/* A test's override of the CPU tile (kiln__gemm_set_cpu_tile); all zero
+ * when none. */
+static _Atomic unsigned tile_override[4];
+
+void kiln__gemm_set_cpu_tile(unsigned mr, unsigned nr, unsigned vw,
+                             unsigned kc) {
+  atomic_store(&tile_override[0], mr);
+  atomic_store(&tile_override[1], nr);
+  atomic_store(&tile_override[2], vw);
+  atomic_store(&tile_override[3], kc);
+}
+
 static struct cpu_params cpu_params(const kiln_context *ctx) {
   const struct kiln_tuning *t = kiln__ops_tuning(ctx);
-  unsigned w = ctx->device->info.vector_width_float;
+  unsigned w = atomic_load(&tile_override[2]);
+  if (w == 0)
+    w = ctx->device->info.vector_width_float;
   /* OpenCL has float vectors of 4, 8 and 16; anything else (0 from a
    * driver that does not say) falls back to 4, SSE's width. */
   w = w >= 16 ? 16 : w >= 8 ? 8 : 4;
   struct cpu_params p;
   p.vw = w;
-  p.nr = kiln__ops_tune(t->gemm_nr, 2 * w);
+  p.nr = kiln__ops_tune(atomic_load(&tile_override[1]),
+                        kiln__ops_tune(t->gemm_nr, 2 * w));
   if (p.nr != w && p.nr != 2 * w)
     p.nr = 2 * w; /* the kernel keeps one or two vectors per row */
-  p.mr = kiln__ops_tune(t->gemm_mr, w >= 16 ? 8 : 6);
+  p.mr = kiln__ops_tune(atomic_load(&tile_override[0]),
+                        kiln__ops_tune(t->gemm_mr, w >= 16 ? 8 : 6));
   if (p.mr > 8)
     p.mr = 8;
-  p.kc = kiln__ops_tune(t->gemm_kc, 256);
+  p.kc = kiln__ops_tune(atomic_load(&tile_override[3]),
+                        kiln__ops_tune(t->gemm_kc, 256));
   return p;
 }
 

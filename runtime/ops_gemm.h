@@ -10,4 +10,12 @@
  * process-wide setting, so only for tests, set before any GEMM runs. */
 void kiln__gemm_set_workspace_limit(size_t bytes);
 
+/* Force the CPU family's register tile (rows mr 1..8, columns nr = vw or
+ * 2 vw, vector width vw 4, 8 or 16) and k block kc; 0 leaves a value to
+ * the profile and the device. Lets the tests run the tiles of devices they
+ * do not have (AVX-512's 8 x 32, SSE's 6 x 8, 1-vector rows). Process-wide,
+ * like the workspace limit: tests only. */
+void kiln__gemm_set_cpu_tile(unsigned mr, unsigned nr, unsigned vw,
+                             unsigned kc);
+
 #endif

@@ -325,14 +325,57 @@ static void test_workspace_chunks(void **state) {
   kiln__gemm_set_workspace_limit(0);
 }
 
+/* The CPU family's other register tiles, forced through the test hook:
+ * AVX-512's 8 x 32 of 16-wide vectors, one-vector rows of an odd height,
+ * and k blocks (KC) shorter than k so that every tile makes several passes
+ * over C. Run on the CPU family (the device's own profile when it is one,
+ * else forced with "pocl"). */
+static void test_cpu_tiles(void **state) {
+  (void)state;
+  static const unsigned tiles[][4] = {
+      {8, 32, 16, 40}, /* MR, NR, VW, KC */
+      {3, 4, 4, 16},
+      {5, 16, 8, 7},
+  };
+  static const struct gcase cases[] = {
+      GC(ROW, N, N, 37, 45, 150, 1.0f, 0.0f, KILN_F32),
+      GC(COL, T, T, 29, 70, 33, -1.0f, 0.5f, KILN_F32, PADS(1, 2, 3, 4, 5, 6)),
+      GC(ROW, T, N, 17, 33, 64, 1.0f, 0.0f, KILN_F16),
+      GC(ROW, N, T, 9, 40, 23, 1.0f, 1.0f, KILN_BF16, PADS(0, 0, 0, 0, 0, 0),
+         BATCH(3, 2)),
+  };
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx = NULL;
+    kiln_queue *q = NULL;
+    kiln_test_open(d, &ctx, &q);
+    if (ctx->backend->tuning->family != KILN_FAMILY_CPU) {
+      kiln_test_close(ctx, q);
+      kiln_context_options opts = {.profile = "pocl"};
+      assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
+      assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
+    }
+    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+      kiln__gemm_set_cpu_tile(tiles[t][0], tiles[t][1], tiles[t][2],
+                              tiles[t][3]);
+      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char tag[96];
+        snprintf(tag, sizeof tag, "device %zu tile %ux%u vw %u kc %u case %zu",
+                 d, tiles[t][0], tiles[t][1], tiles[t][2], tiles[t][3], i);
+        run_case(ctx, q, &cases[i], tag);
+      }
+    }
+    kiln__gemm_set_cpu_tile(0, 0, 0, 0);
+    kiln_test_close(ctx, q);
+  }
+}
+
 /* GFLOP/s of a 192^3 GEMM on ctx, warm (its kernels already built). */
 static double gemm_rate(kiln_context *ctx, kiln_queue *q) {
   const size_t n = 192;
   kiln_buffer *a = NULL;
   assert_kiln_ok(kiln_buffer_create(ctx, n * n * 4, 0, &a));
   float zero = 0.0f;
-  assert_kiln_ok(
-      kiln_buffer_fill(q, a, &zero, 4, 0, n * n * 4, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_fill(q, a, &zero, 4, 0, n * n * 4, 0, NULL, NULL));
   double best = 1e30;
   for (int r = 0; r < 2; r++) {
     struct timespec t0, t1;
@@ -341,8 +384,8 @@ static double gemm_rate(kiln_context *ctx, kiln_queue *q) {
      * rate is that of C = A A with C in a second buffer. */
     kiln_buffer *c = NULL;
     assert_kiln_ok(kiln_buffer_create(ctx, n * n * 4, 0, &c));
-    assert_kiln_ok(kiln_gemm(q, ROW, N, N, n, n, n, 1.0f, KILN_F32, a, 0, n,
-                             a, 0, n, 0.0f, c, 0, n, 0, NULL, NULL));
+    assert_kiln_ok(kiln_gemm(q, ROW, N, N, n, n, n, 1.0f, KILN_F32, a, 0, n, a,
+                             0, n, 0.0f, c, 0, n, 0, NULL, NULL));
     assert_kiln_ok(kiln_queue_finish(q));
     clock_gettime(CLOCK_MONOTONIC, &t1);
     assert_kiln_ok(kiln_buffer_destroy(c));
@@ -581,6 +624,7 @@ int main(void) {
       cmocka_unit_test(test_batched),
       cmocka_unit_test(test_half_inputs),
       cmocka_unit_test(test_workspace_chunks),
+      cmocka_unit_test(test_cpu_tiles),
       cmocka_unit_test(test_workspace_reuse),
       cmocka_unit_test(test_large),
   };
