@@ -108,6 +108,14 @@ int nrm2_exp(float m) { return clamp(ilogb(m), -126, 126); }
 st_t init_nrm2(void) { return st(0.0f, as_uint(-126)); }
 st_t comb_nrm2(st_t a, st_t b) {
   int ea = as_int(a.a), eb = as_int(b.a);
+  if (ea == eb) /* the common case: no rescaling */
+    return st(a.v + b.v, a.a);
+  /* An exact zero carries no scale: it must not raise the exponent and
+   * flush the other side to zero. */
+  if (a.v == 0.0f)
+    return b;
+  if (b.v == 0.0f)
+    return a;
   int e = max(ea, eb);
   return st(ldexp(a.v, 2 * (ea - e)) + ldexp(b.v, 2 * (eb - e)), as_uint(e));
 }
@@ -185,64 +193,76 @@ INLINE st_t chunk_dot(__global const T *p, __global const T *q, ulong n, uint ba
 CHUNK_MINMAX(min, fmin)
 CHUNK_MINMAX(max, fmax)
 
-/* Each lane keeps its first maximum; lanes visit indexes in increasing
- * order, and comb_argmax breaks ties between lanes by index. */
+/* Blocks of NB elements, small enough to stay in L1: the block's maximum
+ * comes from a fast vector fmax pass, and only a block whose maximum beats
+ * the best so far (rare once the running maximum has grown) is scanned
+ * again for the first index holding it. fmax skips NaN; a block of only NaN
+ * has maximum NaN, which never beats anything. */
+#define NB 1024
 INLINE st_t chunk_argmax(__global const T *p, __global const T *q, ulong n,
-                  uint base) {
-  float16 v = -INFINITY;
-  uint16 idx = (uint16)NONE;
-  const uint16 lane =
-      (uint16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  ulong k = 0;
-  for (; k + 16 <= n; k += 16) {
-    float16 x = LOAD16(p + k);
-    int16 take = (x > v) | ((idx == (uint16)NONE) & !isnan(x));
-    v = select(v, x, take);
-    idx = select(idx, (uint16)(base + (uint)k) + lane, take);
-  }
-  float lv[16];
-  uint li[16];
-  vstore16(v, 0, lv);
-  vstore16(idx, 0, li);
+                         uint base) {
   st_t s = init_argmax();
-  for (int l = 0; l < 16; l++)
-    s = comb_argmax(s, st(lv[l], li[l]));
+  ulong k = 0;
+  for (; k + NB <= n; k += NB) {
+    float16 m16 = NAN;
+    for (int j = 0; j < NB; j += 16)
+      m16 = fmax(m16, LOAD16(p + k + j));
+    float m = HTREE(m16, fmax);
+    if (!isnan(m) && (s.a == NONE || m > s.v)) {
+      uint j = 0;
+      while (!(LOAD(p, k + j) == m)) /* the max is in the block */
+        j++;
+      s = st(m, base + (uint)(k + j));
+    }
+  }
   for (; k < n; k++)
     s = add_argmax(s, LOAD(p, k), base + (uint)k);
   return s;
 }
 
-/* Blocks of NB elements, each read twice while in L1: once for its largest
- * |x|, which fixes the block's scale, once for the scaled squares. Memory
- * traffic stays one pass. */
-#define NB 256
+/* One pass per block of NB elements computes both the largest |x| and the
+ * plain sum of squares. When that maximum lies in [2^-40, 2^40] no square
+ * can overflow (sums stay below 2^112) and none that matters underflows,
+ * so the block's exponent is 0 and the sum stands; otherwise (rare) the
+ * block, still in L1, is summed again scaled by 2^-E. Either way memory is
+ * read once. */
 INLINE st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
-                uint base) {
+                       uint base) {
   st_t s = init_nrm2();
   ulong k = 0;
-  for (; k + NB <= n; k += NB) {
-    float16 m = 0.0f;
-    for (int j = 0; j < NB; j += 16)
-      m = fmax(m, fabs(LOAD16(p + k + j)));
-    int e = nrm2_exp(HTREE(m, fmax));
-    float16 a = 0.0f;
-    for (int j = 0; j < NB; j += 16) {
-      float16 y = LOAD16(p + k + j) * ldexp(1.0f, -e);
-      a = fma(y, y, a);
+  while (k < n) {
+    ulong len = min((ulong)NB, n - k);
+    __global const T *b = p + k;
+    float16 m16 = 0.0f, a16 = 0.0f;
+    ulong j = 0;
+    for (; j + 16 <= len; j += 16) {
+      float16 v = LOAD16(b + j);
+      m16 = fmax(m16, fabs(v));
+      a16 = fma(v, v, a16);
     }
-    s = comb_nrm2(s, st(HTREE(a, F_ADD), as_uint(e)));
-  }
-  if (k < n) {
-    float m = 0.0f;
-    for (ulong j = k; j < n; j++)
-      m = fmax(m, fabs(LOAD(p, j)));
-    int e = nrm2_exp(m);
-    float a = 0.0f;
-    for (ulong j = k; j < n; j++) {
-      float y = LOAD(p, j) * ldexp(1.0f, -e);
-      a = fma(y, y, a);
+    float m = HTREE(m16, fmax), a = HTREE(a16, F_ADD);
+    for (; j < len; j++) {
+      float v = LOAD(b, j);
+      m = fmax(m, fabs(v));
+      a = fma(v, v, a);
+    }
+    int e = 0;
+    if (m > 0x1p40f || (m < 0x1p-40f && m > 0.0f)) {
+      e = nrm2_exp(m);
+      float scale = ldexp(1.0f, -e);
+      float16 c16 = 0.0f;
+      for (j = 0; j + 16 <= len; j += 16) {
+        float16 y = LOAD16(b + j) * scale;
+        c16 = fma(y, y, c16);
+      }
+      a = HTREE(c16, F_ADD);
+      for (; j < len; j++) {
+        float y = LOAD(b, j) * scale;
+        a = fma(y, y, a);
+      }
     }
     s = comb_nrm2(s, st(a, as_uint(e)));
+    k += len;
   }
   return s;
 }

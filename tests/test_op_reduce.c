@@ -248,6 +248,46 @@ static void test_special(void **state) {
                                 (s == 3 ? 1e-44 * sqrt((double)n) : 0),
                  "nrm2 at scale %g", scales[s]);
     }
+    /* Blocks of different scales in one vector (the CPU family scales per
+     * block of 1024): zeros then tiny values (a zero partial must not
+     * flush the tiny ones), then ordinary, huge and tiny again. */
+    {
+      const size_t m = 5000;
+      float *z = malloc(m * sizeof *z);
+      kiln_buffer *zb = NULL;
+      assert_kiln_ok(kiln_buffer_create(ctx, m * 4, 0, &zb));
+      const double parts[][2] = {{0, 0}, {1e-30, 1e-30}, {1, 1e30}};
+      for (int c = 0; c < 3; c++) {
+        kiln_test_fill_random(z, m, 0.5f, 1, 11 + (uint32_t)c);
+        double sq = 0;
+        for (size_t i = 0; i < m; i++) {
+          double scale = i < 1100 ? parts[c][0] : i < 2300 ? parts[c][1]
+                         : i < 4000 ? 1.0 : 1e-35;
+          z[i] = (float)(z[i] * scale);
+          sq += (double)z[i] * z[i];
+        }
+        assert_kiln_ok(kiln_buffer_write_sync(q, zb, 0, m * 4, z));
+        assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, m, zb, 0, rb,
+                                   0, 0, NULL, NULL));
+        float got;
+        assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
+        UTIL_CLOSE(got, sqrt(sq),
+                   (depth(m) / 2 + 3) * ldexp(1.0, -24) * sqrt(sq),
+                   "nrm2 of mixed scales, case %d", c);
+        /* Only zeros and tiny values: the result is tiny, not 0. */
+        assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, 2300, zb, 0,
+                                   rb, 0, 0, NULL, NULL));
+        assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
+        double sq2 = 0;
+        for (size_t i = 0; i < 2300; i++)
+          sq2 += (double)z[i] * z[i];
+        UTIL_CLOSE(got, sqrt(sq2),
+                   (depth(2300) / 2 + 3) * ldexp(1.0, -24) * sqrt(sq2),
+                   "nrm2 of the first 2300, case %d", c);
+      }
+      assert_kiln_ok(kiln_buffer_destroy(zb));
+      free(z);
+    }
     float v[6] = {NAN, 2.0f, -1.0f, NAN, 2.0f, 0.5f};
     assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof v, v));
     float r[4];
