@@ -8,7 +8,7 @@
  *
  * Build options:
  *   -DDT=n      0 f32, 3 i32, 4 u32 (kiln_dtype values)
- *   -DFAMILY=n  1 CPU: one work-item per chunk, sequential loops (PoCL runs
+ *   -DFAMILY=n  1 CPU: one work-item per chunk, 16-wide vector loops (PoCL runs
  *               work-items of a group one after another on one thread, so
  *               a chunk stays in one core's cache); 0 GPU: one work-group
  *               per chunk, passes of WG elements scanned in __local memory
@@ -30,24 +30,62 @@
 #if DT == 0
 #define T float
 #define ACC float
+#define ACC2 float2
+#define ACC4 float4
+#define ACC8 float8
+#define ACC16 float16
 #define TO_ACC(v) (v)
 #define FROM_ACC(v) (v)
+#define TO_ACC16(v) (v)
+#define FROM_ACC16(v) (v)
 #elif DT == 3
 #define T int
 #define ACC uint
+#define ACC2 uint2
+#define ACC4 uint4
+#define ACC8 uint8
+#define ACC16 uint16
 #define TO_ACC(v) as_uint(v)
 #define FROM_ACC(v) as_int(v)
+#define TO_ACC16(v) as_uint16(v)
+#define FROM_ACC16(v) as_int16(v)
 #elif DT == 4
 #define T uint
 #define ACC uint
+#define ACC2 uint2
+#define ACC4 uint4
+#define ACC8 uint8
+#define ACC16 uint16
 #define TO_ACC(v) (v)
 #define FROM_ACC(v) (v)
+#define TO_ACC16(v) (v)
+#define FROM_ACC16(v) (v)
 #else
 #error "scan: DT must be 0 (f32), 3 (i32) or 4 (u32)"
 #endif
 
 #if FAMILY == 1
 
+#define ADD(a, b) ((a) + (b))
+#define HTREE16(v)                                                             \
+  ADD(ADD(ADD(ADD((v).s0, (v).s1), ADD((v).s2, (v).s3)),                        \
+          ADD(ADD((v).s4, (v).s5), ADD((v).s6, (v).s7))),                       \
+      ADD(ADD(ADD((v).s8, (v).s9), ADD((v).sa, (v).sb)),                        \
+          ADD(ADD((v).sc, (v).sd), ADD((v).se, (v).sf))))
+
+/* Lanes moved up by k, zeros shifted in: the steps of an in-register
+ * Hillis-Steele scan of 16 lanes. */
+#define SHIFT1(v)                                                              \
+  (ACC16)(0, (v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5, (v).s6, (v).s7,  \
+          (v).s8, (v).s9, (v).sa, (v).sb, (v).sc, (v).sd, (v).se)
+#define SHIFT2(v)                                                              \
+  (ACC16)((ACC2)0, (v).s01, (v).s23, (v).s45, (v).s67, (v).s89, (v).sab,       \
+          (v).scd)
+#define SHIFT4(v) (ACC16)((ACC4)0, (v).s0123, (v).s4567, (v).s89ab)
+#define SHIFT8(v) (ACC16)((ACC8)0, (v).lo)
+
+/* Vector sums: the order of the chunk total's additions need not match the
+ * scan's, only be fixed. */
 __kernel void scan_sums(__global const T *x, ulong xo, ulong n, ulong chunk,
                         __global ACC *sums) {
   size_t k = get_global_id(0);
@@ -56,8 +94,12 @@ __kernel void scan_sums(__global const T *x, ulong xo, ulong n, ulong chunk,
     return;
   ulong end = min(n, start + chunk);
   __global const T *p = x + xo;
-  ACC s = 0;
-  for (ulong i = start; i < end; i++)
+  ACC16 a = 0;
+  ulong i = start;
+  for (; i + 16 <= end; i += 16)
+    a += TO_ACC16(vload16(0, p + i));
+  ACC s = HTREE16(a);
+  for (; i < end; i++)
     s += TO_ACC(p[i]);
   sums[k] = s;
 }
@@ -73,6 +115,10 @@ __kernel void scan_carry(__global ACC *sums, ulong chunks) {
   }
 }
 
+/* 16 elements at a time: their prefix sums are formed in registers (four
+ * shift-and-add steps, off the critical path), then offset by the running
+ * total, so the loop-carried dependence is one broadcast add per 16
+ * elements instead of one add per element. */
 __kernel void scan_apply(__global const T *x, ulong xo, __global T *y,
                          ulong yo, ulong n, ulong chunk,
                          __global const ACC *sums, int has_carry,
@@ -85,17 +131,24 @@ __kernel void scan_apply(__global const T *x, ulong xo, __global T *y,
   __global const T *p = x + xo;
   __global T *q = y + yo;
   ACC run = has_carry ? sums[k] : (ACC)0;
-  if (exclusive) {
-    for (ulong i = start; i < end; i++) {
-      ACC v = TO_ACC(p[i]); /* read before the write: x may be y */
-      q[i] = FROM_ACC(run);
-      run += v;
-    }
-  } else {
-    for (ulong i = start; i < end; i++) {
-      run += TO_ACC(p[i]);
-      q[i] = FROM_ACC(run);
-    }
+  ulong i = start;
+  for (; i + 16 <= end; i += 16) {
+    ACC16 v = TO_ACC16(vload16(0, p + i)); /* read before the write: x may be y */
+    v += SHIFT1(v);
+    v += SHIFT2(v);
+    v += SHIFT4(v);
+    v += SHIFT8(v);
+    v += run;
+    ACC16 out = exclusive ? SHIFT1(v) : v;
+    if (exclusive)
+      out.s0 = run;
+    vstore16(FROM_ACC16(out), 0, q + i);
+    run = v.sf;
+  }
+  for (; i < end; i++) {
+    ACC v = TO_ACC(p[i]);
+    q[i] = FROM_ACC(exclusive ? run : run + v);
+    run += v;
   }
 }
 
