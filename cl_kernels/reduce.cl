@@ -328,8 +328,66 @@ INLINE st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
 #define ADD_min(s, p, q, k, i) add_min(s, LOAD(p, k), i)
 #define ADD_max(s, p, q, k, i) add_max(s, LOAD(p, k), i)
 #define ADD_argmax(s, p, q, k, i) add_argmax(s, LOAD(p, k), i)
-#define ADD_nrm2(s, p, q, k, i) add_nrm2(s, LOAD(p, k), i)
 #define ADD_dot(s, p, q, k, i) st(fma(LOAD(p, k), LOAD(q, k), (s).v), 0)
+
+/* nrm2 without per-element rescaling: items accumulate the largest |x| and
+ * the plain sum of squares together; when the segment's largest |x| lies in
+ * [2^-40, 2^40] that sum is safe (see chunk_nrm2) and stands, otherwise
+ * (rare, decided for the whole group) the segment is summed again scaled
+ * by 2^-E. */
+__kernel void rows_nrm2(__global const T *x, ulong xo, __global const T *y,
+                        ulong yo, ulong rows, ulong cols, ulong seg_len,
+                        uint segs, __global uint2 *part, __global uint *res,
+                        ulong ro, float count) {
+  __local uint2 tree[WG];
+  size_t w = get_group_id(0), l = get_local_id(0);
+  size_t row = w / segs, seg = w % segs;
+  ulong start = seg * seg_len;
+  ulong len = min(seg_len, cols - start);
+  __global const T *p = x + xo + row * cols + start;
+  float m = 0.0f, a = 0.0f;
+  for (ulong k = l; k < len; k += WG) {
+    float v = LOAD(p, k);
+    m = fmax(m, fabs(v));
+    a = fma(v, v, a);
+  }
+  tree[l] = (uint2)(as_uint(m), as_uint(a));
+  for (uint h = WG / 2; h > 0; h /= 2) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (l < h)
+      tree[l] = (uint2)(as_uint(fmax(as_float(tree[l].x),
+                                     as_float(tree[l + h].x))),
+                        as_uint(as_float(tree[l].y) + as_float(tree[l + h].y)));
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float gm = as_float(tree[0].x), ga = as_float(tree[0].y);
+  int e = 0;
+  if (gm > 0x1p40f || (gm < 0x1p-40f && gm > 0.0f)) {
+    e = nrm2_exp(gm);
+    float scale = ldexp(1.0f, -e);
+    a = 0.0f;
+    for (ulong k = l; k < len; k += WG) {
+      float v = LOAD(p, k) * scale;
+      a = fma(v, v, a);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    tree[l] = (uint2)(0, as_uint(a));
+    for (uint h = WG / 2; h > 0; h /= 2) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (l < h)
+        tree[l].y = as_uint(as_float(tree[l].y) + as_float(tree[l + h].y));
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ga = as_float(tree[0].y);
+  }
+  if (l == 0) {
+    st_t s = st(ga, as_uint(e));
+    if (segs == 1)
+      res[ro + row] = fin_nrm2(s, count);
+    else
+      part[w] = pack(s);
+  }
+}
 #endif
 
 ROWS_KERNEL(sum)
@@ -337,8 +395,10 @@ ROWS_KERNEL(mean)
 ROWS_KERNEL(min)
 ROWS_KERNEL(max)
 ROWS_KERNEL(argmax)
-ROWS_KERNEL(nrm2)
 ROWS_KERNEL(dot)
+#if FAMILY == 1
+ROWS_KERNEL(nrm2)
+#endif
 
 /* ---- columns: work-item per (block of CB columns, segment of rows) ------ */
 
