@@ -592,6 +592,20 @@ static void test_api_bad_input_and_clear(void **state) {
   assert_kiln_ok(kiln_cache_get_info(&info));
   assert_int_equal(info.entries, 0);
   assert_false(info.last_run_recorded);
+
+  /* A file that cannot be removed (here a directory under an entry's name:
+   * root ignores permissions) is named; the other entries still go. */
+  fake_entry(7, 100, 0);
+  char stuck[512];
+  snprintf(stuck, sizeof stuck, "%s/%032x%s", dir, 8, KILN__CACHE_SUFFIX);
+  assert_int_equal(mkdir(stuck, 0755), 0);
+  assert_kiln_status(kiln_cache_clear(&removed), KILN_ERR_IO);
+  assert_last_error_contains("cannot remove");
+  assert_last_error_contains(stuck);
+  assert_int_equal(removed, 1);
+  assert_false(exists(7));
+  assert_int_equal(rmdir(stuck), 0);
+  assert_kiln_ok(kiln_cache_clear(NULL));
 }
 
 struct warm_log {

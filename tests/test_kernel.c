@@ -159,6 +159,13 @@ static void test_setter_errors(void **state) {
     assert_last_error_contains("'char' (1 bytes) but 4 bytes");
     assert_kiln_status(kiln_kernel_set_arg_i32(k, 5, 1), KILN_ERR_INVALID_SIZE);
     assert_last_error_contains("'long' (8 bytes)");
+    assert_kiln_status(kiln_kernel_set_arg_u32(k, 5, 1), KILN_ERR_INVALID_SIZE);
+    assert_last_error_contains("kiln_kernel_set_arg_u32");
+    assert_kiln_status(kiln_kernel_set_arg_i64(k, 4, 1), KILN_ERR_INVALID_SIZE);
+    assert_last_error_contains("'int' (4 bytes) but 8 bytes");
+    assert_kiln_status(kiln_kernel_set_arg_u64(k, 11, 1), KILN_ERR_OUT_OF_RANGE);
+    assert_last_error_contains("kiln_kernel_set_arg_u64");
+    assert_kiln_status(kiln_kernel_set_arg_u64(NULL, 0, 1), KILN_ERR_NULL_POINTER);
     assert_kiln_status(kiln_kernel_set_arg_f32(k, 7, 1.0f), KILN_ERR_INVALID_SIZE);
     assert_last_error_contains("'float4' (16 bytes) but 4 bytes");
     /* A three-component vector occupies four. */
