@@ -58,6 +58,8 @@ const char *kiln_quirk_name(unsigned quirk_bit) {
     return "legacy-queue-create";
   case KILN_QUIRK_COARSE_PROFILING:
     return "coarse-profiling";
+  case KILN_QUIRK_LAZY_PROGRAM_BINARY:
+    return "lazy-program-binary";
   default:
     return NULL;
   }

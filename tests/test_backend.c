@@ -148,7 +148,7 @@ static void test_profiles_complete(void **state) {
   const unsigned known_quirks =
       KILN_QUIRK_LOCAL_MEM_EMULATED | KILN_QUIRK_NO_MAD_FUSION |
       KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE | KILN_QUIRK_LEGACY_QUEUE_CREATE |
-      KILN_QUIRK_COARSE_PROFILING;
+      KILN_QUIRK_COARSE_PROFILING | KILN_QUIRK_LAZY_PROGRAM_BINARY;
   for (size_t i = 0; i < kiln__backend_count; i++) {
     const struct kiln_backend *b = kiln__backends[i];
     assert_non_null(b->name);
@@ -182,7 +182,8 @@ static void test_profile_facts(void **state) {
   const struct kiln_backend *pocl = kiln__backend_find("pocl");
   assert_int_equal(pocl->quirks, KILN_QUIRK_LOCAL_MEM_EMULATED |
                                      KILN_QUIRK_NO_MAD_FUSION |
-                                     KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE);
+                                     KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE |
+                                     KILN_QUIRK_LAZY_PROGRAM_BINARY);
   assert_int_equal(pocl->tuning->family, KILN_FAMILY_CPU);
   assert_false(pocl->tuning->native_half);
   assert_int_equal(kiln__backend_find("nvidia")->wg_multiple, 32);
