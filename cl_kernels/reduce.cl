@@ -134,14 +134,10 @@ st_t unpack(uint2 p) { return st(as_float(p.x), p.y); }
 #if FAMILY == 1
 /* ---- CPU family: contiguous chunks with 16-wide accumulators ------------ */
 
-/* Forced inline: PoCL 3.1 otherwise keeps some of these as calls, and on
- * AVX2 hosts the out-of-line float16 code crashed (SIGSEGV in chunk_min). */
-#define INLINE __attribute__((always_inline))
-
 #define HTREE KILN_HTREE16
 #define F_ADD KILN_ADD
 
-INLINE st_t chunk_sum(__global const T *p, __global const T *q, ulong n, uint base) {
+st_t chunk_sum(__global const T *p, __global const T *q, ulong n, uint base) {
   float16 a0 = 0.0f, a1 = 0.0f;
   ulong k = 0;
   for (; k + 32 <= n; k += 32) {
@@ -160,7 +156,7 @@ INLINE st_t chunk_sum(__global const T *p, __global const T *q, ulong n, uint ba
 }
 #define chunk_mean chunk_sum
 
-INLINE st_t chunk_dot(__global const T *p, __global const T *q, ulong n, uint base) {
+st_t chunk_dot(__global const T *p, __global const T *q, ulong n, uint base) {
   float16 a0 = 0.0f, a1 = 0.0f;
   ulong k = 0;
   for (; k + 32 <= n; k += 32) {
@@ -179,7 +175,7 @@ INLINE st_t chunk_dot(__global const T *p, __global const T *q, ulong n, uint ba
 }
 
 #define CHUNK_MINMAX(name, f)                                                  \
-  INLINE st_t chunk_##name(__global const T *p, __global const T *q, ulong n,         \
+  st_t chunk_##name(__global const T *p, __global const T *q, ulong n,         \
                     uint base) {                                               \
     float16 a = NAN;                                                           \
     ulong k = 0;                                                               \
@@ -199,7 +195,7 @@ CHUNK_MINMAX(max, fmax)
  * again for the first index holding it. fmax skips NaN; a block of only NaN
  * has maximum NaN, which never beats anything. */
 #define NB 1024
-INLINE st_t chunk_argmax(__global const T *p, __global const T *q, ulong n,
+st_t chunk_argmax(__global const T *p, __global const T *q, ulong n,
                          uint base) {
   st_t s = init_argmax();
   ulong k = 0;
@@ -226,7 +222,7 @@ INLINE st_t chunk_argmax(__global const T *p, __global const T *q, ulong n,
  * so the block's exponent is 0 and the sum stands; otherwise (rare) the
  * block, still in L1, is summed again scaled by 2^-E. Either way memory is
  * read once. */
-INLINE st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
+st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
                        uint base) {
   st_t s = init_nrm2();
   ulong k = 0;
