@@ -198,6 +198,10 @@ gemm_cpu(uint m, uint n, uint k, uint mb, uint nb, float alpha, float beta,
 #define DECL(r) VT acc##r##_0 = (VT)0.0f, acc##r##_1 = (VT)0.0f;
         FOR_ROWS(DECL)
 #undef DECL
+        /* Unrolled 4 times, not fully: kc is at most KC, and compilers that
+         * see that bound unroll all of it, which takes rusticl minutes to
+         * compile and gains nothing. */
+#pragma unroll 4
         for (uint p = 0; p < kc; p++) {
 #if NV > 1
           const VT b0 = bq[0], b1 = bq[1];

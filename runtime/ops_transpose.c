@@ -77,9 +77,9 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
     size_t tile;
     size_t global[2], local[2];
     if (cpu) {
-      /* A multiple of the 8 x 8 register block. */
-      tile = kiln__ops_tune(t->transpose_tile, 64);
-      tile = tile < 8 ? 8 : tile / 8 * 8;
+      /* A multiple of the 16 x 16 register block. */
+      tile = kiln__ops_tune(t->transpose_tile, 128);
+      tile = tile < 16 ? 16 : tile / 16 * 16;
       global[0] = div_up(cols, tile);
       global[1] = div_up(rows, tile);
       local[0] = local[1] = 1;

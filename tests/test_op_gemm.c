@@ -328,8 +328,9 @@ static void test_workspace_chunks(void **state) {
 /* The CPU family's other register tiles, forced through the test hook:
  * AVX-512's 8 x 32 of 16-wide vectors, one-vector rows of an odd height,
  * and k blocks (KC) shorter than k so that every tile makes several passes
- * over C. Run on the CPU family (the device's own profile when it is one,
- * else forced with "pocl"). */
+ * over C. Only on devices whose own profile is of the CPU family: elsewhere
+ * the forced CPU family already runs in the tests above, and each tile is
+ * a program of its own, which Mesa's llvmpipe takes 20-45 s to compile. */
 static void test_cpu_tiles(void **state) {
   (void)state;
   static const unsigned tiles[][4] = {
@@ -350,9 +351,7 @@ static void test_cpu_tiles(void **state) {
     kiln_test_open(d, &ctx, &q);
     if (ctx->backend->tuning->family != KILN_FAMILY_CPU) {
       kiln_test_close(ctx, q);
-      kiln_context_options opts = {.profile = "pocl"};
-      assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
-      assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
+      continue;
     }
     for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
       kiln__gemm_set_cpu_tile(tiles[t][0], tiles[t][1], tiles[t][2],
