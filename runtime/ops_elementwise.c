@@ -1,9 +1,9 @@
 /* Elementwise ops and casts: kiln_unary, kiln_binary, kiln_binary_scalar,
  * kiln_axpy, kiln_scale, kiln_fill, kiln_cast (contracts in kiln/ops.h).
  *
- * Every kernel here maps one work-item to one element (cl_kernels/
- * elementwise.cl, cast.cl); the work-group size is the profile's
- * elementwise_wg. elementwise.cl is built once per storage dtype (-DDT=n), so
+ * Every kernel here maps one work-item to one element on the GPU family and
+ * to 16 consecutive elements on the CPU family (cl_kernels/elementwise.cl,
+ * cast.cl); the work-group size is the profile's elementwise_wg. elementwise.cl is built once per storage dtype (-DDT=n), so
  * a program holding only f32 code is all an f32 user ever compiles. */
 #include "ops_internal.h"
 
@@ -65,31 +65,46 @@ static const char *const binary_scalar_trace[] = {
     [KILN_BINARY_MIN] = "binary_scalar.min",
 };
 
-/* Build options of elementwise.cl per storage dtype: static strings, since
- * formatting them on every call showed up in the launch cost. */
-static const char *const dt_options[] = {
+/* Build options of elementwise.cl per storage dtype and kernel family:
+ * static strings, since formatting them on every call showed up in the
+ * launch cost. The CPU family has each work-item take 16 elements. */
+static const char *const gpu_options[] = {
     [KILN_F32] = "-DDT=0", [KILN_F16] = "-DDT=1", [KILN_BF16] = "-DDT=2",
     [KILN_I32] = "-DDT=3", [KILN_U32] = "-DDT=4",
 };
+static const char *const cpu_options[] = {
+    [KILN_F32] = "-DDT=0 -DVEC=16", [KILN_F16] = "-DDT=1 -DVEC=16",
+    [KILN_BF16] = "-DDT=2 -DVEC=16", [KILN_I32] = "-DDT=3 -DVEC=16",
+    [KILN_U32] = "-DDT=4 -DVEC=16",
+};
 
-/* The kernel kname of elementwise.cl built for dtype, or of cast.cl (which
- * has no options). */
+static bool cpu_family(const struct kiln__op *op) {
+  return kiln__ops_tuning(op->queue->ctx)->family == KILN_FAMILY_CPU;
+}
+
+/* The kernel kname of elementwise.cl built for dtype, or of cast.cl (whose
+ * only option is the vector width). */
 static kiln_status get_kernel(struct kiln__op *op, const char *file,
                               kiln_dtype dtype, const char *kname,
                               cl_kernel *k) {
-  return kiln__queue_kernel(op->queue, file,
-                            strcmp(file, "cast") == 0 ? NULL
-                                                      : dt_options[dtype],
-                            kname, k);
+  bool cpu = cpu_family(op);
+  const char *options;
+  if (strcmp(file, "cast") == 0)
+    options = cpu ? "-DVEC=16" : NULL;
+  else
+    options = cpu ? cpu_options[dtype] : gpu_options[dtype];
+  return kiln__queue_kernel(op->queue, file, options, kname, k);
 }
 
-/* One work-item per element, in groups of the profile's elementwise_wg. */
+/* Work-items of 1 (GPU) or 16 (CPU) elements, in groups of the profile's
+ * elementwise_wg. */
 static kiln_status launch_1d(struct kiln__op *op, cl_kernel k, size_t n) {
   const struct kiln_tuning *t = kiln__ops_tuning(op->queue->ctx);
   size_t local =
       kiln__ops_local_size(op->queue, kiln__ops_tune(t->elementwise_wg, 256));
+  size_t items = t->family == KILN_FAMILY_CPU ? n / 16 + (n % 16 != 0) : n;
   size_t global;
-  if (!kiln__ops_round_up(n, local, &global))
+  if (!kiln__ops_round_up(items, local, &global))
     return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: n %zu is too large", op->fn,
                       n);
   return kiln__op_launch(op, k, 1, &global, &local);
