@@ -45,8 +45,17 @@
  *   depends only on the device's profile and the sizes, and combine partial
  *   results in a fixed order with no floating-point atomics, so running an op
  *   twice on the same device and sizes gives the same bits.
- * - Tracing: with KILN_TRACE=path.json in the environment, every op appends
- *   one event to a Chrome trace-event file (see runtime/trace.c).
+ * - Tracing: with KILN_TRACE=path.json in the environment (read once per
+ *   process, at the first op), every op that runs appends one Chrome
+ *   trace-event "complete" event ("ph":"X"; Perfetto and chrome://tracing
+ *   open the file) once its last command has completed: "name" the op
+ *   ("reduce.sum"), "ts"/"dur" in microseconds from the queue's profiling
+ *   timestamps (kiln queues record them when KILN_TRACE is set), "tid" one
+ *   lane per queue, and "args" {device, op, dtype, shape, bytes, flops,
+ *   gbps, gflops, timing, status}. Zero-size ops are not traced. The file is
+ *   truncated at the first event and is a complete JSON array after every
+ *   event, so an interrupted program leaves a readable trace. One process
+ *   per file. Tracing failures (an unwritable path) never fail an op.
  */
 #ifndef KILN_OPS_H
 #define KILN_OPS_H
