@@ -138,17 +138,17 @@ st_t unpack(uint2 p) { return st(as_float(p.x), p.y); }
 #define F_ADD KILN_ADD
 
 st_t chunk_sum(__global const T *p, __global const T *q, ulong n, uint base) {
-  float16 a0 = 0.0f, a1 = 0.0f;
+  float16 a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
   ulong k = 0;
-  for (; k + 32 <= n; k += 32) {
+  for (; k + 64 <= n; k += 64) {
     a0 += LOAD16(p + k);
     a1 += LOAD16(p + k + 16);
+    a2 += LOAD16(p + k + 32);
+    a3 += LOAD16(p + k + 48);
   }
-  if (k + 16 <= n) {
+  for (; k + 16 <= n; k += 16)
     a0 += LOAD16(p + k);
-    k += 16;
-  }
-  a0 += a1;
+  a0 = (a0 + a1) + (a2 + a3);
   float s = HTREE(a0, F_ADD);
   for (; k < n; k++)
     s += LOAD(p, k);

@@ -9,7 +9,7 @@
  * inputs are exact in f32 whatever their storage). A recursive sum of terms
  * through at most d additions errs by at most d u sum|x| (Higham, Accuracy
  * and Stability, 4.2). Here an element passes through its lane's running
- * sum (at most n/32 additions: two 16-wide accumulators on the CPU family,
+ * sum (at most n/64 additions: four 16-wide accumulators on the CPU family,
  * at most n/64 per work-item of a 64+ wide group on the GPU family), then a
  * lane or tree combine (at most 12 levels), the scalar tail (at most 31) and
  * the segments in order (at most 4 x compute units x 16, under 2^12 on any
