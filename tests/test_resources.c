@@ -1,0 +1,557 @@
+/* Resource limits and lifetimes: oversized buffers fail cleanly, device
+ * memory exhaustion is an error and not a crash, 10,000 create/destroy
+ * cycles of every object type keep the process's memory bounded, and
+ * destroying or releasing objects while work on them is pending behaves as
+ * kiln_queue.h, kiln_buffer.h and kiln_event.h say.
+ *
+ * tests/meson.build runs this with POCL_MEMORY_LIMIT=1 (GiB), so that on
+ * PoCL the exhaustion test allocates at most about 1 GiB of host memory.
+ * KILN_RESOURCE_CYCLES overrides the cycle count (the ASan stage lowers it:
+ * there the leak checker, not the RSS bound, is what catches leaks). */
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include "kiln/kiln_cl.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+/* Resident set size of this process in KiB, from /proc/self/status, after
+ * handing free heap pages back to the system (glibc keeps them otherwise, and
+ * RSS would then measure fragmentation, not what is live). */
+static long rss_kib(void) {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+  FILE *f = fopen("/proc/self/status", "r");
+  if (f == NULL)
+    return -1;
+  char line[256];
+  long kib = -1;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+      break;
+  fclose(f);
+  return kib;
+}
+
+static size_t cycles_from_env(void) {
+  const char *v = getenv("KILN_RESOURCE_CYCLES");
+  if (v == NULL || *v == '\0')
+    return 10000;
+  long n = atol(v);
+  return n < 10 ? 10 : (size_t)n;
+}
+
+/* A kernel that takes a while (a dependent chain of integer hashes) so that
+ * commands are still pending when objects are destroyed: one launch lasts
+ * tens of milliseconds on PoCL. Its loop stays under 65535 iterations, the
+ * most llvmpipe runs (KILN_QUIRK_LOOP_LIMIT_65535). */
+static const char slow_source[] =
+    "__kernel void slow(__global uint *out, uint iters) {\n"
+    "  uint i = (uint)get_global_id(0), h = i + 1u;\n"
+    "  for (uint k = 0; k < iters; k++)\n"
+    "    h = (h ^ (h >> 15)) * 2246822519u + k;\n"
+    "  out[i] = h;\n"
+    "}\n"
+    "__kernel void touch(__global uint *out) {\n"
+    "  out[get_global_id(0)] += 1u;\n"
+    "}\n";
+
+static uint32_t slow_ref(uint32_t i, uint32_t iters) {
+  uint32_t h = i + 1u;
+  for (uint32_t k = 0; k < iters; k++)
+    h = (h ^ (h >> 15)) * 2246822519u + k;
+  return h;
+}
+
+enum { SLOW_N = 1024, SLOW_ITERS = 60000 };
+
+/* ---- oversized and exhausting allocations ------------------------------- */
+
+static void test_oversized_buffers(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx;
+    kiln_queue *q;
+    kiln_test_open(d, &ctx, &q);
+    const kiln_device_info *info = kiln_context_device_info(ctx);
+    kiln_buffer *b = (kiln_buffer *)&b; /* must be reset to NULL */
+    char text[32];
+
+    /* One byte over the single-allocation limit. */
+    assert_kiln_status(kiln_buffer_create(ctx, (size_t)info->max_alloc_bytes + 1,
+                                          0, &b),
+                       KILN_ERR_INVALID_SIZE);
+    assert_null(b);
+    assert_last_error_contains("max_alloc_bytes");
+    snprintf(text, sizeof text, "%llu",
+             (unsigned long long)info->max_alloc_bytes + 1);
+    assert_last_error_contains(text);
+
+    /* More than the device's whole memory, and the largest size_t. */
+    if (info->global_mem_bytes < SIZE_MAX / 2) {
+      b = (kiln_buffer *)&b;
+      assert_kiln_status(kiln_buffer_create(ctx,
+                                            (size_t)info->global_mem_bytes * 2,
+                                            0, &b),
+                         KILN_ERR_INVALID_SIZE);
+      assert_null(b);
+    }
+    assert_kiln_status(kiln_buffer_create(ctx, SIZE_MAX, 0, &b),
+                       KILN_ERR_INVALID_SIZE);
+    assert_last_error_contains("size_bytes");
+    /* Wrapping host memory is held to the same limit (the pointer is never
+     * touched when the size is refused). */
+    static char small[64];
+    assert_kiln_status(kiln_buffer_wrap_host(ctx, small, SIZE_MAX, 0, &b),
+                       KILN_ERR_INVALID_SIZE);
+    /* A view past its parent's end, and one whose end overflows. */
+    kiln_buffer *parent;
+    assert_kiln_ok(kiln_buffer_create(ctx, 4096, 0, &parent));
+    assert_kiln_status(kiln_buffer_create_sub(parent, 0, 4097, 0, &b),
+                       KILN_ERR_OUT_OF_RANGE);
+    assert_kiln_status(kiln_buffer_create_sub(parent, 4096, SIZE_MAX, 0, &b),
+                       KILN_ERR_INVALID_SIZE);
+    assert_kiln_ok(kiln_buffer_destroy(parent));
+
+    /* The context is still healthy afterwards. */
+    uint32_t v = 7, back = 0;
+    assert_kiln_ok(kiln_buffer_create(ctx, sizeof v, 0, &b));
+    assert_kiln_ok(kiln_buffer_write_sync(q, b, 0, sizeof v, &v));
+    assert_kiln_ok(kiln_buffer_read_sync(q, b, 0, sizeof back, &back));
+    assert_int_equal(back, 7);
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    kiln_test_close(ctx, q);
+  }
+}
+
+/* Allocate max-size buffers until their total passes the device's global
+ * memory by two buffers. A device that runs out first must say so with a
+ * clean status (at create, or at the first command that needs the memory),
+ * and work again once they are freed. Only the last word of each buffer is
+ * written, which makes lazily allocating drivers find the memory without
+ * making it resident: PoCL 3.1 enforces neither its global memory size nor
+ * POCL_MEMORY_LIMIT, and filling the buffers would really use that much host
+ * memory. Skipped on devices with more than 1 GiB (drivers that zero new
+ * buffers, as rusticl does, would touch all of it). */
+static void test_exhaust_device_memory(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx;
+    kiln_queue *q;
+    kiln_test_open(d, &ctx, &q);
+    const kiln_device_info *info = kiln_context_device_info(ctx);
+    if (info->global_mem_bytes > (1ull << 30) || UNDER_ASAN) {
+      fprintf(stderr, "# %s: %llu bytes of global memory; exhaustion test "
+                      "skipped (runs with at most 1 GiB, without ASan)\n",
+              info->name, (unsigned long long)info->global_mem_bytes);
+      kiln_test_close(ctx, q);
+      continue;
+    }
+    enum { MAX_BUFFERS = 64 };
+    kiln_buffer *bufs[MAX_BUFFERS] = {0};
+    size_t size = (size_t)info->max_alloc_bytes;
+    size_t limit = (size_t)(info->global_mem_bytes / size) + 2;
+    if (limit > MAX_BUFFERS)
+      limit = MAX_BUFFERS;
+    kiln_status failure = KILN_OK;
+    size_t made = 0;
+    for (; made < limit; made++) {
+      kiln_status s = kiln_buffer_create(ctx, size, 0, &bufs[made]);
+      if (s == KILN_OK) {
+        uint32_t word = (uint32_t)made;
+        s = kiln_buffer_write_sync(q, bufs[made], size - sizeof word,
+                                   sizeof word, &word);
+      }
+      if (s != KILN_OK) {
+        failure = s;
+        assert_true(strlen(kiln_last_error()) > 0);
+        made += bufs[made] != NULL;
+        break;
+      }
+    }
+    fprintf(stderr, "# %s: %zu buffers of %zu bytes (global memory %llu), "
+                    "then %s%s%s\n",
+            info->name, made, size,
+            (unsigned long long)info->global_mem_bytes,
+            kiln_status_name(failure), failure != KILN_OK ? ": " : "",
+            failure != KILN_OK ? kiln_last_error() : "");
+    if (failure != KILN_OK &&
+        failure != KILN_ERR_OUT_OF_DEVICE_MEMORY &&
+        failure != KILN_ERR_OUT_OF_HOST_MEMORY &&
+        failure != KILN_ERR_EXEC_FAILED)
+      fail_msg("exhaustion gave %s: %s", kiln_status_name(failure),
+               kiln_last_error());
+    /* Every buffer that was made still holds its word. */
+    for (size_t i = 0; i < made && failure == KILN_OK; i++) {
+      uint32_t word = 0;
+      assert_kiln_ok(kiln_buffer_read_sync(q, bufs[i], size - sizeof word,
+                                           sizeof word, &word));
+      assert_int_equal(word, (uint32_t)i);
+    }
+    /* After a failed command the queue may be unusable; a new one works. */
+    (void)kiln_queue_destroy(q);
+    for (size_t i = 0; i < MAX_BUFFERS; i++)
+      assert_kiln_ok(kiln_buffer_destroy(bufs[i]));
+    assert_kiln_ok(kiln_queue_create(ctx, 0, &q));
+    kiln_buffer *b;
+    uint32_t v = 0xfeedu, back = 0;
+    assert_kiln_ok(kiln_buffer_create(ctx, 1u << 20, 0, &b));
+    assert_kiln_ok(kiln_buffer_write_sync(q, b, (1u << 20) - 4, 4, &v));
+    assert_kiln_ok(kiln_buffer_read_sync(q, b, (1u << 20) - 4, 4, &back));
+    assert_int_equal(back, 0xfeedu);
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    kiln_test_close(ctx, q);
+  }
+}
+
+/* ---- create/destroy cycles ---------------------------------------------- */
+
+/* Objects other than programs, one of each type per cycle, every result
+ * checked: a context with a queue, a buffer written through a sub-buffer
+ * view and read back, a kernel (from a long-lived program) with its
+ * arguments set and launched, and its event retained, waited on and
+ * released twice. */
+struct cycle_state {
+  const kiln_device *device;
+  kiln_context *ctx; /* long-lived context for the non-context objects */
+  kiln_queue *q;
+  kiln_program *program;
+  kiln_buffer *out;
+  size_t from_cache;
+};
+
+static void object_cycle(struct cycle_state *cs, size_t i) {
+  kiln_context *ctx;
+  kiln_queue *q;
+  assert_kiln_ok(kiln_context_create(cs->device, NULL, &ctx));
+  assert_kiln_ok(kiln_queue_create(ctx, 0, &q));
+  assert_kiln_ok(kiln_queue_destroy(q));
+  assert_kiln_ok(kiln_context_destroy(ctx));
+
+  kiln_buffer *b, *sub;
+  uint32_t v = (uint32_t)i, back = 0;
+  size_t align = kiln_context_device_info(cs->ctx)->mem_base_addr_align_bits / 8;
+  assert_kiln_ok(kiln_buffer_create(cs->ctx, 2 * align, 0, &b));
+  assert_kiln_ok(kiln_buffer_create_sub(b, align, align, 0, &sub));
+  assert_kiln_ok(kiln_buffer_write_sync(cs->q, sub, 0, sizeof v, &v));
+  assert_kiln_ok(kiln_buffer_read_sync(cs->q, b, align, sizeof back, &back));
+  assert_int_equal(back, (uint32_t)i);
+  assert_kiln_ok(kiln_buffer_destroy(sub));
+  assert_kiln_ok(kiln_buffer_destroy(b));
+
+  kiln_kernel *k;
+  assert_kiln_ok(kiln_kernel_create(cs->program, "touch", &k));
+  assert_kiln_ok(kiln_kernel_set_arg_buffer(k, 0, cs->out));
+  size_t global = 4;
+  kiln_event *ev;
+  assert_kiln_ok(kiln_kernel_launch(cs->q, k, 1, &global, NULL, 0, NULL, &ev));
+  kiln_event *again = kiln_event_retain(ev);
+  assert_ptr_equal(again, ev);
+  assert_kiln_ok(kiln_event_wait(ev));
+  kiln_event_release(ev);
+  kiln_event_release(again);
+  assert_kiln_ok(kiln_kernel_destroy(k));
+}
+
+/* A program built from the same source each cycle: from kiln's cache after
+ * the first, so every cycle reads and checks an entry file and loads a
+ * binary. */
+static void program_cycle(struct cycle_state *cs) {
+  kiln_program *p;
+  assert_kiln_ok(kiln_program_create_built(cs->ctx, slow_source, NULL, &p));
+  cs->from_cache += kiln_program_from_cache(p);
+  assert_kiln_ok(kiln_program_destroy(p));
+}
+
+/* The driver's own growth per program loaded from a binary, measured with
+ * bare OpenCL calls: PoCL 3.1 appends an LLVM diagnostic ("debug metadata
+ * version") to a process-wide string on every clBuildProgram of a binary and
+ * never frees it, about 50-65 bytes per load (seen with heaptrack; bare
+ * OpenCL shows the same). kiln's loads are allowed that much, no more. */
+static double driver_growth_per_load(struct cycle_state *cs, size_t loads) {
+  cl_program built = kiln_program_cl_program(cs->program);
+  cl_context clctx = kiln_context_cl_context(cs->ctx);
+  cl_device_id dev = kiln_device_cl_device(cs->device);
+  size_t size = 0;
+  assert_int_equal(clGetProgramInfo(built, CL_PROGRAM_BINARY_SIZES,
+                                    sizeof size, &size, NULL), CL_SUCCESS);
+  unsigned char *binary = malloc(size);
+  assert_non_null(binary);
+  assert_int_equal(clGetProgramInfo(built, CL_PROGRAM_BINARIES, sizeof binary,
+                                    &binary, NULL), CL_SUCCESS);
+  long before = 0;
+  size_t warm = loads / 5;
+  for (size_t i = 0; i < loads; i++) {
+    if (i == warm)
+      before = rss_kib();
+    const unsigned char *bin = binary;
+    cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+    cl_program p = clCreateProgramWithBinary(clctx, 1, &dev, &size, &bin,
+                                             &status, &err);
+    assert_int_equal(err, CL_SUCCESS);
+    assert_int_equal(clBuildProgram(p, 1, &dev, "-cl-kernel-arg-info", NULL,
+                                    NULL), CL_SUCCESS);
+    assert_int_equal(clReleaseProgram(p), CL_SUCCESS);
+  }
+  long after = rss_kib();
+  free(binary);
+  double per = (double)(after - before) * 1024.0 / (double)(loads - warm);
+  return per > 0 ? per : 0;
+}
+
+static void test_create_destroy_cycles(void **state) {
+  (void)state;
+  const size_t cycles = cycles_from_env();
+  /* Drivers fill their pools and caches (PoCL's kernel cache, glibc's
+   * arenas) in the first cycles: on PoCL the RSS stops moving after a few
+   * hundred object cycles. The bounds apply after this warm-up. */
+  const size_t warm = cycles / 10;
+  FOR_EACH_TEST_DEVICE(d) {
+    struct cycle_state cs = {.device = kiln_test_device(d)};
+    kiln_test_open(d, &cs.ctx, &cs.q);
+    assert_kiln_ok(kiln_program_create_built(cs.ctx, slow_source, NULL,
+                                             &cs.program));
+    assert_kiln_ok(kiln_buffer_create(cs.ctx, 4 * sizeof(uint32_t), 0, &cs.out));
+    uint32_t zero = 0;
+    assert_kiln_ok(kiln_buffer_fill(cs.q, cs.out, &zero, sizeof zero, 0,
+                                    4 * sizeof(uint32_t), 0, NULL, NULL));
+
+    for (size_t i = 0; i < warm; i++)
+      object_cycle(&cs, i);
+    long obj_before = rss_kib();
+    for (size_t i = warm; i < cycles; i++)
+      object_cycle(&cs, i);
+    assert_kiln_ok(kiln_queue_finish(cs.q));
+    long obj_after = rss_kib();
+    /* Every launch ran: each of the 4 words was incremented once a cycle. */
+    uint32_t counts[4];
+    assert_kiln_ok(kiln_buffer_read_sync(cs.q, cs.out, 0, sizeof counts, counts));
+    for (int i = 0; i < 4; i++)
+      assert_int_equal(counts[i], (uint32_t)cycles);
+
+    const size_t raw_loads = cycles / 4 > 10 ? cycles / 4 : 10;
+    double driver_per_load = driver_growth_per_load(&cs, raw_loads);
+    for (size_t i = 0; i < warm; i++)
+      program_cycle(&cs);
+    long prog_before = rss_kib();
+    for (size_t i = warm; i < cycles; i++)
+      program_cycle(&cs);
+    long prog_after = rss_kib();
+    /* Only the first build may have missed kiln's cache (when usable). */
+    kiln_cache_info info;
+    assert_kiln_ok(kiln_cache_get_info(&info));
+    if (info.enabled && info.usable)
+      assert_true(cs.from_cache + 1 >= cycles);
+
+    /* The bounds. Each object cycle makes 7 kiln objects (context, queue,
+     * buffer, view, kernel, event and its second reference) and as many
+     * driver objects; the smallest, a kiln_event, is a 32-byte malloc
+     * chunk. Leaking any one of them per cycle grows the heap by at least
+     * 32 B x 9,000 cycles = 281 KiB, a driver object (hundreds of bytes) or
+     * a buffer's storage by megabytes; 256 KiB is allowed for allocator
+     * noise (measured on PoCL with free pages trimmed: under 20 KiB). Program cycles may grow by what the
+     * driver itself leaks per load (measured above, over a quarter as many
+     * bare loads, with 25% slack for that estimate) plus the same 256 KiB:
+     * a leaked kiln_program with its source copy (about 400 bytes a cycle,
+     * 3.5 MiB in all) exceeds that, while a leak of a few dozen bytes a load
+     * hides in the driver's allowance and is left to LeakSanitizer (the ASan
+     * stage runs this test too). Under ASan freed memory sits in quarantine and RSS means
+     * nothing; LeakSanitizer checks leaks there instead. */
+    const long noise_kib = 256;
+    long obj_growth = obj_after - obj_before;
+    long prog_growth = prog_after - prog_before;
+    long prog_bound = noise_kib + (long)(1.25 * driver_per_load *
+                                         (double)(cycles - warm) / 1024.0);
+    fprintf(stderr,
+            "# %zu cycles after %zu warm-up: objects VmRSS %+ld KiB (bound "
+            "%ld); programs %+ld KiB (bound %ld: the driver alone grows %.0f "
+            "B per binary load); %zu programs from kiln's cache\n",
+            cycles, warm, obj_growth, noise_kib, prog_growth, prog_bound,
+            driver_per_load, cs.from_cache);
+    if (!UNDER_ASAN && cycles >= 10000) {
+      assert_true(obj_before > 0 && prog_before > 0);
+      if (obj_growth > noise_kib)
+        fail_msg("VmRSS grew by %ld KiB over %zu object create/destroy "
+                 "cycles (bound %ld KiB): something leaks",
+                 obj_growth, cycles - warm, noise_kib);
+      if (prog_growth > prog_bound)
+        fail_msg("VmRSS grew by %ld KiB over %zu program builds from the "
+                 "cache (bound %ld KiB): something leaks",
+                 prog_growth, cycles - warm, prog_bound);
+    }
+    assert_kiln_ok(kiln_buffer_destroy(cs.out));
+    assert_kiln_ok(kiln_program_destroy(cs.program));
+    kiln_test_close(cs.ctx, cs.q);
+  }
+}
+
+/* ---- destroying with work pending ---------------------------------------- */
+
+static void launch_slow(kiln_queue *q, kiln_kernel *k, kiln_buffer *out,
+                        kiln_event **ev) {
+  assert_kiln_ok(kiln_kernel_set_arg_buffer(k, 0, out));
+  assert_kiln_ok(kiln_kernel_set_arg_u32(k, 1, SLOW_ITERS));
+  size_t global = SLOW_N, local = 16;
+  assert_kiln_ok(kiln_kernel_launch(q, k, 1, &global, &local, 0, NULL, ev));
+}
+
+static void check_slow(const uint32_t *got) {
+  for (uint32_t i = 0; i < SLOW_N; i += 17)
+    assert_int_equal(got[i], slow_ref(i, SLOW_ITERS));
+  assert_int_equal(got[SLOW_N - 1], slow_ref(SLOW_N - 1, SLOW_ITERS));
+}
+
+/* kiln_queue.h: destroy waits for every enqueued command, then frees the
+ * queue; events obtained from it stay valid until released. */
+static void test_queue_destroy_waits(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx;
+    kiln_queue *q;
+    kiln_test_open(d, &ctx, &q);
+    kiln_program *p;
+    kiln_kernel *k;
+    kiln_buffer *out;
+    assert_kiln_ok(kiln_program_create_built(ctx, slow_source, NULL, &p));
+    assert_kiln_ok(kiln_kernel_create(p, "slow", &k));
+    assert_kiln_ok(kiln_buffer_create(ctx, SLOW_N * 4, 0, &out));
+
+    kiln_queue *busy;
+    assert_kiln_ok(kiln_queue_create(ctx, 0, &busy));
+    kiln_event *launched, *read_done;
+    uint32_t *host = calloc(SLOW_N, 4);
+    assert_non_null(host);
+    launch_slow(busy, k, out, &launched);
+    assert_kiln_ok(kiln_buffer_read(busy, out, 0, SLOW_N * 4, host, 0, NULL,
+                                    &read_done));
+    assert_kiln_ok(kiln_queue_flush(busy));
+    /* Destroy with the launch and the read still pending. */
+    assert_kiln_ok(kiln_queue_destroy(busy));
+    kiln_event_state st = KILN_EVENT_QUEUED;
+    assert_kiln_ok(kiln_event_state_get(read_done, &st));
+    assert_int_equal(st, KILN_EVENT_COMPLETE);
+    assert_kiln_ok(kiln_event_state_get(launched, &st));
+    assert_int_equal(st, KILN_EVENT_COMPLETE);
+    check_slow(host); /* the read had landed when destroy returned */
+    assert_kiln_ok(kiln_event_wait(launched));
+    /* The events keep their context alive: it is busy until released. */
+    assert_kiln_ok(kiln_kernel_destroy(k));
+    assert_kiln_ok(kiln_program_destroy(p));
+    assert_kiln_ok(kiln_buffer_destroy(out));
+    assert_kiln_ok(kiln_queue_destroy(q));
+    assert_kiln_status(kiln_context_destroy(ctx), KILN_ERR_BUSY);
+    kiln_event_release(launched);
+    kiln_event_release(read_done);
+    assert_kiln_ok(kiln_context_destroy(ctx));
+    free(host);
+  }
+}
+
+/* kiln_buffer.h: commands already enqueued that use a destroyed buffer still
+ * complete correctly; device memory goes only after the last of them. The
+ * same for kernels and programs, whose commands hold their own references,
+ * and for events released before their command ran. */
+static void test_destroy_objects_with_work_pending(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx;
+    kiln_queue *q;
+    kiln_test_open(d, &ctx, &q);
+    kiln_program *p;
+    kiln_kernel *k;
+    kiln_buffer *scratch, *kept;
+    assert_kiln_ok(kiln_program_create_built(ctx, slow_source, NULL, &p));
+    assert_kiln_ok(kiln_kernel_create(p, "slow", &k));
+    assert_kiln_ok(kiln_buffer_create(ctx, SLOW_N * 4, 0, &scratch));
+    assert_kiln_ok(kiln_buffer_create(ctx, SLOW_N * 4, 0, &kept));
+
+    /* slow -> scratch, then scratch -> kept; destroy scratch, the kernel,
+     * the program and the launch's event right away. */
+    kiln_event *launched;
+    launch_slow(q, k, scratch, &launched);
+    assert_kiln_ok(kiln_buffer_copy(q, scratch, 0, kept, 0, SLOW_N * 4, 0,
+                                    NULL, NULL));
+    assert_kiln_ok(kiln_buffer_destroy(scratch));
+    assert_kiln_ok(kiln_kernel_destroy(k));
+    assert_kiln_ok(kiln_program_destroy(p));
+    kiln_event_release(launched);
+
+    uint32_t *host = calloc(SLOW_N, 4);
+    assert_non_null(host);
+    assert_kiln_ok(kiln_buffer_read_sync(q, kept, 0, SLOW_N * 4, host));
+    check_slow(host);
+
+    /* A view destroyed while a write to it is pending; its parent is then
+     * free of children and may go too. */
+    size_t align = kiln_context_device_info(ctx)->mem_base_addr_align_bits / 8;
+    kiln_buffer *view;
+    assert_kiln_ok(kiln_buffer_create_sub(kept, align, 64, 0, &view));
+    assert_kiln_status(kiln_buffer_destroy(kept), KILN_ERR_BUSY);
+    static const uint32_t pattern[16] = {1, 2, 3, 4, 5, 6, 7, 8,
+                                         9, 10, 11, 12, 13, 14, 15, 16};
+    assert_kiln_ok(kiln_buffer_write(q, view, 0, sizeof pattern, pattern, 0,
+                                     NULL, NULL));
+    assert_kiln_ok(kiln_buffer_destroy(view));
+    assert_kiln_ok(kiln_buffer_read_sync(q, kept, align, sizeof pattern, host));
+    assert_memory_equal(host, pattern, sizeof pattern);
+    assert_kiln_ok(kiln_buffer_destroy(kept));
+    free(host);
+    kiln_test_close(ctx, q);
+  }
+}
+
+/* A context refuses to go while children live, and destroys nothing then:
+ * every child still works afterwards. */
+static void test_context_busy_keeps_children(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx;
+    kiln_queue *q;
+    kiln_test_open(d, &ctx, &q);
+    kiln_buffer *b;
+    assert_kiln_ok(kiln_buffer_create(ctx, 64, 0, &b));
+    kiln_event *ev;
+    assert_kiln_ok(kiln_queue_marker(q, 0, NULL, &ev));
+    for (int i = 0; i < 3; i++) {
+      assert_kiln_status(kiln_context_destroy(ctx), KILN_ERR_BUSY);
+      assert_last_error_contains("kiln_context_destroy");
+    }
+    uint64_t v = 0x0123456789abcdefull, back = 0;
+    assert_kiln_ok(kiln_buffer_write_sync(q, b, 8, sizeof v, &v));
+    assert_kiln_ok(kiln_buffer_read_sync(q, b, 8, sizeof back, &back));
+    assert_true(back == v);
+    assert_kiln_ok(kiln_event_wait(ev));
+    kiln_event_release(ev);
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    kiln_test_close(ctx, q);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_oversized_buffers),
+      cmocka_unit_test(test_exhaust_device_memory),
+      cmocka_unit_test(test_create_destroy_cycles),
+      cmocka_unit_test(test_queue_destroy_waits),
+      cmocka_unit_test(test_destroy_objects_with_work_pending),
+      cmocka_unit_test(test_context_busy_keeps_children),
+  };
+  return KILN_TEST_RUN("resources", tests, true);
+}
