@@ -31,6 +31,10 @@ const struct kiln_backend kiln_backend_rusticl = {
     .build_options = "",
     /* llvmpipe reports CL_DEVICE_PREFERRED_WORK_GROUP_SIZE_MULTIPLE 32. */
     .wg_multiple = 32,
-    .quirks = KILN_QUIRK_LOCAL_MEM_EMULATED | KILN_QUIRK_COARSE_PROFILING,
+    /* Mesa 22.3.6: clFinish skips commands that were already flushed, and
+     * llvmpipe caps every loop at 65535 iterations (tests/test_quirks.c
+     * shows both, so a driver that fixes them makes that test say so). */
+    .quirks = KILN_QUIRK_LOCAL_MEM_EMULATED | KILN_QUIRK_COARSE_PROFILING |
+              KILN_QUIRK_FINISH_SKIPS_FLUSHED | KILN_QUIRK_LOOP_LIMIT_65535,
     .tuning = &tuning,
 };

@@ -60,6 +60,10 @@ const char *kiln_quirk_name(unsigned quirk_bit) {
     return "coarse-profiling";
   case KILN_QUIRK_LAZY_PROGRAM_BINARY:
     return "lazy-program-binary";
+  case KILN_QUIRK_FINISH_SKIPS_FLUSHED:
+    return "finish-skips-flushed";
+  case KILN_QUIRK_LOOP_LIMIT_65535:
+    return "loop-limit-65535";
   default:
     return NULL;
   }

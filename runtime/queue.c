@@ -70,12 +70,30 @@ kiln_status kiln_queue_create(kiln_context *ctx, unsigned flags,
   return KILN_OK;
 }
 
+/* clFinish, made to wait on drivers whose clFinish skips commands already
+ * flushed (KILN_QUIRK_FINISH_SKIPS_FLUSHED): a marker enqueued now completes
+ * after everything before it on the in-order queue, and waiting for it
+ * flushes it. The clFinish that follows is then cheap. */
+static cl_int finish(kiln_queue *queue) {
+  if (queue->ctx->device->info.quirks & KILN_QUIRK_FINISH_SKIPS_FLUSHED) {
+    cl_event marker = NULL;
+    cl_int err = clEnqueueMarkerWithWaitList(queue->cl, 0, NULL, &marker);
+    if (err != CL_SUCCESS)
+      return err;
+    err = clWaitForEvents(1, &marker);
+    clReleaseEvent(marker);
+    if (err != CL_SUCCESS)
+      return err;
+  }
+  return clFinish(queue->cl);
+}
+
 kiln_status kiln_queue_destroy(kiln_queue *queue) {
   if (queue == NULL)
     return KILN_OK;
   /* Pending work is finished, not abandoned: the caller's host pointers in
    * pending reads and writes stay in use until then. */
-  cl_int err = clFinish(queue->cl);
+  cl_int err = finish(queue);
   kiln_status status = KILN_OK;
   if (err != CL_SUCCESS)
     status = kiln__fail_cl(err, "clFinish", queue->ctx->device,
@@ -102,7 +120,7 @@ kiln_status kiln_queue_finish(kiln_queue *queue) {
   if (queue == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER,
                       "kiln_queue_finish: queue is NULL");
-  cl_int err = clFinish(queue->cl);
+  cl_int err = finish(queue);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(err, "clFinish", queue->ctx->device,
                          "kiln_queue_finish");

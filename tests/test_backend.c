@@ -148,7 +148,8 @@ static void test_profiles_complete(void **state) {
   const unsigned known_quirks =
       KILN_QUIRK_LOCAL_MEM_EMULATED | KILN_QUIRK_NO_MAD_FUSION |
       KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE | KILN_QUIRK_LEGACY_QUEUE_CREATE |
-      KILN_QUIRK_COARSE_PROFILING | KILN_QUIRK_LAZY_PROGRAM_BINARY;
+      KILN_QUIRK_COARSE_PROFILING | KILN_QUIRK_LAZY_PROGRAM_BINARY |
+      KILN_QUIRK_FINISH_SKIPS_FLUSHED | KILN_QUIRK_LOOP_LIMIT_65535;
   for (size_t i = 0; i < kiln__backend_count; i++) {
     const struct kiln_backend *b = kiln__backends[i];
     assert_non_null(b->name);

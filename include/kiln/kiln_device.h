@@ -41,6 +41,15 @@ typedef enum kiln_quirk {
    * (PoCL): kiln's cache saves such a program when it is released, after
    * its kernels ran, instead of right after the build. */
   KILN_QUIRK_LAZY_PROGRAM_BINARY = 1u << 5,
+  /* clFinish returns at once when every command has already been flushed
+   * (by clFlush or a wait), though they have not completed (Mesa 22.3
+   * rusticl): kiln_queue_finish and kiln_queue_destroy first enqueue a
+   * marker and wait for it. */
+  KILN_QUIRK_FINISH_SKIPS_FLUSHED = 1u << 6,
+  /* Every loop in a kernel stops after 65535 iterations, silently (Mesa's
+   * llvmpipe loop limiter): op kernels keep each work-item's loops shorter,
+   * and user kernels must too. */
+  KILN_QUIRK_LOOP_LIMIT_65535 = 1u << 7,
 } kiln_quirk;
 
 /* What kiln knows about one device. Strings are never NULL ("" when the
