@@ -189,12 +189,12 @@ st_t chunk_dot(__global const T *p, __global const T *q, ulong n, uint base) {
 CHUNK_MINMAX(min, fmin)
 CHUNK_MINMAX(max, fmax)
 
-/* Blocks of NB elements, small enough to stay in L1: the block's maximum
+/* Blocks of NB elements (16 KiB of f32), small enough to stay in L1: the block's maximum
  * comes from a fast vector fmax pass, and only a block whose maximum beats
  * the best so far (rare once the running maximum has grown) is scanned
  * again for the first index holding it. fmax skips NaN; a block of only NaN
  * has maximum NaN, which never beats anything. */
-#define NB 1024
+#define NB 4096
 st_t chunk_argmax(__global const T *p, __global const T *q, ulong n,
                          uint base) {
   st_t s = init_argmax();
@@ -232,8 +232,11 @@ st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
     float16 m16 = 0.0f, a16 = 0.0f;
     ulong j = 0;
     for (; j + 16 <= len; j += 16) {
-      float16 v = LOAD16(b + j);
-      m16 = fmax(m16, fabs(v));
+      float16 v = LOAD16(b + j), av = fabs(v);
+      /* A plain compare-select (one maxps) instead of fmax, whose NaN rule
+       * costs several instructions on x86: a NaN is never selected here,
+       * and it reaches the result through the sum of squares anyway. */
+      m16 = av > m16 ? av : m16;
       a16 = fma(v, v, a16);
     }
     float m = HTREE(m16, fmax), a = HTREE(a16, F_ADD);
