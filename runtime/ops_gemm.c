@@ -98,12 +98,12 @@ static kiln_status check_matrix(const char *fn, const kiln_queue *queue,
   return kiln__ops_check_range(fn, queue, name, buf, offset, total, dtype);
 }
 
+/* value is 0 or 1, the two values of the enum type_name. */
 static kiln_status check_enum(const char *fn, const char *what, int value,
-                              int max) {
-  if (value < 0 || value > max)
-    return kiln__fail(
-        KILN_ERR_INVALID_ARGUMENT, "%s: %s %d is not a valid %s", fn, what,
-        value, max == 1 && what[0] == 'l' ? "kiln_layout" : "kiln_trans");
+                              const char *type_name) {
+  if (value != 0 && value != 1)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: %s %d is not a valid %s",
+                      fn, what, value, type_name);
   return KILN_OK;
 }
 
@@ -214,8 +214,11 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
     return s;
 
   /* Workspace plan: per batch entry and step of k, one padded column of A
-   * panels and one padded row of B panels. */
+   * panels and one padded row of B panels. An operand shared by every
+   * batch entry (stride 0) is packed once per chunk, not once per entry. */
   const size_t mpan = div_up(g->m, p.mr), npan = div_up(g->n, p.nr);
+  const bool a_shared = g->a.batch_stride == 0 && g->batch > 1;
+  const bool b_shared = g->b.batch_stride == 0 && g->batch > 1;
   const size_t per_k = mpan * p.mr + npan * p.nr; /* floats */
   const size_t cap = atomic_load(&workspace_limit) / sizeof(float);
   size_t kch = g->k, bch = 1, per_batch;
@@ -230,11 +233,14 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
     if (kch > g->k)
       kch = g->k;
   }
-  const size_t a_batch = mpan * p.mr * kch, b_batch = npan * p.nr * kch;
+  const size_t a_batch = a_shared ? 0 : mpan * p.mr * kch;
+  const size_t b_batch = b_shared ? 0 : npan * p.nr * kch;
+  const size_t a_floats = a_shared ? mpan * p.mr * kch : a_batch * bch;
+  const size_t b_floats = b_shared ? npan * p.nr * kch : b_batch * bch;
   /* B's panels start on a 64-float boundary: the kernel reads them as
    * aligned vectors. */
-  const size_t b_off = div_up(a_batch * bch, 64) * 64;
-  size_t ws_floats = b_off + b_batch * bch;
+  const size_t b_off = div_up(a_floats, 64) * 64;
+  size_t ws_floats = b_off + b_floats;
   cl_mem ws;
   s = kiln__op_workspace(op, ws_floats * sizeof(float), &ws);
   if (s != KILN_OK)
@@ -262,8 +268,8 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
       const cl_uint kn32 = (cl_uint)kn, k0_32 = (cl_uint)k0;
       const float beta = k0 == 0 ? g->beta : 1.0f;
       const cl_uint read_c = k0 != 0 || g->beta != 0.0f;
-      const size_t ga[3] = {mpan, div_up(kn, 64), bn};
-      const size_t gb[3] = {npan, div_up(kn, 64), bn};
+      const size_t ga[3] = {mpan, div_up(kn, 64), a_shared ? 1 : bn};
+      const size_t gb[3] = {npan, div_up(kn, 64), b_shared ? 1 : bn};
       const size_t gm[3] = {div_up(g->n, nb), div_up(g->m, mb), bn};
       cl_mem a_mem = g->a.buf->cl, b_mem = g->b.buf->cl, c_mem = g->c->cl;
       s = kiln__op_args(op, pack_a, 11, KILN__ARG(a_mem), KILN__ARG(a_src),
@@ -399,11 +405,11 @@ static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
                         kiln_event *const *wait_list, kiln_event **out_event) {
   kiln_status s = kiln__ops_check_queue(fn, queue);
   if (s == KILN_OK)
-    s = check_enum(fn, "layout", (int)layout, 1);
+    s = check_enum(fn, "layout", (int)layout, "kiln_layout");
   if (s == KILN_OK)
-    s = check_enum(fn, "trans_a", (int)trans_a, 1);
+    s = check_enum(fn, "trans_a", (int)trans_a, "kiln_trans");
   if (s == KILN_OK)
-    s = check_enum(fn, "trans_b", (int)trans_b, 1);
+    s = check_enum(fn, "trans_b", (int)trans_b, "kiln_trans");
   if (s == KILN_OK)
     s = kiln__ops_check_dtype(fn, "ab_dtype", dtype, KILN__DT_FLOATS);
   if (s != KILN_OK)

@@ -34,7 +34,7 @@ struct gcase {
   size_t lda_pad, ldb_pad, ldc_pad; /* added to the minimum */
   size_t a_off, b_off, c_off;
   size_t batch, stride_pad; /* gap between batch entries */
-  bool share_a;             /* stride_a = 0 */
+  bool share_a, share_b;    /* stride_a = 0, stride_b = 0 */
   size_t row_step;          /* check every row_step-th row (0: 1) */
   bool nan_a;               /* fill A with NaN (alpha == 0 cases) */
 };
@@ -68,7 +68,7 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
   const size_t a_ext = extent(L, ar, ac, lda), b_ext = extent(L, br, bc, ldb),
                c_ext = extent(L, m, n, ldc);
   const size_t stride_a = gc->share_a ? 0 : a_ext + gc->stride_pad;
-  const size_t stride_b = b_ext + gc->stride_pad;
+  const size_t stride_b = gc->share_b ? 0 : b_ext + gc->stride_pad;
   const size_t stride_c = c_ext + gc->stride_pad;
   const size_t a_count = gc->a_off + (batch - 1) * stride_a + a_ext + 3;
   const size_t b_count = gc->b_off + (batch - 1) * stride_b + b_ext + 3;
@@ -289,6 +289,8 @@ static void test_batched(void **state) {
          BATCH(5, 1), .share_a = true),
       GC(ROW, N, N, 16, 16, 16, 1.0f, 0.0f, KILN_BF16, PADS(0, 0, 0, 0, 0, 0),
          BATCH(2, 0)),
+      GC(COL, T, T, 19, 27, 300, 0.5f, 0.0f, KILN_F16, PADS(1, 0, 2, 0, 3, 0),
+         BATCH(3, 5), .share_b = true),
   };
   run_all(cases, sizeof cases / sizeof cases[0], true);
 }
@@ -319,6 +321,8 @@ static void test_workspace_chunks(void **state) {
       /* Small entries, many of them: the batch in chunks. */
       GC(ROW, N, N, 24, 24, 40, 1.0f, 0.0f, KILN_F32, PADS(0, 0, 0, 0, 0, 0),
          BATCH(40, 1)),
+      GC(COL, N, N, 24, 24, 40, 1.0f, 0.5f, KILN_F32, PADS(0, 0, 0, 0, 0, 0),
+         BATCH(40, 1), .share_b = true),
   };
   kiln__gemm_set_workspace_limit(64 << 10);
   run_all(cases, sizeof cases / sizeof cases[0], false);
