@@ -181,12 +181,10 @@ const struct kiln_tuning *kiln__ops_tuning(const kiln_context *ctx) {
   return &defaults;
 }
 
-size_t kiln__ops_local_size(const kiln_queue *queue, size_t want) {
+size_t kiln__ops_local_size(const kiln_context *ctx, size_t want) {
   if (want == 0)
     want = 64;
-  size_t max = queue->ctx->device != NULL
-                   ? queue->ctx->device->info.max_work_group_size
-                   : 0;
+  size_t max = ctx->device != NULL ? ctx->device->info.max_work_group_size : 0;
   if (max != 0 && want > max)
     want = max;
   size_t p = 1;
@@ -382,4 +380,23 @@ void kiln__ops_queue_free(kiln_queue *queue) {
     clReleaseMemObject(queue->op_workspace);
   queue->op_workspace = NULL;
   queue->op_workspace_bytes = 0;
+}
+
+/* ---- cache warming ------------------------------------------------------- */
+
+__attribute__((weak)) void kiln__ops_warm_gemm(const kiln_context *ctx,
+                                               kiln__warm_add_fn add,
+                                               void *user) {
+  (void)ctx;
+  (void)add;
+  (void)user;
+}
+
+void kiln__ops_warm_variants(const kiln_context *ctx, kiln__warm_add_fn add,
+                             void *user) {
+  kiln__ops_warm_elementwise(ctx, add, user);
+  kiln__ops_warm_reduce(ctx, add, user);
+  kiln__ops_warm_scan(ctx, add, user);
+  kiln__ops_warm_rows(ctx, add, user);
+  kiln__ops_warm_gemm(ctx, add, user);
 }

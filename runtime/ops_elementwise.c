@@ -100,8 +100,8 @@ static kiln_status get_kernel(struct kiln__op *op, const char *file,
  * elementwise_wg. */
 static kiln_status launch_1d(struct kiln__op *op, cl_kernel k, size_t n) {
   const struct kiln_tuning *t = kiln__ops_tuning(op->queue->ctx);
-  size_t local =
-      kiln__ops_local_size(op->queue, kiln__ops_tune(t->elementwise_wg, 256));
+  size_t local = kiln__ops_local_size(op->queue->ctx,
+                                      kiln__ops_tune(t->elementwise_wg, 256));
   size_t items = t->family == KILN_FAMILY_CPU ? n / 16 + (n % 16 != 0) : n;
   size_t global;
   if (!kiln__ops_round_up(items, local, &global))
@@ -426,4 +426,13 @@ KILN_API kiln_status kiln_cast(kiln_queue *queue, size_t n, kiln_dtype x_dtype,
     CHECK(launch_1d(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
+}
+
+void kiln__ops_warm_elementwise(const kiln_context *ctx, kiln__warm_add_fn add,
+                                void *user) {
+  bool cpu = kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU;
+  const kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_BF16};
+  for (size_t i = 0; i < sizeof dts / sizeof *dts; i++)
+    add(user, "elementwise", cpu ? cpu_options[dts[i]] : gpu_options[dts[i]]);
+  add(user, "cast", cpu ? "-DVEC=16" : NULL);
 }

@@ -95,9 +95,9 @@ static inline unsigned kiln__ops_tune(unsigned value, unsigned fallback) {
   return value ? value : fallback;
 }
 
-/* A local size for queue's device: want (0: 64), clamped to the device's
+/* A local size for ctx's device: want (0: 64), clamped to the device's
  * maximum work-group size and kept a power of two. */
-size_t kiln__ops_local_size(const kiln_queue *queue, size_t want);
+size_t kiln__ops_local_size(const kiln_context *ctx, size_t want);
 
 /* Round items up to a multiple of local (> 0) into *global; false when that
  * overflows. */
@@ -185,6 +185,24 @@ kiln_status kiln__op_end(struct kiln__op *op, kiln_status status,
  * the commands using it have completed). Do not release it. */
 kiln_status kiln__op_workspace(struct kiln__op *op, size_t bytes,
                                cl_mem *out);
+
+/* ---- cache warming ------------------------------------------------------- */
+
+/* Each module lists the (embedded source, build options) pairs it builds on
+ * ctx, exactly as it passes them to kiln__queue_kernel; ops_common.c's
+ * kiln__ops_warm_variants (internal.h) gathers them for kiln_cache_warm. */
+void kiln__ops_warm_elementwise(const kiln_context *ctx, kiln__warm_add_fn add,
+                                void *user);
+void kiln__ops_warm_reduce(const kiln_context *ctx, kiln__warm_add_fn add,
+                           void *user);
+void kiln__ops_warm_scan(const kiln_context *ctx, kiln__warm_add_fn add,
+                         void *user);
+void kiln__ops_warm_rows(const kiln_context *ctx, kiln__warm_add_fn add,
+                         void *user);
+/* Transpose and GEMM (ops_gemm.c / ops_transpose.c): ops_common.c holds a
+ * weak default that lists nothing, replaced by their definition. */
+void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
+                         void *user);
 
 /* ---- tracing (trace.c) --------------------------------------------------- */
 

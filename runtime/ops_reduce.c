@@ -74,14 +74,15 @@ struct params {
   char options[96];
 };
 
-static void get_params(kiln_queue *q, kiln_dtype dtype, struct params *p) {
-  const struct kiln_tuning *t = kiln__ops_tuning(q->ctx);
+static void get_params(const kiln_context *ctx, kiln_dtype dtype,
+                       struct params *p) {
+  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
   p->cpu = t->family == KILN_FAMILY_CPU;
-  p->wg = kiln__ops_local_size(q, kiln__ops_tune(t->reduce_wg,
-                                                 p->cpu ? 16 : 256));
+  p->wg = kiln__ops_local_size(ctx, kiln__ops_tune(t->reduce_wg,
+                                                   p->cpu ? 16 : 256));
   p->min_chunk = kiln__ops_tune(t->reduce_chunk, 4096);
-  size_t cus = q->ctx->device != NULL && q->ctx->device->info.compute_units
-                   ? q->ctx->device->info.compute_units
+  size_t cus = ctx->device != NULL && ctx->device->info.compute_units
+                   ? ctx->device->info.compute_units
                    : 1;
   /* CPU: four groups of items per core balance uneven cores; GPU: four
    * work-groups per compute unit hide memory latency. */
@@ -130,7 +131,7 @@ static kiln_status run_final(struct kiln__op *op, const struct params *p,
   kiln_status s = kiln__queue_kernel(op->queue, "reduce", p->options, kname, &k);
   CHECK(kiln__op_args(op, k, 6, KILN__ARG(part), KILN__ARG(sg), KILN__ARG(no),
                       KILN__ARG(result->cl), KILN__ARG(ro), KILN__ARG(count)));
-  CHECK(launch(op, k, outputs, kiln__ops_local_size(op->queue, 64)));
+  CHECK(launch(op, k, outputs, kiln__ops_local_size(op->queue->ctx, 64)));
   return s;
 }
 
@@ -141,7 +142,7 @@ static kiln_status run_rows(struct kiln__op *op, int opi, kiln_dtype dtype,
                             size_t y_offset, const kiln_buffer *result,
                             size_t result_offset) {
   struct params p;
-  get_params(op->queue, dtype, &p);
+  get_params(op->queue->ctx, dtype, &p);
   size_t segs, seg_len;
   split(rows, cols, p.target, p.min_chunk, 16, &segs, &seg_len);
   if (segs > UINT32_MAX)
@@ -189,7 +190,7 @@ static kiln_status run_cols(struct kiln__op *op, int opi, kiln_dtype dtype,
                             size_t x_offset, const kiln_buffer *result,
                             size_t result_offset) {
   struct params p;
-  get_params(op->queue, dtype, &p);
+  get_params(op->queue->ctx, dtype, &p);
   size_t cb = p.cpu ? CPU_CB : 1;
   size_t blocks = ceil_div(cols, cb);
   /* GPU: workers are single items here, so want a group's worth per
@@ -394,4 +395,14 @@ KILN_API kiln_status kiln_reduce_cols(kiln_queue *queue, kiln_reduce_op op,
     s = run_cols(&o, op, dtype, rows, cols, x, x_offset, result,
                  result_offset);
   return kiln__op_end(&o, s, out_event);
+}
+
+void kiln__ops_warm_reduce(const kiln_context *ctx, kiln__warm_add_fn add,
+                           void *user) {
+  const kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_BF16};
+  for (size_t i = 0; i < sizeof dts / sizeof *dts; i++) {
+    struct params p;
+    get_params(ctx, dts[i], &p);
+    add(user, "reduce", p.options);
+  }
 }

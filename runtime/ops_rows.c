@@ -24,11 +24,12 @@ struct params {
   char options[64];
 };
 
-static void get_params(kiln_queue *q, kiln_dtype dtype, struct params *p) {
-  const struct kiln_tuning *t = kiln__ops_tuning(q->ctx);
+static void get_params(const kiln_context *ctx, kiln_dtype dtype,
+                       struct params *p) {
+  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
   p->cpu = t->family == KILN_FAMILY_CPU;
-  p->wg = kiln__ops_local_size(q, kiln__ops_tune(t->reduce_wg,
-                                                 p->cpu ? 16 : 256));
+  p->wg = kiln__ops_local_size(ctx, kiln__ops_tune(t->reduce_wg,
+                                                   p->cpu ? 16 : 256));
   snprintf(p->options, sizeof p->options, "-DDT=%d -DFAMILY=%d -DWG=%zu",
            (int)dtype, p->cpu ? 1 : 0, p->wg);
 }
@@ -86,7 +87,7 @@ KILN_API kiln_status kiln_softmax_rows(kiln_queue *queue, kiln_dtype dtype,
                     25.0 * count /* two exps, a max, a sum, a product */);
   if (rows > 0) {
     struct params p;
-    get_params(queue, dtype, &p);
+    get_params(queue->ctx, dtype, &p);
     cl_kernel k = NULL;
     cl_ulong xo = x_offset, yo = y_offset, nr = rows, nc = cols;
     CHECK(kiln__queue_kernel(queue, "rows", p.options, "softmax_rows", &k));
@@ -141,7 +142,7 @@ KILN_API kiln_status kiln_layernorm_rows(kiln_queue *queue, kiln_dtype dtype,
                     8.0 * count);
   if (rows > 0) {
     struct params p;
-    get_params(queue, dtype, &p);
+    get_params(queue->ctx, dtype, &p);
     cl_kernel k = NULL;
     /* Absent vectors: any valid buffer stands in; the kernel never reads
      * it. */
@@ -160,4 +161,14 @@ KILN_API kiln_status kiln_layernorm_rows(kiln_queue *queue, kiln_dtype dtype,
     CHECK(launch_rows(&o, &p, k, rows));
   }
   return kiln__op_end(&o, s, out_event);
+}
+
+void kiln__ops_warm_rows(const kiln_context *ctx, kiln__warm_add_fn add,
+                         void *user) {
+  const kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_BF16};
+  for (size_t i = 0; i < sizeof dts / sizeof *dts; i++) {
+    struct params p;
+    get_params(ctx, dts[i], &p);
+    add(user, "rows", p.options);
+  }
 }

@@ -28,19 +28,34 @@ static kiln_status launch(struct kiln__op *op, cl_kernel k, size_t items,
   return kiln__op_launch(op, k, 1, &global, &local);
 }
 
+struct params {
+  bool cpu;
+  size_t wg, chunk;
+  char options[64];
+};
+
+static void get_params(const kiln_context *ctx, kiln_dtype dtype,
+                       struct params *p) {
+  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
+  p->cpu = t->family == KILN_FAMILY_CPU;
+  p->wg = kiln__ops_local_size(ctx, kiln__ops_tune(t->reduce_wg,
+                                                   p->cpu ? 16 : 256));
+  p->chunk = kiln__ops_tune(t->scan_chunk,
+                            p->cpu ? 8192 : (unsigned)(16 * p->wg));
+  snprintf(p->options, sizeof p->options, "-DDT=%d -DFAMILY=%d -DWG=%zu",
+           (int)dtype, p->cpu ? 1 : 0, p->wg);
+}
+
 static kiln_status run(struct kiln__op *op, kiln_scan_kind kind,
                        kiln_dtype dtype, size_t n, const kiln_buffer *x,
                        size_t x_offset, kiln_buffer *y, size_t y_offset) {
   kiln_queue *q = op->queue;
-  const struct kiln_tuning *t = kiln__ops_tuning(q->ctx);
-  bool cpu = t->family == KILN_FAMILY_CPU;
-  size_t wg = kiln__ops_local_size(q, kiln__ops_tune(t->reduce_wg,
-                                                     cpu ? 16 : 256));
-  size_t chunk = kiln__ops_tune(t->scan_chunk, cpu ? 8192 : (unsigned)(16 * wg));
+  struct params p;
+  get_params(q->ctx, dtype, &p);
+  bool cpu = p.cpu;
+  size_t wg = p.wg, chunk = p.chunk;
   size_t chunks = n / chunk + (n % chunk != 0);
-  char options[64];
-  snprintf(options, sizeof options, "-DDT=%d -DFAMILY=%d -DWG=%zu", (int)dtype,
-           cpu ? 1 : 0, wg);
+  const char *options = p.options;
   /* CPU: a work-item per chunk; GPU: a work-group per chunk. */
   size_t items = chunks, items_local = wg;
   kiln_status s = KILN_OK;
@@ -106,4 +121,14 @@ KILN_API kiln_status kiln_scan(kiln_queue *queue, kiln_scan_kind kind,
   if (n > 0)
     s = run(&o, kind, dtype, n, x, x_offset, y, y_offset);
   return kiln__op_end(&o, s, out_event);
+}
+
+void kiln__ops_warm_scan(const kiln_context *ctx, kiln__warm_add_fn add,
+                         void *user) {
+  const kiln_dtype dts[] = {KILN_F32, KILN_I32, KILN_U32};
+  for (size_t i = 0; i < sizeof dts / sizeof *dts; i++) {
+    struct params p;
+    get_params(ctx, dts[i], &p);
+    add(user, "scan", p.options);
+  }
 }
