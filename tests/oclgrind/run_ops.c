@@ -1,0 +1,740 @@
+/* Every public op (and the probe kernel) once, on small awkward sizes with
+ * offsets into larger buffers, each result checked against a host reference.
+ *
+ * Written to run under Oclgrind (tests/oclgrind/run.sh: out-of-bounds,
+ * uninitialised-value and data-race checks), which is about 2000 times
+ * slower than PoCL, so sizes are tens to hundreds of elements; it also runs
+ * as an ordinary test on the default device. Inputs are placed at odd
+ * offsets in buffers whose other elements are never written, so a kernel
+ * reading outside its range reads uninitialised memory, and outputs that an
+ * op must not read (GEMM's C with beta 0) are left uninitialised.
+ *
+ * The device: KILN_TEST_DEVICE when set, else kiln's default selection.
+ * The profile (so the kernel family): KILN_PROFILE, as for every context.
+ * RUN_OPS_ONLY and RUN_OPS_SKIP (comma-separated groups: probe, unary,
+ * binary, axpy, cast, reduce, scan, rows, transpose, gemm) choose what
+ * runs, so a run can leave out a kernel a checking tool cannot handle.
+ * Exit status 0 when every check passed, 1 otherwise. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int failures;
+static int checks;
+static kiln_context *ctx;
+static kiln_queue *q;
+
+#define CHECK_OK(expr)                                                        \
+  do {                                                                        \
+    kiln_status s_ = (expr);                                                  \
+    if (s_ != KILN_OK) {                                                      \
+      fprintf(stderr, "FAIL %s:%d: %s returned %s: %s\n", __FILE__, __LINE__, \
+              #expr, kiln_status_name(s_), kiln_last_error());                \
+      failures++;                                                             \
+      return;                                                                 \
+    }                                                                         \
+  } while (0)
+
+/* ---- host storage formats ------------------------------------------------ */
+
+static uint32_t f2u(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+static float u2f(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static float bf16_to_f32(uint16_t b) { return u2f((uint32_t)b << 16); }
+static uint16_t f32_to_bf16(float f) {
+  uint32_t u = f2u(f);
+  if (isnan(f))
+    return (uint16_t)((u >> 16) | 0x40);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static float f16_to_f32(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  float v = e == 31 ? (m ? NAN : INFINITY)
+            : e == 0 ? ldexpf((float)m, -24)
+                     : ldexpf((float)(1024 + m), e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+/* Only for values exactly representable in f16 (the inputs here are). */
+static uint16_t f32_to_f16_exact(float f) {
+  uint16_t sign = signbit(f) ? 0x8000 : 0;
+  float a = fabsf(f);
+  if (a == 0)
+    return sign;
+  int e;
+  frexpf(a, &e);
+  if (e - 1 < -14)
+    return sign | (uint16_t)(a * 16777216.0f);
+  return sign | (uint16_t)((e - 1 + 15) << 10) |
+         (uint16_t)((ldexpf(a, -(e - 1)) - 1.0f) * 1024.0f);
+}
+
+static size_t dsize(kiln_dtype dt) { return kiln_dtype_size(dt); }
+
+/* Host values in double -> storage of dt. */
+static void store(kiln_dtype dt, void *p, size_t i, double v) {
+  switch (dt) {
+  case KILN_F32: ((float *)p)[i] = (float)v; break;
+  case KILN_F16: ((uint16_t *)p)[i] = f32_to_f16_exact((float)v); break;
+  case KILN_BF16: ((uint16_t *)p)[i] = f32_to_bf16((float)v); break;
+  case KILN_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+  case KILN_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+  }
+}
+static double load(kiln_dtype dt, const void *p, size_t i) {
+  switch (dt) {
+  case KILN_F32: return ((const float *)p)[i];
+  case KILN_F16: return f16_to_f32(((const uint16_t *)p)[i]);
+  case KILN_BF16: return bf16_to_f32(((const uint16_t *)p)[i]);
+  case KILN_I32: return ((const int32_t *)p)[i];
+  case KILN_U32: return ((const uint32_t *)p)[i];
+  }
+  return NAN;
+}
+/* Relative tolerance for results stored in dt after f32 arithmetic. */
+static double rel_tol(kiln_dtype dt) {
+  return dt == KILN_F16 ? 2e-3 : dt == KILN_BF16 ? 1.6e-2 : 2e-5;
+}
+
+/* Values in [-4, 4) on a 1/64 grid: exact in f32, f16 and bf16. */
+static double input_value(uint32_t seed, size_t i) {
+  uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+  h ^= h >> 13;
+  h *= 0x5bd1e995u;
+  h ^= h >> 15;
+  return ((double)(h % 512) - 256.0) / 64.0;
+}
+
+/* ---- buffers ------------------------------------------------------------- */
+
+/* Bits that fill the elements of an input buffer outside the op's range:
+ * NaN for the float types, extreme values for the integers, so an op that
+ * reads outside its range spoils its result. */
+static void store_sentinel(kiln_dtype dt, void *p, size_t i) {
+  switch (dt) {
+  case KILN_F32: ((uint32_t *)p)[i] = 0x7fc0dead; break;
+  case KILN_F16: ((uint16_t *)p)[i] = 0x7e01; break;
+  case KILN_BF16: ((uint16_t *)p)[i] = 0x7fc1; break;
+  case KILN_I32: ((int32_t *)p)[i] = INT32_MIN; break;
+  case KILN_U32: ((uint32_t *)p)[i] = 0xdeadbeefu; break;
+  }
+}
+
+/* A buffer of offset + n + 3 elements of dt, of which [offset, offset + n)
+ * holds input_value(seed, i) (scaled to integers for i32 and u32) and the
+ * rest sentinels. The whole buffer is written at once: Oclgrind 21.10's
+ * uninitialised-value tracking mishandles host writes at an offset (it
+ * marks [0, size) instead of [offset, offset + size) as written, reporting
+ * false uninitialised reads of the range's tail). *host receives a host
+ * copy of the n values (caller frees). */
+static kiln_buffer *input(kiln_dtype dt, size_t offset, size_t n,
+                          uint32_t seed, void **host) {
+  size_t es = dsize(dt), total = offset + n + 3;
+  void *h = calloc(n ? n : 1, es);
+  unsigned char *image = malloc(total * es);
+  for (size_t i = 0; i < total; i++)
+    store_sentinel(dt, image, i);
+  for (size_t i = 0; i < n; i++) {
+    double v = input_value(seed, i);
+    /* Integers: -256..255 for i32, 0..256 for u32. */
+    store(dt, h, i, dt == KILN_I32 ? v * 64 : dt == KILN_U32 ? fabs(v) * 64 : v);
+  }
+  memcpy(image + offset * es, h, n * es);
+  kiln_buffer *b = NULL;
+  if (kiln_buffer_create(ctx, total * es, 0, &b) != KILN_OK ||
+      kiln_buffer_write_sync(q, b, 0, total * es, image) != KILN_OK) {
+    fprintf(stderr, "FAIL input buffer: %s\n", kiln_last_error());
+    exit(1);
+  }
+  free(image);
+  *host = h;
+  return b;
+}
+
+/* An output buffer, left uninitialised. */
+static kiln_buffer *output(kiln_dtype dt, size_t count) {
+  kiln_buffer *b = NULL;
+  if (kiln_buffer_create(ctx, (count + 3) * dsize(dt), 0, &b) != KILN_OK) {
+    fprintf(stderr, "FAIL output buffer: %s\n", kiln_last_error());
+    exit(1);
+  }
+  return b;
+}
+
+static void *download(kiln_buffer *b, kiln_dtype dt, size_t offset,
+                      size_t n) {
+  void *h = calloc(n ? n : 1, dsize(dt));
+  if (n > 0 &&
+      kiln_buffer_read_sync(q, b, offset * dsize(dt), n * dsize(dt), h) !=
+          KILN_OK) {
+    fprintf(stderr, "FAIL read back: %s\n", kiln_last_error());
+    failures++;
+  }
+  return h;
+}
+
+/* Compare got[i] (stored as dt) with want[i]; abs_tol adds to the relative
+ * tolerance. */
+static void expect(const char *what, kiln_dtype dt, const void *got,
+                   const double *want, size_t n, double abs_tol) {
+  for (size_t i = 0; i < n; i++) {
+    double g = load(dt, got, i), w = want[i];
+    double tol = rel_tol(dt) * fabs(w) + abs_tol;
+    checks++;
+    if (!(fabs(g - w) <= tol || (isnan(g) && isnan(w)) ||
+          (isinf(w) && g == w))) {
+      fprintf(stderr, "FAIL %s [%zu]: got %.9g, want %.9g (tol %.3g)\n",
+              what, i, g, w, tol);
+      failures++;
+      return;
+    }
+  }
+  printf("ok   %s\n", what);
+}
+
+/* ---- elementwise ----------------------------------------------------------- */
+
+static double unary_ref(kiln_unary_op op, double x) {
+  switch (op) {
+  case KILN_UNARY_NEG: return -x;
+  case KILN_UNARY_ABS: return fabs(x);
+  case KILN_UNARY_EXP: return exp(x);
+  case KILN_UNARY_LOG: return log(x);
+  case KILN_UNARY_SQRT: return sqrt(x);
+  case KILN_UNARY_RELU: return x > 0 ? x : 0;
+  case KILN_UNARY_GELU:
+    return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  case KILN_UNARY_SIGMOID: return 1 / (1 + exp(-x));
+  case KILN_UNARY_TANH: return tanh(x);
+  }
+  return NAN;
+}
+
+static double binary_ref(kiln_binary_op op, double a, double b) {
+  switch (op) {
+  case KILN_BINARY_ADD: return a + b;
+  case KILN_BINARY_SUB: return a - b;
+  case KILN_BINARY_MUL: return a * b;
+  case KILN_BINARY_DIV: return a / b;
+  case KILN_BINARY_MAX: return fmax(a, b);
+  case KILN_BINARY_MIN: return fmin(a, b);
+  }
+  return NAN;
+}
+
+static void run_unary(kiln_unary_op op, kiln_dtype dt, size_t n) {
+  void *xh;
+  kiln_buffer *x = input(dt, 3, n, 11u + op, &xh), *y = output(dt, n + 5);
+  CHECK_OK(kiln_unary(q, op, dt, n, x, 3, y, 5, 0, NULL, NULL));
+  void *got = download(y, dt, 5, n);
+  double *want = malloc(n * sizeof *want);
+  for (size_t i = 0; i < n; i++)
+    want[i] = unary_ref(op, load(dt, xh, i));
+  char what[64];
+  snprintf(what, sizeof what, "unary %d %s n=%zu", (int)op, kiln_dtype_name(dt), n);
+  expect(what, dt, got, want, n, 1e-6);
+  free(want), free(got), free(xh);
+  kiln_buffer_destroy(x), kiln_buffer_destroy(y);
+}
+
+static void run_binary(kiln_binary_op op, kiln_dtype dt, size_t n, bool scalar) {
+  void *ah, *bh;
+  kiln_buffer *a = input(dt, 1, n, 21u + op, &ah);
+  kiln_buffer *b = input(dt, 2, n, 31u + op, &bh), *y = output(dt, n);
+  const float s = 1.25f;
+  if (scalar)
+    CHECK_OK(kiln_binary_scalar(q, op, dt, n, a, 1, s, y, 0, 0, NULL, NULL));
+  else
+    CHECK_OK(kiln_binary(q, op, dt, n, a, 1, b, 2, y, 0, 0, NULL, NULL));
+  void *got = download(y, dt, 0, n);
+  double *want = malloc(n * sizeof *want);
+  for (size_t i = 0; i < n; i++)
+    want[i] = binary_ref(op, load(dt, ah, i), scalar ? s : load(dt, bh, i));
+  char what[64];
+  snprintf(what, sizeof what, "binary%s %d %s n=%zu", scalar ? "_scalar" : "",
+           (int)op, kiln_dtype_name(dt), n);
+  /* a / b with b near 0 is large: a relative tolerance covers it. */
+  expect(what, dt, got, want, n, 1e-6);
+  free(want), free(got), free(ah), free(bh);
+  kiln_buffer_destroy(a), kiln_buffer_destroy(b), kiln_buffer_destroy(y);
+}
+
+static void run_axpy_scale_fill(void) {
+  const size_t n = 53;
+  void *xh, *yh;
+  kiln_buffer *x = input(KILN_F32, 4, n, 41, &xh), *y = input(KILN_F32, 0, n, 42, &yh);
+  CHECK_OK(kiln_axpy(q, KILN_F32, n, -0.75f, x, 4, y, 0, 0, NULL, NULL));
+  void *got = download(y, KILN_F32, 0, n);
+  double want[53];
+  for (size_t i = 0; i < n; i++)
+    want[i] = fmaf(-0.75f, ((float *)xh)[i], ((float *)yh)[i]);
+  expect("axpy f32 n=53", KILN_F32, got, want, n, 0);
+  free(got);
+  kiln_buffer_destroy(x), kiln_buffer_destroy(y), free(xh), free(yh);
+
+  kiln_buffer *s = input(KILN_BF16, 7, 19, 43, &xh);
+  CHECK_OK(kiln_scale(q, KILN_BF16, 19, 0.5f, s, 7, 0, NULL, NULL));
+  got = download(s, KILN_BF16, 7, 19);
+  for (size_t i = 0; i < 19; i++)
+    want[i] = 0.5 * load(KILN_BF16, xh, i);
+  expect("scale bf16 n=19", KILN_BF16, got, want, 19, 0);
+  free(got), free(xh), kiln_buffer_destroy(s);
+
+  const kiln_dtype all[] = {KILN_F32, KILN_F16, KILN_BF16, KILN_I32, KILN_U32};
+  for (size_t d = 0; d < 5; d++) {
+    kiln_buffer *f = output(all[d], 30);
+    double v = all[d] == KILN_I32 ? -7 : all[d] == KILN_U32 ? 4000000000.0 : 2.5;
+    CHECK_OK(kiln_fill(q, all[d], 23, v, f, 6, 0, NULL, NULL));
+    got = download(f, all[d], 6, 23);
+    for (size_t i = 0; i < 23; i++)
+      want[i] = v;
+    char what[32];
+    snprintf(what, sizeof what, "fill %s n=23", kiln_dtype_name(all[d]));
+    expect(what, all[d], got, want, 23, 0);
+    free(got), kiln_buffer_destroy(f);
+  }
+}
+
+static void run_cast(kiln_dtype from, kiln_dtype to) {
+  const size_t n = 31;
+  void *xh;
+  kiln_buffer *x = input(from, 2, n, 51, &xh), *y = output(to, n + 1);
+  CHECK_OK(kiln_cast(q, n, from, x, 2, to, y, 1, 0, NULL, NULL));
+  void *got = download(y, to, 1, n);
+  double want[31];
+  for (size_t i = 0; i < n; i++)
+    want[i] = load(from, xh, i); /* the grid values are exact in all three */
+  char what[32];
+  snprintf(what, sizeof what, "cast %s->%s n=31", kiln_dtype_name(from),
+           kiln_dtype_name(to));
+  expect(what, to, got, want, n, 0);
+  free(got), free(xh), kiln_buffer_destroy(x), kiln_buffer_destroy(y);
+}
+
+/* ---- reductions, scan, rows ------------------------------------------------ */
+
+static double reduce_ref(kiln_reduce_op op, const double *v, size_t n,
+                         size_t stride) {
+  double acc = op == KILN_REDUCE_MIN ? INFINITY : op == KILN_REDUCE_MAX ? -INFINITY : 0;
+  size_t arg = 0;
+  for (size_t i = 0; i < n; i++) {
+    double x = v[i * stride];
+    switch (op) {
+    case KILN_REDUCE_SUM: case KILN_REDUCE_MEAN: acc += x; break;
+    case KILN_REDUCE_MIN: acc = fmin(acc, x); break;
+    case KILN_REDUCE_MAX: acc = fmax(acc, x); break;
+    case KILN_REDUCE_NRM2: acc += x * x; break;
+    case KILN_REDUCE_ARGMAX:
+      if (i == 0 || x > v[arg * stride])
+        arg = i;
+      break;
+    }
+  }
+  if (op == KILN_REDUCE_MEAN)
+    return acc / (double)n;
+  if (op == KILN_REDUCE_NRM2)
+    return sqrt(acc);
+  return op == KILN_REDUCE_ARGMAX ? (double)arg : acc;
+}
+
+static void run_reductions(kiln_dtype dt, size_t n) {
+  void *xh;
+  kiln_buffer *x = input(dt, 5, n, 61, &xh), *r = output(KILN_F32, 8);
+  double *v = malloc(n * sizeof *v);
+  for (size_t i = 0; i < n; i++)
+    v[i] = load(dt, xh, i);
+  for (int op = KILN_REDUCE_SUM; op <= KILN_REDUCE_ARGMAX; op++) {
+    CHECK_OK(kiln_reduce(q, (kiln_reduce_op)op, dt, n, x, 5, r, 2, 0, NULL, NULL));
+    kiln_dtype rt = op == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32;
+    void *got = download(r, rt, 2, 1);
+    double want = reduce_ref((kiln_reduce_op)op, v, n, 1);
+    char what[48];
+    snprintf(what, sizeof what, "reduce %d %s n=%zu", op, kiln_dtype_name(dt), n);
+    expect(what, rt, got, &want, 1, 1e-5 * (double)n);
+    free(got);
+  }
+  void *yh;
+  kiln_buffer *y = input(dt, 0, n, 62, &yh);
+  CHECK_OK(kiln_dot(q, dt, n, x, 5, y, 0, r, 0, 0, NULL, NULL));
+  void *got = download(r, KILN_F32, 0, 1);
+  double want = 0;
+  for (size_t i = 0; i < n; i++)
+    want += v[i] * load(dt, yh, i);
+  char what[48];
+  snprintf(what, sizeof what, "dot %s n=%zu", kiln_dtype_name(dt), n);
+  expect(what, KILN_F32, got, &want, 1, 1e-5 * (double)n);
+  free(got), free(yh), free(v), free(xh);
+  kiln_buffer_destroy(x), kiln_buffer_destroy(y), kiln_buffer_destroy(r);
+}
+
+static void run_matrix_reductions(size_t rows, size_t cols) {
+  void *xh;
+  kiln_buffer *x = input(KILN_F32, 3, rows * cols, 71, &xh);
+  kiln_buffer *r = output(KILN_F32, rows + cols);
+  double *v = malloc(rows * cols * sizeof *v), *want = malloc((rows + cols) * sizeof *want);
+  for (size_t i = 0; i < rows * cols; i++)
+    v[i] = ((float *)xh)[i];
+  for (int op = KILN_REDUCE_SUM; op <= KILN_REDUCE_ARGMAX; op++) {
+    kiln_dtype rt = op == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32;
+    char what[64];
+    CHECK_OK(kiln_reduce_rows(q, (kiln_reduce_op)op, KILN_F32, rows, cols, x, 3,
+                              r, 1, 0, NULL, NULL));
+    void *got = download(r, rt, 1, rows);
+    for (size_t i = 0; i < rows; i++)
+      want[i] = reduce_ref((kiln_reduce_op)op, v + i * cols, cols, 1);
+    snprintf(what, sizeof what, "reduce_rows %d %zux%zu", op, rows, cols);
+    expect(what, rt, got, want, rows, 1e-5 * (double)cols);
+    free(got);
+    CHECK_OK(kiln_reduce_cols(q, (kiln_reduce_op)op, KILN_F32, rows, cols, x, 3,
+                              r, 0, 0, NULL, NULL));
+    got = download(r, rt, 0, cols);
+    for (size_t j = 0; j < cols; j++)
+      want[j] = reduce_ref((kiln_reduce_op)op, v + j, rows, cols);
+    snprintf(what, sizeof what, "reduce_cols %d %zux%zu", op, rows, cols);
+    expect(what, rt, got, want, cols, 1e-5 * (double)rows);
+    free(got);
+  }
+  free(v), free(want), free(xh), kiln_buffer_destroy(x), kiln_buffer_destroy(r);
+}
+
+static void run_scan(kiln_scan_kind kind, kiln_dtype dt, size_t n, bool in_place) {
+  void *xh;
+  kiln_buffer *x = input(dt, 2, n, 81, &xh);
+  kiln_buffer *y = in_place ? x : output(dt, n + 4);
+  size_t y_off = in_place ? 2 : 4;
+  CHECK_OK(kiln_scan(q, kind, dt, n, x, 2, y, y_off, 0, NULL, NULL));
+  void *got = download(y, dt, y_off, n);
+  double *want = malloc(n * sizeof *want), acc = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (kind == KILN_SCAN_EXCLUSIVE)
+      want[i] = acc;
+    double xi = load(dt, xh, i);
+    acc = dt == KILN_U32 ? fmod(acc + xi, 4294967296.0) : acc + xi;
+    if (kind == KILN_SCAN_INCLUSIVE)
+      want[i] = acc;
+  }
+  char what[48];
+  snprintf(what, sizeof what, "scan %s %s n=%zu%s",
+           kind == KILN_SCAN_INCLUSIVE ? "inclusive" : "exclusive",
+           kiln_dtype_name(dt), n, in_place ? " in place" : "");
+  expect(what, dt, got, want, n, dt == KILN_F32 ? 1e-5 * (double)n : 0);
+  free(want), free(got), free(xh);
+  kiln_buffer_destroy(x);
+  if (!in_place)
+    kiln_buffer_destroy(y);
+}
+
+static void run_rows(kiln_dtype dt, size_t rows, size_t cols, bool affine) {
+  void *xh, *sh = NULL, *bh = NULL;
+  kiln_buffer *x = input(dt, 1, rows * cols, 91, &xh), *y = output(dt, rows * cols);
+  kiln_buffer *s = affine ? input(dt, 2, cols, 92, &sh) : NULL;
+  kiln_buffer *b = affine ? input(dt, 3, cols, 93, &bh) : NULL;
+  double *want = malloc(rows * cols * sizeof *want);
+  char what[64];
+  CHECK_OK(kiln_softmax_rows(q, dt, rows, cols, x, 1, y, 0, 0, NULL, NULL));
+  void *got = download(y, dt, 0, rows * cols);
+  for (size_t r = 0; r < rows; r++) {
+    double mx = -INFINITY, den = 0;
+    for (size_t c = 0; c < cols; c++)
+      mx = fmax(mx, load(dt, xh, r * cols + c));
+    for (size_t c = 0; c < cols; c++)
+      den += exp(load(dt, xh, r * cols + c) - mx);
+    for (size_t c = 0; c < cols; c++)
+      want[r * cols + c] = exp(load(dt, xh, r * cols + c) - mx) / den;
+  }
+  snprintf(what, sizeof what, "softmax_rows %s %zux%zu", kiln_dtype_name(dt), rows, cols);
+  expect(what, dt, got, want, rows * cols, 1e-6);
+  free(got);
+  const float eps = 1e-5f;
+  CHECK_OK(kiln_layernorm_rows(q, dt, rows, cols, x, 1, s, 2, b, 3, eps, y, 0,
+                               0, NULL, NULL));
+  got = download(y, dt, 0, rows * cols);
+  for (size_t r = 0; r < rows; r++) {
+    double mean = 0, var = 0;
+    for (size_t c = 0; c < cols; c++)
+      mean += load(dt, xh, r * cols + c);
+    mean /= (double)cols;
+    for (size_t c = 0; c < cols; c++) {
+      double d = load(dt, xh, r * cols + c) - mean;
+      var += d * d;
+    }
+    var /= (double)cols;
+    for (size_t c = 0; c < cols; c++)
+      want[r * cols + c] =
+          (load(dt, xh, r * cols + c) - mean) / sqrt(var + eps) *
+              (affine ? load(dt, sh, c) : 1) + (affine ? load(dt, bh, c) : 0);
+  }
+  snprintf(what, sizeof what, "layernorm_rows %s %zux%zu%s", kiln_dtype_name(dt),
+           rows, cols, affine ? " scale+bias" : "");
+  expect(what, dt, got, want, rows * cols, 1e-4);
+  free(got), free(want), free(xh), free(sh), free(bh);
+  kiln_buffer_destroy(x), kiln_buffer_destroy(y);
+  kiln_buffer_destroy(s), kiln_buffer_destroy(b);
+}
+
+/* ---- transpose and GEMM ------------------------------------------------------ */
+
+static void run_transpose(kiln_dtype dt, size_t rows, size_t cols) {
+  size_t ldx = cols + 2, ldy = rows + 1;
+  void *xh;
+  kiln_buffer *x = input(dt, 0, rows * ldx, 101, &xh), *y = output(dt, cols * ldy);
+  CHECK_OK(kiln_transpose(q, dt, rows, cols, x, 0, ldx, y, 0, ldy, 0, NULL, NULL));
+  void *got = download(y, dt, 0, cols * ldy);
+  size_t bad = 0;
+  for (size_t c = 0; c < cols; c++)
+    for (size_t r = 0; r < rows; r++)
+      bad += memcmp((char *)got + (c * ldy + r) * dsize(dt),
+                    (char *)xh + (r * ldx + c) * dsize(dt), dsize(dt)) != 0;
+  checks++;
+  if (bad) {
+    fprintf(stderr, "FAIL transpose %s %zux%zu: %zu elements differ\n",
+            kiln_dtype_name(dt), rows, cols, bad);
+    failures++;
+  } else {
+    printf("ok   transpose %s %zux%zu\n", kiln_dtype_name(dt), rows, cols);
+  }
+  free(got), free(xh), kiln_buffer_destroy(x), kiln_buffer_destroy(y);
+}
+
+/* Element (i, j) of a matrix stored in layout with leading dimension ld. */
+static size_t at(kiln_layout layout, size_t i, size_t j, size_t ld) {
+  return layout == KILN_ROW_MAJOR ? i * ld + j : j * ld + i;
+}
+
+static void run_gemm(kiln_layout layout, kiln_trans ta, kiln_trans tb,
+                     kiln_dtype dt, size_t m, size_t n, size_t k, float beta,
+                     size_t batch) {
+  const float alpha = 1.5f;
+  /* Stored shapes: A is m x k (k x m transposed), B k x n (n x k). */
+  size_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+  size_t lda = (layout == KILN_ROW_MAJOR ? ac : ar) + 1;
+  size_t ldb = (layout == KILN_ROW_MAJOR ? bc : br) + 2;
+  size_t ldc = (layout == KILN_ROW_MAJOR ? n : m) + 1;
+  size_t a_ext = (layout == KILN_ROW_MAJOR ? ar : ac) * lda;
+  size_t b_ext = (layout == KILN_ROW_MAJOR ? br : bc) * ldb;
+  size_t c_ext = (layout == KILN_ROW_MAJOR ? m : n) * ldc;
+  /* Batched: one A shared by every entry (stride 0), B and C strided. */
+  void *ah, *bh, *ch = NULL;
+  kiln_buffer *a = input(dt, 2, a_ext, 111, &ah);
+  kiln_buffer *b = input(dt, 1, b_ext * batch, 112, &bh);
+  kiln_buffer *c = beta != 0 ? input(KILN_F32, 3, c_ext * batch, 113, &ch)
+                             : output(KILN_F32, c_ext * batch + 3);
+  if (batch == 1)
+    CHECK_OK(kiln_gemm(q, layout, ta, tb, m, n, k, alpha, dt, a, 2, lda, b, 1,
+                       ldb, beta, c, 3, ldc, 0, NULL, NULL));
+  else
+    CHECK_OK(kiln_gemm_batched(q, layout, ta, tb, m, n, k, alpha, dt, a, 2, lda,
+                               0, b, 1, ldb, b_ext, beta, c, 3, ldc, c_ext,
+                               batch, 0, NULL, NULL));
+  float *got = download(c, KILN_F32, 3, c_ext * batch);
+  for (size_t e = 0; e < batch; e++)
+    for (size_t i = 0; i < m; i++)
+      for (size_t j = 0; j < n; j++) {
+        double sum = 0, mag = 0;
+        for (size_t p = 0; p < k; p++) {
+          double av = load(dt, ah, ta ? at(layout, p, i, lda) : at(layout, i, p, lda));
+          double bv = load(dt, bh, e * b_ext + (tb ? at(layout, j, p, ldb)
+                                                   : at(layout, p, j, ldb)));
+          sum += av * bv;
+          mag += fabs(av * bv);
+        }
+        size_t ci = e * c_ext + at(layout, i, j, ldc);
+        double want = alpha * sum + (beta != 0 ? beta * ((float *)ch)[ci] : 0);
+        double tol = 2.0 * (double)(k + 2) * 0x1p-24 * (fabs(alpha) * mag +
+                     (beta != 0 ? fabs(beta * ((float *)ch)[ci]) : 0)) + 1e-30;
+        checks++;
+        if (!(fabs(got[ci] - want) <= tol)) {
+          fprintf(stderr, "FAIL gemm %s %c%c %s %zux%zux%zu beta %g batch %zu "
+                          "at [%zu](%zu,%zu): got %.9g want %.9g\n",
+                  layout == KILN_ROW_MAJOR ? "row" : "col", ta ? 'T' : 'N',
+                  tb ? 'T' : 'N', kiln_dtype_name(dt), m, n, k, (double)beta,
+                  batch, e, i, j, (double)got[ci], want);
+          failures++;
+          goto done;
+        }
+      }
+  printf("ok   gemm %s %c%c %s %zux%zux%zu beta %g batch %zu\n",
+         layout == KILN_ROW_MAJOR ? "row" : "col", ta ? 'T' : 'N',
+         tb ? 'T' : 'N', kiln_dtype_name(dt), m, n, k, (double)beta, batch);
+done:
+  free(got), free(ah), free(bh), free(ch);
+  kiln_buffer_destroy(a), kiln_buffer_destroy(b), kiln_buffer_destroy(c);
+}
+
+/* The embedded probe kernel, through the op library's per-queue cache. */
+static void run_probe(void) {
+  enum { N = 75 };
+  cl_kernel k;
+  CHECK_OK(kiln__queue_kernel(q, "probe", NULL, "kiln_probe", &k));
+  kiln_buffer *out = output(KILN_U32, N);
+  cl_uint seed = 0x5eedu;
+  size_t global = N;
+  if (clSetKernelArg(k, 0, sizeof(cl_mem), &out->cl) != CL_SUCCESS ||
+      clSetKernelArg(k, 1, sizeof seed, &seed) != CL_SUCCESS ||
+      clEnqueueNDRangeKernel(q->cl, k, 1, NULL, &global, NULL, 0, NULL,
+                             NULL) != CL_SUCCESS) {
+    fprintf(stderr, "FAIL probe: launch failed\n");
+    failures++;
+    kiln_buffer_destroy(out);
+    return;
+  }
+  uint32_t *got = download(out, KILN_U32, 0, N);
+  double want[N];
+  for (uint32_t i = 0; i < N; i++)
+    want[i] = (double)((i * 2654435761u) ^ seed);
+  expect("probe n=75", KILN_U32, got, want, N, 0);
+  free(got), kiln_buffer_destroy(out);
+}
+
+/* ---- which kernels ran ---------------------------------------------------- */
+
+/* The op library's launches are recorded by name: tests/oclgrind/meson.build
+ * links with -Wl,--wrap=clEnqueueNDRangeKernel, so kiln's calls come here
+ * first. The list is printed at the end, as evidence of what was checked. */
+enum { MAX_KERNELS = 256 };
+static char kernel_names[MAX_KERNELS][64];
+static size_t kernel_count;
+
+cl_int __real_clEnqueueNDRangeKernel(cl_command_queue, cl_kernel, cl_uint,
+                                     const size_t *, const size_t *,
+                                     const size_t *, cl_uint, const cl_event *,
+                                     cl_event *);
+cl_int __wrap_clEnqueueNDRangeKernel(cl_command_queue queue, cl_kernel kernel,
+                                     cl_uint dim, const size_t *offset,
+                                     const size_t *global, const size_t *local,
+                                     cl_uint num_wait, const cl_event *wait,
+                                     cl_event *event);
+cl_int __wrap_clEnqueueNDRangeKernel(cl_command_queue queue, cl_kernel kernel,
+                                     cl_uint dim, const size_t *offset,
+                                     const size_t *global, const size_t *local,
+                                     cl_uint num_wait, const cl_event *wait,
+                                     cl_event *event) {
+  char name[64] = "";
+  clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+  size_t i = 0;
+  while (i < kernel_count && strcmp(kernel_names[i], name) != 0)
+    i++;
+  if (i == kernel_count && kernel_count < MAX_KERNELS)
+    snprintf(kernel_names[kernel_count++], sizeof kernel_names[0], "%s", name);
+  return __real_clEnqueueNDRangeKernel(queue, kernel, dim, offset, global,
+                                       local, num_wait, wait, event);
+}
+
+/* Whether comma-separated list names group. */
+static bool listed(const char *list, const char *group) {
+  size_t len = strlen(group);
+  for (const char *p = list; p != NULL && *p != '\0';) {
+    const char *end = strchr(p, ',');
+    size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+    if (n == len && strncmp(p, group, n) == 0)
+      return true;
+    p = end != NULL ? end + 1 : NULL;
+  }
+  return false;
+}
+
+static bool selected(const char *group) {
+  const char *only = getenv("RUN_OPS_ONLY"), *skip = getenv("RUN_OPS_SKIP");
+  if (only != NULL && *only != '\0' && !listed(only, group))
+    return false;
+  if (skip != NULL && listed(skip, group)) {
+    printf("skip %s\n", group);
+    return false;
+  }
+  return true;
+}
+
+int main(void) {
+  const char *selector = getenv("KILN_TEST_DEVICE");
+  if (kiln_context_create_default(selector, &ctx) != KILN_OK ||
+      kiln_queue_create(ctx, 0, &q) != KILN_OK) {
+    fprintf(stderr, "FAIL no context: %s\n", kiln_last_error());
+    return 1;
+  }
+  printf("# device '%s', profile %s\n", kiln_context_device_info(ctx)->name,
+         kiln_context_profile(ctx));
+
+  if (selected("probe"))
+    run_probe();
+  if (selected("unary")) {
+    for (int op = KILN_UNARY_NEG; op <= KILN_UNARY_TANH; op++)
+      run_unary((kiln_unary_op)op, KILN_F32, 37);
+    run_unary(KILN_UNARY_EXP, KILN_F16, 29);
+    run_unary(KILN_UNARY_GELU, KILN_BF16, 29);
+  }
+  if (selected("binary")) {
+    for (int op = KILN_BINARY_ADD; op <= KILN_BINARY_MIN; op++)
+      run_binary((kiln_binary_op)op, KILN_F32, 41, false);
+    run_binary(KILN_BINARY_MUL, KILN_F16, 23, false);
+    run_binary(KILN_BINARY_DIV, KILN_F32, 41, true);
+    run_binary(KILN_BINARY_MAX, KILN_BF16, 17, true);
+  }
+  if (selected("axpy"))
+    run_axpy_scale_fill();
+  const kiln_dtype floats[] = {KILN_F32, KILN_F16, KILN_BF16};
+  if (selected("cast"))
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++)
+        if (i != j)
+          run_cast(floats[i], floats[j]);
+  if (selected("reduce")) {
+    run_reductions(KILN_F32, 777);
+    run_reductions(KILN_F16, 129);
+    run_reductions(KILN_F32, 1);
+    run_reductions(KILN_F32, 40000); /* several partials and a final pass */
+    run_matrix_reductions(7, 45);
+    run_matrix_reductions(33, 5);
+  }
+  if (selected("scan")) {
+    run_scan(KILN_SCAN_INCLUSIVE, KILN_F32, 257, false);
+    run_scan(KILN_SCAN_EXCLUSIVE, KILN_I32, 300, false);
+    run_scan(KILN_SCAN_INCLUSIVE, KILN_U32, 129, true);
+    /* Several chunks on both families (sums, carry and apply passes). */
+    run_scan(KILN_SCAN_EXCLUSIVE, KILN_F32, 20011, false);
+  }
+  if (selected("rows")) {
+    run_rows(KILN_F32, 5, 33, true);
+    run_rows(KILN_F16, 3, 17, false);
+    run_rows(KILN_BF16, 2, 70, true);
+    run_rows(KILN_F32, 2, 1500, true);
+  }
+  if (selected("transpose")) {
+    run_transpose(KILN_F32, 13, 7);
+    run_transpose(KILN_F16, 5, 11);
+    run_transpose(KILN_U32, 3, 3);
+    run_transpose(KILN_F32, 70, 35);
+  }
+  if (selected("gemm")) {
+    run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F32, 17, 13, 19, 0.5f, 1);
+    run_gemm(KILN_COL_MAJOR, KILN_TRANS, KILN_NO_TRANS, KILN_F32, 9, 21, 11, 0.0f, 1);
+    run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, KILN_F16, 6, 10, 33, 0.0f, 1);
+    run_gemm(KILN_COL_MAJOR, KILN_TRANS, KILN_TRANS, KILN_BF16, 5, 7, 3, 1.0f, 1);
+    run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F32, 7, 5, 6, 0.0f, 3);
+    /* k = 0: C = beta * C, reading neither A nor B. */
+    run_gemm(KILN_COL_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F32, 6, 9, 0, 0.5f, 1);
+    /* Several register tiles and blocks in each direction. */
+    run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F32, 45, 70, 130, 1.0f, 1);
+  }
+
+  kiln_status s = kiln_queue_destroy(q);
+  if (s == KILN_OK)
+    s = kiln_context_destroy(ctx);
+  if (s != KILN_OK) {
+    fprintf(stderr, "FAIL teardown: %s\n", kiln_last_error());
+    failures++;
+  }
+  printf("# kernels:");
+  for (size_t i = 0; i < kernel_count; i++)
+    printf(" %s", kernel_names[i]);
+  printf("\n# %d checks, %d failures\n", checks, failures);
+  return failures ? 1 : 0;
+}
