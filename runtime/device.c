@@ -474,8 +474,12 @@ static enum read_result read_device(kiln_device_list *list, cl_platform_id pl,
                    sizeof info->vector_width_half) != CL_SUCCESS)
     info->vector_width_half = 0;
   cl_device_fp_config half = 0, dbl = 0;
-  if (query_scalar(&t, CL_DEVICE_HALF_FP_CONFIG, &half, sizeof half) !=
-      CL_SUCCESS)
+  /* Before OpenCL 3.0 the half query is only valid with cl_khr_fp16; asking
+   * anyway is an API error that checking tools (Oclgrind --check-api)
+   * report. */
+  if ((has_extension(strings[5], "cl_khr_fp16") || info->cl_version >= 300) &&
+      query_scalar(&t, CL_DEVICE_HALF_FP_CONFIG, &half, sizeof half) !=
+          CL_SUCCESS)
     half = 0;
   if (query_scalar(&t, CL_DEVICE_DOUBLE_FP_CONFIG, &dbl, sizeof dbl) !=
       CL_SUCCESS)
