@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# kiln's reliability stages, run by .ci/run after the PoCL suite (README
+# command (b)) and runnable by hand:
+#
+#   rusticl   the whole suite again on Mesa rusticl (a second, independent
+#             OpenCL compiler): RUSTICL_ENABLE=llvmpipe KILN_TEST_DEVICE=rusticl
+#   asan      an ASan + UBSan build; the suite with any finding fatal and
+#             leaks checked (driver leaks: tests/sanitizers/lsan.supp)
+#   tsan      a ThreadSanitizer build; the thread stress test on PoCL and
+#             rusticl, and the other multi-threaded tests on PoCL
+#             (driver internals: tests/sanitizers/tsan.supp)
+#   oclgrind  every op kernel under Oclgrind (tests/oclgrind/run.sh)
+#   fuzz      the libFuzzer targets of tests/fuzz, each for FUZZ_SECONDS
+#             (default 15) from its checked-in seed corpus
+#
+# Usage: tests/reliability.sh [STAGE...]     (default: all, in that order)
+# Environment:
+#   KILN_BUILD_DIR       the ordinary build, made if missing (default build)
+#   KILN_RELIABILITY_DIR where the sanitizer and fuzz builds go (default
+#                        build-reliability: asan/, tsan/, fuzz/ under it)
+#   FUZZ_SECONDS         seconds per fuzz target (default 15); run longer by
+#                        hand, e.g. FUZZ_SECONDS=3600 tests/reliability.sh fuzz
+# Packages beyond README's: mesa-opencl-icd (rusticl), oclgrind, clang and
+# libclang-rt-14-dev (libFuzzer). Every stage runs even if an earlier one
+# failed; the exit status is 1 if any failed, and a table of stage times
+# and results is printed last.
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+build=${KILN_BUILD_DIR:-build}
+rel=${KILN_RELIABILITY_DIR:-build-reliability}
+fuzz_seconds=${FUZZ_SECONDS:-15}
+jobs=${KILN_JOBS:-2}
+export KILN_REQUIRE_DEVICE=1
+
+stages=${*:-rusticl asan tsan oclgrind fuzz}
+summary=()
+failed=0
+
+# Tests that compile many programs with PoCL's own cache off: under ASan with
+# full allocation stacks (which the LSan suppressions need, see lsan.supp)
+# every LLVM allocation is unwound, so these take 4 to 13 minutes each
+# there. They run in a second pass with ASan's fast unwinder and no leak
+# check: memory errors and undefined behaviour are still fatal, and the
+# code they exercise (the cache, GEMM's host side) also runs, leak-checked,
+# in program, kernel, memo, resources and threads.
+asan_heavy="cache op_gemm"
+# Not meaningful under a sanitizer build: it compiles the README example
+# with plain cc against the installed (here: instrumented) library.
+asan_skip="readme_example"
+
+setup() { # dir, meson options...
+  local dir=$1
+  shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" "$@" > "$dir.setup.log" 2>&1 ||
+      { cat "$dir.setup.log"; return 1; }
+  fi
+  ninja -C "$dir" -j "$jobs" > /dev/null || ninja -C "$dir" -j 1
+}
+
+need() { # command, package
+  if ! command -v "$1" > /dev/null; then
+    echo "reliability: '$1' is missing (apt-get install $2)"
+    return 1
+  fi
+}
+
+test_names() { # dir: every registered test, one a line
+  meson test -C "$1" --no-rebuild --list 2>/dev/null | sed 's/^kiln:* *//; s/^ *//'
+}
+
+stage_rusticl() {
+  setup "$build" || return 1
+  RUSTICL_ENABLE=llvmpipe KILN_TEST_DEVICE=rusticl \
+    meson test -C "$build" --no-rebuild --print-errorlogs \
+    --num-processes "$jobs"
+}
+
+stage_asan() {
+  mkdir -p "$rel"
+  setup "$rel/asan" -Db_sanitize=address,undefined -Db_lundef=false || return 1
+  local supp=$root/tests/sanitizers/lsan.supp
+  local light=() heavy=() name
+  while read -r name; do
+    case " $asan_skip " in *" $name "*) continue ;; esac
+    case " $asan_heavy " in
+      *" $name "*) heavy+=("$name") ;;
+      *) light+=("$name") ;;
+    esac
+  done < <(test_names "$rel/asan")
+  # Resources: 1,000 cycles (the RSS bound is off under ASan, and LSan
+  # catches a leak in one cycle as surely as in 10,000).
+  echo "asan pass 1 (leaks checked, full stacks): ${light[*]}"
+  ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:print_stacktrace=1:fast_unwind_on_malloc=0:malloc_context_size=16 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  LSAN_OPTIONS=suppressions=$supp:print_suppressions=0 \
+  KILN_RESOURCE_CYCLES=1000 \
+    meson test -C "$rel/asan" --no-rebuild --print-errorlogs \
+    --num-processes "$jobs" --timeout-multiplier 4 "${light[@]}" || return 1
+  echo "asan pass 2 (memory errors and UB, fast unwinder): ${heavy[*]}"
+  ASAN_OPTIONS=halt_on_error=1:detect_leaks=0:print_stacktrace=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    meson test -C "$rel/asan" --no-rebuild --print-errorlogs \
+    --num-processes "$jobs" --timeout-multiplier 4 "${heavy[@]}"
+}
+
+stage_tsan() {
+  mkdir -p "$rel"
+  setup "$rel/tsan" -Db_sanitize=thread -Db_lundef=false || return 1
+  local opts="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/sanitizers/tsan.supp"
+  TSAN_OPTIONS=$opts \
+    meson test -C "$rel/tsan" --no-rebuild --print-errorlogs \
+    --num-processes "$jobs" --timeout-multiplier 4 \
+    threads memo event queue program cache || return 1
+  echo "tsan: the thread stress test on rusticl"
+  TSAN_OPTIONS=$opts RUSTICL_ENABLE=llvmpipe KILN_TEST_DEVICE=rusticl \
+    meson test -C "$rel/tsan" --no-rebuild --print-errorlogs \
+    --timeout-multiplier 4 threads
+}
+
+stage_oclgrind() {
+  need oclgrind oclgrind || return 1
+  setup "$build" || return 1
+  tests/oclgrind/run.sh "$build"
+}
+
+stage_fuzz() {
+  need clang "clang libclang-rt-14-dev" || return 1
+  mkdir -p "$rel"
+  CC=clang setup "$rel/fuzz" -Dfuzz=true -Dtools=false -Db_lundef=false \
+    -Db_sanitize=address,undefined -Dc_args=-fsanitize=fuzzer-no-link ||
+    return 1
+  local status=0 target work log
+  for target in selector cache_entry cache_dir peaks; do
+    work=$(mktemp -d)
+    log=$work/log
+    # New inputs go to the scratch directory, the seeds stay as checked in.
+    "$rel/fuzz/tests/fuzz/fuzz_$target" -max_total_time="$fuzz_seconds" \
+      -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$rel/fuzz/crash-$target-" \
+      "$work/corpus" "tests/fuzz/corpus/$target" > "$log" 2>&1 < /dev/null
+    local rc=$?
+    local runs
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    if [ $rc -ne 0 ]; then
+      status=1
+      echo "FAIL fuzz_$target (exit $rc after ${runs:-?} executions):"
+      grep -v '^#' "$log" | tail -40
+    else
+      echo "ok   fuzz_$target: ${runs:-?} executions in ${fuzz_seconds}s," \
+           "corpus $(ls "$work/corpus" | wc -l) new inputs"
+    fi
+    rm -rf "$work"
+  done
+  return $status
+}
+
+for stage in $stages; do
+  case $stage in
+    rusticl|asan|tsan|oclgrind|fuzz) ;;
+    *) echo "reliability: unknown stage '$stage'" >&2; exit 2 ;;
+  esac
+  echo "=== reliability: $stage"
+  start=$(date +%s)
+  "stage_$stage"
+  rc=$?
+  secs=$(( $(date +%s) - start ))
+  if [ $rc -eq 0 ]; then
+    summary+=("$(printf '%-9s ok    %5ds' "$stage" "$secs")")
+  else
+    summary+=("$(printf '%-9s FAIL  %5ds' "$stage" "$secs")")
+    failed=1
+  fi
+done
+echo "=== reliability summary"
+printf '%s\n' "${summary[@]}"
+exit $failed
