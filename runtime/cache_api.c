@@ -24,7 +24,9 @@ static void message(char *buf, size_t cap, const char *fmt, ...) {
   va_end(args);
 }
 
-/* Parse the last-run statistics file; false when absent or unreadable. */
+/* Parse the last-run statistics file; false when absent, unreadable or
+ * without its header line, and then info's last_run fields stay zero: a
+ * stray or damaged file is not reported as counters. */
 static bool read_stats(const char *dir, kiln_cache_info *info) {
   char path[KILN__CACHE_PATH_MAX];
   if (!kiln__cache_join(path, sizeof path, dir, KILN__CACHE_STATS_FILE))
@@ -34,6 +36,8 @@ static bool read_stats(const char *dir, kiln_cache_info *info) {
     return false;
   char line[128];
   bool header = false;
+  kiln_cache_info got;
+  memset(&got, 0, sizeof got);
   while (fgets(line, sizeof line, f) != NULL) {
     char name[32];
     long long value = 0;
@@ -44,20 +48,28 @@ static bool read_stats(const char *dir, kiln_cache_info *info) {
     if (sscanf(line, "%31s %lld", name, &value) != 2 || value < 0)
       continue;
     if (strcmp(name, "pid") == 0)
-      info->last_run_pid = value;
+      got.last_run_pid = value;
     else if (strcmp(name, "time") == 0)
-      info->last_run_time = value;
+      got.last_run_time = value;
     else if (strcmp(name, "hits") == 0)
-      info->last_run_hits = (uint64_t)value;
+      got.last_run_hits = (uint64_t)value;
     else if (strcmp(name, "misses") == 0)
-      info->last_run_misses = (uint64_t)value;
+      got.last_run_misses = (uint64_t)value;
     else if (strcmp(name, "stores") == 0)
-      info->last_run_stores = (uint64_t)value;
+      got.last_run_stores = (uint64_t)value;
     else if (strcmp(name, "rejected") == 0)
-      info->last_run_rejected = (uint64_t)value;
+      got.last_run_rejected = (uint64_t)value;
   }
   fclose(f);
-  return header;
+  if (!header)
+    return false;
+  info->last_run_pid = got.last_run_pid;
+  info->last_run_time = got.last_run_time;
+  info->last_run_hits = got.last_run_hits;
+  info->last_run_misses = got.last_run_misses;
+  info->last_run_stores = got.last_run_stores;
+  info->last_run_rejected = got.last_run_rejected;
+  return true;
 }
 
 kiln_status kiln_cache_get_info(kiln_cache_info *info) {
