@@ -146,17 +146,12 @@ static kiln_status row_op(void *p) {
   case ROW_SUM:
     return kiln_reduce_rows(a->q, KILN_REDUCE_SUM, KILN_F32, a->rows, a->cols,
                             a->x, 0, a->y, 0, 0, NULL, NULL);
-#ifdef KILN_BENCH_ROWS
   case ROW_SOFTMAX:
     return kiln_softmax_rows(a->q, KILN_F32, a->rows, a->cols, a->x, 0, a->y, 0,
                              0, NULL, NULL);
   case ROW_LAYERNORM:
     return kiln_layernorm_rows(a->q, KILN_F32, a->rows, a->cols, a->x, 0, NULL,
                                0, NULL, 0, 1e-5f, a->y, 0, 0, NULL, NULL);
-#else
-  default:
-    break;
-#endif
   }
   return KILN_ERR_INVALID_ARGUMENT;
 }

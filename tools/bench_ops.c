@@ -479,7 +479,6 @@ const struct bench_op *bench_ops(size_t *count) {
        2,
        {{4096, 1024, 0}, {0, 0, 0}},
        bench_run_rows},
-#ifdef KILN_BENCH_ROWS
       {"softmax",
        "f32",
        "R (R x 1024) or RxC",
@@ -492,7 +491,6 @@ const struct bench_op *bench_ops(size_t *count) {
        2,
        {{4096, 1024, 0}, {0, 0, 0}},
        bench_run_rows},
-#endif
       {"launch",
        "f32",
        "elements of the tiny op",

@@ -13,18 +13,10 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-#ifdef KILN_HAVE_CMD_INFO_C
     {"info", kiln_cmd_info, "report platforms and devices (text, list, JSON, doctor)"},
-#endif
-#ifdef KILN_HAVE_CMD_DEMO_C
     {"demo", kiln_cmd_demo, "build and run a small kernel, check it, print timings"},
-#endif
-#ifdef KILN_HAVE_CMD_CACHE_C
     {"cache", kiln_cmd_cache, "list, clear or warm the program cache"},
-#endif
-#ifdef KILN_HAVE_CMD_BENCH_C
     {"bench", kiln_cmd_bench, "measure op throughput against the device's peaks"},
-#endif
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
