@@ -8,7 +8,14 @@
  * be shared between threads; a queue, and a kernel handle whose arguments are
  * being set, must be used by one thread at a time. Distinct queues may be used
  * from distinct threads concurrently. Functions whose contract differs say so
- * at their declaration.
+ * at their declaration. Two rules hold everywhere: destroying or releasing
+ * the last reference to an object must not race with any other call using
+ * that object (the caller ends its other uses first); and functions that read
+ * the environment (KILN_DEVICE, KILN_PROFILE, KILN_CACHE*, KILN_TRACE) must
+ * not run while another thread calls setenv or unsetenv, as POSIX requires.
+ * Borrowed getters (names, infos, sizes, the owning context) only read
+ * immutable state and are thread-safe. tests/test_threads.c exercises this
+ * contract with eight threads on one context, under ThreadSanitizer too.
  *
  * Errors: every fallible function returns a kiln_status (KILN_OK is 0, errors
  * are negative) and leaves a precise message in kiln_last_error(). kiln never

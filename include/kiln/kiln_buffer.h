@@ -32,7 +32,8 @@ KILN_API kiln_status kiln_buffer_create(kiln_context *ctx, size_t size_bytes,
 
 /* A buffer backed by the caller's memory (CL_MEM_USE_HOST_PTR). host must
  * stay valid until the buffer is destroyed and every command using it has
- * completed; between commands, access it through kiln_buffer_map. */
+ * completed; between commands, access it through kiln_buffer_map.
+ * Thread-safe. */
 KILN_API kiln_status kiln_buffer_wrap_host(kiln_context *ctx, void *host,
                                            size_t size_bytes, unsigned flags,
                                            kiln_buffer **out);
@@ -42,7 +43,8 @@ KILN_API kiln_status kiln_buffer_wrap_host(kiln_context *ctx, void *host,
  * address alignment (kiln_device_info.mem_base_addr_align_bits / 8). flags
  * 0 inherits the parent's access; other flags may only narrow it (a
  * read-only parent takes only KILN_MEM_READ_ONLY views, a write-only parent
- * only KILN_MEM_WRITE_ONLY ones). A view of a view is refused. */
+ * only KILN_MEM_WRITE_ONLY ones). A view of a view is refused. Thread-safe,
+ * also for views of one parent made on several threads. */
 KILN_API kiln_status kiln_buffer_create_sub(kiln_buffer *parent,
                                             size_t offset_bytes,
                                             size_t size_bytes, unsigned flags,
@@ -94,7 +96,9 @@ KILN_API kiln_status kiln_buffer_fill(kiln_queue *queue, kiln_buffer *buffer,
 /* Map a range for host access (KILN_MAP_READ and/or KILN_MAP_WRITE). The
  * pointer is usable once the event completes; unmap it before any kernel uses
  * the buffer again. Mapping the same range twice gives two mappings (possibly
- * at the same address), each needing its own unmap. */
+ * at the same address), each needing its own unmap. Threads may map and
+ * unmap one buffer through their own queues concurrently (kiln's list of
+ * live mappings is locked). */
 KILN_API kiln_status kiln_buffer_map(kiln_queue *queue, kiln_buffer *buffer,
                                      unsigned map_flags, size_t offset_bytes,
                                      size_t size_bytes, void **out_ptr,

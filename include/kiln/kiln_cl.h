@@ -14,7 +14,10 @@
 KILN_BEGIN_DECLS
 
 /* Borrowed handles: retain them (clRetain*) to keep them past the kiln
- * object's life. */
+ * object's life. Thread-safe to obtain. A raw queue or kernel falls under
+ * the same one-thread-at-a-time rule as its kiln handle: kiln sets its op
+ * kernels' arguments on the queue's thread, so do not enqueue on
+ * kiln_queue_cl_queue() from another thread while kiln uses the queue. */
 KILN_API cl_platform_id kiln_device_cl_platform(const kiln_device *device);
 KILN_API cl_device_id kiln_device_cl_device(const kiln_device *device);
 KILN_API cl_context kiln_context_cl_context(const kiln_context *ctx);
@@ -25,7 +28,7 @@ KILN_API cl_program kiln_program_cl_program(const kiln_program *program);
 KILN_API cl_kernel kiln_kernel_cl_kernel(const kiln_kernel *kernel);
 
 /* Wrap a cl_mem of ctx's OpenCL context as a kiln buffer; kiln retains it and
- * releases its reference on kiln_buffer_destroy. */
+ * releases its reference on kiln_buffer_destroy. Thread-safe. */
 KILN_API kiln_status kiln_buffer_wrap_cl(kiln_context *ctx, cl_mem mem,
                                          kiln_buffer **out);
 

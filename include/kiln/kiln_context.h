@@ -36,7 +36,7 @@ KILN_API kiln_status kiln_context_create(const kiln_device *device,
 
 /* Enumerate devices, select with selector (NULL: KILN_DEVICE, else the
  * default rule, see kiln_device.h) and create a context on the first device
- * taken. */
+ * taken. Thread-safe. */
 KILN_API kiln_status kiln_context_create_default(const char *selector,
                                                  kiln_context **out);
 

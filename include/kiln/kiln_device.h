@@ -120,6 +120,7 @@ typedef struct kiln_device_problem {
  * Contexts copy what they need, so they may outlive the list.
  * Thread-safe; the list is immutable and may be read from many threads. */
 KILN_API kiln_status kiln_device_list_create(kiln_device_list **out);
+/* Free the list once no thread reads it and no selection borrows it. */
 KILN_API void kiln_device_list_destroy(kiln_device_list *list);
 
 KILN_API size_t kiln_device_list_count(const kiln_device_list *list);
@@ -170,7 +171,8 @@ typedef struct kiln_selection kiln_selection;
 /* Evaluate selector against every device of list. Devices that match are
  * "taken", in list order. Succeeds even when nothing is taken (count 0);
  * the selection keeps a reason for every device of the list.
- * The selection borrows list: destroy it first. Thread-safe. */
+ * The selection borrows list: destroy it first. Thread-safe; a selection is
+ * immutable and may be read from many threads. */
 KILN_API kiln_status kiln_selection_create(const kiln_device_list *list,
                                            const char *selector,
                                            kiln_selection **out);
@@ -189,7 +191,7 @@ KILN_API const char *kiln_selection_explain(const kiln_selection *selection,
 KILN_API const char *kiln_selection_selector(const kiln_selection *selection);
 
 /* Convenience: the first device the selector takes. KILN_ERR_NO_DEVICE, with
- * the reasons in the last error, when it takes none. */
+ * the reasons in the last error, when it takes none. Thread-safe. */
 KILN_API kiln_status kiln_device_select(const kiln_device_list *list,
                                         const char *selector,
                                         const kiln_device **out);

@@ -34,7 +34,7 @@ KILN_API kiln_status kiln_event_state_get(kiln_event *event,
 /* Device timestamps in nanoseconds of the command's start and end. Requires
  * a queue created with KILN_QUEUE_PROFILING (else KILN_ERR_INVALID_STATE)
  * and a completed command (else KILN_ERR_INVALID_STATE). Either out pointer
- * may be NULL. */
+ * may be NULL. Thread-safe. */
 KILN_API kiln_status kiln_event_profiling(kiln_event *event, uint64_t *start_ns,
                                           uint64_t *end_ns);
 /* Add a reference; returns event. Thread-safe. */

@@ -26,19 +26,23 @@ KILN_API kiln_status kiln_program_create(kiln_context *ctx, const char *source,
  * KILN_BUILD_NO_CACHE or the context disabled it. On failure returns
  * KILN_ERR_BUILD_FAILED with an excerpt of the log in the last error; the full
  * log stays available from kiln_program_build_log(). A built program cannot
- * be rebuilt (KILN_ERR_INVALID_STATE). */
+ * be rebuilt (KILN_ERR_INVALID_STATE). Not thread-safe for one program:
+ * build it on one thread (or use kiln_program_create_built) before sharing
+ * it; builds of different programs, on one context or several, may run
+ * concurrently. */
 KILN_API kiln_status kiln_program_build(kiln_program *program,
                                         const char *options, unsigned flags);
 
 /* Convenience: create and build; on a build failure *out is NULL and the log
- * excerpt is in the last error. */
+ * excerpt is in the last error. Thread-safe. */
 KILN_API kiln_status kiln_program_create_built(kiln_context *ctx,
                                                const char *source,
                                                const char *options,
                                                kiln_program **out);
 
 /* The full log of the last build ("" when there was none). Borrowed; valid
- * until the program is destroyed. */
+ * until the program is destroyed or built again (not concurrently with
+ * kiln_program_build on the same program). */
 KILN_API const char *kiln_program_build_log(const kiln_program *program);
 
 /* Whether the last build was loaded from kiln's persistent cache. */
@@ -48,7 +52,9 @@ KILN_API bool kiln_program_from_cache(const kiln_program *program);
 KILN_API kiln_status kiln_program_destroy(kiln_program *program);
 
 /* A kernel handle for the __kernel function name of a built program.
- * KILN_ERR_NOT_FOUND when there is no such kernel. */
+ * KILN_ERR_NOT_FOUND when there is no such kernel. Thread-safe: several
+ * threads may make kernels from one built program, each then owning its
+ * handle (and its arguments). */
 KILN_API kiln_status kiln_kernel_create(kiln_program *program, const char *name,
                                         kiln_kernel **out);
 KILN_API kiln_status kiln_kernel_destroy(kiln_kernel *kernel);

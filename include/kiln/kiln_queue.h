@@ -28,7 +28,8 @@ KILN_API kiln_status kiln_queue_create(kiln_context *ctx, unsigned flags,
  * waits until every command enqueued on the queue has completed (as
  * kiln_queue_finish), then frees the queue whatever the wait returned, and
  * returns the status of that wait. Events obtained from the queue stay valid
- * until released. NULL is a no-op. */
+ * until released, and other threads may go on waiting on them. NULL is a
+ * no-op. */
 KILN_API kiln_status kiln_queue_destroy(kiln_queue *queue);
 
 /* Submit enqueued commands to the device without waiting. (Under Oclgrind,
