@@ -6,6 +6,14 @@
  * crashes or hangs in its initialiser is then reported instead of taking the
  * doctor down, and fork() happens while the process is still single-threaded.
  * Only then does the doctor go through the ICD loader and kiln (doctor.c). */
+
+/* cl_icd.h declares the whole dispatch table, deprecated entries included:
+ * without these, newer compilers (GCC 13) warn on every deprecated entry. They
+ * must come before the first OpenCL header, which doctor.h pulls in. */
+#define CL_USE_DEPRECATED_OPENCL_1_0_APIS
+#define CL_USE_DEPRECATED_OPENCL_1_1_APIS
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#define CL_USE_DEPRECATED_OPENCL_2_0_APIS
 #include "doctor.h"
 
 #include <dirent.h>
