@@ -3,11 +3,12 @@
  *
  * Written to run under Oclgrind (tests/oclgrind/run.sh: out-of-bounds,
  * uninitialised-value and data-race checks), which is about 2000 times
- * slower than PoCL, so sizes are tens to hundreds of elements; it also runs
- * as an ordinary test on the default device. Inputs are placed at odd
- * offsets in buffers whose other elements are never written, so a kernel
- * reading outside its range reads uninitialised memory, and outputs that an
- * op must not read (GEMM's C with beta 0) are left uninitialised.
+ * slower than PoCL, so sizes are tens to hundreds of elements (a few
+ * thousand where several tiles or chunks are the point); it also runs as an
+ * ordinary test on the default device. Operands sit at odd offsets in
+ * buffers whose other elements hold sentinels (NaN): reading outside the
+ * range spoils a result, writing outside it is caught on read-back, and
+ * writing past the buffer is caught by Oclgrind.
  *
  * The device: KILN_TEST_DEVICE when set, else kiln's default selection.
  * The profile (so the kernel family): KILN_PROFILE, as for every context.
@@ -116,16 +117,19 @@ static double input_value(uint32_t seed, size_t i) {
 
 /* ---- buffers ------------------------------------------------------------- */
 
-/* Bits that fill the elements of an input buffer outside the op's range:
- * NaN for the float types, extreme values for the integers, so an op that
- * reads outside its range spoils its result. */
-static void store_sentinel(kiln_dtype dt, void *p, size_t i) {
-  switch (dt) {
-  case KILN_F32: ((uint32_t *)p)[i] = 0x7fc0dead; break;
-  case KILN_F16: ((uint16_t *)p)[i] = 0x7e01; break;
-  case KILN_BF16: ((uint16_t *)p)[i] = 0x7fc1; break;
-  case KILN_I32: ((int32_t *)p)[i] = INT32_MIN; break;
-  case KILN_U32: ((uint32_t *)p)[i] = 0xdeadbeefu; break;
+/* The bits that fill every element of a buffer outside the range an op may
+ * touch, by element size: a NaN for f32 (4 bytes; a large value as i32 or
+ * u32) and for f16 and bf16 alike (2 bytes). An op that reads outside its
+ * range spoils its result; one that writes outside it is caught by
+ * download(), which checks that the rest of the buffer still holds them.
+ * Outputs start filled with them too, so GEMM with beta 0 reading C would
+ * turn its result into NaN. */
+static void fill_sentinels(void *p, size_t es, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    if (es == 2)
+      ((uint16_t *)p)[i] = 0x7fc1;
+    else
+      ((uint32_t *)p)[i] = 0x7fc0dead;
   }
 }
 
@@ -141,8 +145,7 @@ static kiln_buffer *input(kiln_dtype dt, size_t offset, size_t n,
   size_t es = dsize(dt), total = offset + n + 3;
   void *h = calloc(n ? n : 1, es);
   unsigned char *image = malloc(total * es);
-  for (size_t i = 0; i < total; i++)
-    store_sentinel(dt, image, i);
+  fill_sentinels(image, es, total);
   for (size_t i = 0; i < n; i++) {
     double v = input_value(seed, i);
     /* Integers: -256..255 for i32, 0..256 for u32. */
@@ -160,25 +163,46 @@ static kiln_buffer *input(kiln_dtype dt, size_t offset, size_t n,
   return b;
 }
 
-/* An output buffer, left uninitialised. */
+/* An output buffer of count + 3 elements, all sentinels. */
 static kiln_buffer *output(kiln_dtype dt, size_t count) {
+  size_t es = dsize(dt), total = count + 3;
+  void *image = malloc(total * es);
+  fill_sentinels(image, es, total);
   kiln_buffer *b = NULL;
-  if (kiln_buffer_create(ctx, (count + 3) * dsize(dt), 0, &b) != KILN_OK) {
+  if (kiln_buffer_create(ctx, total * es, 0, &b) != KILN_OK ||
+      kiln_buffer_write_sync(q, b, 0, total * es, image) != KILN_OK) {
     fprintf(stderr, "FAIL output buffer: %s\n", kiln_last_error());
     exit(1);
   }
+  free(image);
   return b;
 }
 
+/* A host copy of elements [offset, offset + n) of b, after checking that
+ * every element outside that range still holds its sentinel. */
 static void *download(kiln_buffer *b, kiln_dtype dt, size_t offset,
                       size_t n) {
-  void *h = calloc(n ? n : 1, dsize(dt));
-  if (n > 0 &&
-      kiln_buffer_read_sync(q, b, offset * dsize(dt), n * dsize(dt), h) !=
-          KILN_OK) {
+  size_t es = dsize(dt), total = kiln_buffer_size(b) / es;
+  unsigned char *all = malloc(total * es), *want = malloc(es);
+  void *h = calloc(n ? n : 1, es);
+  fill_sentinels(want, es, 1);
+  if (kiln_buffer_read_sync(q, b, 0, total * es, all) != KILN_OK) {
     fprintf(stderr, "FAIL read back: %s\n", kiln_last_error());
     failures++;
+  } else {
+    memcpy(h, all + offset * es, n * es);
+    checks++;
+    for (size_t i = 0; i < total; i++)
+      if ((i < offset || i >= offset + n) &&
+          memcmp(all + i * es, want, es) != 0) {
+        fprintf(stderr, "FAIL element %zu of a %zu-element buffer changed, "
+                        "outside the op's range [%zu, %zu)\n",
+                i, total, offset, offset + n);
+        failures++;
+        break;
+      }
   }
+  free(all), free(want);
   return h;
 }
 
@@ -348,11 +372,14 @@ static double reduce_ref(kiln_reduce_op op, const double *v, size_t n,
 
 static void run_reductions(kiln_dtype dt, size_t n) {
   void *xh;
-  kiln_buffer *x = input(dt, 5, n, 61, &xh), *r = output(KILN_F32, 8);
+  kiln_buffer *x = input(dt, 5, n, 61, &xh), *r = NULL;
   double *v = malloc(n * sizeof *v);
   for (size_t i = 0; i < n; i++)
     v[i] = load(dt, xh, i);
   for (int op = KILN_REDUCE_SUM; op <= KILN_REDUCE_ARGMAX; op++) {
+    /* A fresh result buffer per op, so each read-back sees one op's write. */
+    kiln_buffer_destroy(r);
+    r = output(KILN_F32, 8);
     CHECK_OK(kiln_reduce(q, (kiln_reduce_op)op, dt, n, x, 5, r, 2, 0, NULL, NULL));
     kiln_dtype rt = op == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32;
     void *got = download(r, rt, 2, 1);
@@ -364,6 +391,8 @@ static void run_reductions(kiln_dtype dt, size_t n) {
   }
   void *yh;
   kiln_buffer *y = input(dt, 0, n, 62, &yh);
+  kiln_buffer_destroy(r);
+  r = output(KILN_F32, 8);
   CHECK_OK(kiln_dot(q, dt, n, x, 5, y, 0, r, 0, 0, NULL, NULL));
   void *got = download(r, KILN_F32, 0, 1);
   double want = 0;
@@ -378,14 +407,15 @@ static void run_reductions(kiln_dtype dt, size_t n) {
 
 static void run_matrix_reductions(size_t rows, size_t cols) {
   void *xh;
-  kiln_buffer *x = input(KILN_F32, 3, rows * cols, 71, &xh);
-  kiln_buffer *r = output(KILN_F32, rows + cols);
+  kiln_buffer *x = input(KILN_F32, 3, rows * cols, 71, &xh), *r = NULL;
   double *v = malloc(rows * cols * sizeof *v), *want = malloc((rows + cols) * sizeof *want);
   for (size_t i = 0; i < rows * cols; i++)
     v[i] = ((float *)xh)[i];
   for (int op = KILN_REDUCE_SUM; op <= KILN_REDUCE_ARGMAX; op++) {
     kiln_dtype rt = op == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32;
     char what[64];
+    kiln_buffer_destroy(r);
+    r = output(KILN_F32, rows + cols);
     CHECK_OK(kiln_reduce_rows(q, (kiln_reduce_op)op, KILN_F32, rows, cols, x, 3,
                               r, 1, 0, NULL, NULL));
     void *got = download(r, rt, 1, rows);
@@ -394,6 +424,8 @@ static void run_matrix_reductions(size_t rows, size_t cols) {
     snprintf(what, sizeof what, "reduce_rows %d %zux%zu", op, rows, cols);
     expect(what, rt, got, want, rows, 1e-5 * (double)cols);
     free(got);
+    kiln_buffer_destroy(r);
+    r = output(KILN_F32, rows + cols);
     CHECK_OK(kiln_reduce_cols(q, (kiln_reduce_op)op, KILN_F32, rows, cols, x, 3,
                               r, 0, 0, NULL, NULL));
     got = download(r, rt, 0, cols);
