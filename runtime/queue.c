@@ -71,13 +71,18 @@ kiln_status kiln_queue_create(kiln_context *ctx, unsigned flags,
 }
 
 /* clFinish, made to wait on drivers whose clFinish skips commands already
- * flushed (KILN_QUIRK_FINISH_SKIPS_FLUSHED): a marker enqueued now completes
- * after everything before it on the in-order queue, and waiting for it
- * flushes it. The clFinish that follows is then cheap. */
+ * flushed (KILN_QUIRK_FINISH_SKIPS_FLUSHED): everything pending is flushed
+ * first, then a marker is enqueued and waited for. The flush matters on
+ * rusticl, which completes the commands of one flush in a batch and may
+ * signal a marker sharing their batch before it has waited for them; a
+ * marker in a later batch is signalled only after they all completed. The
+ * clFinish that follows is then cheap. */
 static cl_int finish(kiln_queue *queue) {
   if (queue->ctx->device->info.quirks & KILN_QUIRK_FINISH_SKIPS_FLUSHED) {
     cl_event marker = NULL;
-    cl_int err = clEnqueueMarkerWithWaitList(queue->cl, 0, NULL, &marker);
+    cl_int err = clFlush(queue->cl);
+    if (err == CL_SUCCESS)
+      err = clEnqueueMarkerWithWaitList(queue->cl, 0, NULL, &marker);
     if (err != CL_SUCCESS)
       return err;
     err = clWaitForEvents(1, &marker);

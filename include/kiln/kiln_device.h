@@ -42,9 +42,10 @@ typedef enum kiln_quirk {
    * its kernels ran, instead of right after the build. */
   KILN_QUIRK_LAZY_PROGRAM_BINARY = 1u << 5,
   /* clFinish returns at once when every command has already been flushed
-   * (by clFlush or a wait), though they have not completed (Mesa 22.3
-   * rusticl): kiln_queue_finish and kiln_queue_destroy first enqueue a
-   * marker and wait for it. */
+   * (by clFlush or a wait), though they have not completed, and a command's
+   * event may still read as submitted after a later command of the same
+   * flush completed (Mesa 22.3 rusticl): kiln_queue_finish and
+   * kiln_queue_destroy flush, then enqueue a marker and wait for it. */
   KILN_QUIRK_FINISH_SKIPS_FLUSHED = 1u << 6,
   /* Every loop in a kernel stops after 65535 iterations, silently (Mesa's
    * llvmpipe loop limiter): op kernels keep each work-item's loops shorter,
