@@ -105,7 +105,7 @@ static run_result run(const char *const *env, const char *const *argv) {
 static const char *kiln_bin(void) {
   const char *bin = getenv("KILN_BIN");
   if (bin == NULL || bin[0] == '\0')
-    fail_msg("KILN_BIN is not set (tests/meson.build passes the kiln binary)");
+    fail_msg("%s", "KILN_BIN is not set (tests/meson.build passes the kiln binary)");
   return bin;
 }
 
@@ -361,7 +361,7 @@ static void write_icd(const char *dir, const char *file, const char *lib) {
 static void make_vendors(bool broken) {
   const char *lib = getenv("FAKE_ICD_LIB");
   if (lib == NULL || lib[0] == '\0')
-    fail_msg("FAKE_ICD_LIB is not set (tests/meson.build passes it)");
+    fail_msg("%s", "FAKE_ICD_LIB is not set (tests/meson.build passes it)");
   snprintf(vendors_dir, sizeof(vendors_dir), "/tmp/kiln-test-info-XXXXXX");
   assert_non_null(mkdtemp(vendors_dir));
   write_icd(vendors_dir, "fake.icd", lib);
