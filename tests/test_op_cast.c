@@ -191,6 +191,18 @@ static void test_round_trip(void **state) {
   }
 }
 
+/* Values outside the enum have a defined answer: size 0 (which every op
+ * refuses) and the name "unknown". */
+static void test_dtype_queries(void **state) {
+  (void)state;
+  assert_int_equal(kiln_dtype_size(KILN_F32), 4);
+  assert_int_equal(kiln_dtype_size(KILN_BF16), 2);
+  assert_string_equal(kiln_dtype_name(KILN_F16), "f16");
+  assert_int_equal(kiln_dtype_size((kiln_dtype)99), 0);
+  assert_string_equal(kiln_dtype_name((kiln_dtype)99), "unknown");
+  assert_int_equal(kiln_dtype_size((kiln_dtype)-1), 0);
+}
+
 static void test_zero_size_and_bad(void **state) {
   (void)state;
   kiln_context *ctx, *other;
@@ -246,6 +258,7 @@ int main(void) {
       cmocka_unit_test(test_cast),
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_zero_size_and_bad),
+      cmocka_unit_test(test_dtype_queries),
   };
   return KILN_TEST_RUN("op_cast", tests, true);
 }
