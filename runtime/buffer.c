@@ -301,65 +301,64 @@ static kiln_status convert_waits(const kiln_queue *queue, size_t num_wait,
   return KILN_OK;
 }
 
-kiln_status kiln_buffer_write(kiln_queue *queue, kiln_buffer *dst,
-                              size_t offset_bytes, size_t size_bytes,
-                              const void *src, size_t num_wait,
-                              kiln_event *const *wait_list,
-                              kiln_event **out_event) {
-  static const char fn[] = "kiln_buffer_write";
+/* Reads and writes differ only in direction: one checked path for both, so a
+ * check added to one cannot be missed in the other. */
+static kiln_status transfer(kiln_queue *queue, kiln_buffer *buffer,
+                            size_t offset_bytes, size_t size_bytes, void *host,
+                            bool write, size_t num_wait,
+                            kiln_event *const *wait_list,
+                            kiln_event **out_event) {
+  const char *fn = write ? "kiln_buffer_write" : "kiln_buffer_read";
+  const char *buffer_arg = write ? "dst" : "src";
+  const char *host_arg = write ? "src" : "dst";
   if (out_event != NULL)
     *out_event = NULL;
-  kiln_status status = check_queue_buffer(queue, dst, fn, "dst");
+  kiln_status status = check_queue_buffer(queue, buffer, fn, buffer_arg);
   if (status != KILN_OK)
     return status;
-  if (src == NULL)
-    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: src is NULL", fn);
-  status = check_range(dst, offset_bytes, size_bytes, fn, "dst");
+  if (host == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, host_arg);
+  status = check_range(buffer, offset_bytes, size_bytes, fn, buffer_arg);
   if (status != KILN_OK)
     return status;
   cl_event inline_buf[KILN__WAIT_INLINE], *waits, ev = NULL;
   status = convert_waits(queue, num_wait, wait_list, inline_buf, &waits, fn);
   if (status != KILN_OK)
     return status;
-  cl_int err = clEnqueueWriteBuffer(queue->cl, dst->cl, CL_FALSE, offset_bytes,
-                                    size_bytes, src, (cl_uint)num_wait, waits,
-                                    out_event != NULL ? &ev : NULL);
+  cl_event *ev_out = out_event != NULL ? &ev : NULL;
+  cl_int err =
+      write ? clEnqueueWriteBuffer(queue->cl, buffer->cl, CL_FALSE,
+                                   offset_bytes, size_bytes, host,
+                                   (cl_uint)num_wait, waits, ev_out)
+            : clEnqueueReadBuffer(queue->cl, buffer->cl, CL_FALSE,
+                                  offset_bytes, size_bytes, host,
+                                  (cl_uint)num_wait, waits, ev_out);
   kiln__wait_list_free(waits, inline_buf);
   if (err != CL_SUCCESS)
-    return kiln__fail_cl(err, "clEnqueueWriteBuffer", queue->ctx->device,
-                         "%s: [offset %zu, +%zu bytes)", fn, offset_bytes,
-                         size_bytes);
+    return kiln__fail_cl(err,
+                         write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
+                         queue->ctx->device, "%s: [offset %zu, +%zu bytes)", fn,
+                         offset_bytes, size_bytes);
   return kiln__event_out(queue, ev, out_event);
+}
+
+kiln_status kiln_buffer_write(kiln_queue *queue, kiln_buffer *dst,
+                              size_t offset_bytes, size_t size_bytes,
+                              const void *src, size_t num_wait,
+                              kiln_event *const *wait_list,
+                              kiln_event **out_event) {
+  /* The cast only lets both directions share one path; a write never
+   * modifies src. */
+  return transfer(queue, dst, offset_bytes, size_bytes, (void *)(uintptr_t)src,
+                  true, num_wait, wait_list, out_event);
 }
 
 kiln_status kiln_buffer_read(kiln_queue *queue, kiln_buffer *src,
                              size_t offset_bytes, size_t size_bytes, void *dst,
                              size_t num_wait, kiln_event *const *wait_list,
                              kiln_event **out_event) {
-  static const char fn[] = "kiln_buffer_read";
-  if (out_event != NULL)
-    *out_event = NULL;
-  kiln_status status = check_queue_buffer(queue, src, fn, "src");
-  if (status != KILN_OK)
-    return status;
-  if (dst == NULL)
-    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: dst is NULL", fn);
-  status = check_range(src, offset_bytes, size_bytes, fn, "src");
-  if (status != KILN_OK)
-    return status;
-  cl_event inline_buf[KILN__WAIT_INLINE], *waits, ev = NULL;
-  status = convert_waits(queue, num_wait, wait_list, inline_buf, &waits, fn);
-  if (status != KILN_OK)
-    return status;
-  cl_int err = clEnqueueReadBuffer(queue->cl, src->cl, CL_FALSE, offset_bytes,
-                                   size_bytes, dst, (cl_uint)num_wait, waits,
-                                   out_event != NULL ? &ev : NULL);
-  kiln__wait_list_free(waits, inline_buf);
-  if (err != CL_SUCCESS)
-    return kiln__fail_cl(err, "clEnqueueReadBuffer", queue->ctx->device,
-                         "%s: [offset %zu, +%zu bytes)", fn, offset_bytes,
-                         size_bytes);
-  return kiln__event_out(queue, ev, out_event);
+  return transfer(queue, src, offset_bytes, size_bytes, dst, false, num_wait,
+                  wait_list, out_event);
 }
 
 kiln_status kiln_buffer_copy(kiln_queue *queue, kiln_buffer *src,
