@@ -46,9 +46,10 @@ failed=0
 # code they exercise (the cache, GEMM's host side) also runs, leak-checked,
 # in program, kernel, memo, resources and threads.
 asan_heavy="cache op_gemm"
-# Not meaningful under a sanitizer build: it compiles the README example
-# with plain cc against the installed (here: instrumented) library.
-asan_skip="readme_example"
+# Not meaningful under a sanitizer build: readme_example compiles the README
+# example with plain cc against the installed (here: instrumented) library;
+# the bad-input checks are Python scripts reading the sources.
+asan_skip="readme_example bad_input_coverage bad_input_coverage_selftest"
 
 setup() { # dir, meson options...
   local dir=$1
@@ -98,12 +99,14 @@ stage_asan() {
   LSAN_OPTIONS=suppressions=$supp:print_suppressions=0 \
   KILN_RESOURCE_CYCLES=1000 \
     meson test -C "$rel/asan" --no-rebuild --print-errorlogs \
-    --num-processes "$jobs" --timeout-multiplier 4 "${light[@]}" || return 1
+    --num-processes "$jobs" --timeout-multiplier 4 "${light[@]}"
+  local status=$?
   echo "asan pass 2 (memory errors and UB, fast unwinder): ${heavy[*]}"
   ASAN_OPTIONS=halt_on_error=1:detect_leaks=0:print_stacktrace=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C "$rel/asan" --no-rebuild --print-errorlogs \
-    --num-processes "$jobs" --timeout-multiplier 4 "${heavy[@]}"
+    --num-processes "$jobs" --timeout-multiplier 4 "${heavy[@]}" || status=1
+  return $status
 }
 
 stage_tsan() {
@@ -113,11 +116,13 @@ stage_tsan() {
   TSAN_OPTIONS=$opts \
     meson test -C "$rel/tsan" --no-rebuild --print-errorlogs \
     --num-processes "$jobs" --timeout-multiplier 4 \
-    threads memo event queue program cache || return 1
+    threads memo event queue program cache
+  local status=$?
   echo "tsan: the thread stress test on rusticl"
   TSAN_OPTIONS=$opts RUSTICL_ENABLE=llvmpipe KILN_TEST_DEVICE=rusticl \
     meson test -C "$rel/tsan" --no-rebuild --print-errorlogs \
-    --timeout-multiplier 4 threads
+    --timeout-multiplier 4 threads || status=1
+  return $status
 }
 
 stage_oclgrind() {
@@ -135,6 +140,7 @@ stage_fuzz() {
   local status=0 target work log
   for target in selector cache_entry cache_dir peaks; do
     work=$(mktemp -d)
+    mkdir "$work/corpus"
     log=$work/log
     # New inputs go to the scratch directory, the seeds stay as checked in.
     "$rel/fuzz/tests/fuzz/fuzz_$target" -max_total_time="$fuzz_seconds" \
