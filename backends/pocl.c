@@ -30,8 +30,8 @@ static const struct kiln_tuning tuning = {
      * 16 of 32 zmm). Measured on an AVX2 EPYC: 6 x 16 with KC 256 ran at
      * 95-120% of OpenBLAS sgemm; 4 x 16 at 60%. */
     /* Transpose: 128x128 tiles per work-item (16x16 register blocks) ran
-     * at 70-75% of an OpenMP copy's GB/s at 4096^2; 64 at 45-75%, 256 at
-     * 66-96% (the machine was shared, so the spread is noise). */
+     * at 68-70% of an OpenMP copy's GB/s at 4096^2 (best of 15, quiet
+     * machine), 64x64 at 59-64%. */
     .transpose_tile = 128,
     /* f16 is not supported (CL_DEVICE_HALF_FP_CONFIG is 0), and CPUs
      * without AVX-512 FP16 compute half in float anyway. */
