@@ -561,6 +561,10 @@ static void test_bad_input(void **state) {
                      KILN_ERR_INVALID_SIZE);
   assert_last_error_contains("stride_b");
 #undef GEMMB
+  assert_kiln_status(kiln_gemm_batched(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32,
+                                       a, 0, 4, 16, b, 0, 4, 16, 0.0f, c, 0, 4,
+                                       16, 2, 0, NULL, NULL),
+                     KILN_ERR_NULL_POINTER);
 
   /* Zero sizes are no-ops whose out event still completes. */
   ev = NULL;
