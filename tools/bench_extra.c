@@ -1,13 +1,12 @@
 /* `kiln bench`: the launch-cost benchmark and the row ops.
  *
  * Launch cost: what kiln adds to an op's launch over a bare
- * clEnqueueNDRangeKernel. kiln_scale on a tiny vector is enqueued many
- * times and the host time of the enqueue calls alone is taken per launch;
- * then the same is done with clEnqueueNDRangeKernel of an equivalent scale
- * kernel (built through kiln, launched through kiln/kiln_cl.h interop on the
- * same OpenCL queue, arguments set once). Both loops are timed without the
- * final wait, so device execution overlaps and only the host cost of
- * issuing a launch is compared. */
+ * clEnqueueNDRangeKernel. kiln_scale on a tiny vector and a
+ * clEnqueueNDRangeKernel of an equivalent scale kernel (built through kiln,
+ * launched through kiln/kiln_cl.h interop on the same OpenCL queue,
+ * arguments set once) are issued in alternation, and the host time of each
+ * call is taken on its own: only the cost of issuing a launch is compared,
+ * the device's execution overlapping it. */
 #include "bench.h"
 
 #include <math.h>
@@ -18,8 +17,8 @@
 #include "kiln/kiln_cl.h"
 
 #define U (ldexp(1.0, -24))
-#define LAUNCHES 1000
-#define ROUNDS 7
+#define LAUNCHES 4000
+#define BATCH 200
 
 static const char scale_source[] =
     "__kernel void scale(__global float *x, float a, ulong n) {\n"
@@ -39,7 +38,7 @@ bool bench_run_launch(const struct bench_env *env, struct bench_result *r) {
   kiln_buffer *x = NULL;
   kiln_program *prog = NULL;
   kiln_kernel *k = NULL;
-  double kiln_t[ROUNDS], raw_t[ROUNDS];
+  static double kiln_t[LAUNCHES], raw_t[LAUNCHES];
   float *host = malloc(n * 4), *back = malloc(n * 4);
   if (host == NULL || back == NULL) {
     snprintf(r->note, sizeof r->note, "out of host memory");
@@ -78,35 +77,37 @@ bool bench_run_launch(const struct bench_env *env, struct bench_result *r) {
     snprintf(r->note, sizeof r->note, "warm-up: %s", kiln_last_error());
     goto done;
   }
-  /* Alternate the two so that drift in the machine's load hits both. */
-  for (int round = 0; round < ROUNDS; round++) {
+  /* Pairs: one kiln launch, then one bare launch, each timed on its own,
+   * so that a change in the machine's load hits both alike; the queue is
+   * drained every BATCH pairs so that its depth stays the same. The
+   * medians of the per-call times are compared. */
+  for (int i = 0; i < LAUNCHES; i++) {
     double t0 = bench_now();
-    for (int i = 0; i < LAUNCHES; i++)
-      if (kiln_scale(env->queue, KILN_F32, n, 1.0f, x, 0, 0, NULL, NULL) !=
-          KILN_OK) {
-        snprintf(r->note, sizeof r->note, "%s", kiln_last_error());
-        goto done;
-      }
-    kiln_t[round] = (bench_now() - t0) / LAUNCHES;
-    if (kiln_queue_finish(env->queue) != KILN_OK)
+    kiln_status ks =
+        kiln_scale(env->queue, KILN_F32, n, 1.0f, x, 0, 0, NULL, NULL);
+    double t1 = bench_now();
+    cl_int ce =
+        clEnqueueNDRangeKernel(q, ck, 1, NULL, &global, &local, 0, NULL, NULL);
+    double t2 = bench_now();
+    if (ks != KILN_OK || ce != CL_SUCCESS) {
+      snprintf(r->note, sizeof r->note, "%s",
+               ks != KILN_OK ? kiln_last_error()
+                             : "clEnqueueNDRangeKernel failed");
       goto done;
-    t0 = bench_now();
-    for (int i = 0; i < LAUNCHES; i++)
-      if (clEnqueueNDRangeKernel(q, ck, 1, NULL, &global, &local, 0, NULL,
-                                 NULL) != CL_SUCCESS) {
-        snprintf(r->note, sizeof r->note, "clEnqueueNDRangeKernel failed");
-        goto done;
-      }
-    raw_t[round] = (bench_now() - t0) / LAUNCHES;
-    if (kiln_queue_finish(env->queue) != KILN_OK)
+    }
+    kiln_t[i] = t1 - t0;
+    raw_t[i] = t2 - t1;
+    if ((i + 1) % BATCH == 0 && kiln_queue_finish(env->queue) != KILN_OK)
       goto done;
   }
-  qsort(kiln_t, ROUNDS, sizeof kiln_t[0], cmp_double);
-  qsort(raw_t, ROUNDS, sizeof raw_t[0], cmp_double);
+  if (kiln_queue_finish(env->queue) != KILN_OK)
+    goto done;
+  qsort(kiln_t, LAUNCHES, sizeof kiln_t[0], cmp_double);
+  qsort(raw_t, LAUNCHES, sizeof raw_t[0], cmp_double);
   r->is_launch = true;
-  r->median_s = kiln_t[ROUNDS / 2];
-  r->kiln_us = kiln_t[ROUNDS / 2] * 1e6;
-  r->raw_us = raw_t[ROUNDS / 2] * 1e6;
+  r->median_s = kiln_t[LAUNCHES / 2];
+  r->kiln_us = kiln_t[LAUNCHES / 2] * 1e6;
+  r->raw_us = raw_t[LAUNCHES / 2] * 1e6;
   r->rate = 0.0;
   /* Every launch scaled x by 1: it must be exactly what was written. */
   ok = true;

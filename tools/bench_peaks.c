@@ -6,6 +6,8 @@
  * checked against the driver version and kiln version. */
 #include "bench.h"
 
+#include "kiln/kiln_cl.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -149,8 +151,20 @@ static bool measure(kiln_context *ctx, kiln_queue *queue,
     snprintf(err, err_size, "filling the arrays: %s", kiln_last_error());
     goto done;
   }
+  /* 256 work-items, or what the device and each kernel allow (rusticl's
+   * llvmpipe: 32 for these kernels). The program has one device, so the
+   * query needs none named. */
   size_t local =
       info->max_work_group_size < 256 ? info->max_work_group_size : 256;
+  kiln_kernel *const kernels[3] = {copy, triad, fmak};
+  for (int i = 0; i < 3; i++) {
+    size_t kmax = 0;
+    if (clGetKernelWorkGroupInfo(kiln_kernel_cl_kernel(kernels[i]), NULL,
+                                 CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                                 NULL) == CL_SUCCESS &&
+        kmax > 0 && kmax < local)
+      local = kmax;
+  }
   size_t items = n / 4;
   if (kiln_kernel_set_arg_buffer(copy, 0, a) != KILN_OK ||
       kiln_kernel_set_arg_buffer(copy, 1, b) != KILN_OK ||
