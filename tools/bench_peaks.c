@@ -77,8 +77,11 @@ static unsigned float_width(const kiln_device_info *info) {
   return w >= 16 ? 16 : w >= 8 ? 8 : w >= 4 ? 4 : w >= 2 ? 2 : 1;
 }
 
-/* Seconds one launch of kernel takes: the device's own timestamps when it
- * gives sane ones, else the host's clock around launch and wait. */
+/* Seconds one launch of kernel takes: the device's own timestamps when they
+ * are plausible (positive, within the host's time and close to it), else
+ * the host's clock around launch and wait. rusticl's timer has no useful
+ * resolution, and trusting it made the calibration loops below run for
+ * minutes. */
 static double launch_seconds(kiln_queue *queue, kiln_kernel *kernel,
                              size_t global, size_t local) {
   kiln_event *ev = NULL;
@@ -92,8 +95,11 @@ static double launch_seconds(kiln_queue *queue, kiln_kernel *kernel,
   double host = bench_now() - t0;
   uint64_t start = 0, end = 0;
   double t = host;
-  if (kiln_event_profiling(ev, &start, &end) == KILN_OK && end > start)
-    t = 1e-9 * (double)(end - start);
+  if (kiln_event_profiling(ev, &start, &end) == KILN_OK && end > start) {
+    double dev = 1e-9 * (double)(end - start);
+    if (dev <= host && (dev >= 0.5 * host || host - dev < 50e-6))
+      t = dev;
+  }
   kiln_event_release(ev);
   return t;
 }
@@ -175,53 +181,80 @@ static bool measure(kiln_context *ctx, kiln_queue *queue,
     snprintf(err, err_size, "setting arguments: %s", kiln_last_error());
     goto done;
   }
-  double t_copy = best_of(queue, copy, items, local);
-  double t_triad = best_of(queue, triad, items, local);
+  /* Grow the arrays from 4 MiB until a copy takes 20 ms or the whole
+   * allocation is used: fast devices get arrays far beyond their caches,
+   * and slow ones (Mesa's llvmpipe) finish in seconds, not minutes. */
+  size_t used = (size_t)1 << 20;
+  if (used > n)
+    used = n;
+  double t_copy, t_triad;
+  for (;;) {
+    size_t groups = used / 4 / local;
+    items = (groups ? groups : 1) * local;
+    t_copy = best_of(queue, copy, items, local);
+    if (t_copy <= 0 || t_copy >= 0.02 || used == n)
+      break;
+    used = used * 4 < n ? used * 4 : n;
+  }
+  t_triad = t_copy > 0 ? best_of(queue, triad, items, local) : -1.0;
   if (t_copy <= 0 || t_triad <= 0) {
     snprintf(err, err_size, "running the bandwidth kernels: %s",
              kiln_last_error());
     goto done;
   }
-  double gbps_copy = 2.0 * (double)bytes / t_copy * 1e-9;
-  double gbps_triad = 3.0 * (double)bytes / t_triad * 1e-9;
+  double moved = (double)items * 16.0; /* bytes per array */
+  double gbps_copy = 2.0 * moved / t_copy * 1e-9;
+  double gbps_triad = 3.0 * moved / t_triad * 1e-9;
   out->gbps = gbps_copy > gbps_triad ? gbps_copy : gbps_triad;
 
-  /* FMA: on CPUs one work-item per group (a thread running the chains in
-   * vector registers), 32 per compute unit (PoCL 3.1 on 2 cores: 4 per core
-   * reached 75% of the 32-per-core figure, which matched the cores'
-   * nominal peak); on GPUs full groups, enough to fill every compute unit
-   * many times over. */
-  bool cpu = info->type == KILN_DEVICE_CPU;
-  size_t flocal = cpu ? 1 : local;
-  size_t fglobal = cpu ? 32 * (size_t)info->compute_units
-                       : (size_t)info->compute_units * local * 16;
-  if (fglobal == 0)
-    fglobal = flocal;
-  if (kiln_buffer_create(ctx, fglobal * 4, 0, &o) != KILN_OK ||
+  /* FMA, in two shapes, keeping the faster: one work-item per group, 32
+   * per compute unit (a CPU thread running the chains in its vector
+   * registers; on PoCL 3.1 with 2 cores, 4 per core reached only 75% of
+   * this), and full groups filling every compute unit many times over (GPUs,
+   * and CPU drivers that vectorise across work-items, like llvmpipe, where
+   * the first shape crawls). */
+  const size_t cus = info->compute_units ? info->compute_units : 1;
+  const size_t shapes[2][2] = {{32 * cus, 1}, {cus * local * 16, local}};
+  if (kiln_buffer_create(ctx,
+                         shapes[1][0] > shapes[0][0] ? shapes[1][0] * 4
+                                                     : shapes[0][0] * 4,
+                         0, &o) != KILN_OK ||
       kiln_kernel_set_arg_buffer(fmak, 0, o) != KILN_OK ||
       kiln_kernel_set_arg_f32(fmak, 1, 0.999f) != KILN_OK ||
       kiln_kernel_set_arg_f32(fmak, 2, 0.001f) != KILN_OK) {
     snprintf(err, err_size, "preparing the fma kernel: %s", kiln_last_error());
     goto done;
   }
-  /* Grow the chain until one launch takes 50 ms. */
-  uint32_t iters = 256;
-  double t_fma = 0;
-  for (;;) {
-    if (kiln_kernel_set_arg_u32(fmak, 3, iters) != KILN_OK) {
-      snprintf(err, err_size, "%s", kiln_last_error());
-      goto done;
+  out->gflops = 0.0;
+  for (int sh = 0; sh < 2; sh++) {
+    const size_t fglobal = shapes[sh][0], flocal = shapes[sh][1];
+    /* Grow the chain until one launch takes 20 ms; a shape whose shortest
+     * chain already takes over a second is hopeless and is not pursued. */
+    uint32_t iters = 16;
+    double t_fma;
+    for (;;) {
+      if (kiln_kernel_set_arg_u32(fmak, 3, iters) != KILN_OK) {
+        snprintf(err, err_size, "%s", kiln_last_error());
+        goto done;
+      }
+      t_fma = launch_seconds(queue, fmak, fglobal, flocal);
+      if (t_fma < 0) {
+        snprintf(err, err_size, "running the fma kernel: %s",
+                 kiln_last_error());
+        goto done;
+      }
+      if (t_fma >= 1.0)
+        break;
+      if (t_fma >= 0.02 || iters >= (1u << 28)) {
+        t_fma = best_of(queue, fmak, fglobal, flocal);
+        break;
+      }
+      iters *= 2;
     }
-    t_fma = best_of(queue, fmak, fglobal, flocal);
-    if (t_fma < 0) {
-      snprintf(err, err_size, "running the fma kernel: %s", kiln_last_error());
-      goto done;
-    }
-    if (t_fma >= 0.05 || iters >= (1u << 28))
-      break;
-    iters *= 2;
+    double gflops = (double)fglobal * iters * 12.0 * w * 2.0 / t_fma * 1e-9;
+    if (t_fma > 0 && gflops > out->gflops)
+      out->gflops = gflops;
   }
-  out->gflops = (double)fglobal * iters * 12.0 * w * 2.0 / t_fma * 1e-9;
   ok = true;
 done:
   kiln_buffer_destroy(a);
