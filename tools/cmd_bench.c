@@ -334,7 +334,7 @@ int kiln_cmd_bench(int argc, char **argv) {
   if (!json) {
     printf("device: %s (%s; profile %s)\n", info->name, info->platform_name,
            kiln_context_profile(ctx));
-    printf("peaks:  %.1f GB/s (copy/triad), %.1f GFLOP/s (fma)%s%s\n",
+    printf("peaks:  %.1f GB/s (copy/triad/scale), %.1f GFLOP/s (fma)%s%s\n",
            peaks.gbps, peaks.gflops,
            peaks.cached ? ", cached in " : ", measured now",
            peaks.cached ? peaks.path : "");
