@@ -161,9 +161,12 @@ KILN_API kiln_status kiln_fill(kiln_queue *queue, kiln_dtype dtype, size_t n,
 /* y[i] = x[i] converted from x_dtype to y_dtype, both among f32, f16, bf16.
  * Widening is exact. Narrowing rounds to nearest even; values beyond the
  * range of f16 become +-inf; f16 subnormals are kept; a NaN stays a quiet
- * NaN of the same sign (its payload is not kept). The conversions work on
- * the bits, so every device produces the same bits. Equal dtypes copy the bits exactly. x and y must not overlap unless
- * they are the same range with equal dtypes. */
+ * NaN, of unpromised sign and payload: kiln's conversions work on the bits
+ * and keep the sign, but OpenCL promises no NaN bits through float values,
+ * so a device may give another quiet NaN. Every other value gives the same
+ * bits on every device. Equal dtypes copy the bits exactly, NaN included.
+ * x and y must not overlap unless they are the same range with equal
+ * dtypes. */
 KILN_API kiln_status kiln_cast(kiln_queue *queue, size_t n, kiln_dtype x_dtype,
                                const kiln_buffer *x, size_t x_offset,
                                kiln_dtype y_dtype, kiln_buffer *y,
