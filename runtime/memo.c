@@ -33,17 +33,6 @@ const char *kiln__kernel_source_name(size_t index) {
                                              : NULL;
 }
 
-/* Weak: the op library's definition replaces it in the shared library and
- * wherever its object is linked. Until then, warming compiles each source
- * with the profile's options alone. */
-__attribute__((weak)) void kiln__ops_warm_variants(const kiln_context *ctx,
-                                                   kiln__warm_add_fn add,
-                                                   void *user) {
-  (void)ctx;
-  for (size_t i = 0; i < kiln__embedded_kernel_count; i++)
-    add(user, kiln__embedded_kernels[i].name, NULL);
-}
-
 /* ---- the per-context program memo ------------------------------------- */
 
 enum entry_state { ENTRY_BUILDING, ENTRY_DONE, ENTRY_FAILED };

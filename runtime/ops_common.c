@@ -384,19 +384,10 @@ void kiln__ops_queue_free(kiln_queue *queue) {
 
 /* ---- cache warming ------------------------------------------------------- */
 
-__attribute__((weak)) void kiln__ops_warm_gemm(const kiln_context *ctx,
-                                               kiln__warm_add_fn add,
-                                               void *user) {
-  (void)ctx;
-  (void)add;
-  (void)user;
-}
-
 void kiln__ops_warm_variants(const kiln_context *ctx, kiln__warm_add_fn add,
                              void *user) {
   kiln__ops_warm_elementwise(ctx, add, user);
   kiln__ops_warm_reduce(ctx, add, user);
   kiln__ops_warm_scan(ctx, add, user);
   kiln__ops_warm_rows(ctx, add, user);
-  kiln__ops_warm_gemm(ctx, add, user);
 }

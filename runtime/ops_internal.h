@@ -199,10 +199,7 @@ void kiln__ops_warm_scan(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user);
 void kiln__ops_warm_rows(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user);
-/* Transpose and GEMM (ops_gemm.c / ops_transpose.c): ops_common.c holds a
- * weak default that lists nothing, replaced by their definition. */
-void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
-                         void *user);
+/* Transpose and GEMM list nothing yet: their first call builds them. */
 
 /* ---- tracing (trace.c) --------------------------------------------------- */
 
