@@ -1,6 +1,7 @@
 /* Helpers for the op tests (test_op_*.c, test_trace.c): independent host
- * references for f16/bf16 storage, buffers holding host data, and error
- * bounds. Header-only (static functions), so the tests' meson list needs no
+ * references for f16/bf16 storage, buffers holding host data, error bounds,
+ * and the scaffolding every op test repeats (a context per device, guard
+ * checks around the written range, the bad-argument fixture). Header-only (static functions), so the tests' meson list needs no
  * extra source. The storage conversions here are written differently from
  * the library's and the kernels' (from the value, in double, rather than on
  * the bits), so a shared mistake is unlikely. */
@@ -140,6 +141,17 @@ static inline double util_tiny(kiln_dtype dt) {
   return dt == KILN_F16 ? ldexp(1.0, -14) : ldexp(1.0, -126);
 }
 
+/* The storage-format part of a tolerance around the exact result r: f16
+ * and bf16 add the store's rounding (up to one storage ulp after an f32
+ * error) and half a subnormal step below the format's smallest normal; f32
+ * results may flush denormals, so FLT_MIN is allowed absolutely. */
+static inline double util_storage_tol(kiln_dtype dt, double r) {
+  double t = FLT_MIN;
+  if (dt != KILN_F32)
+    t += 2 * util_eps(dt) * fabs(r) + util_tiny(dt) * util_eps(dt);
+  return t;
+}
+
 static inline const kiln_dtype *util_float_dtypes(size_t *count) {
   static const kiln_dtype d[] = {KILN_F32, KILN_F16, KILN_BF16};
   *count = 3;
@@ -185,6 +197,81 @@ static inline void *util_download(kiln_queue *q, kiln_buffer *b, kiln_dtype dt,
     assert_kiln_ok(kiln_buffer_read_sync(q, b, 0, bytes, p));
   return p;
 }
+
+/* A new buffer of bytes in ctx. */
+static inline kiln_buffer *util_buffer(kiln_context *ctx, size_t bytes,
+                                       unsigned flags) {
+  kiln_buffer *b = NULL;
+  assert_kiln_ok(kiln_buffer_create(ctx, bytes, flags, &b));
+  return b;
+}
+
+/* before and after hold total elements of dt; the op wrote [off, off + n).
+ * Fail if any element outside that range changed. */
+static inline void util_check_guard(kiln_dtype dt, const void *before,
+                                    const void *after, size_t off, size_t n,
+                                    size_t total, const char *what) {
+  size_t es = kiln_dtype_size(dt);
+  for (size_t i = 0; i < total; i++) {
+    if (i >= off && i < off + n)
+      continue;
+    if (memcmp((const char *)before + i * es, (const char *)after + i * es,
+               es) != 0)
+      fail_msg("%s: element %zu outside the range [%zu, %zu) was changed",
+               what, i, off, off + n);
+  }
+}
+
+/* ---- scaffolding ----------------------------------------------------------- */
+
+/* Run body once per device under test, with a context and queue of its own
+ * that are closed afterwards (kiln_test_close asserts nothing leaked). */
+static inline void util_each_device(void (*body)(kiln_context *ctx,
+                                                 kiln_queue *q)) {
+  FOR_EACH_TEST_DEVICE(dev) {
+    kiln_context *ctx;
+    kiln_queue *q;
+    kiln_test_open(dev, &ctx, &q);
+    body(ctx, q);
+    kiln_test_close(ctx, q);
+  }
+}
+
+/* What the bad-argument tests share: a context and queue on the first
+ * device with a 64-byte buffer b, and a second context with its own 64-byte
+ * buffer ob (for the "belongs to a different context" errors). */
+struct util_bad_env {
+  kiln_context *ctx, *other;
+  kiln_queue *q, *oq;
+  kiln_buffer *b, *ob;
+};
+
+static inline struct util_bad_env util_bad_env_open(void) {
+  struct util_bad_env e;
+  kiln_test_open(0, &e.ctx, &e.q);
+  kiln_test_open(0, &e.other, &e.oq);
+  e.b = util_buffer(e.ctx, 64, 0);
+  e.ob = util_buffer(e.other, 64, 0);
+  return e;
+}
+
+/* Finish both queues (a refused call must not have left work behind that
+ * fails later), then free everything util_bad_env_open made. */
+static inline void util_bad_env_close(struct util_bad_env *e) {
+  assert_kiln_ok(kiln_queue_finish(e->q));
+  assert_kiln_ok(kiln_queue_finish(e->oq));
+  assert_kiln_ok(kiln_buffer_destroy(e->b));
+  assert_kiln_ok(kiln_buffer_destroy(e->ob));
+  kiln_test_close(e->other, e->oq);
+  kiln_test_close(e->ctx, e->q);
+}
+
+/* expr must fail with status, and kiln_last_error() must contain text. */
+#define assert_kiln_error(expr, status, text)                                 \
+  do {                                                                        \
+    assert_kiln_status(expr, status);                                         \
+    assert_last_error_contains(text);                                         \
+  } while (0)
 
 /* Fail with a useful message when |got - want| > tol (NaNs must match). */
 #define UTIL_CLOSE(got, want, tol, ...)                                       \

@@ -218,35 +218,29 @@ static void test_zero_size_and_bad(void **state) {
   assert_kiln_ok(kiln_event_wait(e));
   kiln_event_release(e);
 
-  assert_kiln_status(
+  assert_kiln_error(
       kiln_cast(NULL, 4, KILN_F32, b, 0, KILN_F16, b, 16, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_cast: queue is NULL");
-  assert_kiln_status(
+      KILN_ERR_NULL_POINTER, "kiln_cast: queue is NULL");
+  assert_kiln_error(
       kiln_cast(q, 4, KILN_I32, b, 0, KILN_F16, b, 16, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("x_dtype i32");
-  assert_kiln_status(
+      KILN_ERR_INVALID_ARGUMENT, "x_dtype i32");
+  assert_kiln_error(
       kiln_cast(q, 4, KILN_F32, b, 0, (kiln_dtype)7, b, 16, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("y_dtype 7 is not a kiln_dtype");
+      KILN_ERR_INVALID_ARGUMENT, "y_dtype 7 is not a kiln_dtype");
   /* 64 bytes: 32 f16 elements, 16 f32. */
   assert_kiln_status(
       kiln_cast(q, 20, KILN_F16, b, 0, KILN_F32, ob, 0, 0, NULL, NULL),
       KILN_ERR_SHAPE_MISMATCH);
-  assert_kiln_status(
+  assert_kiln_error(
       kiln_cast(q, 20, KILN_F16, b, 0, KILN_F32, b, 0, 0, NULL, NULL),
-      KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("y range [offset 0, +20 elements of f32)");
-  assert_kiln_status(
+      KILN_ERR_OUT_OF_RANGE, "y range [offset 0, +20 elements of f32)");
+  assert_kiln_error(
       kiln_cast(q, 4, KILN_F32, NULL, 0, KILN_F16, b, 0, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("x is NULL");
+      KILN_ERR_NULL_POINTER, "x is NULL");
   /* Narrowing in place would race: refused even at the same offset. */
-  assert_kiln_status(
+  assert_kiln_error(
       kiln_cast(q, 8, KILN_F32, b, 0, KILN_F16, b, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("overlap");
+      KILN_ERR_INVALID_ARGUMENT, "overlap");
   assert_kiln_ok(kiln_queue_finish(q));
   assert_kiln_ok(kiln_buffer_destroy(b));
   assert_kiln_ok(kiln_buffer_destroy(ob));

@@ -498,66 +498,54 @@ static void test_bad_arguments(void **state) {
   assert_kiln_ok(kiln_buffer_create(ctx, 64, KILN_MEM_WRITE_ONLY, &wo));
   kiln_event *ev = (kiln_event *)(uintptr_t)1;
 
-  assert_kiln_status(kiln_unary(NULL, KILN_UNARY_EXP, KILN_F32, 4, b, 0, b, 0,
-                                0, NULL, &ev),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_unary: queue is NULL");
+  assert_kiln_error(
+      kiln_unary(NULL, KILN_UNARY_EXP, KILN_F32, 4, b, 0, b, 0, 0, NULL, &ev),
+      KILN_ERR_NULL_POINTER, "kiln_unary: queue is NULL");
   assert_ptr_equal(ev, (kiln_event *)(uintptr_t)1);
-  assert_kiln_status(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, NULL, 0, b, 0,
-                                0, NULL, NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_unary: x is NULL");
-  assert_kiln_status(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, b, 0, NULL, 0,
-                                0, NULL, NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("y is NULL");
-  assert_kiln_status(kiln_unary(q, (kiln_unary_op)99, KILN_F32, 4, b, 0, b, 0,
-                                0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("op 99");
-  assert_kiln_status(kiln_unary(q, KILN_UNARY_EXP, KILN_I32, 4, b, 0, b, 0, 0,
-                                NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("dtype i32 is not supported");
-  assert_kiln_status(kiln_unary(q, KILN_UNARY_EXP, (kiln_dtype)42, 4, b, 0, b,
-                                0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("dtype 42 is not a kiln_dtype");
-  assert_kiln_status(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, ob, 0, b, 0, 0,
-                                NULL, NULL),
-                     KILN_ERR_SHAPE_MISMATCH);
-  assert_last_error_contains("x belongs to a different context");
+  assert_kiln_error(
+      kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, NULL, 0, b, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "kiln_unary: x is NULL");
+  assert_kiln_error(
+      kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, b, 0, NULL, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "y is NULL");
+  assert_kiln_error(
+      kiln_unary(q, (kiln_unary_op)99, KILN_F32, 4, b, 0, b, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "op 99");
+  assert_kiln_error(
+      kiln_unary(q, KILN_UNARY_EXP, KILN_I32, 4, b, 0, b, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "dtype i32 is not supported");
+  assert_kiln_error(kiln_unary(q, KILN_UNARY_EXP, (kiln_dtype)42, 4, b, 0, b, 0,
+                               0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "dtype 42 is not a kiln_dtype");
+  assert_kiln_error(
+      kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, ob, 0, b, 0, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "x belongs to a different context");
   /* 16 f32 elements: [13, 17) is out; 32 f16 elements: [13, 17) is in. */
-  assert_kiln_status(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, b, 13, b, 0, 0,
-                                NULL, NULL),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("x range [offset 13, +4 elements of f32) exceeds");
+  assert_kiln_error(
+      kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, b, 13, b, 0, 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE, "x range [offset 13, +4 elements of f32) exceeds");
   assert_kiln_ok(kiln_unary(q, KILN_UNARY_EXP, KILN_F16, 4, b, 13, b, 13, 0,
                             NULL, NULL));
-  assert_kiln_status(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 0, b, 17, b, 0, 0,
-                                NULL, NULL),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("x_offset 17 is beyond");
-  assert_kiln_status(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, b, 0, b,
-                                SIZE_MAX - 1, 0, NULL, NULL),
-                     KILN_ERR_INVALID_SIZE);
-  assert_last_error_contains("y_offset");
+  assert_kiln_error(
+      kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 0, b, 17, b, 0, 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE, "x_offset 17 is beyond");
+  assert_kiln_error(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, b, 0, b,
+                               SIZE_MAX - 1, 0, NULL, NULL),
+                    KILN_ERR_INVALID_SIZE, "y_offset");
   assert_kiln_status(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, SIZE_MAX / 2, b, 0,
                                 b, 0, 0, NULL, NULL),
                      KILN_ERR_INVALID_SIZE);
-  assert_kiln_status(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, b, 0, ro, 0, 0,
-                                NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("y is written by the op but was created "
-                             "KILN_MEM_READ_ONLY");
-  assert_kiln_status(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, wo, 0, b, 0, 0,
-                                NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("x is read by the op");
-  assert_kiln_status(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, b, 0, b, 2, 0,
-                                NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("overlap");
+  assert_kiln_error(
+      kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, b, 0, ro, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT,
+      "y is written by the op but was created "
+      "KILN_MEM_READ_ONLY");
+  assert_kiln_error(
+      kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, wo, 0, b, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "x is read by the op");
+  assert_kiln_error(
+      kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 4, b, 0, b, 2, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "overlap");
   /* A wait-list event from another context. */
   kiln_event *oe = NULL;
   assert_kiln_ok(kiln_fill(oq, KILN_F32, 4, 0, ob, 0, 0, NULL, &oe));
@@ -569,55 +557,46 @@ static void test_bad_arguments(void **state) {
                      KILN_ERR_NULL_POINTER);
   kiln_event_release(oe);
 
-  assert_kiln_status(kiln_binary(q, (kiln_binary_op)6, KILN_F32, 4, b, 0, b, 0,
-                                 b, 0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("kiln_binary: op 6");
-  assert_kiln_status(kiln_binary(q, KILN_BINARY_ADD, KILN_F32, 4, b, 0, NULL, 0,
-                                 b, 0, 0, NULL, NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_binary: b is NULL");
-  assert_kiln_status(kiln_binary(q, KILN_BINARY_ADD, KILN_F32, 4, b, 0, b, 14,
-                                 b, 0, 0, NULL, NULL),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("b range");
-  assert_kiln_status(kiln_binary(q, KILN_BINARY_ADD, KILN_F32, 4, b, 0, b, 4, b,
-                                 6, 0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("b bytes");
-  assert_kiln_status(kiln_binary_scalar(q, KILN_BINARY_ADD, KILN_U32, 4, b, 0,
-                                        1.0f, b, 0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("kiln_binary_scalar: dtype u32");
-  assert_kiln_status(kiln_binary_scalar(q, KILN_BINARY_ADD, KILN_F32, 4, b, 0,
-                                        1.0f, ob, 0, 0, NULL, NULL),
-                     KILN_ERR_SHAPE_MISMATCH);
-  assert_last_error_contains("y belongs to a different context");
-  assert_kiln_status(kiln_axpy(q, KILN_F32, 4, 1.0f, b, 0, b, 0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("kiln_axpy: x bytes [0, 16) and y bytes [0, 16)");
-  assert_kiln_status(kiln_axpy(q, KILN_F32, 4, 1.0f, b, 0, wo, 0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("y is read by the op");
-  assert_kiln_status(kiln_axpy(q, KILN_F32, 4, 1.0f, NULL, 0, b, 0, 0, NULL,
-                               NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_axpy: x is NULL");
-  assert_kiln_status(kiln_scale(q, KILN_F32, 17, 1.0f, b, 0, 0, NULL, NULL),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("kiln_scale: x range");
+  assert_kiln_error(kiln_binary(q, (kiln_binary_op)6, KILN_F32, 4, b, 0, b, 0,
+                                b, 0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "kiln_binary: op 6");
+  assert_kiln_error(kiln_binary(q, KILN_BINARY_ADD, KILN_F32, 4, b, 0, NULL, 0,
+                                b, 0, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_binary: b is NULL");
+  assert_kiln_error(kiln_binary(q, KILN_BINARY_ADD, KILN_F32, 4, b, 0, b, 14, b,
+                                0, 0, NULL, NULL),
+                    KILN_ERR_OUT_OF_RANGE, "b range");
+  assert_kiln_error(kiln_binary(q, KILN_BINARY_ADD, KILN_F32, 4, b, 0, b, 4, b,
+                                6, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "b bytes");
+  assert_kiln_error(kiln_binary_scalar(q, KILN_BINARY_ADD, KILN_U32, 4, b, 0,
+                                       1.0f, b, 0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "kiln_binary_scalar: dtype u32");
+  assert_kiln_error(kiln_binary_scalar(q, KILN_BINARY_ADD, KILN_F32, 4, b, 0,
+                                       1.0f, ob, 0, 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "y belongs to a different context");
+  assert_kiln_error(kiln_axpy(q, KILN_F32, 4, 1.0f, b, 0, b, 0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "kiln_axpy: x bytes [0, 16) and y bytes [0, 16)");
+  assert_kiln_error(kiln_axpy(q, KILN_F32, 4, 1.0f, b, 0, wo, 0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "y is read by the op");
+  assert_kiln_error(
+      kiln_axpy(q, KILN_F32, 4, 1.0f, NULL, 0, b, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "kiln_axpy: x is NULL");
+  assert_kiln_error(kiln_scale(q, KILN_F32, 17, 1.0f, b, 0, 0, NULL, NULL),
+                    KILN_ERR_OUT_OF_RANGE, "kiln_scale: x range");
   assert_kiln_status(kiln_scale(NULL, KILN_F32, 1, 1.0f, b, 0, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_fill(q, KILN_I32, 4, 1.5, b, 0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("value 1.5 is not representable in i32");
+  assert_kiln_error(kiln_fill(q, KILN_I32, 4, 1.5, b, 0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "value 1.5 is not representable in i32");
   assert_kiln_status(kiln_fill(q, KILN_U32, 4, -1, b, 0, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
   assert_kiln_status(kiln_fill(q, KILN_I32, 4, 3e9, b, 0, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
-  assert_kiln_status(kiln_fill(q, KILN_F32, 4, 1, NULL, 0, 0, NULL, NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_fill: y is NULL");
+  assert_kiln_error(kiln_fill(q, KILN_F32, 4, 1, NULL, 0, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_fill: y is NULL");
   assert_kiln_status(kiln_fill(q, KILN_F32, 4, 1, ro, 0, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
 

@@ -446,120 +446,104 @@ static void test_bad_input(void **state) {
   kiln_event *ev = (kiln_event *)(uintptr_t)1;
 
 #define GEMM(...) kiln_gemm(__VA_ARGS__, 0, NULL, &ev)
-  assert_kiln_status(GEMM(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b,
-                          0, 4, 0.0f, c, 0, 4),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_gemm: queue is NULL");
-  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, NULL, 0, 4, b,
-                          0, 4, 0.0f, c, 0, 4),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_gemm: a is NULL");
-  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, NULL,
-                          0, 4, 0.0f, c, 0, 4),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_gemm: b is NULL");
-  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
-                          4, 0.0f, NULL, 0, 4),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_gemm: c is NULL");
-  assert_kiln_status(GEMM(q, (kiln_layout)2, N, N, 4, 4, 4, 1.0f, KILN_F32, a,
-                          0, 4, b, 0, 4, 0.0f, c, 0, 4),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("layout 2 is not a valid kiln_layout");
-  assert_kiln_status(GEMM(q, ROW, (kiln_trans)5, N, 4, 4, 4, 1.0f, KILN_F32, a,
-                          0, 4, b, 0, 4, 0.0f, c, 0, 4),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("trans_a 5 is not a valid kiln_trans");
-  assert_kiln_status(GEMM(q, ROW, N, (kiln_trans)-1, 4, 4, 4, 1.0f, KILN_F32, a,
-                          0, 4, b, 0, 4, 0.0f, c, 0, 4),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("trans_b -1");
-  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_I32, a, 0, 4, b, 0,
-                          4, 0.0f, c, 0, 4),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("ab_dtype i32 is not supported");
-  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, (kiln_dtype)9, a, 0, 4,
-                          b, 0, 4, 0.0f, c, 0, 4),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("ab_dtype 9 is not a kiln_dtype");
+  assert_kiln_error(GEMM(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b,
+                         0, 4, 0.0f, c, 0, 4),
+                    KILN_ERR_NULL_POINTER, "kiln_gemm: queue is NULL");
+  assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, NULL, 0, 4, b,
+                         0, 4, 0.0f, c, 0, 4),
+                    KILN_ERR_NULL_POINTER, "kiln_gemm: a is NULL");
+  assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, NULL,
+                         0, 4, 0.0f, c, 0, 4),
+                    KILN_ERR_NULL_POINTER, "kiln_gemm: b is NULL");
+  assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                         4, 0.0f, NULL, 0, 4),
+                    KILN_ERR_NULL_POINTER, "kiln_gemm: c is NULL");
+  assert_kiln_error(GEMM(q, (kiln_layout)2, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0,
+                         4, b, 0, 4, 0.0f, c, 0, 4),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "layout 2 is not a valid kiln_layout");
+  assert_kiln_error(GEMM(q, ROW, (kiln_trans)5, N, 4, 4, 4, 1.0f, KILN_F32, a,
+                         0, 4, b, 0, 4, 0.0f, c, 0, 4),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "trans_a 5 is not a valid kiln_trans");
+  assert_kiln_error(GEMM(q, ROW, N, (kiln_trans)-1, 4, 4, 4, 1.0f, KILN_F32, a,
+                         0, 4, b, 0, 4, 0.0f, c, 0, 4),
+                    KILN_ERR_INVALID_ARGUMENT, "trans_b -1");
+  assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_I32, a, 0, 4, b, 0,
+                         4, 0.0f, c, 0, 4),
+                    KILN_ERR_INVALID_ARGUMENT, "ab_dtype i32 is not supported");
+  assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, (kiln_dtype)9, a, 0, 4, b,
+                         0, 4, 0.0f, c, 0, 4),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "ab_dtype 9 is not a kiln_dtype");
   /* Leading dimensions below the stored row (column) length. */
-  assert_kiln_status(GEMM(q, ROW, N, N, 4, 5, 6, 1.0f, KILN_F32, a, 0, 5, b, 0,
-                          5, 0.0f, c, 0, 5),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("lda 5 is less than 6, the row length of a");
-  assert_kiln_status(GEMM(q, ROW, N, T, 4, 5, 6, 1.0f, KILN_F32, a, 0, 6, b, 0,
-                          5, 0.0f, c, 0, 5),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("ldb 5 is less than 6");
-  assert_kiln_status(GEMM(q, COL, N, N, 4, 5, 6, 1.0f, KILN_F32, a, 0, 4, b, 0,
-                          6, 0.0f, c, 0, 3),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("ldc 3 is less than 4, the column length of c");
-  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 0, b, 0,
-                          4, 0.0f, c, 0, 4),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("lda 0");
+  assert_kiln_error(GEMM(q, ROW, N, N, 4, 5, 6, 1.0f, KILN_F32, a, 0, 5, b, 0,
+                         5, 0.0f, c, 0, 5),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "lda 5 is less than 6, the row length of a");
+  assert_kiln_error(GEMM(q, ROW, N, T, 4, 5, 6, 1.0f, KILN_F32, a, 0, 6, b, 0,
+                         5, 0.0f, c, 0, 5),
+                    KILN_ERR_INVALID_ARGUMENT, "ldb 5 is less than 6");
+  assert_kiln_error(GEMM(q, COL, N, N, 4, 5, 6, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                         6, 0.0f, c, 0, 3),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "ldc 3 is less than 4, the column length of c");
+  assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 0, b, 0,
+                         4, 0.0f, c, 0, 4),
+                    KILN_ERR_INVALID_ARGUMENT, "lda 0");
   /* Out of range: the buffers hold 256 floats. */
-  assert_kiln_status(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 1, 16, b,
-                          0, 16, 0.0f, c, 0, 16),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("kiln_gemm: a range [offset 1, +256 elements");
-  assert_kiln_status(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b,
-                          0, 17, 0.0f, c, 0, 16),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("kiln_gemm: b range");
-  assert_kiln_status(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b,
-                          0, 16, 0.0f, c, 300, 16),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("c_offset 300 is beyond");
+  assert_kiln_error(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 1, 16, b,
+                         0, 16, 0.0f, c, 0, 16),
+                    KILN_ERR_OUT_OF_RANGE,
+                    "kiln_gemm: a range [offset 1, +256 elements");
+  assert_kiln_error(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b,
+                         0, 17, 0.0f, c, 0, 16),
+                    KILN_ERR_OUT_OF_RANGE, "kiln_gemm: b range");
+  assert_kiln_error(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b,
+                         0, 16, 0.0f, c, 300, 16),
+                    KILN_ERR_OUT_OF_RANGE, "c_offset 300 is beyond");
   /* f16 elements are 2 bytes: 16 x 32 of them fit, 16 x 33 do not. */
   assert_kiln_ok(GEMM(q, ROW, N, N, 16, 16, 32, 1.0f, KILN_F16, a, 0, 32, b, 0,
                       16, 0.0f, c, 0, 16));
   kiln_event_release(ev);
   ev = NULL;
-  assert_kiln_status(GEMM(q, ROW, N, N, 16, 16, 33, 1.0f, KILN_F16, a, 0, 33, b,
-                          0, 16, 0.0f, c, 0, 16),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("elements of f16");
+  assert_kiln_error(GEMM(q, ROW, N, N, 16, 16, 33, 1.0f, KILN_F16, a, 0, 33, b,
+                         0, 16, 0.0f, c, 0, 16),
+                    KILN_ERR_OUT_OF_RANGE, "elements of f16");
   /* Dimensions beyond what the kernels index; overflowing extents. */
-  assert_kiln_status(GEMM(q, ROW, N, N, (size_t)INT32_MAX + 1, 4, 4, 1.0f,
-                          KILN_F32, a, 0, 4, b, 0, 4, 0.0f, c, 0, 4),
-                     KILN_ERR_INVALID_SIZE);
-  assert_last_error_contains("m 2147483648 exceeds INT32_MAX");
-  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, (size_t)INT32_MAX + 1, 1.0f,
-                          KILN_F32, a, 0, SIZE_MAX / 2, b, 0, 4, 0.0f, c, 0, 4),
-                     KILN_ERR_INVALID_SIZE);
-  assert_last_error_contains("k 2147483648");
-  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0,
-                          SIZE_MAX / 2, b, 0, 4, 0.0f, c, 0, 4),
-                     KILN_ERR_INVALID_SIZE);
-  assert_last_error_contains("the extent of a");
+  assert_kiln_error(GEMM(q, ROW, N, N, (size_t)INT32_MAX + 1, 4, 4, 1.0f,
+                         KILN_F32, a, 0, 4, b, 0, 4, 0.0f, c, 0, 4),
+                    KILN_ERR_INVALID_SIZE, "m 2147483648 exceeds INT32_MAX");
+  assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, (size_t)INT32_MAX + 1, 1.0f,
+                         KILN_F32, a, 0, SIZE_MAX / 2, b, 0, 4, 0.0f, c, 0, 4),
+                    KILN_ERR_INVALID_SIZE, "k 2147483648");
+  assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0,
+                         SIZE_MAX / 2, b, 0, 4, 0.0f, c, 0, 4),
+                    KILN_ERR_INVALID_SIZE, "the extent of a");
   /* C overlapping an input. */
-  assert_kiln_status(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
-                          4, 0.0f, a, 8, 4),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("c overlaps a in the same buffer");
+  assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                         4, 0.0f, a, 8, 4),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "c overlaps a in the same buffer");
 #undef GEMM
   assert_ptr_equal(ev, NULL); /* unchanged by every failure */
 
   /* Batched: overlapping C entries, batch too large, ranges of the batch. */
 #define GEMMB(...) kiln_gemm_batched(__VA_ARGS__, 0, NULL, NULL)
-  assert_kiln_status(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 16,
-                           b, 0, 4, 16, 0.0f, c, 0, 4, 15, 2),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("stride_c 15 is less than the 16 elements");
-  assert_kiln_status(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 16,
-                           b, 0, 4, 16, 0.0f, c, 0, 4, 16, 17),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("kiln_gemm_batched: a range");
-  assert_kiln_status(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 0, b,
-                           0, 4, 0, 0.0f, c, 0, 4, 16, (size_t)UINT32_MAX + 1),
-                     KILN_ERR_INVALID_SIZE);
-  assert_last_error_contains("batch 4294967296 exceeds UINT32_MAX");
-  assert_kiln_status(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 16,
-                           b, 0, 4, SIZE_MAX / 2, 0.0f, c, 0, 4, 16, 3),
-                     KILN_ERR_INVALID_SIZE);
-  assert_last_error_contains("stride_b");
+  assert_kiln_error(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 16, b,
+                          0, 4, 16, 0.0f, c, 0, 4, 15, 2),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "stride_c 15 is less than the 16 elements");
+  assert_kiln_error(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 16, b,
+                          0, 4, 16, 0.0f, c, 0, 4, 16, 17),
+                    KILN_ERR_OUT_OF_RANGE, "kiln_gemm_batched: a range");
+  assert_kiln_error(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 0, b,
+                          0, 4, 0, 0.0f, c, 0, 4, 16, (size_t)UINT32_MAX + 1),
+                    KILN_ERR_INVALID_SIZE,
+                    "batch 4294967296 exceeds UINT32_MAX");
+  assert_kiln_error(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 16, b,
+                          0, 4, SIZE_MAX / 2, 0.0f, c, 0, 4, 16, 3),
+                    KILN_ERR_INVALID_SIZE, "stride_b");
 #undef GEMMB
   assert_kiln_status(kiln_gemm_batched(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32,
                                        a, 0, 4, 16, b, 0, 4, 16, 0.0f, c, 0, 4,
@@ -586,10 +570,10 @@ static void test_bad_input(void **state) {
   kiln_test_open(0, &other, NULL);
   kiln_buffer *foreign = NULL;
   assert_kiln_ok(kiln_buffer_create(other, 256, 0, &foreign));
-  assert_kiln_status(kiln_gemm(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, foreign,
-                               0, 4, b, 0, 4, 0.0f, c, 0, 4, 0, NULL, NULL),
-                     KILN_ERR_SHAPE_MISMATCH);
-  assert_last_error_contains("a belongs to a different context");
+  assert_kiln_error(kiln_gemm(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, foreign, 0,
+                              4, b, 0, 4, 0.0f, c, 0, 4, 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "a belongs to a different context");
   assert_kiln_ok(kiln_buffer_destroy(foreign));
   assert_kiln_ok(kiln_context_destroy(other));
 

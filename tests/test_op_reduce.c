@@ -479,54 +479,43 @@ static void test_bad_arguments(void **state) {
   assert_kiln_ok(kiln_buffer_create(ctx, 8, 0, &r));
   assert_kiln_ok(kiln_buffer_create(ctx, 8, KILN_MEM_READ_ONLY, &ro));
 
-  assert_kiln_status(kiln_reduce(NULL, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, r, 0,
-                                 0, NULL, NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_reduce: queue is NULL");
-  assert_kiln_status(kiln_reduce(q, (kiln_reduce_op)6, KILN_F32, 4, b, 0, r, 0,
-                                 0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("op 6 is not a kiln_reduce_op");
-  assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM, KILN_I32, 4, b, 0, r, 0, 0,
-                                 NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("dtype i32");
-  assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, NULL, 0, r, 0,
-                                 0, NULL, NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("x is NULL");
-  assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, NULL, 0,
-                                 0, NULL, NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("result is NULL");
-  assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, r, 2, 0,
-                                 NULL, NULL),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("result range [offset 2, +1");
-  assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 17, b, 0, r, 0,
-                                 0, NULL, NULL),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("x range [offset 0, +17 elements of f32)");
-  assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, SIZE_MAX,
-                                 r, 0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_SIZE);
-  assert_last_error_contains("x_offset");
+  assert_kiln_error(kiln_reduce(NULL, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, r, 0,
+                                0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_reduce: queue is NULL");
+  assert_kiln_error(
+      kiln_reduce(q, (kiln_reduce_op)6, KILN_F32, 4, b, 0, r, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "op 6 is not a kiln_reduce_op");
+  assert_kiln_error(
+      kiln_reduce(q, KILN_REDUCE_SUM, KILN_I32, 4, b, 0, r, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "dtype i32");
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, NULL, 0, r, 0,
+                                0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "x is NULL");
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, NULL, 0,
+                                0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "result is NULL");
+  assert_kiln_error(
+      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, r, 2, 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE, "result range [offset 2, +1");
+  assert_kiln_error(
+      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 17, b, 0, r, 0, 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE, "x range [offset 0, +17 elements of f32)");
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, SIZE_MAX, r,
+                                0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_SIZE, "x_offset");
   assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, ob, 0, r, 0,
                                  0, NULL, NULL),
                      KILN_ERR_SHAPE_MISMATCH);
-  assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, ro, 0,
-                                 0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("result is written");
-  assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, b, 2, 0,
-                                 NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("overlap");
+  assert_kiln_error(
+      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, ro, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "result is written");
+  assert_kiln_error(
+      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, b, 2, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "overlap");
 
-  assert_kiln_status(kiln_dot(q, KILN_F32, 4, b, 0, NULL, 0, r, 0, 0, NULL,
-                              NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_dot: y is NULL");
+  assert_kiln_error(
+      kiln_dot(q, KILN_F32, 4, b, 0, NULL, 0, r, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "kiln_dot: y is NULL");
   assert_kiln_status(kiln_dot(q, KILN_F32, 4, b, 0, ob, 0, r, 0, 0, NULL, NULL),
                      KILN_ERR_SHAPE_MISMATCH);
   assert_kiln_status(kiln_dot(q, KILN_U32, 4, b, 0, b, 0, r, 0, 0, NULL, NULL),
@@ -535,38 +524,34 @@ static void test_bad_arguments(void **state) {
                               NULL),
                      KILN_ERR_NULL_POINTER);
 
-  assert_kiln_status(kiln_reduce_rows(q, KILN_REDUCE_SUM, KILN_F32, 3, 0, b, 0,
-                                      r, 0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_SIZE);
-  assert_last_error_contains("cols is 0 with rows 3");
-  assert_kiln_status(kiln_reduce_rows(q, KILN_REDUCE_SUM, KILN_F32, SIZE_MAX, 3,
-                                      b, 0, r, 0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_SIZE);
-  assert_last_error_contains("rows 18446744073709551615 x cols 3 overflows");
-  assert_kiln_status(kiln_reduce_rows(q, KILN_REDUCE_SUM, KILN_F32, 3, 5, b, 0,
-                                      r, 0, 0, NULL, NULL),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("result range [offset 0, +3 elements of f32)");
-  assert_kiln_status(kiln_reduce_rows(q, KILN_REDUCE_SUM, KILN_F32, 2, 9, b, 0,
-                                      r, 0, 0, NULL, NULL),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("x range");
-  assert_kiln_status(kiln_reduce_cols(q, KILN_REDUCE_ARGMAX, KILN_F32, 0, 2, b,
-                                      0, r, 0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_SIZE);
-  assert_last_error_contains("rows is 0 with cols 2");
-  assert_kiln_status(kiln_reduce_cols(q, KILN_REDUCE_ARGMAX, KILN_F32,
-                                      (size_t)UINT32_MAX + 1, 1, b, 0, r, 0, 0,
-                                      NULL, NULL),
-                     KILN_ERR_INVALID_SIZE);
-  assert_last_error_contains("indexes are u32");
+  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, KILN_F32, 3, 0, b, 0,
+                                     r, 0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_SIZE, "cols is 0 with rows 3");
+  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, KILN_F32, SIZE_MAX, 3,
+                                     b, 0, r, 0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_SIZE,
+                    "rows 18446744073709551615 x cols 3 overflows");
+  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, KILN_F32, 3, 5, b, 0,
+                                     r, 0, 0, NULL, NULL),
+                    KILN_ERR_OUT_OF_RANGE,
+                    "result range [offset 0, +3 elements of f32)");
+  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, KILN_F32, 2, 9, b, 0,
+                                     r, 0, 0, NULL, NULL),
+                    KILN_ERR_OUT_OF_RANGE, "x range");
+  assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_ARGMAX, KILN_F32, 0, 2, b,
+                                     0, r, 0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_SIZE, "rows is 0 with cols 2");
+  assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_ARGMAX, KILN_F32,
+                                     (size_t)UINT32_MAX + 1, 1, b, 0, r, 0, 0,
+                                     NULL, NULL),
+                    KILN_ERR_INVALID_SIZE, "indexes are u32");
   assert_kiln_status(kiln_reduce_cols(q, (kiln_reduce_op)-1, KILN_F32, 2, 2, b,
                                       0, r, 0, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
-  assert_kiln_status(kiln_reduce_cols(q, KILN_REDUCE_MIN, KILN_BF16, 2, 2, b, 0,
-                                      ob, 0, 0, NULL, NULL),
-                     KILN_ERR_SHAPE_MISMATCH);
-  assert_last_error_contains("kiln_reduce_cols: result belongs");
+  assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_MIN, KILN_BF16, 2, 2, b, 0,
+                                     ob, 0, 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "kiln_reduce_cols: result belongs");
 
   assert_kiln_ok(kiln_buffer_destroy(b));
   assert_kiln_ok(kiln_buffer_destroy(ob));

@@ -171,39 +171,34 @@ static void test_bad_arguments(void **state) {
   kiln_buffer *b = NULL, *ob = NULL;
   assert_kiln_ok(kiln_buffer_create(ctx, 64, 0, &b));
   assert_kiln_ok(kiln_buffer_create(other, 64, 0, &ob));
-  assert_kiln_status(kiln_scan(NULL, KILN_SCAN_INCLUSIVE, KILN_F32, 4, b, 0, b,
-                               0, 0, NULL, NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_scan: queue is NULL");
-  assert_kiln_status(kiln_scan(q, (kiln_scan_kind)2, KILN_F32, 4, b, 0, b, 0, 0,
-                               NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("kind 2");
-  assert_kiln_status(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F16, 4, b, 0, b, 0,
-                               0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("dtype f16 is not supported by this op (it takes "
-                             "f32, i32, u32)");
-  assert_kiln_status(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_I32, 4, NULL, 0, b,
-                               0, 0, NULL, NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("x is NULL");
-  assert_kiln_status(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_I32, 4, b, 0, NULL,
-                               0, 0, NULL, NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("y is NULL");
-  assert_kiln_status(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, 10, b, 7, ob, 0,
-                               0, NULL, NULL),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("x range [offset 7, +10 elements of u32)");
-  assert_kiln_status(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, 4, b, 0, ob, 0,
-                               0, NULL, NULL),
-                     KILN_ERR_SHAPE_MISMATCH);
-  assert_last_error_contains("y belongs to a different context");
-  assert_kiln_status(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, 4, b, 0, b, 1,
-                               0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_last_error_contains("overlap");
+  assert_kiln_error(kiln_scan(NULL, KILN_SCAN_INCLUSIVE, KILN_F32, 4, b, 0, b,
+                              0, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_scan: queue is NULL");
+  assert_kiln_error(
+      kiln_scan(q, (kiln_scan_kind)2, KILN_F32, 4, b, 0, b, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "kind 2");
+  assert_kiln_error(
+      kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F16, 4, b, 0, b, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT,
+      "dtype f16 is not supported by this op (it takes "
+      "f32, i32, u32)");
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_I32, 4, NULL, 0, b,
+                              0, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "x is NULL");
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_I32, 4, b, 0, NULL,
+                              0, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "y is NULL");
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, 10, b, 7, ob, 0,
+                              0, NULL, NULL),
+                    KILN_ERR_OUT_OF_RANGE,
+                    "x range [offset 7, +10 elements of u32)");
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, 4, b, 0, ob, 0,
+                              0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "y belongs to a different context");
+  assert_kiln_error(
+      kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, 4, b, 0, b, 1, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "overlap");
   assert_kiln_status(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, SIZE_MAX, b, 0,
                                b, 0, 0, NULL, NULL),
                      KILN_ERR_INVALID_SIZE);
