@@ -38,6 +38,11 @@ void kiln_test_fill_random(float *data, size_t count, float lo, float hi,
   }
 }
 
+void kiln_test_print_skip(const char *test, const char *reason) {
+  printf("# SKIP %s: %s\n", test, reason);
+  fflush(stdout);
+}
+
 static bool require_device(void) {
   const char *v = getenv("KILN_REQUIRE_DEVICE");
   return v != NULL && strcmp(v, "1") == 0;

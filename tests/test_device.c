@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -186,6 +187,40 @@ static void test_enumerate(void **state) {
   kiln_device_list_destroy(list);
 }
 
+/* Whether PoCL is installed where the ICD loader looks for vendors: a
+ * pocl.icd in OCL_ICD_VENDORS (a directory, or one .icd file) when that is
+ * set, else in /etc/OpenCL/vendors. This is the test's ground truth, taken
+ * without kiln: where PoCL is installed (CI installs it) the twin check runs
+ * and must pass; only a machine without PoCL (a GPU-only one) skips it. */
+static bool pocl_installed(void) {
+  const char *vendors = getenv("OCL_ICD_VENDORS");
+  if (vendors == NULL || vendors[0] == '\0')
+    vendors = "/etc/OpenCL/vendors";
+  size_t n = strlen(vendors);
+  if (n > 4 && strcmp(vendors + n - 4, ".icd") == 0)
+    return strstr(vendors, "pocl") != NULL && access(vendors, R_OK) == 0;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/pocl.icd", vendors);
+  return access(path, R_OK) == 0;
+}
+
+/* Pairs of PoCL devices in list that nothing but their order tells apart. */
+static size_t pocl_twins(const kiln_device_list *list) {
+  size_t twins = 0;
+  for (size_t i = 0; i < kiln_device_list_count(list); i++)
+    for (size_t j = 0; j < i; j++) {
+      const kiln_device_info *x =
+          kiln_device_get_info(kiln_device_list_get(list, i));
+      const kiln_device_info *y =
+          kiln_device_get_info(kiln_device_list_get(list, j));
+      twins += strcmp(x->profile, "pocl") == 0 &&
+               strcmp(x->name, y->name) == 0 &&
+               strcmp(x->platform_name, y->platform_name) == 0 &&
+               strcmp(x->driver_version, y->driver_version) == 0;
+    }
+  return twins;
+}
+
 /* Ids are the same in a second enumeration and distinct within one, also
  * for identical devices (POCL_DEVICES="pthread pthread"). */
 static void test_stable_ids(void **state) {
@@ -203,24 +238,19 @@ static void test_stable_ids(void **state) {
           kiln_device_get_info(kiln_device_list_get(a, j))->stable_id,
           x->stable_id);
   }
-  /* Under POCL_DEVICES="pthread pthread" the twins must really be there. */
-  const char *pocl_devices = getenv("POCL_DEVICES");
-  if (pocl_devices != NULL && strchr(pocl_devices, ' ') != NULL) {
-    size_t twins = 0;
-    for (size_t i = 0; i < kiln_device_list_count(a); i++)
-      for (size_t j = 0; j < i; j++) {
-        const kiln_device_info *x =
-            kiln_device_get_info(kiln_device_list_get(a, i));
-        const kiln_device_info *y =
-            kiln_device_get_info(kiln_device_list_get(a, j));
-        twins += strcmp(x->name, y->name) == 0 &&
-                 strcmp(x->platform_name, y->platform_name) == 0 &&
-                 strcmp(x->driver_version, y->driver_version) == 0;
-      }
-    assert_true(twins >= 1);
-  }
+  size_t twins = pocl_twins(a);
   kiln_device_list_destroy(a);
   kiln_device_list_destroy(b);
+  /* Under POCL_DEVICES="pthread pthread" the twins must really be there. */
+  const char *pocl_devices = getenv("POCL_DEVICES");
+  if (pocl_devices == NULL || strchr(pocl_devices, ' ') == NULL)
+    return;
+  if (!pocl_installed())
+    KILN_TEST_SKIP("POCL_DEVICES asks for twin PoCL devices, but PoCL is not "
+                   "installed (no pocl.icd where the ICD loader looks)");
+  if (twins == 0)
+    fail_msg("POCL_DEVICES=\"%s\" and PoCL is installed, but kiln lists no "
+             "two identical PoCL devices", pocl_devices);
 }
 
 static void test_clone_outlives_list(void **state) {
