@@ -66,130 +66,123 @@ static bool is_quiet_nan_bits(kiln_dtype dt, uint32_t b) {
   }
 }
 
-static void test_cast(void **state) {
-  (void)state;
+static void cast_on_device(kiln_context *ctx, kiln_queue *q) {
   static const size_t sizes[] = {0, 1, 3, 17, 127, 1021, 4099};
   const size_t maxn = 4099, total = YOFF + maxn + 4;
   size_t ndt;
   const kiln_dtype *dts = util_float_dtypes(&ndt);
   float *src = inputs(total);
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    for (size_t a = 0; a < ndt; a++) {
-      kiln_dtype from = dts[a];
-      /* The input in `from`, and its exact f32 values. */
-      void *x = malloc(total * 4);
-      float *xv = malloc(total * sizeof *xv);
-      for (size_t i = 0; i < total; i++) {
-        if (from == KILN_F32)
-          ((float *)x)[i] = src[i];
-        else
-          ((uint16_t *)x)[i] = (uint16_t)expect(from, src[i]);
-        xv[i] = (float)util_get(from, x, i);
-      }
-      kiln_buffer *xb = util_upload(ctx, q, from, x, total);
-      for (size_t b = 0; b < ndt; b++) {
-        kiln_dtype to = dts[b];
-        void *y0 = util_random(to, total, -1, 1, 8);
-        kiln_buffer *yb = util_upload(ctx, q, to, y0, total);
-        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
-          size_t n = sizes[si];
-          assert_kiln_ok(kiln_buffer_write_sync(
-              q, yb, 0, total * kiln_dtype_size(to), y0));
-          assert_kiln_ok(
-              kiln_cast(q, n, from, xb, XOFF, to, yb, YOFF, 0, NULL, NULL));
-          void *y = util_download(q, yb, to, total);
-          for (size_t i = 0; i < total; i++) {
-            uint32_t got = bits_at(to, y, i);
-            if (i < YOFF || i >= YOFF + n) {
-              if (got != bits_at(to, y0, i))
-                fail_msg("%s->%s n=%zu: element %zu outside the range changed",
-                         kiln_dtype_name(from), kiln_dtype_name(to), n, i);
-              continue;
-            }
-            float v = xv[XOFF + (i - YOFF)];
-            uint32_t want = expect(to, v);
-            if (isnan(v) && from != to) {
-              /* Any quiet NaN: OpenCL promises neither sign nor payload
-               * through a conversion (NVIDIA's gives 0x7fffffff), and every
-               * input NaN here is quiet. */
-              if (!is_quiet_nan_bits(to, got))
-                fail_msg("%s->%s n=%zu i=%zu: NaN became 0x%x, not a quiet NaN",
-                         kiln_dtype_name(from), kiln_dtype_name(to), n, i, got);
-            } else if (got != want) {
-              fail_msg("%s->%s n=%zu i=%zu: %a became 0x%x, want 0x%x",
-                       kiln_dtype_name(from), kiln_dtype_name(to), n, i,
-                       (double)v, got, want);
-            }
-          }
-          free(y);
-        }
-        assert_kiln_ok(kiln_buffer_destroy(yb));
-        free(y0);
-      }
-      /* Same dtype in place is a copy onto itself. */
-      assert_kiln_ok(
-          kiln_cast(q, 100, from, xb, XOFF, from, xb, XOFF, 0, NULL, NULL));
-      void *again = util_download(q, xb, from, total);
-      assert_memory_equal(again, x, total * kiln_dtype_size(from));
-      free(again);
-      assert_kiln_ok(kiln_buffer_destroy(xb));
-      free(x);
-      free(xv);
+  for (size_t a = 0; a < ndt; a++) {
+    kiln_dtype from = dts[a];
+    /* The input in `from`, and its exact f32 values. */
+    void *x = malloc(total * 4);
+    float *xv = malloc(total * sizeof *xv);
+    for (size_t i = 0; i < total; i++) {
+      if (from == KILN_F32)
+        ((float *)x)[i] = src[i];
+      else
+        ((uint16_t *)x)[i] = (uint16_t)expect(from, src[i]);
+      xv[i] = (float)util_get(from, x, i);
     }
-    kiln_test_close(ctx, q);
+    kiln_buffer *xb = util_upload(ctx, q, from, x, total);
+    for (size_t b = 0; b < ndt; b++) {
+      kiln_dtype to = dts[b];
+      void *y0 = util_random(to, total, -1, 1, 8);
+      kiln_buffer *yb = util_upload(ctx, q, to, y0, total);
+      for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        size_t n = sizes[si];
+        assert_kiln_ok(
+            kiln_buffer_write_sync(q, yb, 0, total * kiln_dtype_size(to), y0));
+        assert_kiln_ok(
+            kiln_cast(q, n, from, xb, XOFF, to, yb, YOFF, 0, NULL, NULL));
+        void *y = util_download(q, yb, to, total);
+        char what[64];
+        snprintf(what, sizeof what, "%s->%s n=%zu", kiln_dtype_name(from),
+                 kiln_dtype_name(to), n);
+        util_check_guard(to, y0, y, YOFF, n, total, what);
+        for (size_t i = YOFF; i < YOFF + n; i++) {
+          uint32_t got = bits_at(to, y, i);
+          float v = xv[XOFF + (i - YOFF)];
+          uint32_t want = expect(to, v);
+          if (isnan(v) && from != to) {
+            /* Any quiet NaN: OpenCL promises neither sign nor payload
+             * through a conversion (NVIDIA's gives 0x7fffffff), and every
+             * input NaN here is quiet. */
+            if (!is_quiet_nan_bits(to, got))
+              fail_msg("%s->%s n=%zu i=%zu: NaN became 0x%x, not a quiet NaN",
+                       kiln_dtype_name(from), kiln_dtype_name(to), n, i, got);
+          } else if (got != want) {
+            fail_msg("%s->%s n=%zu i=%zu: %a became 0x%x, want 0x%x",
+                     kiln_dtype_name(from), kiln_dtype_name(to), n, i,
+                     (double)v, got, want);
+          }
+        }
+        free(y);
+      }
+      assert_kiln_ok(kiln_buffer_destroy(yb));
+      free(y0);
+    }
+    /* Same dtype in place is a copy onto itself. */
+    assert_kiln_ok(
+        kiln_cast(q, 100, from, xb, XOFF, from, xb, XOFF, 0, NULL, NULL));
+    void *again = util_download(q, xb, from, total);
+    assert_memory_equal(again, x, total * kiln_dtype_size(from));
+    free(again);
+    assert_kiln_ok(kiln_buffer_destroy(xb));
+    free(x);
+    free(xv);
   }
   free(src);
 }
 
+static void test_cast(void **state) {
+  (void)state;
+  util_each_device(cast_on_device);
+}
+
 /* f32 -> f16 -> f32 and f32 -> bf16 -> f32 round trips are exact for
  * values the narrow format represents. */
+static void round_trip_on_device(kiln_context *ctx, kiln_queue *q) {
+  const size_t n = 65536;
+  /* Every finite f16 bit pattern, and every bf16 one with the top 16 bits
+   * of i, as f32 values. */
+  float *h = malloc(n * sizeof *h), *bf = malloc(n * sizeof *bf);
+  size_t nh = 0, nb = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    float v = util_f16_to_f32((uint16_t)i);
+    if (!isnan(v))
+      h[nh++] = v;
+    float w = util_bf16_to_f32((uint16_t)i);
+    if (!isnan(w))
+      bf[nb++] = w;
+  }
+  float *sets[2] = {h, bf};
+  size_t counts[2] = {nh, nb};
+  kiln_dtype mids[2] = {KILN_F16, KILN_BF16};
+  for (int s = 0; s < 2; s++) {
+    kiln_buffer *a = util_upload(ctx, q, KILN_F32, sets[s], counts[s]);
+    kiln_buffer *m = util_buffer(ctx, counts[s] * 2, 0);
+    assert_kiln_ok(
+        kiln_cast(q, counts[s], KILN_F32, a, 0, mids[s], m, 0, 0, NULL, NULL));
+    assert_kiln_ok(kiln_fill(q, KILN_F32, counts[s], 0, a, 0, 0, NULL, NULL));
+    assert_kiln_ok(
+        kiln_cast(q, counts[s], mids[s], m, 0, KILN_F32, a, 0, 0, NULL, NULL));
+    float *back = util_download(q, a, KILN_F32, counts[s]);
+    for (size_t i = 0; i < counts[s]; i++)
+      if (util_f32_to_bits(back[i]) != util_f32_to_bits(sets[s][i]))
+        fail_msg("%s round trip of %a gave %a", kiln_dtype_name(mids[s]),
+                 (double)sets[s][i], (double)back[i]);
+    free(back);
+    assert_kiln_ok(kiln_buffer_destroy(a));
+    assert_kiln_ok(kiln_buffer_destroy(m));
+  }
+  free(h);
+  free(bf);
+}
+
 static void test_round_trip(void **state) {
   (void)state;
-  const size_t n = 65536;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    /* Every finite f16 bit pattern, and every bf16 one with the top 16 bits
-     * of i, as f32 values. */
-    float *h = malloc(n * sizeof *h), *bf = malloc(n * sizeof *bf);
-    size_t nh = 0, nb = 0;
-    for (uint32_t i = 0; i < n; i++) {
-      float v = util_f16_to_f32((uint16_t)i);
-      if (!isnan(v))
-        h[nh++] = v;
-      float w = util_bf16_to_f32((uint16_t)i);
-      if (!isnan(w))
-        bf[nb++] = w;
-    }
-    float *sets[2] = {h, bf};
-    size_t counts[2] = {nh, nb};
-    kiln_dtype mids[2] = {KILN_F16, KILN_BF16};
-    for (int s = 0; s < 2; s++) {
-      kiln_buffer *a = util_upload(ctx, q, KILN_F32, sets[s], counts[s]);
-      kiln_buffer *m = NULL;
-      assert_kiln_ok(kiln_buffer_create(ctx, counts[s] * 2, 0, &m));
-      assert_kiln_ok(kiln_cast(q, counts[s], KILN_F32, a, 0, mids[s], m, 0, 0,
-                               NULL, NULL));
-      assert_kiln_ok(kiln_fill(q, KILN_F32, counts[s], 0, a, 0, 0, NULL, NULL));
-      assert_kiln_ok(kiln_cast(q, counts[s], mids[s], m, 0, KILN_F32, a, 0, 0,
-                               NULL, NULL));
-      float *back = util_download(q, a, KILN_F32, counts[s]);
-      for (size_t i = 0; i < counts[s]; i++)
-        if (util_f32_to_bits(back[i]) != util_f32_to_bits(sets[s][i]))
-          fail_msg("%s round trip of %a gave %a", kiln_dtype_name(mids[s]),
-                   (double)sets[s][i], (double)back[i]);
-      free(back);
-      assert_kiln_ok(kiln_buffer_destroy(a));
-      assert_kiln_ok(kiln_buffer_destroy(m));
-    }
-    free(h);
-    free(bf);
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(round_trip_on_device);
 }
 
 /* Values outside the enum have a defined answer: size 0 (which every op
@@ -206,13 +199,9 @@ static void test_dtype_queries(void **state) {
 
 static void test_zero_size_and_bad(void **state) {
   (void)state;
-  kiln_context *ctx, *other;
-  kiln_queue *q, *oq;
-  kiln_test_open(0, &ctx, &q);
-  kiln_test_open(0, &other, &oq);
-  kiln_buffer *b = NULL, *ob = NULL;
-  assert_kiln_ok(kiln_buffer_create(ctx, 64, 0, &b));
-  assert_kiln_ok(kiln_buffer_create(other, 64, 0, &ob));
+  struct util_bad_env env = util_bad_env_open();
+  kiln_queue *q = env.q;
+  kiln_buffer *b = env.b, *ob = env.ob;
   kiln_event *e = NULL;
   assert_kiln_ok(kiln_cast(q, 0, KILN_F32, b, 16, KILN_F16, b, 32, 0, NULL, &e));
   assert_kiln_ok(kiln_event_wait(e));
@@ -242,10 +231,7 @@ static void test_zero_size_and_bad(void **state) {
       kiln_cast(q, 8, KILN_F32, b, 0, KILN_F16, b, 0, 0, NULL, NULL),
       KILN_ERR_INVALID_ARGUMENT, "overlap");
   assert_kiln_ok(kiln_queue_finish(q));
-  assert_kiln_ok(kiln_buffer_destroy(b));
-  assert_kiln_ok(kiln_buffer_destroy(ob));
-  kiln_test_close(other, oq);
-  kiln_test_close(ctx, q);
+  util_bad_env_close(&env);
 }
 
 int main(void) {

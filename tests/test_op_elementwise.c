@@ -34,14 +34,6 @@ static const size_t sizes[] = {0, 1, 3, 17, 127, 1021, 4099};
 #define YOFF 5
 #define GUARD 7 /* elements after the range that must stay untouched */
 
-/* The storage-format part of a tolerance around the exact result r. */
-static double storage_tol(kiln_dtype dt, double r) {
-  double t = FLT_MIN;
-  if (dt != KILN_F32)
-    t += 2 * util_eps(dt) * fabs(r) + util_tiny(dt) * util_eps(dt);
-  return t;
-}
-
 struct unary_case {
   kiln_unary_op op;
   const char *name;
@@ -81,7 +73,7 @@ static double unary_ref(kiln_unary_op op, double x) {
 
 static double unary_tol(kiln_unary_op op, kiln_dtype dt, double x, double r) {
   const double u = ldexp(1.0, -24), ulp = 2 * u;
-  double t = storage_tol(dt, r);
+  double t = util_storage_tol(dt, r);
   switch (op) {
   case KILN_UNARY_EXP:
   case KILN_UNARY_LOG:
@@ -98,123 +90,107 @@ static double unary_tol(kiln_unary_op op, kiln_dtype dt, double x, double r) {
   }
 }
 
-/* A buffer of XOFF + n + GUARD (or YOFF + ...) elements: the op works on
- * [off, off + n); the rest must come back unchanged. */
-static void check_guard(kiln_dtype dt, const void *before, const void *after,
-                        size_t off, size_t n, size_t total, const char *what) {
-  size_t es = kiln_dtype_size(dt);
-  for (size_t i = 0; i < total; i++) {
-    if (i >= off && i < off + n)
-      continue;
-    if (memcmp((const char *)before + i * es, (const char *)after + i * es,
-               es) != 0)
-      fail_msg("%s: element %zu outside the range [%zu, %zu) was changed",
-               what, i, off, off + n);
+/* The buffers hold YOFF + MAXN + GUARD elements (XOFF < YOFF): the op works
+ * on [off, off + n); util_check_guard sees that the rest came back
+ * unchanged. */
+
+static void unary_on_device(kiln_context *ctx, kiln_queue *q) {
+  size_t ndt;
+  const kiln_dtype *dts = util_float_dtypes(&ndt);
+  for (size_t d = 0; d < ndt; d++) {
+    kiln_dtype dt = dts[d];
+    for (size_t c = 0; c < sizeof unary_cases / sizeof *unary_cases; c++) {
+      const struct unary_case *uc = &unary_cases[c];
+      size_t total = YOFF + MAXN + GUARD;
+      void *x = util_random(dt, total, uc->lo, uc->hi, 11 + (uint32_t)c);
+      void *y0 = util_random(dt, total, -1, 1, 99);
+      kiln_buffer *xb = util_upload(ctx, q, dt, x, total);
+      kiln_buffer *yb = util_upload(ctx, q, dt, y0, total);
+      for (size_t si = 0; si < NSIZES; si++) {
+        size_t n = sizes[si];
+        assert_kiln_ok(
+            kiln_buffer_write_sync(q, yb, 0, total * kiln_dtype_size(dt), y0));
+        assert_kiln_ok(
+            kiln_unary(q, uc->op, dt, n, xb, XOFF, yb, YOFF, 0, NULL, NULL));
+        void *y = util_download(q, yb, dt, total);
+        for (size_t i = 0; i < n; i++) {
+          double xv = util_get(dt, x, XOFF + i);
+          double r = unary_ref(uc->op, xv);
+          UTIL_CLOSE(util_get(dt, y, YOFF + i), r, unary_tol(uc->op, dt, xv, r),
+                     "%s %s n=%zu i=%zu x=%.9g", uc->name, kiln_dtype_name(dt),
+                     n, i, xv);
+        }
+        util_check_guard(dt, y0, y, YOFF, n, total, uc->name);
+        free(y);
+      }
+      /* In place: x and y the very same range. */
+      assert_kiln_ok(
+          kiln_unary(q, uc->op, dt, 17, xb, XOFF, xb, XOFF, 0, NULL, NULL));
+      void *xi = util_download(q, xb, dt, total);
+      for (size_t i = 0; i < 17; i++) {
+        double xv = util_get(dt, x, XOFF + i);
+        double r = unary_ref(uc->op, xv);
+        UTIL_CLOSE(util_get(dt, xi, XOFF + i), r, unary_tol(uc->op, dt, xv, r),
+                   "in-place %s %s i=%zu", uc->name, kiln_dtype_name(dt), i);
+      }
+      free(xi);
+      assert_kiln_ok(kiln_buffer_destroy(xb));
+      assert_kiln_ok(kiln_buffer_destroy(yb));
+      free(x);
+      free(y0);
+    }
   }
 }
 
 static void test_unary(void **state) {
   (void)state;
-  size_t ndt;
-  const kiln_dtype *dts = util_float_dtypes(&ndt);
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    for (size_t d = 0; d < ndt; d++) {
-      kiln_dtype dt = dts[d];
-      for (size_t c = 0; c < sizeof unary_cases / sizeof *unary_cases; c++) {
-        const struct unary_case *uc = &unary_cases[c];
-        size_t total = YOFF + MAXN + GUARD;
-        void *x = util_random(dt, total, uc->lo, uc->hi, 11 + (uint32_t)c);
-        void *y0 = util_random(dt, total, -1, 1, 99);
-        kiln_buffer *xb = util_upload(ctx, q, dt, x, total);
-        kiln_buffer *yb = util_upload(ctx, q, dt, y0, total);
-        for (size_t si = 0; si < NSIZES; si++) {
-          size_t n = sizes[si];
-          assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0,
-                                                total * kiln_dtype_size(dt), y0));
-          assert_kiln_ok(
-              kiln_unary(q, uc->op, dt, n, xb, XOFF, yb, YOFF, 0, NULL, NULL));
-          void *y = util_download(q, yb, dt, total);
-          for (size_t i = 0; i < n; i++) {
-            double xv = util_get(dt, x, XOFF + i);
-            double r = unary_ref(uc->op, xv);
-            UTIL_CLOSE(util_get(dt, y, YOFF + i), r,
-                       unary_tol(uc->op, dt, xv, r), "%s %s n=%zu i=%zu x=%.9g",
-                       uc->name, kiln_dtype_name(dt), n, i, xv);
-          }
-          check_guard(dt, y0, y, YOFF, n, total, uc->name);
-          free(y);
-        }
-        /* In place: x and y the very same range. */
-        assert_kiln_ok(kiln_unary(q, uc->op, dt, 17, xb, XOFF, xb, XOFF, 0,
-                                  NULL, NULL));
-        void *xi = util_download(q, xb, dt, total);
-        for (size_t i = 0; i < 17; i++) {
-          double xv = util_get(dt, x, XOFF + i);
-          double r = unary_ref(uc->op, xv);
-          UTIL_CLOSE(util_get(dt, xi, XOFF + i), r,
-                     unary_tol(uc->op, dt, xv, r), "in-place %s %s i=%zu",
-                     uc->name, kiln_dtype_name(dt), i);
-        }
-        free(xi);
-        assert_kiln_ok(kiln_buffer_destroy(xb));
-        assert_kiln_ok(kiln_buffer_destroy(yb));
-        free(x);
-        free(y0);
-      }
-    }
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(unary_on_device);
 }
 
 /* IEEE special values through f32: log(0) = -inf, log(-1) = NaN, sqrt(-1)
  * = NaN, relu(NaN) = NaN, relu(-0) = -0, sigmoid at +-100 without NaN. */
+static void unary_special_on_device(kiln_context *ctx, kiln_queue *q) {
+  float x[] = {0.0f, -1.0f, NAN, -0.0f, 100.0f, -100.0f, INFINITY};
+  size_t n = sizeof x / sizeof *x;
+  kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, n);
+  kiln_buffer *yb = util_upload(ctx, q, KILN_F32, x, n);
+  float y[7];
+  assert_kiln_ok(
+      kiln_unary(q, KILN_UNARY_LOG, KILN_F32, n, xb, 0, yb, 0, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
+  assert_true(isinf(y[0]) && y[0] < 0);
+  assert_true(isnan(y[1]));
+  assert_true(isinf(y[6]) && y[6] > 0);
+  assert_kiln_ok(
+      kiln_unary(q, KILN_UNARY_SQRT, KILN_F32, n, xb, 0, yb, 0, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
+  assert_true(isnan(y[1]));
+  assert_true(y[0] == 0.0f);
+  assert_kiln_ok(
+      kiln_unary(q, KILN_UNARY_RELU, KILN_F32, n, xb, 0, yb, 0, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
+  assert_true(isnan(y[2]));
+  assert_true(y[3] == 0.0f && signbit(y[3]));
+  assert_true(y[1] == 0.0f);
+  assert_kiln_ok(kiln_unary(q, KILN_UNARY_SIGMOID, KILN_F32, n, xb, 0, yb, 0, 0,
+                            NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
+  assert_true(y[4] == 1.0f);
+  assert_true(y[5] >= 0.0f && y[5] < 1e-40f);
+  assert_true(y[6] == 1.0f);
+  assert_kiln_ok(
+      kiln_unary(q, KILN_UNARY_GELU, KILN_F32, n, xb, 0, yb, 0, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
+  assert_true(y[4] == 100.0f);
+  if (!(fabsf(y[5]) <= 1e-4f)) /* 16 u |x|: see the header */
+    fail_msg("gelu(-100) = %g", y[5]);
+  assert_kiln_ok(kiln_buffer_destroy(xb));
+  assert_kiln_ok(kiln_buffer_destroy(yb));
+}
+
 static void test_unary_special(void **state) {
   (void)state;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    float x[] = {0.0f, -1.0f, NAN, -0.0f, 100.0f, -100.0f, INFINITY};
-    size_t n = sizeof x / sizeof *x;
-    kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, n);
-    kiln_buffer *yb = util_upload(ctx, q, KILN_F32, x, n);
-    float y[7];
-    assert_kiln_ok(kiln_unary(q, KILN_UNARY_LOG, KILN_F32, n, xb, 0, yb, 0, 0,
-                              NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
-    assert_true(isinf(y[0]) && y[0] < 0);
-    assert_true(isnan(y[1]));
-    assert_true(isinf(y[6]) && y[6] > 0);
-    assert_kiln_ok(kiln_unary(q, KILN_UNARY_SQRT, KILN_F32, n, xb, 0, yb, 0, 0,
-                              NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
-    assert_true(isnan(y[1]));
-    assert_true(y[0] == 0.0f);
-    assert_kiln_ok(kiln_unary(q, KILN_UNARY_RELU, KILN_F32, n, xb, 0, yb, 0, 0,
-                              NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
-    assert_true(isnan(y[2]));
-    assert_true(y[3] == 0.0f && signbit(y[3]));
-    assert_true(y[1] == 0.0f);
-    assert_kiln_ok(kiln_unary(q, KILN_UNARY_SIGMOID, KILN_F32, n, xb, 0, yb, 0,
-                              0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
-    assert_true(y[4] == 1.0f);
-    assert_true(y[5] >= 0.0f && y[5] < 1e-40f);
-    assert_true(y[6] == 1.0f);
-    assert_kiln_ok(kiln_unary(q, KILN_UNARY_GELU, KILN_F32, n, xb, 0, yb, 0, 0,
-                              NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
-    assert_true(y[4] == 100.0f);
-    if (!(fabsf(y[5]) <= 1e-4f)) /* 16 u |x|: see the header */
-      fail_msg("gelu(-100) = %g", y[5]);
-    assert_kiln_ok(kiln_buffer_destroy(xb));
-    assert_kiln_ok(kiln_buffer_destroy(yb));
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(unary_special_on_device);
 }
 
 static double binary_ref(kiln_binary_op op, double a, double b) {
@@ -237,7 +213,7 @@ static double binary_ref(kiln_binary_op op, double a, double b) {
 
 static double binary_tol(kiln_binary_op op, kiln_dtype dt, double r) {
   const double ulp = ldexp(1.0, -23);
-  double t = storage_tol(dt, r);
+  double t = util_storage_tol(dt, r);
   if (op == KILN_BINARY_DIV)
     return t + 2.5 * ulp * fabs(r);
   if (op == KILN_BINARY_MAX || op == KILN_BINARY_MIN)
@@ -245,257 +221,242 @@ static double binary_tol(kiln_binary_op op, kiln_dtype dt, double r) {
   return t + 0.5 * ulp * fabs(r);
 }
 
-static void test_binary(void **state) {
-  (void)state;
+static void binary_on_device(kiln_context *ctx, kiln_queue *q) {
   static const char *const names[] = {"add", "sub", "mul", "div", "max", "min"};
   size_t ndt;
   const kiln_dtype *dts = util_float_dtypes(&ndt);
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    for (size_t d = 0; d < ndt; d++) {
-      kiln_dtype dt = dts[d];
-      size_t total = YOFF + MAXN + GUARD;
-      void *a = util_random(dt, total, -10, 10, 5);
-      void *b = util_random(dt, total, 0.5, 10, 6); /* no division by ~0 */
-      void *y0 = util_random(dt, total, -1, 1, 7);
-      kiln_buffer *ab = util_upload(ctx, q, dt, a, total);
-      kiln_buffer *bb = util_upload(ctx, q, dt, b, total);
-      kiln_buffer *yb = util_upload(ctx, q, dt, y0, total);
-      for (int op = KILN_BINARY_ADD; op <= KILN_BINARY_MIN; op++) {
-        for (size_t si = 0; si < NSIZES; si++) {
-          size_t n = sizes[si];
-          float s = -2.75f;
-          for (int scalar = 0; scalar < 2; scalar++) {
-            assert_kiln_ok(kiln_buffer_write_sync(
-                q, yb, 0, total * kiln_dtype_size(dt), y0));
-            if (scalar)
-              assert_kiln_ok(kiln_binary_scalar(q, (kiln_binary_op)op, dt, n,
-                                                ab, XOFF, s, yb, YOFF, 0, NULL,
-                                                NULL));
-            else
-              assert_kiln_ok(kiln_binary(q, (kiln_binary_op)op, dt, n, ab,
-                                         XOFF, bb, 1, yb, YOFF, 0, NULL, NULL));
-            void *y = util_download(q, yb, dt, total);
-            for (size_t i = 0; i < n; i++) {
-              double av = util_get(dt, a, XOFF + i);
-              double bv = scalar ? s : util_get(dt, b, 1 + i);
-              double r = binary_ref((kiln_binary_op)op, av, bv);
-              UTIL_CLOSE(util_get(dt, y, YOFF + i), r,
-                         binary_tol((kiln_binary_op)op, dt, r),
-                         "%s%s %s n=%zu i=%zu", names[op],
-                         scalar ? " scalar" : "", kiln_dtype_name(dt), n, i);
-            }
-            check_guard(dt, y0, y, YOFF, n, total, names[op]);
-            free(y);
+  for (size_t d = 0; d < ndt; d++) {
+    kiln_dtype dt = dts[d];
+    size_t total = YOFF + MAXN + GUARD;
+    void *a = util_random(dt, total, -10, 10, 5);
+    void *b = util_random(dt, total, 0.5, 10, 6); /* no division by ~0 */
+    void *y0 = util_random(dt, total, -1, 1, 7);
+    kiln_buffer *ab = util_upload(ctx, q, dt, a, total);
+    kiln_buffer *bb = util_upload(ctx, q, dt, b, total);
+    kiln_buffer *yb = util_upload(ctx, q, dt, y0, total);
+    for (int op = KILN_BINARY_ADD; op <= KILN_BINARY_MIN; op++) {
+      for (size_t si = 0; si < NSIZES; si++) {
+        size_t n = sizes[si];
+        float s = -2.75f;
+        for (int scalar = 0; scalar < 2; scalar++) {
+          assert_kiln_ok(kiln_buffer_write_sync(
+              q, yb, 0, total * kiln_dtype_size(dt), y0));
+          if (scalar)
+            assert_kiln_ok(kiln_binary_scalar(q, (kiln_binary_op)op, dt, n, ab,
+                                              XOFF, s, yb, YOFF, 0, NULL,
+                                              NULL));
+          else
+            assert_kiln_ok(kiln_binary(q, (kiln_binary_op)op, dt, n, ab, XOFF,
+                                       bb, 1, yb, YOFF, 0, NULL, NULL));
+          void *y = util_download(q, yb, dt, total);
+          for (size_t i = 0; i < n; i++) {
+            double av = util_get(dt, a, XOFF + i);
+            double bv = scalar ? s : util_get(dt, b, 1 + i);
+            double r = binary_ref((kiln_binary_op)op, av, bv);
+            UTIL_CLOSE(util_get(dt, y, YOFF + i), r,
+                       binary_tol((kiln_binary_op)op, dt, r),
+                       "%s%s %s n=%zu i=%zu", names[op],
+                       scalar ? " scalar" : "", kiln_dtype_name(dt), n, i);
           }
+          util_check_guard(dt, y0, y, YOFF, n, total, names[op]);
+          free(y);
         }
       }
-      /* max/min ignore a NaN operand (fmax/fmin). */
-      if (dt == KILN_F32) {
-        float nan2[2] = {NAN, 1.0f}, one2[2] = {2.0f, NAN}, out[2];
-        kiln_buffer *pb = util_upload(ctx, q, dt, nan2, 2);
-        kiln_buffer *qb = util_upload(ctx, q, dt, one2, 2);
-        assert_kiln_ok(kiln_binary(q, KILN_BINARY_MAX, dt, 2, pb, 0, qb, 0, pb,
-                                   0, 0, NULL, NULL));
-        assert_kiln_ok(kiln_buffer_read_sync(q, pb, 0, sizeof out, out));
-        assert_true(out[0] == 2.0f && out[1] == 1.0f);
-        assert_kiln_ok(kiln_buffer_destroy(pb));
-        assert_kiln_ok(kiln_buffer_destroy(qb));
-      }
-      assert_kiln_ok(kiln_buffer_destroy(ab));
-      assert_kiln_ok(kiln_buffer_destroy(bb));
-      assert_kiln_ok(kiln_buffer_destroy(yb));
-      free(a);
-      free(b);
-      free(y0);
     }
-    kiln_test_close(ctx, q);
+    /* max/min ignore a NaN operand (fmax/fmin). */
+    if (dt == KILN_F32) {
+      float nan2[2] = {NAN, 1.0f}, one2[2] = {2.0f, NAN}, out[2];
+      kiln_buffer *pb = util_upload(ctx, q, dt, nan2, 2);
+      kiln_buffer *qb = util_upload(ctx, q, dt, one2, 2);
+      assert_kiln_ok(kiln_binary(q, KILN_BINARY_MAX, dt, 2, pb, 0, qb, 0, pb, 0,
+                                 0, NULL, NULL));
+      assert_kiln_ok(kiln_buffer_read_sync(q, pb, 0, sizeof out, out));
+      assert_true(out[0] == 2.0f && out[1] == 1.0f);
+      assert_kiln_ok(kiln_buffer_destroy(pb));
+      assert_kiln_ok(kiln_buffer_destroy(qb));
+    }
+    assert_kiln_ok(kiln_buffer_destroy(ab));
+    assert_kiln_ok(kiln_buffer_destroy(bb));
+    assert_kiln_ok(kiln_buffer_destroy(yb));
+    free(a);
+    free(b);
+    free(y0);
   }
+}
+
+static void test_binary(void **state) {
+  (void)state;
+  util_each_device(binary_on_device);
+}
+
+static void axpy_scale_fill_on_device(kiln_context *ctx, kiln_queue *q) {
+  const double ulp = ldexp(1.0, -23);
+  size_t ndt;
+  const kiln_dtype *dts = util_float_dtypes(&ndt);
+  for (size_t d = 0; d < ndt; d++) {
+    kiln_dtype dt = dts[d];
+    size_t total = YOFF + MAXN + GUARD;
+    void *x = util_random(dt, total, -4, 4, 21);
+    void *y0 = util_random(dt, total, -4, 4, 22);
+    kiln_buffer *xb = util_upload(ctx, q, dt, x, total);
+    kiln_buffer *yb = util_upload(ctx, q, dt, y0, total);
+    for (size_t si = 0; si < NSIZES; si++) {
+      size_t n = sizes[si];
+      size_t bytes = total * kiln_dtype_size(dt);
+      const float alpha = 1.5f;
+      assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, bytes, y0));
+      assert_kiln_ok(
+          kiln_axpy(q, dt, n, alpha, xb, XOFF, yb, YOFF, 0, NULL, NULL));
+      void *y = util_download(q, yb, dt, total);
+      for (size_t i = 0; i < n; i++) {
+        double r =
+            alpha * util_get(dt, x, XOFF + i) + util_get(dt, y0, YOFF + i);
+        UTIL_CLOSE(util_get(dt, y, YOFF + i), r,
+                   util_storage_tol(dt, r) + 0.5 * ulp * fabs(r),
+                   "axpy %s n=%zu i=%zu", kiln_dtype_name(dt), n, i);
+      }
+      util_check_guard(dt, y0, y, YOFF, n, total, "axpy");
+      free(y);
+
+      assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, bytes, y0));
+      assert_kiln_ok(kiln_scale(q, dt, n, -0.75f, yb, YOFF, 0, NULL, NULL));
+      y = util_download(q, yb, dt, total);
+      for (size_t i = 0; i < n; i++) {
+        double r = -0.75 * util_get(dt, y0, YOFF + i);
+        UTIL_CLOSE(util_get(dt, y, YOFF + i), r,
+                   util_storage_tol(dt, r) + 0.5 * ulp * fabs(r),
+                   "scale %s n=%zu i=%zu", kiln_dtype_name(dt), n, i);
+      }
+      util_check_guard(dt, y0, y, YOFF, n, total, "scale");
+      free(y);
+
+      /* 0.1 is inexact in every format: the stored bits must be the
+       * nearest-even rounding of (float)0.1. */
+      assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, bytes, y0));
+      assert_kiln_ok(kiln_fill(q, dt, n, 0.1, yb, YOFF, 0, NULL, NULL));
+      y = util_download(q, yb, dt, total);
+      void *want = malloc(kiln_dtype_size(dt));
+      util_set(dt, want, 0, (float)0.1);
+      for (size_t i = 0; i < n; i++)
+        assert_memory_equal((char *)y + (YOFF + i) * kiln_dtype_size(dt), want,
+                            kiln_dtype_size(dt));
+      free(want);
+      util_check_guard(dt, y0, y, YOFF, n, total, "fill");
+      free(y);
+    }
+    assert_kiln_ok(kiln_buffer_destroy(xb));
+    assert_kiln_ok(kiln_buffer_destroy(yb));
+    free(x);
+    free(y0);
+  }
+  /* Integer fills. */
+  kiln_buffer *ib = util_buffer(ctx, 64, 0);
+  int32_t iv[16];
+  assert_kiln_ok(kiln_fill(q, KILN_I32, 16, -7, ib, 0, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, ib, 0, sizeof iv, iv));
+  for (int i = 0; i < 16; i++)
+    assert_int_equal(iv[i], -7);
+  assert_kiln_ok(
+      kiln_fill(q, KILN_U32, 15, 4294967295.0, ib, 1, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, ib, 0, sizeof iv, iv));
+  assert_int_equal(iv[0], -7);
+  for (int i = 1; i < 16; i++)
+    assert_int_equal((uint32_t)iv[i], UINT32_MAX);
+  assert_kiln_ok(kiln_buffer_destroy(ib));
 }
 
 static void test_axpy_scale_fill(void **state) {
   (void)state;
-  const double ulp = ldexp(1.0, -23);
-  size_t ndt;
-  const kiln_dtype *dts = util_float_dtypes(&ndt);
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    for (size_t d = 0; d < ndt; d++) {
-      kiln_dtype dt = dts[d];
-      size_t total = YOFF + MAXN + GUARD;
-      void *x = util_random(dt, total, -4, 4, 21);
-      void *y0 = util_random(dt, total, -4, 4, 22);
-      kiln_buffer *xb = util_upload(ctx, q, dt, x, total);
-      kiln_buffer *yb = util_upload(ctx, q, dt, y0, total);
-      for (size_t si = 0; si < NSIZES; si++) {
-        size_t n = sizes[si];
-        size_t bytes = total * kiln_dtype_size(dt);
-        const float alpha = 1.5f;
-        assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, bytes, y0));
-        assert_kiln_ok(
-            kiln_axpy(q, dt, n, alpha, xb, XOFF, yb, YOFF, 0, NULL, NULL));
-        void *y = util_download(q, yb, dt, total);
-        for (size_t i = 0; i < n; i++) {
-          double r = alpha * util_get(dt, x, XOFF + i) + util_get(dt, y0, YOFF + i);
-          UTIL_CLOSE(util_get(dt, y, YOFF + i), r,
-                     storage_tol(dt, r) + 0.5 * ulp * fabs(r),
-                     "axpy %s n=%zu i=%zu", kiln_dtype_name(dt), n, i);
-        }
-        check_guard(dt, y0, y, YOFF, n, total, "axpy");
-        free(y);
-
-        assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, bytes, y0));
-        assert_kiln_ok(kiln_scale(q, dt, n, -0.75f, yb, YOFF, 0, NULL, NULL));
-        y = util_download(q, yb, dt, total);
-        for (size_t i = 0; i < n; i++) {
-          double r = -0.75 * util_get(dt, y0, YOFF + i);
-          UTIL_CLOSE(util_get(dt, y, YOFF + i), r,
-                     storage_tol(dt, r) + 0.5 * ulp * fabs(r),
-                     "scale %s n=%zu i=%zu", kiln_dtype_name(dt), n, i);
-        }
-        check_guard(dt, y0, y, YOFF, n, total, "scale");
-        free(y);
-
-        /* 0.1 is inexact in every format: the stored bits must be the
-         * nearest-even rounding of (float)0.1. */
-        assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, bytes, y0));
-        assert_kiln_ok(kiln_fill(q, dt, n, 0.1, yb, YOFF, 0, NULL, NULL));
-        y = util_download(q, yb, dt, total);
-        void *want = malloc(kiln_dtype_size(dt));
-        util_set(dt, want, 0, (float)0.1);
-        for (size_t i = 0; i < n; i++)
-          assert_memory_equal((char *)y + (YOFF + i) * kiln_dtype_size(dt),
-                              want, kiln_dtype_size(dt));
-        free(want);
-        check_guard(dt, y0, y, YOFF, n, total, "fill");
-        free(y);
-      }
-      assert_kiln_ok(kiln_buffer_destroy(xb));
-      assert_kiln_ok(kiln_buffer_destroy(yb));
-      free(x);
-      free(y0);
-    }
-    /* Integer fills. */
-    kiln_buffer *ib = NULL;
-    assert_kiln_ok(kiln_buffer_create(ctx, 64, 0, &ib));
-    int32_t iv[16];
-    assert_kiln_ok(kiln_fill(q, KILN_I32, 16, -7, ib, 0, 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, ib, 0, sizeof iv, iv));
-    for (int i = 0; i < 16; i++)
-      assert_int_equal(iv[i], -7);
-    assert_kiln_ok(kiln_fill(q, KILN_U32, 15, 4294967295.0, ib, 1, 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, ib, 0, sizeof iv, iv));
-    assert_int_equal(iv[0], -7);
-    for (int i = 1; i < 16; i++)
-      assert_int_equal((uint32_t)iv[i], UINT32_MAX);
-    assert_kiln_ok(kiln_buffer_destroy(ib));
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(axpy_scale_fill_on_device);
 }
 
 /* 2^24 elements once, f32 axpy: the size the benchmarks use. */
+static void axpy_large_on_device(kiln_context *ctx, kiln_queue *q) {
+  size_t n = (size_t)1 << 24;
+  float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+  assert_non_null(x);
+  assert_non_null(y);
+  for (size_t i = 0; i < n; i++) {
+    x[i] = (float)(i % 1000);
+    y[i] = 1.0f;
+  }
+  kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, n);
+  kiln_buffer *yb = util_upload(ctx, q, KILN_F32, y, n);
+  assert_kiln_ok(kiln_axpy(q, KILN_F32, n, 2.0f, xb, 0, yb, 0, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, n * sizeof *y, y));
+  for (size_t i = 0; i < n; i++)
+    if (y[i] != 2.0f * (float)(i % 1000) + 1.0f) /* exact: small integers */
+      fail_msg("axpy 2^24: y[%zu] = %g", i, y[i]);
+  assert_kiln_ok(kiln_buffer_destroy(xb));
+  assert_kiln_ok(kiln_buffer_destroy(yb));
+  free(x);
+  free(y);
+}
+
 static void test_axpy_large(void **state) {
   (void)state;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    size_t n = (size_t)1 << 24;
-    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-    assert_non_null(x);
-    assert_non_null(y);
-    for (size_t i = 0; i < n; i++) {
-      x[i] = (float)(i % 1000);
-      y[i] = 1.0f;
-    }
-    kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, n);
-    kiln_buffer *yb = util_upload(ctx, q, KILN_F32, y, n);
-    assert_kiln_ok(kiln_axpy(q, KILN_F32, n, 2.0f, xb, 0, yb, 0, 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, n * sizeof *y, y));
-    for (size_t i = 0; i < n; i++)
-      if (y[i] != 2.0f * (float)(i % 1000) + 1.0f) /* exact: small integers */
-        fail_msg("axpy 2^24: y[%zu] = %g", i, y[i]);
-    assert_kiln_ok(kiln_buffer_destroy(xb));
-    assert_kiln_ok(kiln_buffer_destroy(yb));
-    free(x);
-    free(y);
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(axpy_large_on_device);
 }
 
 /* n = 0 enqueues nothing, yet the out event completes, after the wait
  * list. */
+static void zero_size_on_device(kiln_context *ctx, kiln_queue *q) {
+  kiln_buffer *b = util_buffer(ctx, 16, 0);
+  kiln_event *e1 = NULL, *e2 = NULL, *e3 = NULL;
+  assert_kiln_ok(
+      kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 0, b, 0, b, 0, 0, NULL, &e1));
+  assert_non_null(e1);
+  assert_kiln_ok(kiln_event_wait(e1));
+  assert_kiln_ok(kiln_axpy(q, KILN_BF16, 0, 1.0f, b, 8, b, 0, 1, &e1, &e2));
+  assert_kiln_ok(kiln_event_wait(e2));
+  kiln_event_state st;
+  assert_kiln_ok(kiln_event_state_get(e2, &st));
+  assert_int_equal(st, KILN_EVENT_COMPLETE);
+  /* A wait list and no out event. */
+  assert_kiln_ok(kiln_fill(q, KILN_F16, 0, 1.0, b, 8, 1, &e2, NULL));
+  /* Offset == element count is a valid empty range. */
+  assert_kiln_ok(kiln_scale(q, KILN_F32, 0, 2.0f, b, 4, 0, NULL, &e3));
+  assert_kiln_ok(kiln_event_wait(e3));
+  kiln_event_release(e1);
+  kiln_event_release(e2);
+  kiln_event_release(e3);
+  assert_kiln_ok(kiln_queue_finish(q));
+  assert_kiln_ok(kiln_buffer_destroy(b));
+}
+
 static void test_zero_size(void **state) {
   (void)state;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    kiln_buffer *b = NULL;
-    assert_kiln_ok(kiln_buffer_create(ctx, 16, 0, &b));
-    kiln_event *e1 = NULL, *e2 = NULL, *e3 = NULL;
-    assert_kiln_ok(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 0, b, 0, b, 0, 0,
-                              NULL, &e1));
-    assert_non_null(e1);
-    assert_kiln_ok(kiln_event_wait(e1));
-    assert_kiln_ok(kiln_axpy(q, KILN_BF16, 0, 1.0f, b, 8, b, 0, 1, &e1, &e2));
-    assert_kiln_ok(kiln_event_wait(e2));
-    kiln_event_state st;
-    assert_kiln_ok(kiln_event_state_get(e2, &st));
-    assert_int_equal(st, KILN_EVENT_COMPLETE);
-    /* A wait list and no out event. */
-    assert_kiln_ok(kiln_fill(q, KILN_F16, 0, 1.0, b, 8, 1, &e2, NULL));
-    /* Offset == element count is a valid empty range. */
-    assert_kiln_ok(kiln_scale(q, KILN_F32, 0, 2.0f, b, 4, 0, NULL, &e3));
-    assert_kiln_ok(kiln_event_wait(e3));
-    kiln_event_release(e1);
-    kiln_event_release(e2);
-    kiln_event_release(e3);
-    assert_kiln_ok(kiln_queue_finish(q));
-    assert_kiln_ok(kiln_buffer_destroy(b));
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(zero_size_on_device);
 }
 
 /* Out events and wait lists chain ops without host waits. */
+static void events_chain_on_device(kiln_context *ctx, kiln_queue *q) {
+  kiln_buffer *b = util_buffer(ctx, 4 * 100, 0);
+  kiln_event *e1 = NULL, *e2 = NULL;
+  assert_kiln_ok(kiln_fill(q, KILN_F32, 100, 2.0, b, 0, 0, NULL, &e1));
+  assert_kiln_ok(kiln_scale(q, KILN_F32, 100, 3.0f, b, 0, 1, &e1, &e2));
+  assert_kiln_ok(kiln_event_wait(e2));
+  float out[100];
+  assert_kiln_ok(kiln_buffer_read_sync(q, b, 0, sizeof out, out));
+  for (int i = 0; i < 100; i++)
+    assert_true(out[i] == 6.0f);
+  kiln_event_release(e1);
+  kiln_event_release(e2);
+  assert_kiln_ok(kiln_buffer_destroy(b));
+}
+
 static void test_events_chain(void **state) {
   (void)state;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    kiln_buffer *b = NULL;
-    assert_kiln_ok(kiln_buffer_create(ctx, 4 * 100, 0, &b));
-    kiln_event *e1 = NULL, *e2 = NULL;
-    assert_kiln_ok(kiln_fill(q, KILN_F32, 100, 2.0, b, 0, 0, NULL, &e1));
-    assert_kiln_ok(kiln_scale(q, KILN_F32, 100, 3.0f, b, 0, 1, &e1, &e2));
-    assert_kiln_ok(kiln_event_wait(e2));
-    float out[100];
-    assert_kiln_ok(kiln_buffer_read_sync(q, b, 0, sizeof out, out));
-    for (int i = 0; i < 100; i++)
-      assert_true(out[i] == 6.0f);
-    kiln_event_release(e1);
-    kiln_event_release(e2);
-    assert_kiln_ok(kiln_buffer_destroy(b));
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(events_chain_on_device);
 }
 
 static void test_bad_arguments(void **state) {
   (void)state;
-  kiln_context *ctx, *other;
-  kiln_queue *q, *oq;
-  kiln_test_open(0, &ctx, &q);
-  kiln_test_open(0, &other, &oq);
-  kiln_buffer *b = NULL, *ob = NULL, *ro = NULL, *wo = NULL;
-  assert_kiln_ok(kiln_buffer_create(ctx, 64, 0, &b)); /* 16 f32, 32 f16 */
-  assert_kiln_ok(kiln_buffer_create(other, 64, 0, &ob));
-  assert_kiln_ok(kiln_buffer_create(ctx, 64, KILN_MEM_READ_ONLY, &ro));
-  assert_kiln_ok(kiln_buffer_create(ctx, 64, KILN_MEM_WRITE_ONLY, &wo));
+  struct util_bad_env env = util_bad_env_open();
+  kiln_queue *q = env.q, *oq = env.oq;
+  kiln_buffer *b = env.b, *ob = env.ob; /* 16 f32, 32 f16 */
+  kiln_buffer *ro = util_buffer(env.ctx, 64, KILN_MEM_READ_ONLY);
+  kiln_buffer *wo = util_buffer(env.ctx, 64, KILN_MEM_WRITE_ONLY);
   kiln_event *ev = (kiln_event *)(uintptr_t)1;
 
   assert_kiln_error(
@@ -600,14 +561,9 @@ static void test_bad_arguments(void **state) {
   assert_kiln_status(kiln_fill(q, KILN_F32, 4, 1, ro, 0, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
 
-  assert_kiln_ok(kiln_queue_finish(q));
-  assert_kiln_ok(kiln_queue_finish(oq));
-  assert_kiln_ok(kiln_buffer_destroy(b));
-  assert_kiln_ok(kiln_buffer_destroy(ob));
   assert_kiln_ok(kiln_buffer_destroy(ro));
   assert_kiln_ok(kiln_buffer_destroy(wo));
-  kiln_test_close(other, oq);
-  kiln_test_close(ctx, q);
+  util_bad_env_close(&env);
 }
 
 int main(void) {

@@ -375,8 +375,7 @@ static void test_cpu_tiles(void **state) {
 /* GFLOP/s of a 192^3 GEMM on ctx, warm (its kernels already built). */
 static double gemm_rate(kiln_context *ctx, kiln_queue *q) {
   const size_t n = 192;
-  kiln_buffer *a = NULL;
-  assert_kiln_ok(kiln_buffer_create(ctx, n * n * 4, 0, &a));
+  kiln_buffer *a = util_buffer(ctx, n * n * 4, 0);
   float zero = 0.0f;
   assert_kiln_ok(kiln_buffer_fill(q, a, &zero, 4, 0, n * n * 4, 0, NULL, NULL));
   double best = 1e30;
@@ -385,8 +384,7 @@ static double gemm_rate(kiln_context *ctx, kiln_queue *q) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     /* C overlapping A and B is refused, so A is used for A and B, and the
      * rate is that of C = A A with C in a second buffer. */
-    kiln_buffer *c = NULL;
-    assert_kiln_ok(kiln_buffer_create(ctx, n * n * 4, 0, &c));
+    kiln_buffer *c = util_buffer(ctx, n * n * 4, 0);
     assert_kiln_ok(kiln_gemm(q, ROW, N, N, n, n, n, 1.0f, KILN_F32, a, 0, n, a,
                              0, n, 0.0f, c, 0, n, 0, NULL, NULL));
     assert_kiln_ok(kiln_queue_finish(q));
@@ -568,8 +566,7 @@ static void test_bad_input(void **state) {
   /* A buffer of another context. */
   kiln_context *other = NULL;
   kiln_test_open(0, &other, NULL);
-  kiln_buffer *foreign = NULL;
-  assert_kiln_ok(kiln_buffer_create(other, 256, 0, &foreign));
+  kiln_buffer *foreign = util_buffer(other, 256, 0);
   assert_kiln_error(kiln_gemm(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, foreign, 0,
                               4, b, 0, 4, 0.0f, c, 0, 4, 0, NULL, NULL),
                     KILN_ERR_SHAPE_MISMATCH,

@@ -115,226 +115,218 @@ static void *tie_data(kiln_dtype dt, size_t n, uint32_t seed) {
   return p;
 }
 
-static void test_vector(void **state) {
-  (void)state;
+static void vector_on_device(kiln_context *ctx, kiln_queue *q) {
   static const size_t sizes[] = {0, 1, 3, 17, 31, 33, 127, 1021, 4099, 65537};
   size_t ndt;
   const kiln_dtype *dts = util_float_dtypes(&ndt);
   const size_t maxn = 65537, xoff = 3;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    kiln_buffer *rb = NULL;
-    assert_kiln_ok(kiln_buffer_create(ctx, 8 * 4, 0, &rb));
-    for (size_t d = 0; d < ndt; d++) {
-      kiln_dtype dt = dts[d];
-      void *x = tie_data(dt, xoff + maxn, 31);
-      void *y = util_random(dt, xoff + maxn, -2, 2, 32);
-      kiln_buffer *xb = util_upload(ctx, q, dt, x, xoff + maxn);
-      kiln_buffer *yb = util_upload(ctx, q, dt, y, xoff + maxn);
-      for (int op = 0; op <= 6; op++) {
-        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
-          size_t n = sizes[si];
-          uint32_t init[8];
-          for (int i = 0; i < 8; i++)
-            init[i] = 0xdeadbeefu;
-          assert_kiln_ok(kiln_buffer_write_sync(q, rb, 0, sizeof init, init));
-          kiln_event *ev = NULL;
-          if (op == 6)
-            assert_kiln_ok(kiln_dot(q, dt, n, xb, xoff, yb, xoff, rb, ROFF, 0,
-                                    NULL, &ev));
-          else
-            assert_kiln_ok(kiln_reduce(q, (kiln_reduce_op)op, dt, n, xb, xoff,
-                                       rb, ROFF, 0, NULL, &ev));
-          assert_kiln_ok(kiln_event_wait(ev));
-          kiln_event_release(ev);
-          uint32_t out[8];
-          assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, sizeof out, out));
-          for (int i = 0; i < 8; i++)
-            if (i != ROFF || n == 0)
-              assert_int_equal(out[i], 0xdeadbeefu); /* nothing else written */
-          if (n == 0)
-            continue;
-          struct ref r = reference(op, dt, x, y, xoff, n, 1);
-          char what[64];
-          snprintf(what, sizeof what, "%s %s n=%zu", names[op],
-                   kiln_dtype_name(dt), n);
-          check_result(op, out[ROFF], &r, what);
-        }
+  kiln_buffer *rb = util_buffer(ctx, 8 * 4, 0);
+  for (size_t d = 0; d < ndt; d++) {
+    kiln_dtype dt = dts[d];
+    void *x = tie_data(dt, xoff + maxn, 31);
+    void *y = util_random(dt, xoff + maxn, -2, 2, 32);
+    kiln_buffer *xb = util_upload(ctx, q, dt, x, xoff + maxn);
+    kiln_buffer *yb = util_upload(ctx, q, dt, y, xoff + maxn);
+    for (int op = 0; op <= 6; op++) {
+      for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        size_t n = sizes[si];
+        uint32_t init[8];
+        for (int i = 0; i < 8; i++)
+          init[i] = 0xdeadbeefu;
+        assert_kiln_ok(kiln_buffer_write_sync(q, rb, 0, sizeof init, init));
+        kiln_event *ev = NULL;
+        if (op == 6)
+          assert_kiln_ok(
+              kiln_dot(q, dt, n, xb, xoff, yb, xoff, rb, ROFF, 0, NULL, &ev));
+        else
+          assert_kiln_ok(kiln_reduce(q, (kiln_reduce_op)op, dt, n, xb, xoff, rb,
+                                     ROFF, 0, NULL, &ev));
+        assert_kiln_ok(kiln_event_wait(ev));
+        kiln_event_release(ev);
+        uint32_t out[8];
+        assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, sizeof out, out));
+        for (int i = 0; i < 8; i++)
+          if (i != ROFF || n == 0)
+            assert_int_equal(out[i], 0xdeadbeefu); /* nothing else written */
+        if (n == 0)
+          continue;
+        struct ref r = reference(op, dt, x, y, xoff, n, 1);
+        char what[64];
+        snprintf(what, sizeof what, "%s %s n=%zu", names[op],
+                 kiln_dtype_name(dt), n);
+        check_result(op, out[ROFF], &r, what);
       }
-      assert_kiln_ok(kiln_buffer_destroy(xb));
-      assert_kiln_ok(kiln_buffer_destroy(yb));
-      free(x);
-      free(y);
     }
-    assert_kiln_ok(kiln_buffer_destroy(rb));
-    kiln_test_close(ctx, q);
+    assert_kiln_ok(kiln_buffer_destroy(xb));
+    assert_kiln_ok(kiln_buffer_destroy(yb));
+    free(x);
+    free(y);
   }
+  assert_kiln_ok(kiln_buffer_destroy(rb));
+}
+
+static void test_vector(void **state) {
+  (void)state;
+  util_each_device(vector_on_device);
 }
 
 /* 2^24 f32 elements for sum, dot and nrm2: the benchmark size. */
+static void large_on_device(kiln_context *ctx, kiln_queue *q) {
+  size_t n = (size_t)1 << 24;
+  float *x = malloc(n * sizeof *x);
+  assert_non_null(x);
+  kiln_test_fill_random(x, n, -1, 1, 77);
+  kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, n);
+  kiln_buffer *rb = util_buffer(ctx, 16, 0);
+  int ops[] = {KILN_REDUCE_SUM, 6, KILN_REDUCE_NRM2};
+  for (int i = 0; i < 3; i++) {
+    if (ops[i] == 6)
+      assert_kiln_ok(
+          kiln_dot(q, KILN_F32, n, xb, 0, xb, 0, rb, 0, 0, NULL, NULL));
+    else
+      assert_kiln_ok(kiln_reduce(q, (kiln_reduce_op)ops[i], KILN_F32, n, xb, 0,
+                                 rb, 0, 0, NULL, NULL));
+    uint32_t got;
+    assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
+    struct ref r = reference(ops[i], KILN_F32, x, x, 0, n, 1);
+    check_result(ops[i], got, &r, names[ops[i]]);
+  }
+  assert_kiln_ok(kiln_buffer_destroy(xb));
+  assert_kiln_ok(kiln_buffer_destroy(rb));
+  free(x);
+}
+
 static void test_large(void **state) {
   (void)state;
-  size_t n = (size_t)1 << 24;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    float *x = malloc(n * sizeof *x);
-    assert_non_null(x);
-    kiln_test_fill_random(x, n, -1, 1, 77);
-    kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, n);
-    kiln_buffer *rb = NULL;
-    assert_kiln_ok(kiln_buffer_create(ctx, 16, 0, &rb));
-    int ops[] = {KILN_REDUCE_SUM, 6, KILN_REDUCE_NRM2};
-    for (int i = 0; i < 3; i++) {
-      if (ops[i] == 6)
-        assert_kiln_ok(kiln_dot(q, KILN_F32, n, xb, 0, xb, 0, rb, 0, 0, NULL,
-                                NULL));
-      else
-        assert_kiln_ok(kiln_reduce(q, (kiln_reduce_op)ops[i], KILN_F32, n, xb,
-                                   0, rb, 0, 0, NULL, NULL));
-      uint32_t got;
-      assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
-      struct ref r = reference(ops[i], KILN_F32, x, x, 0, n, 1);
-      check_result(ops[i], got, &r, names[ops[i]]);
-    }
-    assert_kiln_ok(kiln_buffer_destroy(xb));
-    assert_kiln_ok(kiln_buffer_destroy(rb));
-    free(x);
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(large_on_device);
 }
 
 /* nrm2 must neither overflow (1e30^2 is beyond f32) nor underflow (1e-30^2
  * is below it); NaN and inf propagate; min/max/argmax skip NaN. */
-static void test_special(void **state) {
-  (void)state;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    const size_t n = 1000;
-    float *x = malloc(n * sizeof *x);
-    kiln_buffer *xb = NULL, *rb = NULL;
-    assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &xb));
-    assert_kiln_ok(kiln_buffer_create(ctx, 16, 0, &rb));
-    const double scales[] = {1e30, 1e-30, 1e36, 1e-40};
-    for (int s = 0; s < 4; s++) {
-      kiln_test_fill_random(x, n, -1, 1, 5);
-      double sq = 0;
-      for (size_t i = 0; i < n; i++) {
-        x[i] = (float)(x[i] * scales[s]);
+static void special_on_device(kiln_context *ctx, kiln_queue *q) {
+  const size_t n = 1000;
+  float *x = malloc(n * sizeof *x);
+  kiln_buffer *xb = NULL, *rb = NULL;
+  assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &xb));
+  assert_kiln_ok(kiln_buffer_create(ctx, 16, 0, &rb));
+  const double scales[] = {1e30, 1e-30, 1e36, 1e-40};
+  for (int s = 0; s < 4; s++) {
+    kiln_test_fill_random(x, n, -1, 1, 5);
+    double sq = 0;
+    for (size_t i = 0; i < n; i++) {
+      x[i] = (float)(x[i] * scales[s]);
+      sq += (double)x[i] * x[i];
+    }
+    if (s == 2) { /* near FLT_MAX, the result still representable */
+      x[17] = 3e38f;
+      sq = 0;
+      for (size_t i = 0; i < n; i++)
         sq += (double)x[i] * x[i];
+    }
+    assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, n * 4, x));
+    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, n, xb, 0, rb, 0,
+                               0, NULL, NULL));
+    float got;
+    assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
+    double want = sqrt(sq);
+    /* Subnormal inputs (1e-40) may be flushed by devices without
+     * CL_FP_DENORM: then 0 is the honest answer. */
+    if (s == 3 && got == 0.0f)
+      continue;
+    UTIL_CLOSE(got, want,
+               (depth(n) / 2 + 3) * ldexp(1.0, -24) * want +
+                   (s == 3 ? 1e-44 * sqrt((double)n) : 0),
+               "nrm2 at scale %g", scales[s]);
+  }
+  /* Blocks of different scales in one vector (the CPU family scales per
+   * block of 1024): zeros then tiny values (a zero partial must not
+   * flush the tiny ones), then ordinary, huge and tiny again. */
+  {
+    const size_t m = 5000;
+    float *z = malloc(m * sizeof *z);
+    kiln_buffer *zb = util_buffer(ctx, m * 4, 0);
+    const double parts[][2] = {{0, 0}, {1e-30, 1e-30}, {1, 1e30}};
+    for (int c = 0; c < 3; c++) {
+      kiln_test_fill_random(z, m, 0.5f, 1, 11 + (uint32_t)c);
+      double sq = 0;
+      for (size_t i = 0; i < m; i++) {
+        double scale = i < 1100   ? parts[c][0]
+                       : i < 2300 ? parts[c][1]
+                       : i < 4000 ? 1.0
+                                  : 1e-35;
+        z[i] = (float)(z[i] * scale);
+        sq += (double)z[i] * z[i];
       }
-      if (s == 2) { /* near FLT_MAX, the result still representable */
-        x[17] = 3e38f;
-        sq = 0;
-        for (size_t i = 0; i < n; i++)
-          sq += (double)x[i] * x[i];
-      }
-      assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, n * 4, x));
-      assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, n, xb, 0, rb, 0,
+      assert_kiln_ok(kiln_buffer_write_sync(q, zb, 0, m * 4, z));
+      assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, m, zb, 0, rb, 0,
                                  0, NULL, NULL));
       float got;
       assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
-      double want = sqrt(sq);
-      /* Subnormal inputs (1e-40) may be flushed by devices without
-       * CL_FP_DENORM: then 0 is the honest answer. */
-      if (s == 3 && got == 0.0f)
-        continue;
-      UTIL_CLOSE(got, want, (depth(n) / 2 + 3) * ldexp(1.0, -24) * want +
-                                (s == 3 ? 1e-44 * sqrt((double)n) : 0),
-                 "nrm2 at scale %g", scales[s]);
+      UTIL_CLOSE(got, sqrt(sq), (depth(m) / 2 + 3) * ldexp(1.0, -24) * sqrt(sq),
+                 "nrm2 of mixed scales, case %d", c);
+      /* Only zeros and tiny values: the result is tiny, not 0. */
+      assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, 2300, zb, 0, rb,
+                                 0, 0, NULL, NULL));
+      assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
+      double sq2 = 0;
+      for (size_t i = 0; i < 2300; i++)
+        sq2 += (double)z[i] * z[i];
+      UTIL_CLOSE(got, sqrt(sq2),
+                 (depth(2300) / 2 + 3) * ldexp(1.0, -24) * sqrt(sq2),
+                 "nrm2 of the first 2300, case %d", c);
     }
-    /* Blocks of different scales in one vector (the CPU family scales per
-     * block of 1024): zeros then tiny values (a zero partial must not
-     * flush the tiny ones), then ordinary, huge and tiny again. */
-    {
-      const size_t m = 5000;
-      float *z = malloc(m * sizeof *z);
-      kiln_buffer *zb = NULL;
-      assert_kiln_ok(kiln_buffer_create(ctx, m * 4, 0, &zb));
-      const double parts[][2] = {{0, 0}, {1e-30, 1e-30}, {1, 1e30}};
-      for (int c = 0; c < 3; c++) {
-        kiln_test_fill_random(z, m, 0.5f, 1, 11 + (uint32_t)c);
-        double sq = 0;
-        for (size_t i = 0; i < m; i++) {
-          double scale = i < 1100 ? parts[c][0] : i < 2300 ? parts[c][1]
-                         : i < 4000 ? 1.0 : 1e-35;
-          z[i] = (float)(z[i] * scale);
-          sq += (double)z[i] * z[i];
-        }
-        assert_kiln_ok(kiln_buffer_write_sync(q, zb, 0, m * 4, z));
-        assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, m, zb, 0, rb,
-                                   0, 0, NULL, NULL));
-        float got;
-        assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
-        UTIL_CLOSE(got, sqrt(sq),
-                   (depth(m) / 2 + 3) * ldexp(1.0, -24) * sqrt(sq),
-                   "nrm2 of mixed scales, case %d", c);
-        /* Only zeros and tiny values: the result is tiny, not 0. */
-        assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, 2300, zb, 0,
-                                   rb, 0, 0, NULL, NULL));
-        assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
-        double sq2 = 0;
-        for (size_t i = 0; i < 2300; i++)
-          sq2 += (double)z[i] * z[i];
-        UTIL_CLOSE(got, sqrt(sq2),
-                   (depth(2300) / 2 + 3) * ldexp(1.0, -24) * sqrt(sq2),
-                   "nrm2 of the first 2300, case %d", c);
-      }
-      assert_kiln_ok(kiln_buffer_destroy(zb));
-      free(z);
-    }
-    float v[6] = {NAN, 2.0f, -1.0f, NAN, 2.0f, 0.5f};
-    assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof v, v));
-    float r[4];
-    uint32_t idx;
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MIN, KILN_F32, 6, xb, 0, rb, 0, 0,
-                               NULL, NULL));
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MAX, KILN_F32, 6, xb, 0, rb, 1, 0,
-                               NULL, NULL));
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 6, xb, 0, rb, 2, 0,
-                               NULL, NULL));
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, 6, xb, 0, rb, 3, 0,
-                               NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, sizeof r, r));
-    assert_true(r[0] == -1.0f);
-    assert_true(r[1] == 2.0f);
-    assert_true(isnan(r[2]));
-    assert_true(isnan(r[3]));
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX, KILN_F32, 6, xb, 0, rb, 0,
-                               0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &idx));
-    assert_int_equal(idx, 1); /* first of the two 2.0s, NaN skipped */
-    float allnan[3] = {NAN, NAN, NAN}, inf[3] = {1.0f, INFINITY, -2.0f};
-    assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof allnan, allnan));
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX, KILN_F32, 3, xb, 0, rb, 0,
-                               0, NULL, NULL));
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MAX, KILN_F32, 3, xb, 0, rb, 1, 0,
-                               NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 8, r));
-    assert_int_equal(util_f32_to_bits(r[0]), 0);
-    assert_true(isnan(r[1]));
-    assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof inf, inf));
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, 3, xb, 0, rb, 0, 0,
-                               NULL, NULL));
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX, KILN_F32, 3, xb, 0, rb, 1,
-                               0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 8, r));
-    assert_true(isinf(r[0]) && r[0] > 0);
-    assert_int_equal(util_f32_to_bits(r[1]), 1);
-    assert_kiln_ok(kiln_buffer_destroy(xb));
-    assert_kiln_ok(kiln_buffer_destroy(rb));
-    free(x);
-    kiln_test_close(ctx, q);
+    assert_kiln_ok(kiln_buffer_destroy(zb));
+    free(z);
   }
+  float v[6] = {NAN, 2.0f, -1.0f, NAN, 2.0f, 0.5f};
+  assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof v, v));
+  float r[4];
+  uint32_t idx;
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MIN, KILN_F32, 6, xb, 0, rb, 0, 0,
+                             NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MAX, KILN_F32, 6, xb, 0, rb, 1, 0,
+                             NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 6, xb, 0, rb, 2, 0,
+                             NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, 6, xb, 0, rb, 3, 0,
+                             NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, sizeof r, r));
+  assert_true(r[0] == -1.0f);
+  assert_true(r[1] == 2.0f);
+  assert_true(isnan(r[2]));
+  assert_true(isnan(r[3]));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX, KILN_F32, 6, xb, 0, rb, 0,
+                             0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &idx));
+  assert_int_equal(idx, 1); /* first of the two 2.0s, NaN skipped */
+  float allnan[3] = {NAN, NAN, NAN}, inf[3] = {1.0f, INFINITY, -2.0f};
+  assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof allnan, allnan));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX, KILN_F32, 3, xb, 0, rb, 0,
+                             0, NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MAX, KILN_F32, 3, xb, 0, rb, 1, 0,
+                             NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 8, r));
+  assert_int_equal(util_f32_to_bits(r[0]), 0);
+  assert_true(isnan(r[1]));
+  assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof inf, inf));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, 3, xb, 0, rb, 0, 0,
+                             NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX, KILN_F32, 3, xb, 0, rb, 1,
+                             0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 8, r));
+  assert_true(isinf(r[0]) && r[0] > 0);
+  assert_int_equal(util_f32_to_bits(r[1]), 1);
+  assert_kiln_ok(kiln_buffer_destroy(xb));
+  assert_kiln_ok(kiln_buffer_destroy(rb));
+  free(x);
 }
 
-static void test_matrix(void **state) {
+static void test_special(void **state) {
   (void)state;
+  util_each_device(special_on_device);
+}
+
+static void matrix_on_device(kiln_context *ctx, kiln_queue *q) {
   static const size_t shapes[][2] = {{1, 1},   {3, 17},    {17, 3},
                                      {1, 4099}, {127, 33}, {33, 127},
                                      {5, 65537}, {20000, 3}, {2, 20000},
@@ -342,142 +334,130 @@ static void test_matrix(void **state) {
   size_t ndt;
   const kiln_dtype *dts = util_float_dtypes(&ndt);
   const size_t xoff = 5;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    for (size_t d = 0; d < ndt; d++) {
-      kiln_dtype dt = dts[d];
-      for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-        size_t rows = shapes[si][0], cols = shapes[si][1];
-        size_t count = rows * cols;
-        void *x = tie_data(dt, xoff + count, 40 + (uint32_t)si);
-        kiln_buffer *xb = util_upload(ctx, q, dt, x, xoff + count);
-        size_t outs = (rows > cols ? rows : cols) + ROFF;
-        kiln_buffer *rb = NULL;
-        assert_kiln_ok(kiln_buffer_create(ctx, outs * 4, 0, &rb));
-        for (int op = 0; op <= KILN_REDUCE_ARGMAX; op++) {
-          for (int by_rows = 0; by_rows < 2; by_rows++) {
-            if (by_rows)
-              assert_kiln_ok(kiln_reduce_rows(q, (kiln_reduce_op)op, dt, rows,
-                                              cols, xb, xoff, rb, ROFF, 0,
-                                              NULL, NULL));
-            else
-              assert_kiln_ok(kiln_reduce_cols(q, (kiln_reduce_op)op, dt, rows,
-                                              cols, xb, xoff, rb, ROFF, 0,
-                                              NULL, NULL));
-            uint32_t *out = util_download(q, rb, KILN_U32, outs);
-            size_t nout = by_rows ? rows : cols;
-            for (size_t o = 0; o < nout; o++) {
-              struct ref r =
-                  by_rows ? reference(op, dt, x, NULL, xoff + o * cols, cols, 1)
-                          : reference(op, dt, x, NULL, xoff + o, rows, cols);
-              char what[96];
-              snprintf(what, sizeof what, "%s_%s %s %zux%zu output %zu",
-                       by_rows ? "rows" : "cols", names[op],
-                       kiln_dtype_name(dt), rows, cols, o);
-              check_result(op, out[ROFF + o], &r, what);
-            }
-            free(out);
+  for (size_t d = 0; d < ndt; d++) {
+    kiln_dtype dt = dts[d];
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+      size_t rows = shapes[si][0], cols = shapes[si][1];
+      size_t count = rows * cols;
+      void *x = tie_data(dt, xoff + count, 40 + (uint32_t)si);
+      kiln_buffer *xb = util_upload(ctx, q, dt, x, xoff + count);
+      size_t outs = (rows > cols ? rows : cols) + ROFF;
+      kiln_buffer *rb = util_buffer(ctx, outs * 4, 0);
+      for (int op = 0; op <= KILN_REDUCE_ARGMAX; op++) {
+        for (int by_rows = 0; by_rows < 2; by_rows++) {
+          if (by_rows)
+            assert_kiln_ok(kiln_reduce_rows(q, (kiln_reduce_op)op, dt, rows,
+                                            cols, xb, xoff, rb, ROFF, 0, NULL,
+                                            NULL));
+          else
+            assert_kiln_ok(kiln_reduce_cols(q, (kiln_reduce_op)op, dt, rows,
+                                            cols, xb, xoff, rb, ROFF, 0, NULL,
+                                            NULL));
+          uint32_t *out = util_download(q, rb, KILN_U32, outs);
+          size_t nout = by_rows ? rows : cols;
+          for (size_t o = 0; o < nout; o++) {
+            struct ref r =
+                by_rows ? reference(op, dt, x, NULL, xoff + o * cols, cols, 1)
+                        : reference(op, dt, x, NULL, xoff + o, rows, cols);
+            char what[96];
+            snprintf(what, sizeof what, "%s_%s %s %zux%zu output %zu",
+                     by_rows ? "rows" : "cols", names[op], kiln_dtype_name(dt),
+                     rows, cols, o);
+            check_result(op, out[ROFF + o], &r, what);
           }
+          free(out);
         }
-        assert_kiln_ok(kiln_buffer_destroy(xb));
-        assert_kiln_ok(kiln_buffer_destroy(rb));
-        free(x);
       }
+      assert_kiln_ok(kiln_buffer_destroy(xb));
+      assert_kiln_ok(kiln_buffer_destroy(rb));
+      free(x);
     }
-    kiln_test_close(ctx, q);
   }
 }
 
+static void test_matrix(void **state) {
+  (void)state;
+  util_each_device(matrix_on_device);
+}
+
 /* Same device, same sizes: same bits, for vector and matrix forms. */
+static void deterministic_on_device(kiln_context *ctx, kiln_queue *q) {
+  const size_t n = 300007;
+  float *x = malloc(n * sizeof *x);
+  kiln_test_fill_random(x, n, -1000, 1000, 9);
+  kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, n);
+  kiln_buffer *rb = util_buffer(ctx, 4 * 1000, 0);
+  for (int op = KILN_REDUCE_SUM; op <= 6; op++) {
+    uint32_t first[3][1000], again[1000];
+    for (int run = 0; run < 3; run++) {
+      uint32_t *dst = run ? again : first[0];
+      if (op == 6)
+        assert_kiln_ok(
+            kiln_dot(q, KILN_F32, n, xb, 0, xb, 0, rb, 0, 0, NULL, NULL));
+      else
+        assert_kiln_ok(kiln_reduce(q, (kiln_reduce_op)op, KILN_F32, n, xb, 0,
+                                   rb, 0, 0, NULL, NULL));
+      assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, dst));
+      if (run)
+        assert_int_equal(again[0], first[0][0]);
+    }
+    if (op == 6)
+      continue;
+    for (int run = 0; run < 2; run++) {
+      uint32_t *dst = run ? again : first[1];
+      assert_kiln_ok(kiln_reduce_cols(q, (kiln_reduce_op)op, KILN_F32, 300,
+                                      1000, xb, 7, rb, 0, 0, NULL, NULL));
+      assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4000, dst));
+      if (run)
+        assert_memory_equal(again, first[1], 4000);
+    }
+    for (int run = 0; run < 2; run++) {
+      uint32_t *dst = run ? again : first[2];
+      assert_kiln_ok(kiln_reduce_rows(q, (kiln_reduce_op)op, KILN_F32, 3,
+                                      100000, xb, 7, rb, 0, 0, NULL, NULL));
+      assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 12, dst));
+      if (run)
+        assert_memory_equal(again, first[2], 12);
+    }
+  }
+  assert_kiln_ok(kiln_buffer_destroy(xb));
+  assert_kiln_ok(kiln_buffer_destroy(rb));
+  free(x);
+}
+
 static void test_deterministic(void **state) {
   (void)state;
-  const size_t n = 300007;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    float *x = malloc(n * sizeof *x);
-    kiln_test_fill_random(x, n, -1000, 1000, 9);
-    kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, n);
-    kiln_buffer *rb = NULL;
-    assert_kiln_ok(kiln_buffer_create(ctx, 4 * 1000, 0, &rb));
-    for (int op = KILN_REDUCE_SUM; op <= 6; op++) {
-      uint32_t first[3][1000], again[1000];
-      for (int run = 0; run < 3; run++) {
-        uint32_t *dst = run ? again : first[0];
-        if (op == 6)
-          assert_kiln_ok(kiln_dot(q, KILN_F32, n, xb, 0, xb, 0, rb, 0, 0, NULL,
-                                  NULL));
-        else
-          assert_kiln_ok(kiln_reduce(q, (kiln_reduce_op)op, KILN_F32, n, xb, 0,
-                                     rb, 0, 0, NULL, NULL));
-        assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, dst));
-        if (run)
-          assert_int_equal(again[0], first[0][0]);
-      }
-      if (op == 6)
-        continue;
-      for (int run = 0; run < 2; run++) {
-        uint32_t *dst = run ? again : first[1];
-        assert_kiln_ok(kiln_reduce_cols(q, (kiln_reduce_op)op, KILN_F32, 300,
-                                        1000, xb, 7, rb, 0, 0, NULL, NULL));
-        assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4000, dst));
-        if (run)
-          assert_memory_equal(again, first[1], 4000);
-      }
-      for (int run = 0; run < 2; run++) {
-        uint32_t *dst = run ? again : first[2];
-        assert_kiln_ok(kiln_reduce_rows(q, (kiln_reduce_op)op, KILN_F32, 3,
-                                        100000, xb, 7, rb, 0, 0, NULL, NULL));
-        assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 12, dst));
-        if (run)
-          assert_memory_equal(again, first[2], 12);
-      }
-    }
-    assert_kiln_ok(kiln_buffer_destroy(xb));
-    assert_kiln_ok(kiln_buffer_destroy(rb));
-    free(x);
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(deterministic_on_device);
+}
+
+static void zero_size_on_device(kiln_context *ctx, kiln_queue *q) {
+  kiln_buffer *b = util_buffer(ctx, 16, 0);
+  kiln_event *e[4] = {NULL, NULL, NULL, NULL};
+  assert_kiln_ok(
+      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 0, b, 4, b, 4, 0, NULL, &e[0]));
+  assert_kiln_ok(kiln_dot(q, KILN_BF16, 0, b, 0, b, 0, b, 0, 1, &e[0], &e[1]));
+  assert_kiln_ok(kiln_reduce_rows(q, KILN_REDUCE_MAX, KILN_F16, 0, 5, b, 0, b,
+                                  0, 1, &e[1], &e[2]));
+  assert_kiln_ok(kiln_reduce_cols(q, KILN_REDUCE_ARGMAX, KILN_F32, 7, 0, b, 0,
+                                  b, 0, 0, NULL, &e[3]));
+  assert_kiln_ok(kiln_event_wait_all(4, e));
+  for (int i = 0; i < 4; i++)
+    kiln_event_release(e[i]);
+  assert_kiln_ok(kiln_buffer_destroy(b));
 }
 
 static void test_zero_size(void **state) {
   (void)state;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    kiln_buffer *b = NULL;
-    assert_kiln_ok(kiln_buffer_create(ctx, 16, 0, &b));
-    kiln_event *e[4] = {NULL, NULL, NULL, NULL};
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 0, b, 4, b, 4, 0,
-                               NULL, &e[0]));
-    assert_kiln_ok(kiln_dot(q, KILN_BF16, 0, b, 0, b, 0, b, 0, 1, &e[0], &e[1]));
-    assert_kiln_ok(kiln_reduce_rows(q, KILN_REDUCE_MAX, KILN_F16, 0, 5, b, 0, b,
-                                    0, 1, &e[1], &e[2]));
-    assert_kiln_ok(kiln_reduce_cols(q, KILN_REDUCE_ARGMAX, KILN_F32, 7, 0, b, 0,
-                                    b, 0, 0, NULL, &e[3]));
-    assert_kiln_ok(kiln_event_wait_all(4, e));
-    for (int i = 0; i < 4; i++)
-      kiln_event_release(e[i]);
-    assert_kiln_ok(kiln_buffer_destroy(b));
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(zero_size_on_device);
 }
 
 static void test_bad_arguments(void **state) {
   (void)state;
-  kiln_context *ctx, *other;
-  kiln_queue *q, *oq;
-  kiln_test_open(0, &ctx, &q);
-  kiln_test_open(0, &other, &oq);
-  kiln_buffer *b = NULL, *ob = NULL, *r = NULL, *ro = NULL;
-  assert_kiln_ok(kiln_buffer_create(ctx, 64, 0, &b));
-  assert_kiln_ok(kiln_buffer_create(other, 64, 0, &ob));
-  assert_kiln_ok(kiln_buffer_create(ctx, 8, 0, &r));
-  assert_kiln_ok(kiln_buffer_create(ctx, 8, KILN_MEM_READ_ONLY, &ro));
+  struct util_bad_env env = util_bad_env_open();
+  kiln_queue *q = env.q;
+  kiln_buffer *b = env.b, *ob = env.ob;
+  kiln_buffer *r = util_buffer(env.ctx, 8, 0);
+  kiln_buffer *ro = util_buffer(env.ctx, 8, KILN_MEM_READ_ONLY);
 
   assert_kiln_error(kiln_reduce(NULL, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, r, 0,
                                 0, NULL, NULL),
@@ -553,12 +533,9 @@ static void test_bad_arguments(void **state) {
                     KILN_ERR_SHAPE_MISMATCH,
                     "kiln_reduce_cols: result belongs");
 
-  assert_kiln_ok(kiln_buffer_destroy(b));
-  assert_kiln_ok(kiln_buffer_destroy(ob));
   assert_kiln_ok(kiln_buffer_destroy(r));
   assert_kiln_ok(kiln_buffer_destroy(ro));
-  kiln_test_close(other, oq);
-  kiln_test_close(ctx, q);
+  util_bad_env_close(&env);
 }
 
 int main(void) {

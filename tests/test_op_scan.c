@@ -58,119 +58,104 @@ static void *make_input(kiln_dtype dt, size_t count, uint32_t seed) {
   return p;
 }
 
+static void scan_on_device(kiln_context *ctx, kiln_queue *q) {
+  const kiln_dtype dts[] = {KILN_F32, KILN_I32, KILN_U32};
+  for (size_t d = 0; d < 3; d++) {
+    kiln_dtype dt = dts[d];
+    size_t total = YOFF + MAXN + 4;
+    void *x = make_input(dt, total, 17 + (uint32_t)d);
+    void *y0 = make_input(dt, total, 99);
+    kiln_buffer *xb = util_upload(ctx, q, dt, x, total);
+    kiln_buffer *yb = util_upload(ctx, q, dt, y0, total);
+    for (int kind = 0; kind < 2; kind++) {
+      for (size_t si = 0; si < NSIZES; si++) {
+        size_t n = sizes[si];
+        assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, total * 4, y0));
+        assert_kiln_ok(kiln_scan(q, (kiln_scan_kind)kind, dt, n, xb, XOFF, yb,
+                                 YOFF, 0, NULL, NULL));
+        uint32_t *y = util_download(q, yb, KILN_U32, total);
+        char what[64];
+        snprintf(what, sizeof what, "%s %s n=%zu",
+                 kind ? "exclusive" : "inclusive", kiln_dtype_name(dt), n);
+        check(dt, (kiln_scan_kind)kind, x, y, n, what);
+        util_check_guard(dt, y0, y, YOFF, n, total, what);
+        free(y);
+      }
+    }
+    /* In place: x and y the same range. */
+    for (int kind = 0; kind < 2; kind++) {
+      size_t n = 20000;
+      kiln_buffer *ib = util_upload(ctx, q, dt, x, total);
+      assert_kiln_ok(kiln_scan(q, (kiln_scan_kind)kind, dt, n, ib, XOFF, ib,
+                               XOFF, 0, NULL, NULL));
+      uint32_t *got = util_download(q, ib, KILN_U32, total);
+      /* check() reads y at YOFF: shift the result there. */
+      uint32_t *shifted = calloc(total, 4);
+      memcpy(shifted + YOFF, got + XOFF, n * 4);
+      check(dt, (kiln_scan_kind)kind, x, shifted, n, "in place");
+      free(shifted);
+      free(got);
+      assert_kiln_ok(kiln_buffer_destroy(ib));
+    }
+    assert_kiln_ok(kiln_buffer_destroy(xb));
+    assert_kiln_ok(kiln_buffer_destroy(yb));
+    free(x);
+    free(y0);
+  }
+}
+
 static void test_scan(void **state) {
   (void)state;
-  const kiln_dtype dts[] = {KILN_F32, KILN_I32, KILN_U32};
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    for (size_t d = 0; d < 3; d++) {
-      kiln_dtype dt = dts[d];
-      size_t total = YOFF + MAXN + 4;
-      void *x = make_input(dt, total, 17 + (uint32_t)d);
-      void *y0 = make_input(dt, total, 99);
-      kiln_buffer *xb = util_upload(ctx, q, dt, x, total);
-      kiln_buffer *yb = util_upload(ctx, q, dt, y0, total);
-      for (int kind = 0; kind < 2; kind++) {
-        for (size_t si = 0; si < NSIZES; si++) {
-          size_t n = sizes[si];
-          assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, total * 4, y0));
-          assert_kiln_ok(kiln_scan(q, (kiln_scan_kind)kind, dt, n, xb, XOFF,
-                                   yb, YOFF, 0, NULL, NULL));
-          uint32_t *y = util_download(q, yb, KILN_U32, total);
-          char what[64];
-          snprintf(what, sizeof what, "%s %s n=%zu",
-                   kind ? "exclusive" : "inclusive", kiln_dtype_name(dt), n);
-          check(dt, (kiln_scan_kind)kind, x, y, n, what);
-          /* Outside [YOFF, YOFF + n) nothing changed. */
-          for (size_t i = 0; i < total; i++)
-            if ((i < YOFF || i >= YOFF + n) && y[i] != ((uint32_t *)y0)[i])
-              fail_msg("%s: element %zu outside the range changed", what, i);
-          free(y);
-        }
-      }
-      /* In place: x and y the same range. */
-      for (int kind = 0; kind < 2; kind++) {
-        size_t n = 20000;
-        kiln_buffer *ib = util_upload(ctx, q, dt, x, total);
-        assert_kiln_ok(kiln_scan(q, (kiln_scan_kind)kind, dt, n, ib, XOFF, ib,
-                                 XOFF, 0, NULL, NULL));
-        uint32_t *got = util_download(q, ib, KILN_U32, total);
-        /* check() reads y at YOFF: shift the result there. */
-        uint32_t *shifted = calloc(total, 4);
-        memcpy(shifted + YOFF, got + XOFF, n * 4);
-        check(dt, (kiln_scan_kind)kind, x, shifted, n, "in place");
-        free(shifted);
-        free(got);
-        assert_kiln_ok(kiln_buffer_destroy(ib));
-      }
-      assert_kiln_ok(kiln_buffer_destroy(xb));
-      assert_kiln_ok(kiln_buffer_destroy(yb));
-      free(x);
-      free(y0);
-    }
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(scan_on_device);
+}
+
+static void deterministic_on_device(kiln_context *ctx, kiln_queue *q) {
+  const size_t n = 1 << 20;
+  void *x = util_random(KILN_F32, n, -1, 1, 5);
+  kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, n);
+  kiln_buffer *yb = util_buffer(ctx, n * 4, 0);
+  assert_kiln_ok(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F32, n, xb, 0, yb, 0, 0,
+                           NULL, NULL));
+  void *a = util_download(q, yb, KILN_F32, n);
+  assert_kiln_ok(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F32, n, xb, 0, yb, 0, 0,
+                           NULL, NULL));
+  void *b = util_download(q, yb, KILN_F32, n);
+  assert_memory_equal(a, b, n * 4);
+  free(a);
+  free(b);
+  free(x);
+  assert_kiln_ok(kiln_buffer_destroy(xb));
+  assert_kiln_ok(kiln_buffer_destroy(yb));
 }
 
 static void test_deterministic(void **state) {
   (void)state;
-  const size_t n = 1 << 20;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    void *x = util_random(KILN_F32, n, -1, 1, 5);
-    kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, n);
-    kiln_buffer *yb = NULL;
-    assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &yb));
-    assert_kiln_ok(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F32, n, xb, 0, yb, 0,
-                             0, NULL, NULL));
-    void *a = util_download(q, yb, KILN_F32, n);
-    assert_kiln_ok(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F32, n, xb, 0, yb, 0,
-                             0, NULL, NULL));
-    void *b = util_download(q, yb, KILN_F32, n);
-    assert_memory_equal(a, b, n * 4);
-    free(a);
-    free(b);
-    free(x);
-    assert_kiln_ok(kiln_buffer_destroy(xb));
-    assert_kiln_ok(kiln_buffer_destroy(yb));
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(deterministic_on_device);
+}
+
+static void zero_size_on_device(kiln_context *ctx, kiln_queue *q) {
+  kiln_buffer *b = util_buffer(ctx, 16, 0);
+  kiln_event *e = NULL, *e2 = NULL;
+  assert_kiln_ok(
+      kiln_scan(q, KILN_SCAN_EXCLUSIVE, KILN_U32, 0, b, 0, b, 4, 0, NULL, &e));
+  assert_kiln_ok(
+      kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F32, 0, b, 4, b, 0, 1, &e, &e2));
+  assert_kiln_ok(kiln_event_wait(e2));
+  kiln_event_release(e);
+  kiln_event_release(e2);
+  assert_kiln_ok(kiln_buffer_destroy(b));
 }
 
 static void test_zero_size(void **state) {
   (void)state;
-  FOR_EACH_TEST_DEVICE(dev) {
-    kiln_context *ctx;
-    kiln_queue *q;
-    kiln_test_open(dev, &ctx, &q);
-    kiln_buffer *b = NULL;
-    assert_kiln_ok(kiln_buffer_create(ctx, 16, 0, &b));
-    kiln_event *e = NULL, *e2 = NULL;
-    assert_kiln_ok(kiln_scan(q, KILN_SCAN_EXCLUSIVE, KILN_U32, 0, b, 0, b, 4, 0,
-                             NULL, &e));
-    assert_kiln_ok(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F32, 0, b, 4, b, 0, 1,
-                             &e, &e2));
-    assert_kiln_ok(kiln_event_wait(e2));
-    kiln_event_release(e);
-    kiln_event_release(e2);
-    assert_kiln_ok(kiln_buffer_destroy(b));
-    kiln_test_close(ctx, q);
-  }
+  util_each_device(zero_size_on_device);
 }
 
 static void test_bad_arguments(void **state) {
   (void)state;
-  kiln_context *ctx, *other;
-  kiln_queue *q, *oq;
-  kiln_test_open(0, &ctx, &q);
-  kiln_test_open(0, &other, &oq);
-  kiln_buffer *b = NULL, *ob = NULL;
-  assert_kiln_ok(kiln_buffer_create(ctx, 64, 0, &b));
-  assert_kiln_ok(kiln_buffer_create(other, 64, 0, &ob));
+  struct util_bad_env env = util_bad_env_open();
+  kiln_queue *q = env.q;
+  kiln_buffer *b = env.b, *ob = env.ob;
   assert_kiln_error(kiln_scan(NULL, KILN_SCAN_INCLUSIVE, KILN_F32, 4, b, 0, b,
                               0, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "kiln_scan: queue is NULL");
@@ -202,10 +187,7 @@ static void test_bad_arguments(void **state) {
   assert_kiln_status(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, SIZE_MAX, b, 0,
                                b, 0, 0, NULL, NULL),
                      KILN_ERR_INVALID_SIZE);
-  assert_kiln_ok(kiln_buffer_destroy(b));
-  assert_kiln_ok(kiln_buffer_destroy(ob));
-  kiln_test_close(other, oq);
-  kiln_test_close(ctx, q);
+  util_bad_env_close(&env);
 }
 
 int main(void) {

@@ -212,8 +212,7 @@ static void test_bad_input(void **state) {
 
   kiln_context *other = NULL;
   kiln_test_open(0, &other, NULL);
-  kiln_buffer *foreign = NULL;
-  assert_kiln_ok(kiln_buffer_create(other, 256, 0, &foreign));
+  kiln_buffer *foreign = util_buffer(other, 256, 0);
   assert_kiln_error(
       kiln_transpose(q, KILN_F32, 8, 8, x, 0, 8, foreign, 0, 8, 0, NULL, NULL),
       KILN_ERR_SHAPE_MISMATCH, "y belongs to a different context");
