@@ -1,10 +1,11 @@
-/* Helpers for the op tests (test_op_*.c, test_trace.c): independent host
- * references for f16/bf16 storage, buffers holding host data, error bounds,
- * and the scaffolding every op test repeats (a context per device, guard
- * checks around the written range, the bad-argument fixture). Header-only (static functions), so the tests' meson list needs no
- * extra source. The storage conversions here are written differently from
- * the library's and the kernels' (from the value, in double, rather than on
- * the bits), so a shared mistake is unlikely. */
+/* Helpers for the op tests (test_op_*.c): independent host references for
+ * f16/bf16 storage, buffers holding host data, error bounds, and the
+ * scaffolding every op test repeats (a context per device, guard checks
+ * around the written range, the bad-argument fixture). Header-only (static
+ * functions), so the tests' meson list needs no extra source. The storage
+ * conversions here are written differently from the library's and the
+ * kernels' (from the value, in double, rather than on the bits), so a shared
+ * mistake is unlikely. */
 #ifndef KILN_OP_TEST_UTIL_H
 #define KILN_OP_TEST_UTIL_H
 
