@@ -106,29 +106,48 @@ kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
   return KILN_OK;
 }
 
+/* kiln__ops_check_range, then the buffer must not carry flag, which forbids
+ * how the op uses it (use: "read", "written"; flag_name spells flag). */
+static kiln_status check_access(const char *fn, const kiln_queue *queue,
+                                const char *what, const kiln_buffer *buffer,
+                                size_t offset, size_t count, kiln_dtype dtype,
+                                unsigned flag, const char *use,
+                                const char *flag_name) {
+  kiln_status s =
+      kiln__ops_check_range(fn, queue, what, buffer, offset, count, dtype);
+  if (s == KILN_OK && (buffer->flags & flag))
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: %s is %s by the op but was created %s", fn, what, use,
+                   flag_name);
+  return s;
+}
+
 kiln_status kiln__ops_check_in(const char *fn, const kiln_queue *queue,
                                const char *what, const kiln_buffer *buffer,
                                size_t offset, size_t count, kiln_dtype dtype) {
-  kiln_status s =
-      kiln__ops_check_range(fn, queue, what, buffer, offset, count, dtype);
-  if (s == KILN_OK && (buffer->flags & KILN_MEM_WRITE_ONLY))
-    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                   "%s: %s is read by the op but was created "
-                   "KILN_MEM_WRITE_ONLY",
-                   fn, what);
-  return s;
+  return check_access(fn, queue, what, buffer, offset, count, dtype,
+                      KILN_MEM_WRITE_ONLY, "read", "KILN_MEM_WRITE_ONLY");
 }
 
 kiln_status kiln__ops_check_out(const char *fn, const kiln_queue *queue,
                                 const char *what, const kiln_buffer *buffer,
                                 size_t offset, size_t count, kiln_dtype dtype) {
+  return check_access(fn, queue, what, buffer, offset, count, dtype,
+                      KILN_MEM_READ_ONLY, "written", "KILN_MEM_READ_ONLY");
+}
+
+kiln_status kiln__ops_check_map(const char *fn, const kiln_queue *queue,
+                                const char *x_what, const kiln_buffer *x,
+                                size_t x_offset, const kiln_buffer *y,
+                                size_t y_offset, size_t count,
+                                kiln_dtype dtype) {
   kiln_status s =
-      kiln__ops_check_range(fn, queue, what, buffer, offset, count, dtype);
-  if (s == KILN_OK && (buffer->flags & KILN_MEM_READ_ONLY))
-    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                   "%s: %s is written by the op but was created "
-                   "KILN_MEM_READ_ONLY",
-                   fn, what);
+      kiln__ops_check_in(fn, queue, x_what, x, x_offset, count, dtype);
+  if (s == KILN_OK)
+    s = kiln__ops_check_out(fn, queue, "y", y, y_offset, count, dtype);
+  if (s == KILN_OK)
+    s = kiln__ops_check_overlap(fn, x_what, x, x_offset, count, dtype, "y", y,
+                                y_offset, count, dtype, true);
   return s;
 }
 
@@ -246,21 +265,37 @@ void kiln__op_describe(struct kiln__op *op, const char *name, kiln_dtype dtype,
   op->flops = flops;
 }
 
+static kiln_status set_args(struct kiln__op *op, cl_kernel kernel,
+                            cl_uint count, va_list ap) {
+  for (cl_uint i = 0; i < count; i++) {
+    struct kiln__arg a = va_arg(ap, struct kiln__arg);
+    cl_int err = clSetKernelArg(kernel, i, a.size, a.value);
+    if (err != CL_SUCCESS)
+      return kiln__fail_cl(err, "clSetKernelArg", op->queue->ctx->device,
+                           "%s: argument %u (%zu bytes) of the op kernel",
+                           op->fn, (unsigned)i, a.size);
+  }
+  return KILN_OK;
+}
+
 kiln_status kiln__op_args(struct kiln__op *op, cl_kernel kernel, cl_uint count,
                           ...) {
   va_list ap;
   va_start(ap, count);
-  kiln_status s = KILN_OK;
-  for (cl_uint i = 0; i < count; i++) {
-    struct kiln__arg a = va_arg(ap, struct kiln__arg);
-    cl_int err = clSetKernelArg(kernel, i, a.size, a.value);
-    if (err != CL_SUCCESS) {
-      s = kiln__fail_cl(err, "clSetKernelArg", op->queue->ctx->device,
-                        "%s: argument %u (%zu bytes) of the op kernel", op->fn,
-                        (unsigned)i, a.size);
-      break;
-    }
-  }
+  kiln_status s = set_args(op, kernel, count, ap);
+  va_end(ap);
+  return s;
+}
+
+kiln_status kiln__op_kernel(struct kiln__op *op, const char *source,
+                            const char *options, const char *name,
+                            cl_kernel *out, cl_uint count, ...) {
+  kiln_status s = kiln__queue_kernel(op->queue, source, options, name, out);
+  if (s != KILN_OK)
+    return s;
+  va_list ap;
+  va_start(ap, count);
+  s = set_args(op, *out, count, ap);
   va_end(ap);
   return s;
 }
@@ -302,6 +337,15 @@ kiln_status kiln__op_launch(struct kiln__op *op, cl_kernel kernel,
     clReleaseEvent(op->last);
   op->last = ev;
   return KILN_OK;
+}
+
+kiln_status kiln__op_launch_1d(struct kiln__op *op, cl_kernel kernel,
+                               size_t items, size_t local) {
+  size_t global;
+  if (!kiln__ops_round_up(items, local, &global))
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many work-items",
+                      op->fn);
+  return kiln__op_launch(op, kernel, 1, &global, &local);
 }
 
 kiln_status kiln__op_end(struct kiln__op *op, kiln_status status,

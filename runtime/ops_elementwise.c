@@ -3,8 +3,9 @@
  *
  * Every kernel here maps one work-item to one element on the GPU family and
  * to 16 consecutive elements on the CPU family (cl_kernels/elementwise.cl,
- * cast.cl); the work-group size is the profile's elementwise_wg. elementwise.cl is built once per storage dtype (-DDT=n), so
- * a program holding only f32 code is all an f32 user ever compiles. */
+ * cast.cl); the work-group size is the profile's elementwise_wg. elementwise.cl
+ * is built once per storage dtype (-DDT=n), so a program holding only f32 code
+ * is all an f32 user ever compiles. */
 #include "ops_internal.h"
 
 #include <math.h>
@@ -78,22 +79,18 @@ static const char *const cpu_options[] = {
     [KILN_U32] = "-DDT=4 -DVEC=16",
 };
 
-static bool cpu_family(const struct kiln__op *op) {
-  return kiln__ops_tuning(op->queue->ctx)->family == KILN_FAMILY_CPU;
+static bool cpu_family(const kiln_context *ctx) {
+  return kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU;
 }
 
-/* The kernel kname of elementwise.cl built for dtype, or of cast.cl (whose
- * only option is the vector width). */
-static kiln_status get_kernel(struct kiln__op *op, const char *file,
-                              kiln_dtype dtype, const char *kname,
-                              cl_kernel *k) {
-  bool cpu = cpu_family(op);
-  const char *options;
-  if (strcmp(file, "cast") == 0)
-    options = cpu ? "-DVEC=16" : NULL;
-  else
-    options = cpu ? cpu_options[dtype] : gpu_options[dtype];
-  return kiln__queue_kernel(op->queue, file, options, kname, k);
+/* Build options of elementwise.cl for dtype, and of cast.cl (whose only
+ * option is the vector width), as the ops and cache warming pass them. */
+static const char *elementwise_options(const kiln_context *ctx,
+                                       kiln_dtype dtype) {
+  return cpu_family(ctx) ? cpu_options[dtype] : gpu_options[dtype];
+}
+static const char *cast_options(const kiln_context *ctx) {
+  return cpu_family(ctx) ? "-DVEC=16" : NULL;
 }
 
 /* Work-items of 1 (GPU) or 16 (CPU) elements, in groups of the profile's
@@ -124,10 +121,8 @@ KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: op %d is not a kiln_unary_op", fn, (int)op);
   CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "y", y,
-                                y_offset, n, dtype, true));
+  CHECK(kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
+                            dtype));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -138,9 +133,10 @@ KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
   if (n > 0) {
     cl_kernel k = NULL;
     cl_ulong xo = x_offset, yo = y_offset, nn = n;
-    CHECK(get_kernel(&o, "elementwise", dtype, unary_kernels[op], &k));
-    CHECK(kiln__op_args(&o, k, 5, KILN__ARG(x->cl), KILN__ARG(xo),
-                        KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
+    CHECK(kiln__op_kernel(
+        &o, "elementwise", elementwise_options(queue->ctx, dtype),
+        unary_kernels[op], &k, 5, KILN__ARG(x->cl), KILN__ARG(xo),
+        KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
     CHECK(launch_1d(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
@@ -181,10 +177,11 @@ KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
   if (n > 0) {
     cl_kernel k = NULL;
     cl_ulong ao = a_offset, bo = b_offset, yo = y_offset, nn = n;
-    CHECK(get_kernel(&o, "elementwise", dtype, binary_kernels[op], &k));
-    CHECK(kiln__op_args(&o, k, 7, KILN__ARG(a->cl), KILN__ARG(ao),
-                        KILN__ARG(b->cl), KILN__ARG(bo), KILN__ARG(y->cl),
-                        KILN__ARG(yo), KILN__ARG(nn)));
+    CHECK(kiln__op_kernel(&o, "elementwise",
+                          elementwise_options(queue->ctx, dtype),
+                          binary_kernels[op], &k, 7, KILN__ARG(a->cl),
+                          KILN__ARG(ao), KILN__ARG(b->cl), KILN__ARG(bo),
+                          KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
     CHECK(launch_1d(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
@@ -201,10 +198,8 @@ KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
   kiln_status s = kiln__ops_check_queue(fn, queue);
   CHECK(check_binary_op(fn, op));
   CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_in(fn, queue, "a", a, a_offset, n, dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "a", a, a_offset, n, dtype, "y", y,
-                                y_offset, n, dtype, true));
+  CHECK(kiln__ops_check_map(fn, queue, "a", a, a_offset, y, y_offset, n,
+                            dtype));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -215,10 +210,10 @@ KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
   if (n > 0) {
     cl_kernel k = NULL;
     cl_ulong ao = a_offset, yo = y_offset, nn = n;
-    CHECK(get_kernel(&o, "elementwise", dtype, binary_scalar_kernels[op], &k));
-    CHECK(kiln__op_args(&o, k, 6, KILN__ARG(a->cl), KILN__ARG(ao),
-                        KILN__ARG(scalar), KILN__ARG(y->cl), KILN__ARG(yo),
-                        KILN__ARG(nn)));
+    CHECK(kiln__op_kernel(
+        &o, "elementwise", elementwise_options(queue->ctx, dtype),
+        binary_scalar_kernels[op], &k, 6, KILN__ARG(a->cl), KILN__ARG(ao),
+        KILN__ARG(scalar), KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
     CHECK(launch_1d(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
@@ -248,10 +243,10 @@ KILN_API kiln_status kiln_axpy(kiln_queue *queue, kiln_dtype dtype, size_t n,
   if (n > 0) {
     cl_kernel k = NULL;
     cl_ulong xo = x_offset, yo = y_offset, nn = n;
-    CHECK(get_kernel(&o, "elementwise", dtype, "axpy", &k));
-    CHECK(kiln__op_args(&o, k, 6, KILN__ARG(alpha), KILN__ARG(x->cl),
-                        KILN__ARG(xo), KILN__ARG(y->cl), KILN__ARG(yo),
-                        KILN__ARG(nn)));
+    CHECK(kiln__op_kernel(&o, "elementwise",
+                          elementwise_options(queue->ctx, dtype), "axpy", &k, 6,
+                          KILN__ARG(alpha), KILN__ARG(x->cl), KILN__ARG(xo),
+                          KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
     CHECK(launch_1d(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
@@ -276,9 +271,9 @@ KILN_API kiln_status kiln_scale(kiln_queue *queue, kiln_dtype dtype, size_t n,
   if (n > 0) {
     cl_kernel k = NULL;
     cl_ulong xo = x_offset, nn = n;
-    CHECK(get_kernel(&o, "elementwise", dtype, "scale", &k));
-    CHECK(kiln__op_args(&o, k, 4, KILN__ARG(alpha), KILN__ARG(x->cl),
-                        KILN__ARG(xo), KILN__ARG(nn)));
+    CHECK(kiln__op_kernel(
+        &o, "elementwise", elementwise_options(queue->ctx, dtype), "scale", &k,
+        4, KILN__ARG(alpha), KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(nn)));
     CHECK(launch_1d(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
@@ -377,17 +372,14 @@ KILN_API kiln_status kiln_fill(kiln_queue *queue, kiln_dtype dtype, size_t n,
     cl_ulong yo = y_offset, nn = n;
     /* The fill kernels move raw bits: any build of elementwise.cl has them,
      * and the f32 one is the likeliest to exist already. */
-    if (kiln_dtype_size(dtype) == 4) {
-      cl_uint v = bits;
-      CHECK(get_kernel(&o, "elementwise", KILN_F32, "fill32", &k));
-      CHECK(kiln__op_args(&o, k, 4, KILN__ARG(v), KILN__ARG(y->cl),
-                          KILN__ARG(yo), KILN__ARG(nn)));
-    } else {
-      cl_ushort v = (cl_ushort)bits;
-      CHECK(get_kernel(&o, "elementwise", KILN_F32, "fill16", &k));
-      CHECK(kiln__op_args(&o, k, 4, KILN__ARG(v), KILN__ARG(y->cl),
-                          KILN__ARG(yo), KILN__ARG(nn)));
-    }
+    bool wide = kiln_dtype_size(dtype) == 4;
+    cl_uint v32 = bits;
+    cl_ushort v16 = (cl_ushort)bits;
+    CHECK(kiln__op_kernel(&o, "elementwise",
+                          elementwise_options(queue->ctx, KILN_F32),
+                          wide ? "fill32" : "fill16", &k, 4,
+                          wide ? KILN__ARG(v32) : KILN__ARG(v16),
+                          KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
     CHECK(launch_1d(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
@@ -420,9 +412,9 @@ KILN_API kiln_status kiln_cast(kiln_queue *queue, size_t n, kiln_dtype x_dtype,
              kiln_dtype_name(y_dtype));
     cl_kernel k = NULL;
     cl_ulong xo = x_offset, yo = y_offset, nn = n;
-    CHECK(get_kernel(&o, "cast", x_dtype, kname, &k));
-    CHECK(kiln__op_args(&o, k, 5, KILN__ARG(x->cl), KILN__ARG(xo),
-                        KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
+    CHECK(kiln__op_kernel(&o, "cast", cast_options(queue->ctx), kname, &k, 5,
+                          KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(y->cl),
+                          KILN__ARG(yo), KILN__ARG(nn)));
     CHECK(launch_1d(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
@@ -430,9 +422,8 @@ KILN_API kiln_status kiln_cast(kiln_queue *queue, size_t n, kiln_dtype x_dtype,
 
 void kiln__ops_warm_elementwise(const kiln_context *ctx, kiln__warm_add_fn add,
                                 void *user) {
-  bool cpu = kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU;
   const kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_BF16};
   for (size_t i = 0; i < sizeof dts / sizeof *dts; i++)
-    add(user, "elementwise", cpu ? cpu_options[dts[i]] : gpu_options[dts[i]]);
-  add(user, "cast", cpu ? "-DVEC=16" : NULL);
+    add(user, "elementwise", elementwise_options(ctx, dts[i]));
+  add(user, "cast", cast_options(ctx));
 }

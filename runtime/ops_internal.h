@@ -17,9 +17,9 @@
  *     kiln__op_describe(&op, "foo", dtype, 1, (size_t[]){n}, bytes, flops);
  *     if (n > 0) {
  *       cl_kernel k;
- *       s = kiln__queue_kernel(queue, "foo", options, "foo_f32", &k);
- *       if (s == KILN_OK) s = kiln__op_args(&op, k, 2, KILN__ARG(x->cl), KILN__ARG(n64));
- *       if (s == KILN_OK) s = kiln__op_launch(&op, k, 1, global, local);
+ *       s = kiln__op_kernel(&op, "foo", options, "foo_f32", &k,
+ *                           2, KILN__ARG(x->cl), KILN__ARG(n64));
+ *       if (s == KILN_OK) s = kiln__op_launch_1d(&op, k, n, local);
  *     }
  *     return kiln__op_end(&op, s, out_event);  // also on failure: frees state
  *   }
@@ -80,6 +80,15 @@ kiln_status kiln__ops_check_overlap(const char *fn, const char *a_what,
                                     const char *b_what, const kiln_buffer *b,
                                     size_t b_offset, size_t b_count,
                                     kiln_dtype b_dtype, bool same_ok);
+
+/* The buffers of a map from x to y, count elements of dtype each: x (named
+ * x_what) is an input, y an output, and the two are disjoint or the very
+ * same range (the op in place). The checks above, in that order. */
+kiln_status kiln__ops_check_map(const char *fn, const kiln_queue *queue,
+                                const char *x_what, const kiln_buffer *x,
+                                size_t x_offset, const kiln_buffer *y,
+                                size_t y_offset, size_t count,
+                                kiln_dtype dtype);
 
 /* rows * cols does not overflow; *count receives it. */
 kiln_status kiln__ops_check_shape(const char *fn, size_t rows, size_t cols,
@@ -161,12 +170,23 @@ struct kiln__arg {
 kiln_status kiln__op_args(struct kiln__op *op, cl_kernel kernel, cl_uint count,
                           ...);
 
+/* kiln__queue_kernel(op's queue, source, options, name, out), then
+ * kiln__op_args on it: the kernel of an op, ready to launch. */
+kiln_status kiln__op_kernel(struct kiln__op *op, const char *source,
+                            const char *options, const char *name,
+                            cl_kernel *out, cl_uint count, ...);
+
 /* Enqueue kernel over global (a multiple of local, which is never NULL: PoCL
  * runs a range without a local size on one thread). The first launch waits
  * for the op's wait list. */
 kiln_status kiln__op_launch(struct kiln__op *op, cl_kernel kernel,
                             cl_uint dims, const size_t *global,
                             const size_t *local);
+
+/* kiln__op_launch over items work-items (global rounded up to a multiple of
+ * local), failing with "<fn>: too many work-items" when that overflows. */
+kiln_status kiln__op_launch_1d(struct kiln__op *op, cl_kernel kernel,
+                               size_t items, size_t local);
 
 /* Finish the op. With status KILN_OK: when nothing was launched (a zero-size
  * op) and there is a wait list or an out event, a marker stands in for it so

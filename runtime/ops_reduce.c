@@ -109,15 +109,6 @@ static void split(size_t outputs, size_t len, size_t target, size_t min_len,
   *segs = ceil_div(len, l);
 }
 
-static kiln_status launch(struct kiln__op *op, cl_kernel k, size_t items,
-                          size_t local) {
-  size_t global;
-  if (!kiln__ops_round_up(items, local, &global))
-    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many work-items",
-                      op->fn);
-  return kiln__op_launch(op, k, 1, &global, &local);
-}
-
 /* The final pass over partial states: one work-item per output. */
 static kiln_status run_final(struct kiln__op *op, const struct params *p,
                              int opi, cl_mem part, size_t segs, size_t outputs,
@@ -128,10 +119,11 @@ static kiln_status run_final(struct kiln__op *op, const struct params *p,
   cl_kernel k = NULL;
   cl_uint sg = (cl_uint)segs;
   cl_ulong no = outputs, ro = result_offset;
-  kiln_status s = kiln__queue_kernel(op->queue, "reduce", p->options, kname, &k);
-  CHECK(kiln__op_args(op, k, 6, KILN__ARG(part), KILN__ARG(sg), KILN__ARG(no),
-                      KILN__ARG(result->cl), KILN__ARG(ro), KILN__ARG(count)));
-  CHECK(launch(op, k, outputs, kiln__ops_local_size(op->queue->ctx, 64)));
+  kiln_status s = kiln__op_kernel(
+      op, "reduce", p->options, kname, &k, 6, KILN__ARG(part), KILN__ARG(sg),
+      KILN__ARG(no), KILN__ARG(result->cl), KILN__ARG(ro), KILN__ARG(count));
+  CHECK(kiln__op_launch_1d(op, k, outputs,
+                           kiln__ops_local_size(op->queue->ctx, 64)));
   return s;
 }
 
@@ -163,21 +155,21 @@ static kiln_status run_rows(struct kiln__op *op, int opi, kiln_dtype dtype,
   cl_ulong ro = result_offset;
   cl_uint sg = (cl_uint)segs;
   float count = (float)cols;
-  CHECK(kiln__queue_kernel(op->queue, "reduce", p.options, kname, &k));
-  CHECK(kiln__op_args(op, k, 12, KILN__ARG(x->cl), KILN__ARG(xo),
-                      KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nr),
-                      KILN__ARG(nc), KILN__ARG(sl), KILN__ARG(sg),
-                      KILN__ARG(part), KILN__ARG(result->cl), KILN__ARG(ro),
-                      KILN__ARG(count)));
+  CHECK(kiln__op_kernel(op, "reduce", p.options, kname, &k, 12,
+                        KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(y->cl),
+                        KILN__ARG(yo), KILN__ARG(nr), KILN__ARG(nc),
+                        KILN__ARG(sl), KILN__ARG(sg), KILN__ARG(part),
+                        KILN__ARG(result->cl), KILN__ARG(ro),
+                        KILN__ARG(count)));
   if (p.cpu) {
-    CHECK(launch(op, k, states, p.wg));
+    CHECK(kiln__op_launch_1d(op, k, states, p.wg));
   } else {
     size_t items;
     CHECK(kiln__mul_overflows(states, p.wg, &items)
               ? kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many work-items",
                            op->fn)
               : KILN_OK);
-    CHECK(launch(op, k, items, p.wg));
+    CHECK(kiln__op_launch_1d(op, k, items, p.wg));
   }
   if (segs > 1)
     CHECK(run_final(op, &p, opi, part, segs, rows, result, result_offset,
@@ -217,12 +209,12 @@ static kiln_status run_cols(struct kiln__op *op, int opi, kiln_dtype dtype,
   cl_ulong ro = result_offset;
   cl_uint sg = (cl_uint)segs;
   float count = (float)rows;
-  CHECK(kiln__queue_kernel(op->queue, "reduce", p.options, kname, &k));
-  CHECK(kiln__op_args(op, k, 10, KILN__ARG(x->cl), KILN__ARG(xo),
-                      KILN__ARG(nr), KILN__ARG(nc), KILN__ARG(sl),
-                      KILN__ARG(sg), KILN__ARG(part), KILN__ARG(result->cl),
-                      KILN__ARG(ro), KILN__ARG(count)));
-  CHECK(launch(op, k, blocks * segs, p.wg));
+  CHECK(kiln__op_kernel(op, "reduce", p.options, kname, &k, 10,
+                        KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(nr),
+                        KILN__ARG(nc), KILN__ARG(sl), KILN__ARG(sg),
+                        KILN__ARG(part), KILN__ARG(result->cl), KILN__ARG(ro),
+                        KILN__ARG(count)));
+  CHECK(kiln__op_launch_1d(op, k, blocks * segs, p.wg));
   if (segs > 1)
     CHECK(run_final(op, &p, opi, part, segs, cols, result, result_offset,
                     count));

@@ -58,10 +58,8 @@ static kiln_status check_common(const char *fn, kiln_queue *queue,
     s = kiln__fail(KILN_ERR_INVALID_SIZE,
                    "%s: cols is 0 with rows %zu: a row needs an element", fn,
                    rows);
-  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, count, dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, count, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "y", y,
-                                y_offset, count, dtype, true));
+  CHECK(kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, count,
+                            dtype));
   return s;
 }
 
@@ -90,10 +88,9 @@ KILN_API kiln_status kiln_softmax_rows(kiln_queue *queue, kiln_dtype dtype,
     get_params(queue->ctx, dtype, &p);
     cl_kernel k = NULL;
     cl_ulong xo = x_offset, yo = y_offset, nr = rows, nc = cols;
-    CHECK(kiln__queue_kernel(queue, "rows", p.options, "softmax_rows", &k));
-    CHECK(kiln__op_args(&o, k, 6, KILN__ARG(x->cl), KILN__ARG(xo),
-                        KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nr),
-                        KILN__ARG(nc)));
+    CHECK(kiln__op_kernel(&o, "rows", p.options, "softmax_rows", &k, 6,
+                          KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(y->cl),
+                          KILN__ARG(yo), KILN__ARG(nr), KILN__ARG(nc)));
     CHECK(launch_rows(&o, &p, k, rows));
   }
   return kiln__op_end(&o, s, out_event);
@@ -152,12 +149,12 @@ KILN_API kiln_status kiln_layernorm_rows(kiln_queue *queue, kiln_dtype dtype,
     cl_ulong bo = bias != NULL ? bias_offset : 0, yo = y_offset;
     cl_ulong nr = rows, nc = cols;
     cl_int has_scale = scale != NULL, has_bias = bias != NULL;
-    CHECK(kiln__queue_kernel(queue, "rows", p.options, "layernorm_rows", &k));
-    CHECK(kiln__op_args(&o, k, 13, KILN__ARG(x->cl), KILN__ARG(xo),
-                        KILN__ARG(g), KILN__ARG(so), KILN__ARG(b),
-                        KILN__ARG(bo), KILN__ARG(has_scale),
-                        KILN__ARG(has_bias), KILN__ARG(eps), KILN__ARG(y->cl),
-                        KILN__ARG(yo), KILN__ARG(nr), KILN__ARG(nc)));
+    CHECK(kiln__op_kernel(&o, "rows", p.options, "layernorm_rows", &k, 13,
+                          KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(g),
+                          KILN__ARG(so), KILN__ARG(b), KILN__ARG(bo),
+                          KILN__ARG(has_scale), KILN__ARG(has_bias),
+                          KILN__ARG(eps), KILN__ARG(y->cl), KILN__ARG(yo),
+                          KILN__ARG(nr), KILN__ARG(nc)));
     CHECK(launch_rows(&o, &p, k, rows));
   }
   return kiln__op_end(&o, s, out_event);

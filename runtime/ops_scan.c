@@ -19,15 +19,6 @@
       s = (expr);                                                              \
   } while (0)
 
-static kiln_status launch(struct kiln__op *op, cl_kernel k, size_t items,
-                          size_t local) {
-  size_t global;
-  if (!kiln__ops_round_up(items, local, &global))
-    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many work-items",
-                      op->fn);
-  return kiln__op_launch(op, k, 1, &global, &local);
-}
-
 struct params {
   bool cpu;
   size_t wg, chunk;
@@ -49,9 +40,8 @@ static void get_params(const kiln_context *ctx, kiln_dtype dtype,
 static kiln_status run(struct kiln__op *op, kiln_scan_kind kind,
                        kiln_dtype dtype, size_t n, const kiln_buffer *x,
                        size_t x_offset, kiln_buffer *y, size_t y_offset) {
-  kiln_queue *q = op->queue;
   struct params p;
-  get_params(q->ctx, dtype, &p);
+  get_params(op->queue->ctx, dtype, &p);
   bool cpu = p.cpu;
   size_t wg = p.wg, chunk = p.chunk;
   size_t chunks = n / chunk + (n % chunk != 0);
@@ -70,25 +60,25 @@ static kiln_status run(struct kiln__op *op, kiln_scan_kind kind,
   if (chunks > 1) {
     CHECK(kiln__op_workspace(op, chunks * esize, &sums));
     cl_kernel k1 = NULL, k2 = NULL;
-    CHECK(kiln__queue_kernel(q, "scan", options, "scan_sums", &k1));
-    CHECK(kiln__op_args(op, k1, 5, KILN__ARG(x->cl), KILN__ARG(xo),
-                        KILN__ARG(nn), KILN__ARG(ch), KILN__ARG(sums)));
-    CHECK(launch(op, k1, items, items_local));
-    CHECK(kiln__queue_kernel(q, "scan", options, "scan_carry", &k2));
-    CHECK(kiln__op_args(op, k2, 2, KILN__ARG(sums), KILN__ARG(nch)));
-    CHECK(launch(op, k2, cpu ? 1 : wg, cpu ? 1 : wg));
+    CHECK(kiln__op_kernel(op, "scan", options, "scan_sums", &k1, 5,
+                          KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(nn),
+                          KILN__ARG(ch), KILN__ARG(sums)));
+    CHECK(kiln__op_launch_1d(op, k1, items, items_local));
+    CHECK(kiln__op_kernel(op, "scan", options, "scan_carry", &k2, 2,
+                          KILN__ARG(sums), KILN__ARG(nch)));
+    CHECK(kiln__op_launch_1d(op, k2, cpu ? 1 : wg, cpu ? 1 : wg));
   } else {
     /* Unused by the kernel, but an argument must be a valid buffer. */
     sums = x->cl;
   }
   cl_kernel k3 = NULL;
   cl_int has_carry = chunks > 1, exclusive = kind == KILN_SCAN_EXCLUSIVE;
-  CHECK(kiln__queue_kernel(q, "scan", options, "scan_apply", &k3));
-  CHECK(kiln__op_args(op, k3, 9, KILN__ARG(x->cl), KILN__ARG(xo),
-                      KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn),
-                      KILN__ARG(ch), KILN__ARG(sums), KILN__ARG(has_carry),
-                      KILN__ARG(exclusive)));
-  CHECK(launch(op, k3, items, items_local));
+  CHECK(kiln__op_kernel(op, "scan", options, "scan_apply", &k3, 9,
+                        KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(y->cl),
+                        KILN__ARG(yo), KILN__ARG(nn), KILN__ARG(ch),
+                        KILN__ARG(sums), KILN__ARG(has_carry),
+                        KILN__ARG(exclusive)));
+  CHECK(kiln__op_launch_1d(op, k3, items, items_local));
   return s;
 }
 
@@ -104,10 +94,8 @@ KILN_API kiln_status kiln_scan(kiln_queue *queue, kiln_scan_kind kind,
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: kind %d is not a kiln_scan_kind", fn, (int)kind);
   CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_SCAN));
-  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "y", y,
-                                y_offset, n, dtype, true));
+  CHECK(kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
+                            dtype));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;

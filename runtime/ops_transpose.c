@@ -102,15 +102,14 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
     char name[32];
     snprintf(name, sizeof name, "transpose_%s_%u", cpu ? "cpu" : "gpu",
              esize == 2 ? 16u : 32u);
-    cl_kernel kernel;
-    s = kiln__queue_kernel(queue, "transpose", options, name, &kernel);
     const cl_uint rows32 = (cl_uint)rows, cols32 = (cl_uint)cols;
     const cl_ulong xo = x_offset, yo = y_offset, lx = ldx, ly = ldy;
     cl_mem xm = x->cl, ym = y->cl;
-    if (s == KILN_OK)
-      s = kiln__op_args(&op, kernel, 8, KILN__ARG(rows32), KILN__ARG(cols32),
-                        KILN__ARG(xm), KILN__ARG(xo), KILN__ARG(lx),
-                        KILN__ARG(ym), KILN__ARG(yo), KILN__ARG(ly));
+    cl_kernel kernel;
+    s = kiln__op_kernel(&op, "transpose", options, name, &kernel, 8,
+                        KILN__ARG(rows32), KILN__ARG(cols32), KILN__ARG(xm),
+                        KILN__ARG(xo), KILN__ARG(lx), KILN__ARG(ym),
+                        KILN__ARG(yo), KILN__ARG(ly));
     if (s == KILN_OK)
       s = kiln__op_launch(&op, kernel, 2, global, local);
   }
