@@ -18,52 +18,39 @@
       s = (expr);                                                              \
   } while (0)
 
-static const char *const unary_kernels[] = {
-    [KILN_UNARY_NEG] = "unary_neg",   [KILN_UNARY_ABS] = "unary_abs",
-    [KILN_UNARY_EXP] = "unary_exp",   [KILN_UNARY_LOG] = "unary_log",
-    [KILN_UNARY_SQRT] = "unary_sqrt", [KILN_UNARY_RELU] = "unary_relu",
-    [KILN_UNARY_GELU] = "unary_gelu", [KILN_UNARY_SIGMOID] = "unary_sigmoid",
-    [KILN_UNARY_TANH] = "unary_tanh",
+/* Per op: its kernel in elementwise.cl, its trace name and rough FLOPs per
+ * element, for the trace's GFLOP/s (transcendental functions count as the
+ * handful of operations their polynomials take). */
+static const struct {
+  const char *kernel, *trace;
+  double flops;
+} unary_ops[] = {
+    [KILN_UNARY_NEG] = {"unary_neg", "unary.neg", 1},
+    [KILN_UNARY_ABS] = {"unary_abs", "unary.abs", 1},
+    [KILN_UNARY_EXP] = {"unary_exp", "unary.exp", 10},
+    [KILN_UNARY_LOG] = {"unary_log", "unary.log", 10},
+    [KILN_UNARY_SQRT] = {"unary_sqrt", "unary.sqrt", 1},
+    [KILN_UNARY_RELU] = {"unary_relu", "unary.relu", 1},
+    [KILN_UNARY_GELU] = {"unary_gelu", "unary.gelu", 20},
+    [KILN_UNARY_SIGMOID] = {"unary_sigmoid", "unary.sigmoid", 13},
+    [KILN_UNARY_TANH] = {"unary_tanh", "unary.tanh", 10},
 };
-static const char *const unary_trace[] = {
-    [KILN_UNARY_NEG] = "unary.neg",   [KILN_UNARY_ABS] = "unary.abs",
-    [KILN_UNARY_EXP] = "unary.exp",   [KILN_UNARY_LOG] = "unary.log",
-    [KILN_UNARY_SQRT] = "unary.sqrt", [KILN_UNARY_RELU] = "unary.relu",
-    [KILN_UNARY_GELU] = "unary.gelu", [KILN_UNARY_SIGMOID] = "unary.sigmoid",
-    [KILN_UNARY_TANH] = "unary.tanh",
-};
-/* Rough FLOPs per element, for the trace's GFLOP/s: transcendental
- * functions count as the handful of operations their polynomials take. */
-static const double unary_flops[] = {
-    [KILN_UNARY_NEG] = 1,  [KILN_UNARY_ABS] = 1,   [KILN_UNARY_EXP] = 10,
-    [KILN_UNARY_LOG] = 10, [KILN_UNARY_SQRT] = 1,  [KILN_UNARY_RELU] = 1,
-    [KILN_UNARY_GELU] = 20, [KILN_UNARY_SIGMOID] = 13, [KILN_UNARY_TANH] = 10,
-};
-static const char *const binary_kernels[] = {
-    [KILN_BINARY_ADD] = "binary_add", [KILN_BINARY_SUB] = "binary_sub",
-    [KILN_BINARY_MUL] = "binary_mul", [KILN_BINARY_DIV] = "binary_div",
-    [KILN_BINARY_MAX] = "binary_max", [KILN_BINARY_MIN] = "binary_min",
-};
-static const char *const binary_scalar_kernels[] = {
-    [KILN_BINARY_ADD] = "binary_scalar_add",
-    [KILN_BINARY_SUB] = "binary_scalar_sub",
-    [KILN_BINARY_MUL] = "binary_scalar_mul",
-    [KILN_BINARY_DIV] = "binary_scalar_div",
-    [KILN_BINARY_MAX] = "binary_scalar_max",
-    [KILN_BINARY_MIN] = "binary_scalar_min",
-};
-static const char *const binary_trace[] = {
-    [KILN_BINARY_ADD] = "binary.add", [KILN_BINARY_SUB] = "binary.sub",
-    [KILN_BINARY_MUL] = "binary.mul", [KILN_BINARY_DIV] = "binary.div",
-    [KILN_BINARY_MAX] = "binary.max", [KILN_BINARY_MIN] = "binary.min",
-};
-static const char *const binary_scalar_trace[] = {
-    [KILN_BINARY_ADD] = "binary_scalar.add",
-    [KILN_BINARY_SUB] = "binary_scalar.sub",
-    [KILN_BINARY_MUL] = "binary_scalar.mul",
-    [KILN_BINARY_DIV] = "binary_scalar.div",
-    [KILN_BINARY_MAX] = "binary_scalar.max",
-    [KILN_BINARY_MIN] = "binary_scalar.min",
+/* Per op: kernel and trace name of kiln_binary, then of kiln_binary_scalar. */
+static const struct {
+  const char *kernel, *trace, *scalar_kernel, *scalar_trace;
+} binary_ops[] = {
+    [KILN_BINARY_ADD] = {"binary_add", "binary.add", "binary_scalar_add",
+                         "binary_scalar.add"},
+    [KILN_BINARY_SUB] = {"binary_sub", "binary.sub", "binary_scalar_sub",
+                         "binary_scalar.sub"},
+    [KILN_BINARY_MUL] = {"binary_mul", "binary.mul", "binary_scalar_mul",
+                         "binary_scalar.mul"},
+    [KILN_BINARY_DIV] = {"binary_div", "binary.div", "binary_scalar_div",
+                         "binary_scalar.div"},
+    [KILN_BINARY_MAX] = {"binary_max", "binary.max", "binary_scalar_max",
+                         "binary_scalar.max"},
+    [KILN_BINARY_MIN] = {"binary_min", "binary.min", "binary_scalar_min",
+                         "binary_scalar.min"},
 };
 
 /* Build options of elementwise.cl per storage dtype and kernel family:
@@ -128,14 +115,14 @@ KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
   struct kiln__op o;
   if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
     return s;
-  kiln__op_describe(&o, unary_trace[op], dtype, 1, &n, 2 * dsize(dtype) * n,
-                    unary_flops[op] * n);
+  kiln__op_describe(&o, unary_ops[op].trace, dtype, 1, &n, 2 * dsize(dtype) * n,
+                    unary_ops[op].flops * n);
   if (n > 0) {
     cl_kernel k = NULL;
     cl_ulong xo = x_offset, yo = y_offset, nn = n;
     CHECK(kiln__op_kernel(
         &o, "elementwise", elementwise_options(queue->ctx, dtype),
-        unary_kernels[op], &k, 5, KILN__ARG(x->cl), KILN__ARG(xo),
+        unary_ops[op].kernel, &k, 5, KILN__ARG(x->cl), KILN__ARG(xo),
         KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
     CHECK(launch_1d(&o, k, n));
   }
@@ -172,14 +159,14 @@ KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
   struct kiln__op o;
   if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
     return s;
-  kiln__op_describe(&o, binary_trace[op], dtype, 1, &n, 3 * dsize(dtype) * n,
-                    (double)n);
+  kiln__op_describe(&o, binary_ops[op].trace, dtype, 1, &n,
+                    3 * dsize(dtype) * n, (double)n);
   if (n > 0) {
     cl_kernel k = NULL;
     cl_ulong ao = a_offset, bo = b_offset, yo = y_offset, nn = n;
     CHECK(kiln__op_kernel(&o, "elementwise",
                           elementwise_options(queue->ctx, dtype),
-                          binary_kernels[op], &k, 7, KILN__ARG(a->cl),
+                          binary_ops[op].kernel, &k, 7, KILN__ARG(a->cl),
                           KILN__ARG(ao), KILN__ARG(b->cl), KILN__ARG(bo),
                           KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
     CHECK(launch_1d(&o, k, n));
@@ -205,14 +192,14 @@ KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
   struct kiln__op o;
   if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
     return s;
-  kiln__op_describe(&o, binary_scalar_trace[op], dtype, 1, &n,
+  kiln__op_describe(&o, binary_ops[op].scalar_trace, dtype, 1, &n,
                     2 * dsize(dtype) * n, (double)n);
   if (n > 0) {
     cl_kernel k = NULL;
     cl_ulong ao = a_offset, yo = y_offset, nn = n;
     CHECK(kiln__op_kernel(
         &o, "elementwise", elementwise_options(queue->ctx, dtype),
-        binary_scalar_kernels[op], &k, 6, KILN__ARG(a->cl), KILN__ARG(ao),
+        binary_ops[op].scalar_kernel, &k, 6, KILN__ARG(a->cl), KILN__ARG(ao),
         KILN__ARG(scalar), KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
     CHECK(launch_1d(&o, k, n));
   }

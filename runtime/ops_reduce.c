@@ -337,6 +337,35 @@ static kiln_status check_matrix(const char *fn, kiln_queue *queue,
   return s;
 }
 
+/* kiln_reduce_rows (by_rows) or kiln_reduce_cols. */
+static kiln_status reduce_matrix(const char *fn, kiln_queue *queue,
+                                 kiln_reduce_op op, kiln_dtype dtype,
+                                 size_t rows, size_t cols, const kiln_buffer *x,
+                                 size_t x_offset, kiln_buffer *result,
+                                 size_t result_offset, bool by_rows,
+                                 size_t num_wait, kiln_event *const *wait_list,
+                                 kiln_event **out_event) {
+  kiln_status s = check_matrix(fn, queue, op, dtype, rows, cols, x, x_offset,
+                               result, result_offset, by_rows);
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  size_t shape[2] = {rows, cols}, outputs = by_rows ? rows : cols;
+  double count = (double)rows * (double)cols;
+  kiln__op_describe(&o, by_rows ? trace_rows[op] : trace_cols[op], dtype, 2,
+                    shape,
+                    (double)kiln_dtype_size(dtype) * count + 4.0 * outputs,
+                    flops_per(op) * count);
+  if (outputs > 0)
+    s = by_rows ? run_rows(&o, op, dtype, rows, cols, x, x_offset, x,
+                           x_offset, result, result_offset)
+                : run_cols(&o, op, dtype, rows, cols, x, x_offset, result,
+                           result_offset);
+  return kiln__op_end(&o, s, out_event);
+}
+
 KILN_API kiln_status kiln_reduce_rows(kiln_queue *queue, kiln_reduce_op op,
                                       kiln_dtype dtype, size_t rows,
                                       size_t cols, const kiln_buffer *x,
@@ -344,23 +373,9 @@ KILN_API kiln_status kiln_reduce_rows(kiln_queue *queue, kiln_reduce_op op,
                                       size_t result_offset, size_t num_wait,
                                       kiln_event *const *wait_list,
                                       kiln_event **out_event) {
-  static const char fn[] = "kiln_reduce_rows";
-  kiln_status s = check_matrix(fn, queue, op, dtype, rows, cols, x, x_offset,
-                               result, result_offset, true);
-  if (s != KILN_OK)
-    return s;
-  struct kiln__op o;
-  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
-    return s;
-  size_t shape[2] = {rows, cols};
-  double count = (double)rows * (double)cols;
-  kiln__op_describe(&o, trace_rows[op], dtype, 2, shape,
-                    (double)kiln_dtype_size(dtype) * count + 4.0 * rows,
-                    flops_per(op) * count);
-  if (rows > 0)
-    s = run_rows(&o, op, dtype, rows, cols, x, x_offset, x, x_offset, result,
-                 result_offset);
-  return kiln__op_end(&o, s, out_event);
+  return reduce_matrix("kiln_reduce_rows", queue, op, dtype, rows, cols, x,
+                       x_offset, result, result_offset, true, num_wait,
+                       wait_list, out_event);
 }
 
 KILN_API kiln_status kiln_reduce_cols(kiln_queue *queue, kiln_reduce_op op,
@@ -370,23 +385,9 @@ KILN_API kiln_status kiln_reduce_cols(kiln_queue *queue, kiln_reduce_op op,
                                       size_t result_offset, size_t num_wait,
                                       kiln_event *const *wait_list,
                                       kiln_event **out_event) {
-  static const char fn[] = "kiln_reduce_cols";
-  kiln_status s = check_matrix(fn, queue, op, dtype, rows, cols, x, x_offset,
-                               result, result_offset, false);
-  if (s != KILN_OK)
-    return s;
-  struct kiln__op o;
-  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
-    return s;
-  size_t shape[2] = {rows, cols};
-  double count = (double)rows * (double)cols;
-  kiln__op_describe(&o, trace_cols[op], dtype, 2, shape,
-                    (double)kiln_dtype_size(dtype) * count + 4.0 * cols,
-                    flops_per(op) * count);
-  if (cols > 0)
-    s = run_cols(&o, op, dtype, rows, cols, x, x_offset, result,
-                 result_offset);
-  return kiln__op_end(&o, s, out_event);
+  return reduce_matrix("kiln_reduce_cols", queue, op, dtype, rows, cols, x,
+                       x_offset, result, result_offset, false, num_wait,
+                       wait_list, out_event);
 }
 
 void kiln__ops_warm_reduce(const kiln_context *ctx, kiln__warm_add_fn add,
