@@ -126,6 +126,21 @@ static double best_of(kiln_queue *queue, kiln_kernel *kernel, size_t global,
   return best;
 }
 
+/* The longest chain of the fma kernel: llvmpipe's loop limit. */
+#define FMA_MAX_ITERS 65535u
+
+/* Make the fma kernel's output buffer (argument 0) hold items floats,
+ * replacing a smaller one. */
+static bool fma_output(kiln_context *ctx, kiln_kernel *fmak, kiln_buffer **o,
+                       size_t items) {
+  if (*o != NULL && kiln_buffer_size(*o) >= items * 4)
+    return true;
+  kiln_buffer_destroy(*o);
+  *o = NULL;
+  return kiln_buffer_create(ctx, items * 4, 0, o) == KILN_OK &&
+         kiln_kernel_set_arg_buffer(fmak, 0, *o) == KILN_OK;
+}
+
 static bool measure(kiln_context *ctx, kiln_queue *queue,
                     struct bench_peaks *out, char *err, size_t err_size) {
   const kiln_device_info *info = kiln_context_device_info(ctx);
@@ -236,26 +251,30 @@ static bool measure(kiln_context *ctx, kiln_queue *queue,
    * the first shape crawls). */
   const size_t cus = info->compute_units ? info->compute_units : 1;
   const size_t shapes[2][2] = {{32 * cus, 1}, {cus * local * 16, local}};
-  if (kiln_buffer_create(ctx,
-                         shapes[1][0] > shapes[0][0] ? shapes[1][0] * 4
-                                                     : shapes[0][0] * 4,
-                         0, &o) != KILN_OK ||
-      kiln_kernel_set_arg_buffer(fmak, 0, o) != KILN_OK ||
-      kiln_kernel_set_arg_f32(fmak, 1, 0.999f) != KILN_OK ||
+  if (kiln_kernel_set_arg_f32(fmak, 1, 0.999f) != KILN_OK ||
       kiln_kernel_set_arg_f32(fmak, 2, 0.001f) != KILN_OK) {
     snprintf(err, err_size, "preparing the fma kernel: %s", kiln_last_error());
     goto done;
   }
   out->gflops = 0.0;
   for (int sh = 0; sh < 2; sh++) {
-    const size_t fglobal = shapes[sh][0], flocal = shapes[sh][1];
-    /* Grow the chain until one launch takes 20 ms; a shape whose shortest
-     * chain already takes over a second is hopeless and is not pursued. */
+    const size_t flocal = shapes[sh][1];
+    size_t fglobal = shapes[sh][0];
+    /* Grow the chain until one launch takes 20 ms, and past 65535 links
+     * the number of work-items instead (doubling whole groups): Mesa's
+     * llvmpipe silently stops every loop after 65535 iterations
+     * (KILN_QUIRK_LOOP_LIMIT_65535), so a longer chain would count work
+     * that never ran. The cap holds on every device, not only quirked
+     * ones: one code path, and more work-items lengthen a launch as well
+     * as a longer chain does. A shape whose shortest chain already takes
+     * over a second is hopeless and is not pursued. */
     uint32_t iters = 16;
     double t_fma;
     for (;;) {
-      if (kiln_kernel_set_arg_u32(fmak, 3, iters) != KILN_OK) {
-        snprintf(err, err_size, "%s", kiln_last_error());
+      if (!fma_output(ctx, fmak, &o, fglobal) ||
+          kiln_kernel_set_arg_u32(fmak, 3, iters) != KILN_OK) {
+        snprintf(err, err_size, "preparing the fma kernel: %s",
+                 kiln_last_error());
         goto done;
       }
       t_fma = launch_seconds(queue, fmak, fglobal, flocal);
@@ -266,11 +285,14 @@ static bool measure(kiln_context *ctx, kiln_queue *queue,
       }
       if (t_fma >= 1.0)
         break;
-      if (t_fma >= 0.02 || iters >= (1u << 28)) {
+      if (t_fma >= 0.02 || fglobal >= shapes[sh][0] << 12) {
         t_fma = best_of(queue, fmak, fglobal, flocal);
         break;
       }
-      iters *= 2;
+      if (iters < FMA_MAX_ITERS)
+        iters = 2 * iters < FMA_MAX_ITERS ? 2 * iters : FMA_MAX_ITERS;
+      else
+        fglobal *= 2;
     }
     double gflops = (double)fglobal * iters * 12.0 * w * 2.0 / t_fma * 1e-9;
     if (t_fma > 0 && gflops > out->gflops)
