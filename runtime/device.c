@@ -2,24 +2,17 @@
  * the facts kiln needs about each, and a problem list for whatever failed.
  *
  * Drivers are not trusted: a query that fails skips that platform or device
- * and records why; strings are read as size query, allocate, value query,
- * NUL-terminate, with absurd sizes capped, so an empty, over-long or
- * inconsistent answer never crashes enumeration. */
-#include <ctype.h>
+ * and records why; the queries themselves (device_query.c) cap absurd sizes,
+ * so an empty, over-long or inconsistent answer never crashes enumeration. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <xxhash.h>
 
+#include "device_query.h"
 #include "internal.h"
 
-/* Longest string kiln reads from a driver. Real answers are at most a few
- * KiB (extension lists); a larger size is a broken driver. */
-#define MAX_INFO_STRING ((size_t)1 << 20)
-/* Buffer tried when a driver reports a size of 0 for a string, which the
- * specification forbids (the NUL alone needs 1 byte). */
-#define ZERO_SIZE_RETRY 4096
 /* More work-item dimensions than any device has; guards the array query. */
 #define MAX_DIMS 64
 
@@ -67,100 +60,6 @@ const char *kiln_quirk_name(unsigned quirk_bit) {
   default:
     return NULL;
   }
-}
-
-/* ---- robust queries ------------------------------------------------------ */
-
-/* One object to query: a platform or a device. */
-struct target {
-  cl_platform_id platform;
-  cl_device_id device; /* NULL: query the platform */
-};
-
-static cl_int get_info(const struct target *t, cl_uint param, size_t size,
-                       void *value, size_t *size_ret) {
-  if (t->device != NULL)
-    return clGetDeviceInfo(t->device, param, size, value, size_ret);
-  return clGetPlatformInfo(t->platform, param, size, value, size_ret);
-}
-
-/* Read a string property into a fresh NUL-terminated allocation. Returns the
- * CL error of the failing query; *out is NULL only on failure (allocation
- * failure is reported as CL_OUT_OF_HOST_MEMORY). */
-static cl_int query_string(const struct target *t, cl_uint param, char **out) {
-  *out = NULL;
-  size_t size = 0;
-  cl_int err = get_info(t, param, 0, NULL, &size);
-  if (err != CL_SUCCESS)
-    return err;
-  if (size == 0)
-    size = ZERO_SIZE_RETRY;
-  /* A driver may report a size the value query then disagrees with: try
-   * again with the size the failed value query returned, a few times. */
-  for (int attempt = 0; attempt < 3; attempt++) {
-    if (size > MAX_INFO_STRING)
-      return CL_INVALID_VALUE;
-    char *buf = calloc(size + 1, 1);
-    if (buf == NULL)
-      return CL_OUT_OF_HOST_MEMORY;
-    size_t got = 0;
-    err = get_info(t, param, size, buf, &got);
-    if (err == CL_SUCCESS) {
-      buf[size] = '\0'; /* whatever the driver wrote, it ends here */
-      *out = buf;
-      return CL_SUCCESS;
-    }
-    free(buf);
-    if (err != CL_INVALID_VALUE || got <= size)
-      return err;
-    size = got;
-  }
-  return err;
-}
-
-/* Read a fixed-size property; value is zeroed first so that a driver writing
- * fewer bytes leaves a defined value. */
-static cl_int query_scalar(const struct target *t, cl_uint param, void *value,
-                           size_t size) {
-  memset(value, 0, size);
-  return get_info(t, param, size, value, NULL);
-}
-
-/* "OpenCL 3.0 PoCL" -> 300. 0 when the string does not follow the format. */
-static uint32_t parse_cl_version(const char *text) {
-  unsigned major = 0, minor = 0;
-  if (text == NULL || sscanf(text, "OpenCL %u.%u", &major, &minor) != 2)
-    return 0;
-  if (major > 99 || minor > 9)
-    return 0;
-  return (uint32_t)(major * 100 + minor * 10);
-}
-
-/* Collapse every run of whitespace into one space, trimming both ends, in
- * place (PoCL's extension string holds runs of spaces). */
-static void normalise_spaces(char *s) {
-  size_t w = 0;
-  bool pending = false;
-  for (size_t r = 0; s[r] != '\0'; r++) {
-    if (isspace((unsigned char)s[r])) {
-      pending = w > 0;
-      continue;
-    }
-    if (pending)
-      s[w++] = ' ';
-    pending = false;
-    s[w++] = s[r];
-  }
-  s[w] = '\0';
-}
-
-/* Whole-word test in a normalised extension list. */
-static bool has_extension(const char *list, const char *ext) {
-  size_t n = strlen(ext);
-  for (const char *p = list; (p = strstr(p, ext)) != NULL; p += n)
-    if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
-      return true;
-  return false;
 }
 
 /* ---- the list's growable arrays ----------------------------------------- */
@@ -292,13 +191,15 @@ void kiln__device_free(struct kiln_device *device) {
 
 /* The stable id: uuid, else PCI address, else a hash whose ordinal tells
  * apart identical devices (same platform, name and driver version). */
-static void make_stable_id(const struct target *t, const kiln_device_list *list,
+static void make_stable_id(const struct kiln__query_target *t,
+                           const kiln_device_list *list,
                            const char *platform_name, const char *name,
                            const char *driver, const char *extensions,
                            char out[48]) {
-  if (has_extension(extensions, "cl_khr_device_uuid")) {
+  if (kiln__has_extension(extensions, "cl_khr_device_uuid")) {
     cl_uchar uuid[CL_UUID_SIZE_KHR];
-    if (query_scalar(t, CL_DEVICE_UUID_KHR, uuid, sizeof uuid) == CL_SUCCESS) {
+    if (kiln__query_scalar(t, CL_DEVICE_UUID_KHR, uuid, sizeof uuid) ==
+        CL_SUCCESS) {
       bool nonzero = false;
       for (size_t i = 0; i < sizeof uuid; i++)
         nonzero |= uuid[i] != 0;
@@ -310,9 +211,9 @@ static void make_stable_id(const struct target *t, const kiln_device_list *list,
       }
     }
   }
-  if (has_extension(extensions, "cl_khr_pci_bus_info")) {
+  if (kiln__has_extension(extensions, "cl_khr_pci_bus_info")) {
     cl_device_pci_bus_info_khr pci;
-    if (query_scalar(t, CL_DEVICE_PCI_BUS_INFO_KHR, &pci, sizeof pci) ==
+    if (kiln__query_scalar(t, CL_DEVICE_PCI_BUS_INFO_KHR, &pci, sizeof pci) ==
         CL_SUCCESS) {
       snprintf(out, 48, "pci-%04x:%02x:%02x.%x", pci.pci_domain & 0xffffu,
                pci.pci_bus & 0xffu, pci.pci_device & 0x1fu,
@@ -403,7 +304,7 @@ enum read_result { READ_OK, READ_SKIPPED, READ_NO_MEMORY };
 static enum read_result read_device(kiln_device_list *list, cl_platform_id pl,
                                     cl_device_id d, size_t pi, size_t di,
                                     const struct platform_facts *pf) {
-  const struct target t = {pl, d};
+  const struct kiln__query_target t = {pl, d};
   struct kiln_device dev = {.platform = pl, .id = d};
   kiln_device_info *info = &dev.info;
   char *strings[REQUIRED_STRINGS] = {0};
@@ -412,13 +313,13 @@ static enum read_result read_device(kiln_device_list *list, cl_platform_id pl,
   cl_int err = CL_SUCCESS;
 
   for (size_t i = 0; i < REQUIRED_STRINGS && failed == NULL; i++) {
-    err = query_string(&t, required_strings[i].param, &strings[i]);
+    err = kiln__query_string(&t, required_strings[i].param, &strings[i]);
     if (err != CL_SUCCESS)
       failed = required_strings[i].param_name;
   }
   cl_device_type type = 0;
   if (failed == NULL) {
-    err = query_scalar(&t, CL_DEVICE_TYPE, &type, sizeof type);
+    err = kiln__query_scalar(&t, CL_DEVICE_TYPE, &type, sizeof type);
     if (err != CL_SUCCESS)
       failed = "CL_DEVICE_TYPE";
   }
@@ -426,7 +327,7 @@ static enum read_result read_device(kiln_device_list *list, cl_platform_id pl,
                                                sizeof required_scalars[0];
        i++) {
     const struct scalar_query *q = &required_scalars[i];
-    err = query_scalar(&t, q->param, (char *)info + q->offset, q->size);
+    err = kiln__query_scalar(&t, q->param, (char *)info + q->offset, q->size);
     if (err != CL_SUCCESS)
       failed = q->param_name;
   }
@@ -437,7 +338,7 @@ static enum read_result read_device(kiln_device_list *list, cl_platform_id pl,
       err = CL_INVALID_VALUE;
       failed = "CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS";
     } else {
-      err = query_scalar(&t, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizes,
+      err = kiln__query_scalar(&t, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizes,
                          dims * sizeof sizes[0]);
       if (err != CL_SUCCESS)
         failed = "CL_DEVICE_MAX_WORK_ITEM_SIZES";
@@ -459,17 +360,17 @@ static enum read_result read_device(kiln_device_list *list, cl_platform_id pl,
     goto done;
   }
 
-  normalise_spaces(strings[5]);
+  kiln__normalise_spaces(strings[5]);
   for (size_t i = 0; i < 3; i++)
     info->max_work_item_sizes[i] = i < info->max_work_item_dims ? sizes[i] : 1;
   info->type = (type & CL_DEVICE_TYPE_GPU)           ? KILN_DEVICE_GPU
                : (type & CL_DEVICE_TYPE_CPU)         ? KILN_DEVICE_CPU
                : (type & CL_DEVICE_TYPE_ACCELERATOR) ? KILN_DEVICE_ACCELERATOR
                                                      : KILN_DEVICE_OTHER;
-  info->cl_version = parse_cl_version(strings[3]);
+  info->cl_version = kiln__parse_cl_version(strings[3]);
   info->platform_cl_version = pf->cl_version;
   /* Optional facts: a failing query means "no". */
-  if (query_scalar(&t, CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF,
+  if (kiln__query_scalar(&t, CL_DEVICE_PREFERRED_VECTOR_WIDTH_HALF,
                    &info->vector_width_half,
                    sizeof info->vector_width_half) != CL_SUCCESS)
     info->vector_width_half = 0;
@@ -477,22 +378,23 @@ static enum read_result read_device(kiln_device_list *list, cl_platform_id pl,
   /* Before OpenCL 3.0 the half query is only valid with cl_khr_fp16; asking
    * anyway is an API error that checking tools (Oclgrind --check-api)
    * report. */
-  if ((has_extension(strings[5], "cl_khr_fp16") || info->cl_version >= 300) &&
-      query_scalar(&t, CL_DEVICE_HALF_FP_CONFIG, &half, sizeof half) !=
+  if ((kiln__has_extension(strings[5], "cl_khr_fp16") ||
+       info->cl_version >= 300) &&
+      kiln__query_scalar(&t, CL_DEVICE_HALF_FP_CONFIG, &half, sizeof half) !=
           CL_SUCCESS)
     half = 0;
-  if (query_scalar(&t, CL_DEVICE_DOUBLE_FP_CONFIG, &dbl, sizeof dbl) !=
+  if (kiln__query_scalar(&t, CL_DEVICE_DOUBLE_FP_CONFIG, &dbl, sizeof dbl) !=
       CL_SUCCESS)
     dbl = 0;
-  info->fp16 = has_extension(strings[5], "cl_khr_fp16") && half != 0;
+  info->fp16 = kiln__has_extension(strings[5], "cl_khr_fp16") && half != 0;
   info->fp64 = dbl != 0;
   cl_uint subgroups = 0;
   if (info->cl_version >= 210 &&
-      query_scalar(&t, CL_DEVICE_MAX_NUM_SUB_GROUPS, &subgroups,
+      kiln__query_scalar(&t, CL_DEVICE_MAX_NUM_SUB_GROUPS, &subgroups,
                    sizeof subgroups) != CL_SUCCESS)
     subgroups = 0;
   info->subgroups =
-      has_extension(strings[5], "cl_khr_subgroups") || subgroups > 0;
+      kiln__has_extension(strings[5], "cl_khr_subgroups") || subgroups > 0;
   info->platform_index = pi;
   info->device_index = di;
 
@@ -534,18 +436,18 @@ done:
 /* Enumerate platform pi. Returns false only when host memory ran out. */
 static bool read_platform(kiln_device_list *list, cl_platform_id pl,
                           size_t pi) {
-  const struct target t = {pl, NULL};
+  const struct kiln__query_target t = {pl, NULL};
   struct platform_facts pf = {0};
   cl_device_id *ids = NULL;
   bool ok = false;
   const char *failed = NULL;
-  cl_int err = query_string(&t, CL_PLATFORM_NAME, &pf.name);
+  cl_int err = kiln__query_string(&t, CL_PLATFORM_NAME, &pf.name);
   if (err != CL_SUCCESS)
     failed = "CL_PLATFORM_NAME";
-  if (failed == NULL && (err = query_string(&t, CL_PLATFORM_VENDOR,
+  if (failed == NULL && (err = kiln__query_string(&t, CL_PLATFORM_VENDOR,
                                             &pf.vendor)) != CL_SUCCESS)
     failed = "CL_PLATFORM_VENDOR";
-  if (failed == NULL && (err = query_string(&t, CL_PLATFORM_VERSION,
+  if (failed == NULL && (err = kiln__query_string(&t, CL_PLATFORM_VERSION,
                                             &pf.version)) != CL_SUCCESS)
     failed = "CL_PLATFORM_VERSION";
   if (failed != NULL) {
@@ -558,7 +460,7 @@ static bool read_platform(kiln_device_list *list, cl_platform_id pl,
                      pi, failed, kiln_cl_error_name(err), (int)err);
     goto done;
   }
-  pf.cl_version = parse_cl_version(pf.version);
+  pf.cl_version = kiln__parse_cl_version(pf.version);
 
   cl_uint n = 0;
   err = clGetDeviceIDs(pl, CL_DEVICE_TYPE_ALL, 0, NULL, &n);
