@@ -225,9 +225,8 @@ void kiln__memo_destroy(struct kiln__program_memo *memo);
 /* The (embedded source, options) pairs the op library builds on ctx, for
  * kiln_cache_warm: call add(user, source, options) once per pair, with
  * options exactly as the ops pass them to kiln__queue_kernel (they depend
- * on the profile's tuning and the device's dtypes). The op library
- * (ops_*.c) provides it; memo.c holds a weak default that lists every
- * embedded source with no extra options. */
+ * on the profile's tuning and the device's dtypes). Defined in
+ * ops_common.c, which asks each op module for its variants. */
 typedef void (*kiln__warm_add_fn)(void *user, const char *source,
                                   const char *options);
 void kiln__ops_warm_variants(const kiln_context *ctx, kiln__warm_add_fn add,

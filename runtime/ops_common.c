@@ -434,4 +434,6 @@ void kiln__ops_warm_variants(const kiln_context *ctx, kiln__warm_add_fn add,
   kiln__ops_warm_reduce(ctx, add, user);
   kiln__ops_warm_scan(ctx, add, user);
   kiln__ops_warm_rows(ctx, add, user);
+  kiln__ops_warm_transpose(ctx, add, user);
+  kiln__ops_warm_gemm(ctx, add, user);
 }

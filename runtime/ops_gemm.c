@@ -357,22 +357,37 @@ static kiln_status run_gpu(struct kiln__op *op, const struct gemm_problem *g) {
   return s;
 }
 
+/* The program the device's family builds ("gemm_cpu" or "gemm_gpu") and
+ * its options, as the runs above pass them. */
+static const char *family_program(const kiln_context *ctx, char *options,
+                                  size_t size) {
+  if (kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU) {
+    const struct cpu_params p = cpu_params(ctx);
+    cpu_options(&p, options, size);
+    return "gemm_cpu";
+  }
+  size_t ts, rb;
+  gpu_config(ctx, &ts, &rb, options, size);
+  return "gemm_gpu";
+}
+
+void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
+                         void *user) {
+  char options[96];
+  const char *source = family_program(ctx, options, sizeof options);
+  add(user, source, options);
+}
+
 /* C = beta * C, for alpha == 0 or k == 0: A and B are not read. */
-static kiln_status run_scale(struct kiln__op *op, const struct gemm_problem *g,
-                             bool cpu) {
+static kiln_status run_scale(struct kiln__op *op,
+                             const struct gemm_problem *g) {
   cl_kernel kernel;
   /* The kernel is in both programs; take the one the family builds anyway,
    * with the same options so that it is not built twice. */
   char options[96];
-  if (cpu) {
-    const struct cpu_params p = cpu_params(op->queue->ctx);
-    cpu_options(&p, options, sizeof options);
-  } else {
-    size_t ts, rb;
-    gpu_config(op->queue->ctx, &ts, &rb, options, sizeof options);
-  }
-  kiln_status s = kiln__queue_kernel(op->queue, cpu ? "gemm_cpu" : "gemm_gpu",
-                                     options, "gemm_scale_c", &kernel);
+  const char *source = family_program(op->queue->ctx, options, sizeof options);
+  kiln_status s = kiln__queue_kernel(op->queue, source, options,
+                                     "gemm_scale_c", &kernel);
   if (s != KILN_OK)
     return s;
   const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n;
@@ -502,7 +517,7 @@ static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
     }
     const bool cpu = kiln__ops_tuning(queue->ctx)->family == KILN_FAMILY_CPU;
     if (k == 0 || alpha == 0.0f)
-      s = run_scale(&op, &g, cpu);
+      s = run_scale(&op, &g);
     else
       s = cpu ? run_cpu(&op, &g) : run_gpu(&op, &g);
   }

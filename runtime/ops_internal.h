@@ -219,7 +219,10 @@ void kiln__ops_warm_scan(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user);
 void kiln__ops_warm_rows(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user);
-/* Transpose and GEMM list nothing yet: their first call builds them. */
+void kiln__ops_warm_transpose(const kiln_context *ctx, kiln__warm_add_fn add,
+                              void *user);
+void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
+                         void *user);
 
 /* ---- tracing (trace.c) --------------------------------------------------- */
 

@@ -20,6 +20,33 @@ static bool extent(size_t rows, size_t cols, size_t ld, size_t *out) {
          !kiln__add_overflows(span, cols, out);
 }
 
+/* The family's tile edge, whether it is the CPU family, and the program's
+ * options. One program serves every element size, so the GPU tile is sized
+ * for the largest (4-byte) elements. */
+static size_t config(const kiln_context *ctx, bool *cpu, char *options,
+                     size_t size) {
+  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
+  const kiln_device_info *info = &ctx->device->info;
+  size_t tile;
+  *cpu = t->family == KILN_FAMILY_CPU;
+  if (*cpu) {
+    /* A multiple of the 16 x 16 register block. */
+    tile = kiln__ops_tune(t->transpose_tile, 128);
+    tile = tile < 16 ? 16 : tile / 16 * 16;
+  } else {
+    tile = kiln__ops_tune(t->transpose_tile, 16);
+    /* Shrink until a group (tile x min(tile, 8) items, tile x (tile + 1)
+     * elements of __local memory) fits the device. */
+    while (tile > 1 &&
+           (tile * (tile < 8 ? tile : 8) > info->max_work_group_size ||
+            tile > info->max_work_item_sizes[0] ||
+            tile * (tile + 1) * 4 > info->local_mem_bytes))
+      tile /= 2;
+  }
+  snprintf(options, size, "-DTILE=%zu", tile);
+  return tile;
+}
+
 KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
                                     size_t rows, size_t cols,
                                     const kiln_buffer *x, size_t x_offset,
@@ -71,34 +98,20 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
   kiln__op_describe(&op, "transpose", dtype, 2, (size_t[]){rows, cols},
                     2.0 * (double)rows * (double)cols * (double)esize, 0.0);
   if (rows > 0 && cols > 0) {
-    const struct kiln_tuning *t = kiln__ops_tuning(queue->ctx);
-    const kiln_device_info *info = &queue->ctx->device->info;
-    const bool cpu = t->family == KILN_FAMILY_CPU;
-    size_t tile;
+    bool cpu;
+    char options[32];
+    const size_t tile = config(queue->ctx, &cpu, options, sizeof options);
     size_t global[2], local[2];
     if (cpu) {
-      /* A multiple of the 16 x 16 register block. */
-      tile = kiln__ops_tune(t->transpose_tile, 128);
-      tile = tile < 16 ? 16 : tile / 16 * 16;
       global[0] = div_up(cols, tile);
       global[1] = div_up(rows, tile);
       local[0] = local[1] = 1;
     } else {
-      tile = kiln__ops_tune(t->transpose_tile, 16);
-      /* Shrink until a group (tile x min(tile, 8) items, tile x (tile + 1)
-       * elements of __local memory) fits the device. */
-      while (tile > 1 &&
-             (tile * (tile < 8 ? tile : 8) > info->max_work_group_size ||
-              tile > info->max_work_item_sizes[0] ||
-              tile * (tile + 1) * esize > info->local_mem_bytes))
-        tile /= 2;
       local[0] = tile;
       local[1] = tile < 8 ? tile : 8;
       global[0] = div_up(cols, tile) * local[0];
       global[1] = div_up(rows, tile) * local[1];
     }
-    char options[32];
-    snprintf(options, sizeof options, "-DTILE=%zu", tile);
     char name[32];
     snprintf(name, sizeof name, "transpose_%s_%u", cpu ? "cpu" : "gpu",
              esize == 2 ? 16u : 32u);
@@ -114,4 +127,12 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
       s = kiln__op_launch(&op, kernel, 2, global, local);
   }
   return kiln__op_end(&op, s, out_event);
+}
+
+void kiln__ops_warm_transpose(const kiln_context *ctx, kiln__warm_add_fn add,
+                              void *user) {
+  bool cpu;
+  char options[32];
+  config(ctx, &cpu, options, sizeof options);
+  add(user, "transpose", options);
 }
