@@ -666,7 +666,7 @@ static char persistent_dir[512];
 static void test_warm(void **state) {
   (void)state;
   if (persistent_dir[0] == '\0')
-    skip();
+    KILN_TEST_SKIP("KILN_CACHE_DIR is not set (meson test sets it)");
   FOR_EACH_TEST_DEVICE(d) {
     setenv("KILN_CACHE_DIR", persistent_dir, 1);
     kiln_context *ctx;

@@ -559,7 +559,7 @@ static void test_doctor_bad_loader_variables(void **state) {
 static void test_select_and_explain(void **state) {
   (void)state;
   if (kiln_test_device_count() == 0)
-    skip();
+    KILN_TEST_SKIP("no OpenCL device");
   const char *env[] = {"KILN_DEVICE", NULL};
   const char *explain[] = {kiln_bin(), "info", "--json", "--explain", NULL};
   run_result r = run(env, explain);
@@ -608,7 +608,7 @@ static void test_select_and_explain(void **state) {
 static void test_check_and_demo(void **state) {
   (void)state;
   if (kiln_test_device_count() == 0)
-    skip();
+    KILN_TEST_SKIP("no OpenCL device");
   const char *env[] = {"KILN_DEVICE", NULL};
   /* --check on the first device kiln takes by default. */
   const char *check[] = {kiln_bin(), "info", "--json", "--check", "--select",
