@@ -29,9 +29,11 @@ static const struct kiln_tuning tuning = {
      * 6 x 16 tiles in 12 of 16 ymm registers) from AVX-512 (16, 8 x 32 in
      * 16 of 32 zmm). Measured on an AVX2 EPYC: 6 x 16 with KC 256 ran at
      * 95-120% of OpenBLAS sgemm; 4 x 16 at 60%. */
-    /* Transpose: 128x128 tiles per work-item (16x16 register blocks) ran
-     * at 68-70% of an OpenMP copy's GB/s at 4096^2 (best of 15, quiet
-     * machine), 64x64 at 59-64%. */
+    /* Transpose: 128x128 tiles per work-item (16x16 blocks of 8x8
+     * register transposes) ran at 0.64-0.79 of an OpenMP copy's GB/s at
+     * 4096^2 (kiln-compare medians, AVX2 EPYC); 256x256 measured the same
+     * within noise, 64x64 slightly below, and smaller matrices get more
+     * work-items from 128. */
     .transpose_tile = 128,
     /* f16 is not supported (CL_DEVICE_HALF_FP_CONFIG is 0), and CPUs
      * without AVX-512 FP16 compute half in float anyway. */
