@@ -24,8 +24,6 @@ static const struct kiln_tuning tuning = {
     /* 16x16 = 256 items for the same reason; LDS bank conflicts are avoided
      * by padding in the kernel, not by a larger tile. */
     .transpose_tile = 16,
-    /* Vega and later have packed (2x rate) half arithmetic. */
-    .native_half = true,
 };
 
 const struct kiln_backend kiln_backend_amd = {

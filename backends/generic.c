@@ -23,8 +23,6 @@ static const struct kiln_tuning tuning = {
      * small GPUs keep their occupancy. */
     .gemm_block = 2,
     .transpose_tile = 8,
-    /* Unknown hardware: half may be emulated, so compute in float. */
-    .native_half = false,
 };
 
 const struct kiln_backend kiln_backend_generic = {

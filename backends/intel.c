@@ -23,8 +23,6 @@ static const struct kiln_tuning tuning = {
      * Intel's large register files (128 x 32 bytes per thread) hold them. */
     .gemm_block = 4,
     .transpose_tile = 16,
-    /* Gen9 and later execute half at twice the float rate. */
-    .native_half = true,
 };
 
 const struct kiln_backend kiln_backend_intel = {

@@ -22,11 +22,6 @@ static const struct kiln_tuning tuning = {
     .gemm_block = 4,
     /* 32 = one warp per tile row: coalesced reads and writes of 128 bytes. */
     .transpose_tile = 32,
-    /* Volta and later run half at twice the float rate. NVIDIA's OpenCL
-     * driver does not report cl_khr_fp16 at all (checked on an H100), and
-     * kiln computes in half only where fp16 is reported, so this takes
-     * effect only if a driver starts exposing it. */
-    .native_half = true,
 };
 
 const struct kiln_backend kiln_backend_nvidia = {

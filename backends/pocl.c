@@ -35,9 +35,6 @@ static const struct kiln_tuning tuning = {
      * within noise, 64x64 slightly below, and smaller matrices get more
      * work-items from 128. */
     .transpose_tile = 128,
-    /* f16 is not supported (CL_DEVICE_HALF_FP_CONFIG is 0), and CPUs
-     * without AVX-512 FP16 compute half in float anyway. */
-    .native_half = false,
 };
 
 const struct kiln_backend kiln_backend_pocl = {

@@ -18,8 +18,6 @@ static const struct kiln_tuning tuning = {
     /* llvmpipe maps work-items to SIMD lanes and work-groups to threads: the
      * GPU shape, not PoCL's one-thread-per-group loop. */
     .family = KILN_FAMILY_GPU,
-    /* Neither fp16 nor fp64 is exposed. */
-    .native_half = false,
 };
 
 const struct kiln_backend kiln_backend_rusticl = {

@@ -186,7 +186,6 @@ static void test_profile_facts(void **state) {
                                      KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE |
                                      KILN_QUIRK_LAZY_PROGRAM_BINARY);
   assert_int_equal(pocl->tuning->family, KILN_FAMILY_CPU);
-  assert_false(pocl->tuning->native_half);
   assert_int_equal(kiln__backend_find("nvidia")->wg_multiple, 32);
   assert_int_equal(kiln__backend_find("amd")->wg_multiple, 64);
   assert_int_equal(kiln__backend_find("nvidia")->tuning->family,
