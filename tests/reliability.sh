@@ -45,7 +45,7 @@ failed=0
 # check: memory errors and undefined behaviour are still fatal, and the
 # code they exercise (the cache, GEMM's host side) also runs, leak-checked,
 # in program, kernel, memo, resources and threads.
-asan_heavy="cache op_gemm"
+asan_heavy="cache cache_warm op_gemm"
 # Not meaningful under a sanitizer build: readme_example compiles the README
 # example with plain cc against the installed (here: instrumented) library;
 # the bad-input checks are Python scripts reading the sources.
@@ -116,7 +116,7 @@ stage_tsan() {
   TSAN_OPTIONS=$opts \
     meson test -C "$rel/tsan" --no-rebuild --print-errorlogs \
     --num-processes "$jobs" --timeout-multiplier 4 \
-    threads memo event queue program cache
+    threads memo event queue program cache cache_warm
   local status=$?
   echo "tsan: the thread stress test on rusticl"
   TSAN_OPTIONS=$opts RUSTICL_ENABLE=llvmpipe KILN_TEST_DEVICE=rusticl \

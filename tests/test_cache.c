@@ -1,7 +1,7 @@
 /* The persistent program cache: miss then hit, every kind of damage detected
  * and rebuilt with correct results, two processes building one key at once,
  * eviction, unusable directories, KILN_CACHE=0, and the public kiln_cache_*
- * API. Each test points KILN_CACHE_DIR at a fresh directory. PoCL's own
+ * API (kiln_cache_warm's run is in test_cache_warm.c). Each test points KILN_CACHE_DIR at a fresh directory. PoCL's own
  * cache is off (meson.build sets POCL_KERNEL_CACHE=0) so this tests kiln's.
  *
  * Program sources differ per test (a comment with a counter) so that no
@@ -608,104 +608,10 @@ static void test_api_bad_input_and_clear(void **state) {
   assert_kiln_ok(kiln_cache_clear(NULL));
 }
 
-struct warm_log {
-  size_t calls, ok, cached, total;
-};
-
-static void on_warm(const kiln_cache_warm_progress *p, void *user) {
-  struct warm_log *log = user;
-  if (!p->finished) {
-    assert_int_equal(p->index, log->calls); /* announced before its result */
-    return;
-  }
-  assert_int_equal(p->index, log->calls);
-  assert_non_null(p->source);
-  log->calls++;
-  log->total = p->total;
-  if (p->status == KILN_OK)
-    log->ok++;
-  if (p->from_cache)
-    log->cached++;
-}
-
-/* Every op program is among what warm built: a transpose and a GEMM (the
- * last two modules added to the list) on a warmed context compile nothing. */
-static void ops_after_warm_build_nothing(kiln_context *ctx) {
-  const size_t builds = kiln__memo_build_count(ctx);
-  kiln_queue *q;
-  kiln_buffer *a, *b, *c;
-  assert_kiln_ok(kiln_queue_create(ctx, 0, &q));
-  assert_kiln_ok(kiln_buffer_create(ctx, 64 * sizeof(float), 0, &a));
-  assert_kiln_ok(kiln_buffer_create(ctx, 64 * sizeof(float), 0, &b));
-  assert_kiln_ok(kiln_buffer_create(ctx, 64 * sizeof(float), 0, &c));
-  const float one = 1.0f;
-  assert_kiln_ok(kiln_buffer_fill(q, a, &one, sizeof one, 0,
-                                  64 * sizeof(float), 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_fill(q, b, &one, sizeof one, 0,
-                                  64 * sizeof(float), 0, NULL, NULL));
-  assert_kiln_ok(kiln_transpose(q, KILN_F32, 8, 8, a, 0, 8, c, 0, 8, 0, NULL,
-                                NULL));
-  assert_kiln_ok(kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 8,
-                           8, 8, 1.0f, KILN_F32, a, 0, 8, b, 0, 8, 0.0f, c, 0,
-                           8, 0, NULL, NULL));
-  float out[64];
-  assert_kiln_ok(kiln_buffer_read_sync(q, c, 0, sizeof out, out));
-  for (int i = 0; i < 64; i++)
-    assert_true(out[i] == 8.0f); /* sums of eight 1 x 1: exact */
-  assert_int_equal(kiln__memo_build_count(ctx), builds);
-  kiln_buffer_destroy(a);
-  kiln_buffer_destroy(b);
-  kiln_buffer_destroy(c);
-  assert_kiln_ok(kiln_queue_destroy(q));
-}
-
-/* The directory meson gave this test: warm uses it, so that compiling every
- * op kernel (tens of seconds on PoCL) is paid once per build tree. */
-static char persistent_dir[512];
-
-static void test_warm(void **state) {
-  (void)state;
-  if (persistent_dir[0] == '\0')
-    KILN_TEST_SKIP("KILN_CACHE_DIR is not set (meson test sets it)");
-  FOR_EACH_TEST_DEVICE(d) {
-    setenv("KILN_CACHE_DIR", persistent_dir, 1);
-    kiln_context *ctx;
-    kiln_test_open(d, &ctx, NULL);
-    struct warm_log first = {0}, second = {0};
-    size_t built = 0;
-    kiln_status st = kiln_cache_warm(ctx, on_warm, &first, &built);
-    if (st != KILN_OK)
-      print_message("# warm: %s\n", kiln_last_error());
-    assert_true(first.total >= 1);
-    assert_int_equal(first.calls, first.total);
-    assert_int_equal(built, first.ok);
-    assert_kiln_ok(kiln_context_destroy(ctx));
-    /* A new context (a new process would do the same) loads them all. */
-    kiln_test_open(d, &ctx, NULL);
-    kiln_cache_warm(ctx, on_warm, &second, NULL);
-    assert_int_equal(second.cached, first.ok);
-    if (first.ok == first.total)
-      ops_after_warm_build_nothing(ctx);
-    kiln_cache_list *list;
-    assert_kiln_ok(kiln_cache_list_create(&list));
-    size_t labelled = 0;
-    for (size_t i = 0; i < kiln_cache_list_count(list); i++)
-      if (strcmp(kiln_cache_list_get(list, i)->label, "user") != 0)
-        labelled++;
-    kiln_cache_list_destroy(list);
-    assert_true(labelled >= first.ok);
-    assert_kiln_ok(kiln_context_destroy(ctx));
-    assert_int_equal(st, first.ok == first.total ? KILN_OK : st);
-  }
-}
-
 int main(void) {
   const char *child = getenv("KILN_TEST_CACHE_CHILD");
   if (child != NULL)
     return child_main(child);
-  const char *given = getenv("KILN_CACHE_DIR");
-  if (given != NULL)
-    snprintf(persistent_dir, sizeof persistent_dir, "%s", given);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_miss_then_hit, teardown),
       cmocka_unit_test_teardown(test_damaged_entries_are_rebuilt, teardown),
@@ -715,7 +621,6 @@ int main(void) {
       cmocka_unit_test_teardown(test_unusable_directory, teardown),
       cmocka_unit_test_teardown(test_disabled, teardown),
       cmocka_unit_test_teardown(test_api_bad_input_and_clear, teardown),
-      cmocka_unit_test_teardown(test_warm, teardown),
   };
   return KILN_TEST_RUN("cache", tests, true);
 }
