@@ -1,0 +1,199 @@
+/* The runner's scaffolding (run_ops_util.h): host conversions of the
+ * storage formats, buffers framed by sentinels, and result checks. */
+#include "run_ops_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int failures;
+int checks;
+kiln_context *ctx;
+kiln_queue *q;
+
+/* ---- host storage formats ------------------------------------------------ */
+
+static uint32_t f2u(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+static float u2f(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static float bf16_to_f32(uint16_t b) { return u2f((uint32_t)b << 16); }
+static uint16_t f32_to_bf16(float f) {
+  uint32_t u = f2u(f);
+  if (isnan(f))
+    return (uint16_t)((u >> 16) | 0x40);
+  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static float f16_to_f32(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  float v = e == 31 ? (m ? NAN : INFINITY)
+            : e == 0 ? ldexpf((float)m, -24)
+                     : ldexpf((float)(1024 + m), e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+/* Only for values exactly representable in f16 (the inputs here are). */
+static uint16_t f32_to_f16_exact(float f) {
+  uint16_t sign = signbit(f) ? 0x8000 : 0;
+  float a = fabsf(f);
+  if (a == 0)
+    return sign;
+  int e;
+  frexpf(a, &e);
+  if (e - 1 < -14)
+    return sign | (uint16_t)(a * 16777216.0f);
+  return sign | (uint16_t)((e - 1 + 15) << 10) |
+         (uint16_t)((ldexpf(a, -(e - 1)) - 1.0f) * 1024.0f);
+}
+
+size_t dsize(kiln_dtype dt) { return kiln_dtype_size(dt); }
+
+/* Host values in double -> storage of dt. */
+static void store(kiln_dtype dt, void *p, size_t i, double v) {
+  switch (dt) {
+  case KILN_F32: ((float *)p)[i] = (float)v; break;
+  case KILN_F16: ((uint16_t *)p)[i] = f32_to_f16_exact((float)v); break;
+  case KILN_BF16: ((uint16_t *)p)[i] = f32_to_bf16((float)v); break;
+  case KILN_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+  case KILN_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+  }
+}
+double load(kiln_dtype dt, const void *p, size_t i) {
+  switch (dt) {
+  case KILN_F32: return ((const float *)p)[i];
+  case KILN_F16: return f16_to_f32(((const uint16_t *)p)[i]);
+  case KILN_BF16: return bf16_to_f32(((const uint16_t *)p)[i]);
+  case KILN_I32: return ((const int32_t *)p)[i];
+  case KILN_U32: return ((const uint32_t *)p)[i];
+  }
+  return NAN;
+}
+/* Relative tolerance for results stored in dt after f32 arithmetic. */
+static double rel_tol(kiln_dtype dt) {
+  return dt == KILN_F16 ? 2e-3 : dt == KILN_BF16 ? 1.6e-2 : 2e-5;
+}
+
+/* Values in [-4, 4) on a 1/64 grid: exact in f32, f16 and bf16. */
+static double input_value(uint32_t seed, size_t i) {
+  uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+  h ^= h >> 13;
+  h *= 0x5bd1e995u;
+  h ^= h >> 15;
+  return ((double)(h % 512) - 256.0) / 64.0;
+}
+
+/* ---- buffers ------------------------------------------------------------- */
+
+/* The bits that fill every element of a buffer outside the range an op may
+ * touch, by element size: a NaN for f32 (4 bytes; a large value as i32 or
+ * u32) and for f16 and bf16 alike (2 bytes). An op that reads outside its
+ * range spoils its result; one that writes outside it is caught by
+ * download(), which checks that the rest of the buffer still holds them.
+ * Outputs start filled with them too, so GEMM with beta 0 reading C would
+ * turn its result into NaN. */
+static void fill_sentinels(void *p, size_t es, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    if (es == 2)
+      ((uint16_t *)p)[i] = 0x7fc1;
+    else
+      ((uint32_t *)p)[i] = 0x7fc0dead;
+  }
+}
+
+/* A buffer of offset + n + 3 elements of dt, of which [offset, offset + n)
+ * holds input_value(seed, i) (scaled to integers for i32 and u32) and the
+ * rest sentinels. The whole buffer is written at once: Oclgrind 21.10's
+ * uninitialised-value tracking mishandles host writes at an offset (it
+ * marks [0, size) instead of [offset, offset + size) as written, reporting
+ * false uninitialised reads of the range's tail). *host receives a host
+ * copy of the n values (caller frees). */
+kiln_buffer *input(kiln_dtype dt, size_t offset, size_t n,
+                          uint32_t seed, void **host) {
+  size_t es = dsize(dt), total = offset + n + 3;
+  void *h = calloc(n ? n : 1, es);
+  unsigned char *image = malloc(total * es);
+  fill_sentinels(image, es, total);
+  for (size_t i = 0; i < n; i++) {
+    double v = input_value(seed, i);
+    /* Integers: -256..255 for i32, 0..256 for u32. */
+    store(dt, h, i, dt == KILN_I32 ? v * 64 : dt == KILN_U32 ? fabs(v) * 64 : v);
+  }
+  memcpy(image + offset * es, h, n * es);
+  kiln_buffer *b = NULL;
+  if (kiln_buffer_create(ctx, total * es, 0, &b) != KILN_OK ||
+      kiln_buffer_write_sync(q, b, 0, total * es, image) != KILN_OK) {
+    fprintf(stderr, "FAIL input buffer: %s\n", kiln_last_error());
+    exit(1);
+  }
+  free(image);
+  *host = h;
+  return b;
+}
+
+/* An output buffer of count + 3 elements, all sentinels. */
+kiln_buffer *output(kiln_dtype dt, size_t count) {
+  size_t es = dsize(dt), total = count + 3;
+  void *image = malloc(total * es);
+  fill_sentinels(image, es, total);
+  kiln_buffer *b = NULL;
+  if (kiln_buffer_create(ctx, total * es, 0, &b) != KILN_OK ||
+      kiln_buffer_write_sync(q, b, 0, total * es, image) != KILN_OK) {
+    fprintf(stderr, "FAIL output buffer: %s\n", kiln_last_error());
+    exit(1);
+  }
+  free(image);
+  return b;
+}
+
+/* A host copy of elements [offset, offset + n) of b, after checking that
+ * every element outside that range still holds its sentinel. */
+void *download(kiln_buffer *b, kiln_dtype dt, size_t offset,
+                      size_t n) {
+  size_t es = dsize(dt), total = kiln_buffer_size(b) / es;
+  unsigned char *all = malloc(total * es), *want = malloc(es);
+  void *h = calloc(n ? n : 1, es);
+  fill_sentinels(want, es, 1);
+  if (kiln_buffer_read_sync(q, b, 0, total * es, all) != KILN_OK) {
+    fprintf(stderr, "FAIL read back: %s\n", kiln_last_error());
+    failures++;
+  } else {
+    memcpy(h, all + offset * es, n * es);
+    checks++;
+    for (size_t i = 0; i < total; i++)
+      if ((i < offset || i >= offset + n) &&
+          memcmp(all + i * es, want, es) != 0) {
+        fprintf(stderr, "FAIL element %zu of a %zu-element buffer changed, "
+                        "outside the op's range [%zu, %zu)\n",
+                i, total, offset, offset + n);
+        failures++;
+        break;
+      }
+  }
+  free(all), free(want);
+  return h;
+}
+
+/* Compare got[i] (stored as dt) with want[i]; abs_tol adds to the relative
+ * tolerance. */
+void expect(const char *what, kiln_dtype dt, const void *got,
+                   const double *want, size_t n, double abs_tol) {
+  for (size_t i = 0; i < n; i++) {
+    double g = load(dt, got, i), w = want[i];
+    double tol = rel_tol(dt) * fabs(w) + abs_tol;
+    checks++;
+    if (!(fabs(g - w) <= tol || (isnan(g) && isnan(w)) ||
+          (isinf(w) && g == w))) {
+      fprintf(stderr, "FAIL %s [%zu]: got %.9g, want %.9g (tol %.3g)\n",
+              what, i, g, w, tol);
+      failures++;
+      return;
+    }
+  }
+  printf("ok   %s\n", what);
+}
