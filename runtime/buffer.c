@@ -131,32 +131,17 @@ static kiln_status create_buffer(kiln_context *ctx, void *host, size_t size,
   return kiln__buffer_wrap(ctx, mem, size, flags, NULL, 0, fn, out);
 }
 
-kiln_status kiln_buffer_create(kiln_context *ctx, size_t size_bytes,
-                               unsigned flags, kiln_buffer **out) {
-  static const char fn[] = "kiln_buffer_create";
-  if (out == NULL)
-    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: out is NULL", fn);
-  *out = NULL;
-  if (ctx == NULL)
-    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: ctx is NULL", fn);
-  kiln_status status = check_mem_flags(flags, fn);
-  if (status == KILN_OK)
-    status = check_alloc_size(ctx, size_bytes, fn);
-  if (status != KILN_OK)
-    return status;
-  return create_buffer(ctx, NULL, size_bytes, flags, fn, out);
-}
-
-kiln_status kiln_buffer_wrap_host(kiln_context *ctx, void *host,
+/* The checks kiln_buffer_create and kiln_buffer_wrap_host share, in their
+ * order (out, ctx, host when wrapping, flags, size), then the buffer. */
+static kiln_status checked_create(kiln_context *ctx, void *host, bool wrap,
                                   size_t size_bytes, unsigned flags,
-                                  kiln_buffer **out) {
-  static const char fn[] = "kiln_buffer_wrap_host";
+                                  const char *fn, kiln_buffer **out) {
   if (out == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: out is NULL", fn);
   *out = NULL;
   if (ctx == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: ctx is NULL", fn);
-  if (host == NULL)
+  if (wrap && host == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: host is NULL", fn);
   kiln_status status = check_mem_flags(flags, fn);
   if (status == KILN_OK)
@@ -164,6 +149,19 @@ kiln_status kiln_buffer_wrap_host(kiln_context *ctx, void *host,
   if (status != KILN_OK)
     return status;
   return create_buffer(ctx, host, size_bytes, flags, fn, out);
+}
+
+kiln_status kiln_buffer_create(kiln_context *ctx, size_t size_bytes,
+                               unsigned flags, kiln_buffer **out) {
+  return checked_create(ctx, NULL, false, size_bytes, flags,
+                        "kiln_buffer_create", out);
+}
+
+kiln_status kiln_buffer_wrap_host(kiln_context *ctx, void *host,
+                                  size_t size_bytes, unsigned flags,
+                                  kiln_buffer **out) {
+  return checked_create(ctx, host, true, size_bytes, flags,
+                        "kiln_buffer_wrap_host", out);
 }
 
 kiln_status kiln_buffer_create_sub(kiln_buffer *parent, size_t offset_bytes,
