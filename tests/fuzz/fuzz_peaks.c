@@ -1,12 +1,12 @@
 /* libFuzzer target: the `kiln bench` peaks file
- * (<cache>/peaks-<stable id>.json, tools/bench_peaks.c). The input becomes
+ * (<cache>/peaks-<stable id>.json, tools/bench/bench_peaks.c). The input becomes
  * the file and is loaded for a made-up device. Loading must not crash, and
  * may accept the file only with positive, finite figures, and a refused
  * file leaves the figures untouched (the caller then measures again). bench_peaks.c is included so that
  * its file-static loader can be called. */
 #include "fuzz_common.h"
 
-#include "../../tools/bench_peaks.c"
+#include "../../tools/bench/bench_peaks.c"
 
 static char peaks_path[512];
 static kiln_device_info device;
