@@ -1,7 +1,7 @@
 /* Vendor profiles: how kiln recognises a device and what it needs to know to
  * build and tune for it. Data and small pure functions only, no control flow:
  * adding a vendor means one file here and one row in registry.c.
- * Internal; runtime/ includes it through internal.h. */
+ * Internal; runtime/ includes it through core/internal.h. */
 #ifndef KILN_BACKEND_H
 #define KILN_BACKEND_H
 

@@ -17,7 +17,7 @@
  * Work-groups are one work-item (reqd_work_group_size(1,1,1)): PoCL would
  * otherwise vectorise across work-items and break the register tile.
  *
- * Macros (set by runtime/ops_gemm.c from the profile):
+ * Macros (set by runtime/ops/ops_gemm.c from the profile):
  *   MR  rows of the register tile (1..8)
  *   NR  columns of the register tile: VW or 2 * VW
  *   VW  float vector width of the accumulators (4, 8 or 16)

@@ -12,7 +12,7 @@
  *
  * The matrices come with general strides: element (r, c) of op(A) is at
  * a[a_off + r * a_rs + c * a_cs], which covers both layouts and both
- * transposes (runtime/ops_gemm.c reduces column-major C to row-major by
+ * transposes (runtime/ops/ops_gemm.c reduces column-major C to row-major by
  * swapping the operands). The load mapping follows whichever stride is 1,
  * so that consecutive work-items read consecutive addresses.
  *

@@ -1,7 +1,7 @@
 /* Out-of-place transpose of a rows x cols row-major matrix: y[c][r] =
  * x[r][c], moving elements bit for bit (32-bit and 16-bit elements).
  *
- * Two families, picked by the device's profile (runtime/ops_transpose.c):
+ * Two families, picked by the device's profile (runtime/ops/ops_transpose.c):
  *   transpose_gpu_*: one work-item per element through a __local tile padded
  *     by one column, so that the column-wise reads of the tile hit distinct
  *     banks; reads and writes of global memory are both row-wise

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 
 static const char *match_name(uint32_t vendor_id, const char *vendor,
                               const char *platform, const char *device,

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 
 struct fixture {
   kiln_context *ctx;

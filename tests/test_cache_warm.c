@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build.h"
+#include "build/build.h"
 
 struct warm_log {
   size_t calls, ok, cached, total;

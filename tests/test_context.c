@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 
 static const char *const forced_profiles[] = {"nvidia", "amd", "intel", "pocl",
                                               "generic"};

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "core/internal.h"
 
 static char *cl_string(cl_device_id d, cl_device_info param) {
   size_t n = 0;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 
 static const kiln_status all_statuses[] = {
 #define VALUE_(name, value, text) KILN_##name,

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 
 /* A user event on ctx wrapped as a kiln event of queue. */
 static cl_event user_event(kiln_queue *queue, kiln_event **out) {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "core/internal.h"
 
 #define FAKE_PLATFORM "kiln fake ICD"
 #define FAKE_VENDOR_ID 0x1234u

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "kiln/kiln_cl.h"
 
 static void test_handles(void **state) {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "internal.h" /* the device limits for out-of-range sizes */
+#include "core/internal.h" /* the device limits for out-of-range sizes */
 
 static const char source[] =
     "__kernel void saxpy(__global float *y, __global const float *x,\n"

@@ -6,8 +6,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "build.h"
-#include "internal.h"
+#include "build/build.h"
+#include "core/internal.h"
 
 static void test_kernel_source(void **state) {
   (void)state;

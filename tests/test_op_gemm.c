@@ -21,9 +21,9 @@
 #include <time.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "op_test_util.h"
-#include "ops_gemm.h"
+#include "ops/ops_gemm.h"
 
 struct gcase {
   kiln_layout layout;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "op_test_util.h"
 
 struct tcase {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 
 static void test_create_destroy(void **state) {
   (void)state;

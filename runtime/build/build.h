@@ -1,10 +1,14 @@
-/* Building cl_programs, through the persistent cache when allowed. Private to
- * program.c (user programs), memo.c (op programs) and cache.c, which
- * implements it; the rest of the runtime goes through internal.h. */
+/* The build room's interface (runtime/build/): building cl_programs, through
+ * the persistent cache when allowed (build.c), user programs (program.c), and
+ * the embedded op kernel sources with the per-context program memo and the
+ * per-queue kernel cache (memo.c). Included by the op library above; it
+ * includes only the core room below. Not installed. */
 #ifndef KILN_BUILD_H
 #define KILN_BUILD_H
 
-#include "internal.h"
+#include "core/internal.h"
+
+/* ---- the build path (build.c) -------------------------------------------- */
 
 /* What to build. The options actually passed to clBuildProgram are the
  * profile's build options, then options, then -cl-kernel-arg-info when
@@ -44,7 +48,29 @@ void kiln__cache_store_pending(kiln_context *ctx, cl_program program,
 kiln_status kiln__build_program(const struct kiln__build_request *req,
                                 struct kiln__build_result *out);
 
-/* Embedded sources by position, for kiln_cache_warm (memo.c). */
+/* ---- embedded op kernels, the program memo, kernels per queue (memo.c) -- */
+
+/* The OpenCL C source of the embedded op kernel file `name` (the .cl file's
+ * base name, "elementwise"), with shared headers already inlined, or NULL.
+ * *length receives its length. */
+const char *kiln__kernel_source(const char *name, size_t *length);
+
+/* The built cl_program for embedded source `name` with extra build options
+ * (may be NULL; the profile's options are always prepended) on ctx: built at
+ * most once per (context, name, options), thread-safely, through the
+ * persistent cache. The program stays owned by the context; do not release
+ * it. */
+kiln_status kiln__op_program(kiln_context *ctx, const char *name,
+                             const char *options, cl_program *out);
+
+/* A cl_kernel for kernel_name in embedded program `name` built with options,
+ * cached on queue: a queue is used by one thread at a time, so the op library
+ * may set this kernel's arguments without locks. Owned by the queue. */
+kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
+                               const char *options, const char *kernel_name,
+                               cl_kernel *out);
+
+/* Embedded sources by position (memo.c). */
 size_t kiln__kernel_source_count(void);
 const char *kiln__kernel_source_name(size_t index);
 
@@ -56,17 +82,5 @@ kiln_status kiln__op_program_cached(kiln_context *ctx, const char *name,
 
 /* How many op-program compilations ctx's memo has started (tests). */
 size_t kiln__memo_build_count(const kiln_context *ctx);
-
-/* Compile source with exactly options (no cache), for cache.c. On failure
- * returns KILN_ERR_BUILD_FAILED (or another status) with the last error set
- * and *log holding the full log when there was one. */
-kiln_status kiln__compile_source(kiln_context *ctx, const char *source,
-                                 size_t length, const char *options,
-                                 cl_program *out, char **log);
-
-/* The build log of program for device: malloc'd, trailing blank lines
- * trimmed, "" when the driver gives none. */
-kiln_status kiln__program_log(cl_program program,
-                              const struct kiln_device *device, char **out);
 
 #endif

@@ -1,5 +1,6 @@
-/* The persistent program cache: where it lives, lookups and stores around a
- * build, process counters, the diagnostic, and least-recently-used eviction.
+/* The persistent program cache as a store: where it lives, process
+ * counters, the diagnostic, and least-recently-used eviction (build.c reads
+ * and writes its entries around a build, through cache_entry.c).
  *
  * The cache is an optimisation and never a reason to fail: every problem
  * (an uncreatable directory, a corrupt entry, a full disk) is recorded as the
@@ -19,7 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "build.h"
 #include "cache_internal.h"
 
 /* ---- configuration ------------------------------------------------------ */
@@ -148,9 +148,24 @@ void kiln__cache_counters(struct kiln__cache_counters *out) {
   out->evicted = atomic_load(&count_evicted);
 }
 
-/* Persist this process's counters as the directory's "last run", for
- * `kiln cache stats`. Best effort: a failure only loses the statistic. */
-static void save_stats(const char *dir) {
+void kiln__cache_count(enum kiln__cache_event event) {
+  switch (event) {
+  case KILN__CACHE_HIT:
+    atomic_fetch_add(&count_hits, 1);
+    break;
+  case KILN__CACHE_MISS:
+    atomic_fetch_add(&count_misses, 1);
+    break;
+  case KILN__CACHE_STORE:
+    atomic_fetch_add(&count_stores, 1);
+    break;
+  case KILN__CACHE_REJECTED:
+    atomic_fetch_add(&count_rejected, 1);
+    break;
+  }
+}
+
+void kiln__cache_save_stats(const char *dir) {
   char tmp[KILN__CACHE_PATH_MAX], path[KILN__CACHE_PATH_MAX];
   int n = snprintf(tmp, sizeof tmp, "%s/%sstats.XXXXXX", dir,
                    KILN__CACHE_TMP_PREFIX);
@@ -311,201 +326,4 @@ size_t kiln__cache_evict(const char *dir, uint64_t max_bytes) {
   close(lock);
   atomic_fetch_add(&count_evicted, removed);
   return removed;
-}
-
-/* ---- build through the cache ------------------------------------------- */
-
-/* Load payload as a program binary and build it with options. */
-static bool load_binary(kiln_context *ctx, const unsigned char *payload,
-                        size_t length, const char *options, cl_program *out,
-                        char **log, char *why, size_t cap) {
-  cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-  cl_program program = clCreateProgramWithBinary(
-      ctx->cl, 1, &ctx->device->id, &length, &payload, &status, &err);
-  if (err != CL_SUCCESS || status != CL_SUCCESS) {
-    snprintf(why, cap, "clCreateProgramWithBinary refused it: %s",
-             kiln_cl_error_name(err != CL_SUCCESS ? err : status));
-    if (program != NULL)
-      clReleaseProgram(program);
-    return false;
-  }
-  err = clBuildProgram(program, 1, &ctx->device->id, options, NULL, NULL);
-  if (err != CL_SUCCESS) {
-    snprintf(why, cap, "clBuildProgram of the binary failed: %s",
-             kiln_cl_error_name(err));
-    clReleaseProgram(program);
-    return false;
-  }
-  if (kiln__program_log(program, ctx->device, log) != KILN_OK) {
-    clReleaseProgram(program);
-    snprintf(why, cap, "out of memory");
-    return false;
-  }
-  *out = program;
-  return true;
-}
-
-/* Save program's binary as the entry at path; problems become the note. */
-static void store(kiln_context *ctx, cl_program program,
-                  const struct kiln__cache_config *config, const char *path,
-                  const struct kiln__cache_key *key, const char *label) {
-  size_t size = 0;
-  cl_int err = clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size,
-                                &size, NULL);
-  if (err != CL_SUCCESS || size == 0) {
-    kiln__cache_note("the driver gives no program binary for '%s' on '%s' "
-                     "(%s): it cannot be cached",
-                     label, ctx->device->info.name,
-                     err != CL_SUCCESS ? kiln_cl_error_name(err) : "size 0");
-    return;
-  }
-  unsigned char *binary = malloc(size);
-  if (binary == NULL)
-    return;
-  err = clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary,
-                         NULL);
-  char why[600];
-  if (err != CL_SUCCESS)
-    kiln__cache_note("clGetProgramInfo(CL_PROGRAM_BINARIES) failed: %s",
-                     kiln_cl_error_name(err));
-  else if (!kiln__cache_entry_write(config->dir, path, key, label,
-                                    ctx->device->info.name, binary, size, why,
-                                    sizeof why))
-    kiln__cache_note("cannot store a cache entry, working without the "
-                     "cache: %s",
-                     why);
-  else
-    atomic_fetch_add(&count_stores, 1);
-  free(binary);
-}
-
-static char *join_options(const struct kiln__build_request *req) {
-  const char *profile =
-      req->ctx->backend != NULL && req->ctx->backend->build_options != NULL
-          ? req->ctx->backend->build_options
-          : "";
-  const char *user = req->options != NULL ? req->options : "";
-  const char *arg_info = req->arg_info ? "-cl-kernel-arg-info" : "";
-  size_t n = strlen(profile) + strlen(user) + strlen(arg_info) + 3;
-  char *options = malloc(n);
-  if (options == NULL)
-    return NULL;
-  snprintf(options, n, "%s%s%s%s%s", profile,
-           profile[0] != '\0' && user[0] != '\0' ? " " : "", user,
-           (profile[0] != '\0' || user[0] != '\0') && arg_info[0] != '\0' ? " "
-                                                                          : "",
-           arg_info);
-  return options;
-}
-
-/* Everything a deferred store needs, copied at build time: the environment
- * may change before the program is released. */
-struct kiln__cache_pending {
-  struct kiln__cache_config config;
-  struct kiln__cache_key key;
-  char path[KILN__CACHE_PATH_MAX];
-  char label[64];
-};
-
-void kiln__cache_store_pending(kiln_context *ctx, cl_program program,
-                               struct kiln__cache_pending *pending) {
-  if (pending == NULL)
-    return;
-  if (program != NULL) {
-    store(ctx, program, &pending->config, pending->path, &pending->key,
-          pending->label);
-    kiln__cache_evict(pending->config.dir, pending->config.max_bytes);
-    save_stats(pending->config.dir);
-  }
-  free(pending);
-}
-
-kiln_status kiln__build_program(const struct kiln__build_request *req,
-                                struct kiln__build_result *out) {
-  memset(out, 0, sizeof *out);
-  kiln_context *ctx = req->ctx;
-  char *options = join_options(req);
-  if (options == NULL)
-    return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
-                      "cannot allocate the build options");
-  struct kiln__cache_config config;
-  struct kiln__cache_key key;
-  char path[KILN__CACHE_PATH_MAX];
-  char why[600];
-  bool cached = false;
-  if (req->use_cache) {
-    kiln__cache_config(&config);
-    if (config.problem[0] != '\0')
-      kiln__cache_note("%s", config.problem);
-    cached = config.enabled && config.have_dir;
-  }
-  if (cached && !kiln__cache_make_dir(config.dir, why, sizeof why)) {
-    kiln__cache_note("working without the program cache: %s", why);
-    cached = false;
-  }
-  if (cached && (!kiln__cache_key(ctx->device, req->source, req->source_length,
-                                  options, &key) ||
-                 snprintf(path, sizeof path, "%s/%s%s", config.dir, key.hex,
-                          KILN__CACHE_SUFFIX) >= (int)sizeof path))
-    cached = false;
-
-  if (cached) {
-    unsigned char *payload = NULL;
-    size_t length = 0;
-    enum kiln__entry_result r =
-        kiln__cache_entry_read(path, &key, &payload, &length, why, sizeof why);
-    if (r == KILN__ENTRY_OK) {
-      char reason[sizeof why];
-      if (load_binary(ctx, payload, length, options, &out->program, &out->log,
-                      reason, sizeof reason)) {
-        free(payload);
-        free(options);
-        /* The file's mtime is its last use, for least-recently-used
-         * eviction; atime is unreliable (noatime, relatime). */
-        utimensat(AT_FDCWD, path, NULL, 0);
-        atomic_fetch_add(&count_hits, 1);
-        save_stats(config.dir);
-        out->from_cache = true;
-        return KILN_OK;
-      }
-      memcpy(why, reason, sizeof why);
-      r = KILN__ENTRY_CORRUPT;
-    }
-    free(payload);
-    if (r == KILN__ENTRY_CORRUPT) {
-      /* Removed before the rebuild rewrites it, so that a failing rebuild
-       * does not leave the bad entry for the next process. */
-      unlink(path);
-      atomic_fetch_add(&count_rejected, 1);
-      kiln__cache_note("removed cache entry %s (%s): %s; rebuilt from source",
-                       key.hex, req->label, why);
-    } else if (r == KILN__ENTRY_UNREADABLE) {
-      kiln__cache_note("cache entry %s is unreadable (%s); built from source",
-                       key.hex, why);
-    }
-    atomic_fetch_add(&count_misses, 1);
-  }
-
-  kiln_status st = kiln__compile_source(ctx, req->source, req->source_length,
-                                        options, &out->program, &out->log);
-  free(options);
-  if (st == KILN_OK && cached &&
-      (ctx->device->info.quirks & KILN_QUIRK_LAZY_PROGRAM_BINARY) != 0) {
-    /* Querying the binary now would freeze it without the code the first
-     * launches compile; the owner stores it on release instead. */
-    out->pending = malloc(sizeof *out->pending);
-    if (out->pending != NULL) {
-      out->pending->config = config;
-      out->pending->key = key;
-      memcpy(out->pending->path, path, sizeof path);
-      kiln__cache_copy(out->pending->label, sizeof out->pending->label,
-                       req->label);
-    }
-  } else if (st == KILN_OK && cached) {
-    store(ctx, out->program, &config, path, &key, req->label);
-    kiln__cache_evict(config.dir, config.max_bytes);
-  }
-  if (cached)
-    save_stats(config.dir);
-  return st;
 }

@@ -1,5 +1,6 @@
-/* The public cache API (kiln_cache.h): information, listing, clearing and
- * warming. Lookups and stores themselves live in cache.c. */
+/* The public cache API (kiln_cache.h): information, listing and clearing.
+ * Lookups and stores live in build.c and cache.c; warming, which builds the
+ * op library's kernels, lives with the op library (ops/ops_warm.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -9,7 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "build.h"
 #include "cache_internal.h"
 #include "kiln/kiln_cache.h"
 
@@ -267,128 +267,4 @@ kiln_status kiln_cache_clear(size_t *removed) {
   if (removed != NULL)
     *removed = count;
   return st;
-}
-
-/* ---- warming ------------------------------------------------------------- */
-
-static double seconds_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* The variants to warm, collected from the op library before building. */
-struct variant {
-  char *source;
-  char *options;
-};
-
-struct variants {
-  struct variant *items;
-  size_t count, capacity;
-  bool failed; /* out of memory while collecting */
-};
-
-static void add_variant(void *user, const char *source, const char *options) {
-  struct variants *v = user;
-  if (v->failed || source == NULL)
-    return;
-  if (options == NULL)
-    options = "";
-  for (size_t i = 0; i < v->count; i++) /* duplicates are built once */
-    if (strcmp(v->items[i].source, source) == 0 &&
-        strcmp(v->items[i].options, options) == 0)
-      return;
-  if (v->count == v->capacity) {
-    size_t cap = v->capacity == 0 ? 32 : v->capacity * 2;
-    struct variant *grown = realloc(v->items, cap * sizeof *grown);
-    if (grown == NULL) {
-      v->failed = true;
-      return;
-    }
-    v->items = grown;
-    v->capacity = cap;
-  }
-  struct variant *item = &v->items[v->count];
-  item->source = strdup(source);
-  item->options = strdup(options);
-  if (item->source == NULL || item->options == NULL) {
-    free(item->source);
-    free(item->options);
-    v->failed = true;
-    return;
-  }
-  v->count++;
-}
-
-static void free_variants(struct variants *v) {
-  for (size_t i = 0; i < v->count; i++) {
-    free(v->items[i].source);
-    free(v->items[i].options);
-  }
-  free(v->items);
-}
-
-kiln_status kiln_cache_warm(kiln_context *ctx, kiln_cache_warm_fn progress,
-                            void *user_data, size_t *built) {
-  if (built != NULL)
-    *built = 0;
-  if (ctx == NULL)
-    return kiln__fail(KILN_ERR_NULL_POINTER, "kiln_cache_warm: ctx is NULL");
-  if ((ctx->flags & KILN_CONTEXT_NO_CACHE) != 0)
-    return kiln__fail(KILN_ERR_INVALID_STATE,
-                      "kiln_cache_warm: the context was created with "
-                      "KILN_CONTEXT_NO_CACHE, so nothing would be stored");
-  struct variants v = {0};
-  kiln__ops_warm_variants(ctx, add_variant, &v);
-  if (v.failed) {
-    free_variants(&v);
-    return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
-                      "kiln_cache_warm: cannot list the op kernel variants");
-  }
-  size_t total = v.count;
-  kiln_status first = KILN_OK;
-  char first_message[2048] = "";
-  size_t ok = 0;
-  for (size_t i = 0; i < total; i++) {
-    const char *name = v.items[i].source;
-    const char *options = v.items[i].options;
-    if (progress != NULL) {
-      kiln_cache_warm_progress p = {
-          .index = i, .total = total, .source = name, .options = options};
-      progress(&p, user_data);
-    }
-    double t0 = seconds_now();
-    cl_program program = NULL;
-    bool from_cache = false;
-    kiln_status st =
-        kiln__op_program_cached(ctx, name, options, &program, &from_cache);
-    if (st == KILN_OK) {
-      ok++;
-    } else if (first == KILN_OK) {
-      first = st;
-      kiln__cache_copy(first_message, sizeof first_message, kiln_last_error());
-    }
-    if (progress != NULL) {
-      kiln_cache_warm_progress p = {
-          .index = i,
-          .total = total,
-          .source = name,
-          .options = options,
-          .finished = true,
-          .status = st,
-          .from_cache = from_cache,
-          .seconds = seconds_now() - t0,
-      };
-      progress(&p, user_data);
-    }
-  }
-  free_variants(&v);
-  if (built != NULL)
-    *built = ok;
-  if (first != KILN_OK)
-    return kiln__fail(first, "kiln_cache_warm: %zu of %zu op kernel variants "
-                      "failed to build; the first: %s",
-                      total - ok, total, first_message);
-  return KILN_OK;
 }

@@ -1,6 +1,7 @@
-/* The persistent program cache, shared by cache.c (lookups, stores,
- * eviction), cache_entry.c (file format and key) and cache_api.c (the public
- * kiln_cache_* functions). Not installed.
+/* The persistent program cache, private to the build room: cache.c (the
+ * store: configuration, counters, eviction), cache_entry.c (file format and
+ * key), cache_api.c (the public kiln_cache_* functions) and build.c, which
+ * reads and writes entries around a build. Not installed.
  *
  * Cache problems are never failures of the build that met them: they are
  * recorded as the cache's diagnostic (kiln__cache_note) and the build goes on
@@ -8,7 +9,7 @@
 #ifndef KILN_CACHE_INTERNAL_H
 #define KILN_CACHE_INTERNAL_H
 
-#include "internal.h"
+#include "core/internal.h"
 
 /* Bumped whenever the entry layout or the key's fields change; old entries
  * then fail the format check and are rebuilt. */
@@ -92,6 +93,14 @@ struct kiln__cache_counters {
   uint64_t hits, misses, stores, rejected, evicted;
 };
 void kiln__cache_counters(struct kiln__cache_counters *out);
+/* Count one event of this process (eviction counts itself). Thread-safe. */
+enum kiln__cache_event {
+  KILN__CACHE_HIT, KILN__CACHE_MISS, KILN__CACHE_STORE, KILN__CACHE_REJECTED,
+};
+void kiln__cache_count(enum kiln__cache_event event);
+/* Persist this process's counters as dir's "last run", for `kiln cache
+ * stats`. Best effort: a failure only loses the statistic. */
+void kiln__cache_save_stats(const char *dir);
 
 /* Evict least-recently-used entries of dir until it holds at most max_bytes,
  * under an exclusive lock on dir/.lock; also removes temporary files left by

@@ -11,7 +11,6 @@
 
 #include "build.h"
 #include "embedded_kernels.h"
-#include "internal.h"
 
 const char *kiln__kernel_source(const char *name, size_t *length) {
   if (name == NULL)
@@ -49,40 +48,21 @@ struct memo_entry {
   char *message;       /* last error of the failed build */
 };
 
-struct kiln__program_memo {
+struct program_memo {
+  struct kiln__attached attached; /* first: the context frees it through this */
   pthread_mutex_t lock;
   pthread_cond_t built; /* broadcast whenever an entry leaves BUILDING */
   struct memo_entry *entries;
   size_t builds; /* compilations started, for tests */
-  /* The owning context, noted at the first build: deferred cache stores
-   * need its device when the memo is destroyed (still alive then). */
+  /* The owning context: deferred cache stores need its device when the
+   * memo is destroyed (still alive then). */
   kiln_context *ctx;
 };
 
-kiln_status kiln__memo_create(struct kiln__program_memo **out) {
-  if (out == NULL)
-    return kiln__fail(KILN_ERR_NULL_POINTER, "kiln__memo_create: out is NULL");
-  *out = NULL;
-  struct kiln__program_memo *memo = calloc(1, sizeof *memo);
-  if (memo == NULL)
-    goto fail;
-  if (pthread_mutex_init(&memo->lock, NULL) != 0)
-    goto fail;
-  if (pthread_cond_init(&memo->built, NULL) != 0) {
-    pthread_mutex_destroy(&memo->lock);
-    goto fail;
-  }
-  *out = memo;
-  return KILN_OK;
-fail:
-  free(memo);
-  return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
-                    "kiln__memo_create: cannot allocate the program memo");
-}
-
-void kiln__memo_destroy(struct kiln__program_memo *memo) {
-  if (memo == NULL)
-    return;
+/* Release every program of the memo (writing deferred cache entries first)
+ * and the memo itself; kiln_context_destroy calls it. */
+static void memo_destroy(struct kiln__attached *attached) {
+  struct program_memo *memo = (struct program_memo *)attached;
   kiln_context *ctx = memo->ctx;
   struct memo_entry *e = memo->entries;
   while (e != NULL) {
@@ -101,17 +81,61 @@ void kiln__memo_destroy(struct kiln__program_memo *memo) {
   free(memo);
 }
 
+/* A new, empty memo for ctx. */
+static kiln_status memo_create(kiln_context *ctx,
+                               struct program_memo **out) {
+  *out = NULL;
+  struct program_memo *memo = calloc(1, sizeof *memo);
+  if (memo == NULL)
+    goto fail;
+  if (pthread_mutex_init(&memo->lock, NULL) != 0)
+    goto fail;
+  if (pthread_cond_init(&memo->built, NULL) != 0) {
+    pthread_mutex_destroy(&memo->lock);
+    goto fail;
+  }
+  memo->attached.destroy = memo_destroy;
+  memo->ctx = ctx;
+  *out = memo;
+  return KILN_OK;
+fail:
+  free(memo);
+  return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                    "kiln__memo_create: cannot allocate the program memo");
+}
+
+/* ctx's memo, created at the first call: two threads may race here, and the
+ * loser of the compare-and-swap frees its copy and takes the winner's. */
+static kiln_status memo_of(kiln_context *ctx, struct program_memo **out) {
+  struct kiln__attached *current = atomic_load(&ctx->memo);
+  if (current == NULL) {
+    struct program_memo *fresh = NULL;
+    kiln_status st = memo_create(ctx, &fresh);
+    if (st != KILN_OK)
+      return st;
+    if (atomic_compare_exchange_strong(&ctx->memo, &current, &fresh->attached))
+      current = &fresh->attached;
+    else
+      memo_destroy(&fresh->attached);
+  }
+  *out = (struct program_memo *)current;
+  return KILN_OK;
+}
+
 size_t kiln__memo_build_count(const kiln_context *ctx) {
-  if (ctx == NULL || ctx->memo == NULL)
+  if (ctx == NULL)
     return 0;
-  struct kiln__program_memo *memo = ctx->memo;
+  struct program_memo *memo =
+      (struct program_memo *)atomic_load(&ctx->memo);
+  if (memo == NULL)
+    return 0;
   pthread_mutex_lock(&memo->lock);
   size_t n = memo->builds;
   pthread_mutex_unlock(&memo->lock);
   return n;
 }
 
-static struct memo_entry *find_entry(struct kiln__program_memo *memo,
+static struct memo_entry *find_entry(struct program_memo *memo,
                                      const char *name, const char *options) {
   for (struct memo_entry *e = memo->entries; e != NULL; e = e->next)
     if (strcmp(e->name, name) == 0 && strcmp(e->options, options) == 0)
@@ -137,10 +161,10 @@ static struct memo_entry *new_entry(const char *name, const char *options) {
 
 /* Compile entry e (state BUILDING, owned by this thread) outside the lock and
  * publish the result. */
-static kiln_status build_entry(kiln_context *ctx, struct memo_entry *e,
-                               const char *source, size_t length,
-                               cl_program *program) {
-  struct kiln__program_memo *memo = ctx->memo;
+static kiln_status build_entry(kiln_context *ctx,
+                               struct program_memo *memo,
+                               struct memo_entry *e, const char *source,
+                               size_t length, cl_program *program) {
   struct kiln__build_request req = {
       .ctx = ctx,
       .source = source,
@@ -183,9 +207,6 @@ static kiln_status memo_get(kiln_context *ctx, const char *name,
     return kiln__fail(KILN_ERR_NULL_POINTER,
                       "kiln__op_program: %s is NULL",
                       ctx == NULL ? "ctx" : "name");
-  if (ctx->memo == NULL)
-    return kiln__fail(KILN_ERR_INVALID_STATE,
-                      "kiln__op_program: the context has no program memo");
   if (options == NULL)
     options = "";
   size_t length = 0;
@@ -196,9 +217,11 @@ static kiln_status memo_get(kiln_context *ctx, const char *name,
                       "'%s' (the library was built without cl_kernels/%s.cl)",
                       name, name);
 
-  struct kiln__program_memo *memo = ctx->memo;
+  struct program_memo *memo = NULL;
+  kiln_status created = memo_of(ctx, &memo);
+  if (created != KILN_OK)
+    return created;
   pthread_mutex_lock(&memo->lock);
-  memo->ctx = ctx;
   struct memo_entry *e = find_entry(memo, name, options);
   if (e == NULL) {
     e = new_entry(name, options);
@@ -211,7 +234,7 @@ static kiln_status memo_get(kiln_context *ctx, const char *name,
     memo->entries = e;
     memo->builds++;
     pthread_mutex_unlock(&memo->lock);
-    kiln_status st = build_entry(ctx, e, source, length, program);
+    kiln_status st = build_entry(ctx, memo, e, source, length, program);
     *from_cache = e->from_cache;
     return st;
   }
@@ -222,7 +245,7 @@ static kiln_status memo_get(kiln_context *ctx, const char *name,
     e->state = ENTRY_BUILDING;
     memo->builds++;
     pthread_mutex_unlock(&memo->lock);
-    kiln_status st = build_entry(ctx, e, source, length, program);
+    kiln_status st = build_entry(ctx, memo, e, source, length, program);
     *from_cache = e->from_cache;
     return st;
   }
@@ -265,7 +288,8 @@ struct queue_kernel {
   cl_kernel kernel;
 };
 
-struct kiln__kernel_cache {
+struct kernel_cache {
+  struct kiln__attached attached; /* first: the queue frees it through this */
   struct queue_kernel *items;
   size_t count, capacity;
 };
@@ -283,10 +307,9 @@ static uint64_t key_hash(const char *a, const char *b, const char *c) {
   return h;
 }
 
-void kiln__queue_kernels_free(kiln_queue *queue) {
-  if (queue == NULL || queue->kernels == NULL)
-    return;
-  struct kiln__kernel_cache *cache = queue->kernels;
+/* Release the kernels cached on a queue; kiln_queue_destroy calls it. */
+static void kernel_cache_destroy(struct kiln__attached *attached) {
+  struct kernel_cache *cache = (struct kernel_cache *)attached;
   for (size_t i = 0; i < cache->count; i++) {
     clReleaseKernel(cache->items[i].kernel);
     free(cache->items[i].name);
@@ -295,10 +318,9 @@ void kiln__queue_kernels_free(kiln_queue *queue) {
   }
   free(cache->items);
   free(cache);
-  queue->kernels = NULL;
 }
 
-static kiln_status add_kernel(struct kiln__kernel_cache *cache,
+static kiln_status add_kernel(struct kernel_cache *cache,
                               const struct queue_kernel *item) {
   if (cache->count == cache->capacity) {
     size_t cap = cache->capacity == 0 ? 8 : cache->capacity * 2;
@@ -327,7 +349,7 @@ kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
   if (options == NULL)
     options = "";
   uint64_t h = key_hash(name, options, kernel_name);
-  struct kiln__kernel_cache *cache = queue->kernels;
+  struct kernel_cache *cache = (struct kernel_cache *)queue->kernels;
   if (cache != NULL) {
     for (size_t i = 0; i < cache->count; i++) {
       struct queue_kernel *k = &cache->items[i];
@@ -342,7 +364,8 @@ kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
     if (cache == NULL)
       return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
                         "kiln__queue_kernel: cannot allocate the kernel cache");
-    queue->kernels = cache;
+    cache->attached.destroy = kernel_cache_destroy;
+    queue->kernels = &cache->attached;
   }
 
   cl_program program = NULL;

@@ -112,10 +112,6 @@ kiln_status kiln_context_create(const kiln_device *device,
     goto fail;
   }
 
-  status = kiln__memo_create(&ctx->memo);
-  if (status != KILN_OK)
-    goto fail;
-
   *out = ctx;
   return KILN_OK;
 
@@ -159,7 +155,9 @@ kiln_status kiln_context_destroy(kiln_context *ctx) {
                       children == 1 ? "is" : "are",
                       children == 1 ? "it" : "them");
   /* The memo holds programs of this cl_context: release them first. */
-  kiln__memo_destroy(ctx->memo);
+  struct kiln__attached *memo = atomic_load(&ctx->memo);
+  if (memo != NULL)
+    memo->destroy(memo);
   clReleaseContext(ctx->cl);
   kiln__device_free(ctx->device);
   free(ctx);

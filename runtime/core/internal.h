@@ -1,4 +1,6 @@
-/* Internal declarations shared by runtime/ modules. Not installed.
+/* The core room's interface (runtime/core/): errors, devices, contexts,
+ * queues, events, buffers, programs and kernels as objects. Included by the
+ * rooms above it (build, ops); it includes nothing of theirs. Not installed.
  *
  * Naming: internal non-static functions are kiln__<module>_<verb>. */
 #ifndef KILN_INTERNAL_H
@@ -67,9 +69,17 @@ void kiln__device_free(struct kiln_device *device);
 kiln_status kiln__device_list_synthetic(const struct kiln_device *devices,
                                         size_t count, kiln_device_list **out);
 
-/* ---- context (context.c) ------------------------------------------------ */
+/* ---- state of higher rooms on core objects ------------------------------ */
 
-struct kiln__program_memo;  /* program.c / cache.c: compiled-once table */
+/* What a room above keeps on a core object (the build room's program memo on
+ * a context, its op kernels on a queue). The core object knows only how to
+ * free it, so calls still flow down: the state begins with this header and
+ * the object calls destroy(state) when it is destroyed. */
+struct kiln__attached {
+  void (*destroy)(struct kiln__attached *self);
+};
+
+/* ---- context (context.c) ------------------------------------------------ */
 
 struct kiln_context {
   cl_context cl;
@@ -77,7 +87,11 @@ struct kiln_context {
   const struct kiln_backend *backend;  /* profile in force */
   unsigned flags;                      /* KILN_CONTEXT_* */
   atomic_size_t children;              /* live queues, buffers, programs, events */
-  struct kiln__program_memo *memo;     /* op kernels built once per context */
+  /* The build room's memo of op programs built once per context: created
+   * there at the first op build (published with a compare-and-swap, since
+   * threads may race to it), destroyed here before the cl_context it holds
+   * programs of. */
+  _Atomic(struct kiln__attached *) memo;
 };
 
 void kiln__context_child_added(kiln_context *ctx);
@@ -85,22 +99,18 @@ void kiln__context_child_removed(kiln_context *ctx);
 
 /* ---- queue, event (queue.c, event.c) ------------------------------------ */
 
-struct kiln__kernel_cache; /* memo.c: op kernels cached per queue */
-
 struct kiln_queue {
   kiln_context *ctx;
   cl_command_queue cl;
   unsigned flags;
-  struct kiln__kernel_cache *kernels; /* created lazily by kiln__queue_kernel */
-  /* Op library scratch (ops_common.c): created at first use, grown on
-   * demand; queue.c must call kiln__ops_queue_free on destroy. */
+  /* The build room's op kernels cached on this queue (kiln__queue_kernel),
+   * created at the first op; destroyed with the queue after it finished. */
+  struct kiln__attached *kernels;
+  /* Op library scratch (ops_common.c's kiln__op_workspace): created at
+   * first use, grown on demand; released with the queue. */
   cl_mem op_workspace;
   size_t op_workspace_bytes;
 };
-
-/* Release the op library's per-queue state (the workspace). queue.c calls it
- * when destroying a queue, after the queue has finished. */
-void kiln__ops_queue_free(kiln_queue *queue);
 
 struct kiln_event {
   kiln_context *ctx;
@@ -159,7 +169,7 @@ kiln_status kiln__buffer_wrap(kiln_context *ctx, cl_mem mem, size_t size,
                               unsigned flags, kiln_buffer *parent,
                               size_t origin, const char *fn, kiln_buffer **out);
 
-/* ---- program, kernel (program.c, kernel.c) ------------------------------ */
+/* ---- program, kernel (build/program.c, kernel.c) -------------------------- */
 
 struct kiln_program {
   kiln_context *ctx;
@@ -171,7 +181,7 @@ struct kiln_program {
   bool from_cache;
   atomic_size_t children;  /* live kernels */
   /* A cache entry to write when the program is released (drivers with
-   * KILN_QUIRK_LAZY_PROGRAM_BINARY); NULL otherwise. cache.c. */
+   * KILN_QUIRK_LAZY_PROGRAM_BINARY); NULL otherwise. build/build.c. */
   struct kiln__cache_pending *pending_store;
 };
 
@@ -193,43 +203,5 @@ struct kiln_kernel {
   size_t max_group;              /* CL_KERNEL_WORK_GROUP_SIZE; 0 if unknown */
   size_t required[3];            /* reqd_work_group_size, or zeros */
 };
-
-/* ---- embedded op kernels and the program memo (program.c, cache.c) ----- */
-
-/* The OpenCL C source of the embedded op kernel file `name` (the .cl file's
- * base name, "elementwise"), with shared headers already inlined, or NULL.
- * *length receives its length. */
-const char *kiln__kernel_source(const char *name, size_t *length);
-
-/* The built cl_program for embedded source `name` with extra build options
- * (may be NULL; the profile's options are always prepended) on ctx: built at
- * most once per (context, name, options), thread-safely, through the
- * persistent cache. The program stays owned by the context; do not release
- * it. */
-kiln_status kiln__op_program(kiln_context *ctx, const char *name,
-                             const char *options, cl_program *out);
-
-/* A cl_kernel for kernel_name in embedded program `name` built with options,
- * cached on queue: a queue is used by one thread at a time, so the op library
- * may set this kernel's arguments without locks. Owned by the queue. */
-kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
-                               const char *options, const char *kernel_name,
-                               cl_kernel *out);
-/* Release the kernels cached on queue (queue.c calls it on destroy). */
-void kiln__queue_kernels_free(kiln_queue *queue);
-
-/* Create the memo a context keeps; free it (releasing its programs). */
-kiln_status kiln__memo_create(struct kiln__program_memo **out);
-void kiln__memo_destroy(struct kiln__program_memo *memo);
-
-/* The (embedded source, options) pairs the op library builds on ctx, for
- * kiln_cache_warm: call add(user, source, options) once per pair, with
- * options exactly as the ops pass them to kiln__queue_kernel (they depend
- * on the profile's tuning and the device's dtypes). Defined in
- * ops_common.c, which asks each op module for its variants. */
-typedef void (*kiln__warm_add_fn)(void *user, const char *source,
-                                  const char *options);
-void kiln__ops_warm_variants(const kiln_context *ctx, kiln__warm_add_fn add,
-                             void *user);
 
 #endif

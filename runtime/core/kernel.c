@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build.h"
 #include "internal.h"
 
 /* ---- argument types ------------------------------------------------------ */

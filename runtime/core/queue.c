@@ -103,8 +103,10 @@ kiln_status kiln_queue_destroy(kiln_queue *queue) {
   if (err != CL_SUCCESS)
     status = kiln__fail_cl(err, "clFinish", queue->ctx->device,
                            "kiln_queue_destroy: waiting for pending commands");
-  kiln__queue_kernels_free(queue);
-  kiln__ops_queue_free(queue);
+  if (queue->kernels != NULL)
+    queue->kernels->destroy(queue->kernels);
+  if (queue->op_workspace != NULL)
+    clReleaseMemObject(queue->op_workspace);
   clReleaseCommandQueue(queue->cl);
   kiln__context_child_removed(queue->ctx);
   free(queue);

@@ -416,24 +416,3 @@ kiln_status kiln__op_workspace(struct kiln__op *op, size_t bytes,
   *out = mem;
   return KILN_OK;
 }
-
-void kiln__ops_queue_free(kiln_queue *queue) {
-  if (queue == NULL)
-    return;
-  if (queue->op_workspace != NULL)
-    clReleaseMemObject(queue->op_workspace);
-  queue->op_workspace = NULL;
-  queue->op_workspace_bytes = 0;
-}
-
-/* ---- cache warming ------------------------------------------------------- */
-
-void kiln__ops_warm_variants(const kiln_context *ctx, kiln__warm_add_fn add,
-                             void *user) {
-  kiln__ops_warm_elementwise(ctx, add, user);
-  kiln__ops_warm_reduce(ctx, add, user);
-  kiln__ops_warm_scan(ctx, add, user);
-  kiln__ops_warm_rows(ctx, add, user);
-  kiln__ops_warm_transpose(ctx, add, user);
-  kiln__ops_warm_gemm(ctx, add, user);
-}

@@ -1,6 +1,9 @@
-/* Plumbing shared by the op library's entry points (ops_*.c): argument
+/* The op library's room header (runtime/ops/), the top room of the runtime:
+ * plumbing shared by the op library's entry points (ops_*.c): argument
  * checks, the per-queue workspace, and one launch path that handles the wait
- * list, the out event, zero-size no-ops and tracing. Not installed.
+ * list, the out event, zero-size no-ops and tracing. It includes the build
+ * room below (which includes the core room); nothing below includes it. Not
+ * installed.
  *
  * An op entry point follows this shape:
  *
@@ -29,7 +32,7 @@
 #ifndef KILN_OPS_INTERNAL_H
 #define KILN_OPS_INTERNAL_H
 
-#include "internal.h"
+#include "build/build.h"
 #include "kiln/ops.h"
 
 /* ---- dtypes -------------------------------------------------------------- */
@@ -209,8 +212,12 @@ kiln_status kiln__op_workspace(struct kiln__op *op, size_t bytes,
 /* ---- cache warming ------------------------------------------------------- */
 
 /* Each module lists the (embedded source, build options) pairs it builds on
- * ctx, exactly as it passes them to kiln__queue_kernel; ops_common.c's
- * kiln__ops_warm_variants (internal.h) gathers them for kiln_cache_warm. */
+ * ctx: add(user, source, options) once per pair, with options exactly as it
+ * passes them to kiln__queue_kernel (they depend on the profile's tuning and
+ * the device's dtypes). ops_warm.c's table gathers them for
+ * kiln_cache_warm. */
+typedef void (*kiln__warm_add_fn)(void *user, const char *source,
+                                  const char *options);
 void kiln__ops_warm_elementwise(const kiln_context *ctx, kiln__warm_add_fn add,
                                 void *user);
 void kiln__ops_warm_reduce(const kiln_context *ctx, kiln__warm_add_fn add,

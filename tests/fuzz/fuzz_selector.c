@@ -4,7 +4,7 @@
  * must not crash, must leave *out NULL on failure with a message, report
  * syntax errors with a column, and explain every device on success. */
 #include "fuzz_common.h"
-#include "internal.h"
+#include "core/internal.h"
 
 static kiln_device_list *list;
 

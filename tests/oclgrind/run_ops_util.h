@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "internal.h"
+#include "build/build.h"
 
 extern int failures; /* failed checks so far */
 extern int checks;   /* checks made so far */
