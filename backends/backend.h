@@ -86,7 +86,7 @@ const struct kiln_backend *kiln__backend_match(const struct kiln_backend_probe *
 /* The profile called name (case-insensitive), or NULL. */
 const struct kiln_backend *kiln__backend_find(const char *name);
 
-/* ---- shared facts for match() and the selector (registry.c) ------------ */
+/* ---- shared facts for match() and the selector (recognise.c) ----------- */
 
 /* Who made the hardware. The vendor string wins over the vendor id because
  * CPU implementations lie about the id (PoCL 3.1 reports Intel's 0x8086 on

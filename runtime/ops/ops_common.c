@@ -1,4 +1,4 @@
-/* The op library's common plumbing: dtypes, argument checks, the launch path
+/* The op library's common plumbing: argument checks, the launch path
  * (wait list, out event, zero-size no-ops, tracing) and the per-queue
  * workspace. See ops_internal.h for how an op uses it. */
 #include "ops_internal.h"
@@ -6,37 +6,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
-
-/* ---- dtypes -------------------------------------------------------------- */
-
-KILN_API size_t kiln_dtype_size(kiln_dtype dtype) {
-  switch (dtype) {
-  case KILN_F32:
-  case KILN_I32:
-  case KILN_U32:
-    return 4;
-  case KILN_F16:
-  case KILN_BF16:
-    return 2;
-  }
-  return 0;
-}
-
-KILN_API const char *kiln_dtype_name(kiln_dtype dtype) {
-  switch (dtype) {
-  case KILN_F32:
-    return "f32";
-  case KILN_F16:
-    return "f16";
-  case KILN_BF16:
-    return "bf16";
-  case KILN_I32:
-    return "i32";
-  case KILN_U32:
-    return "u32";
-  }
-  return "unknown";
-}
 
 /* ---- argument checks ----------------------------------------------------- */
 

@@ -7,6 +7,8 @@
 #include "fuzz_common.h"
 
 #include "../../tools/bench/bench_peaks.c"
+/* bench_now, which the peaks measurement calls. */
+#include "../../tools/bench/bench_clock.c"
 
 static char peaks_path[512];
 static kiln_device_info device;

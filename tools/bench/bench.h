@@ -1,6 +1,6 @@
 /* `kiln bench` internals shared by cmd_bench.c (options, table, JSON),
- * bench_peaks.c (the device's measured peaks, cached) and bench_ops.c (one
- * runner per op). Everything goes through kiln's public API (plus
+ * bench_peaks.c (the device's measured peaks, cached), bench_ops.c and
+ * bench_extra.c (one runner per op) and bench_clock.c (timing). Everything goes through kiln's public API (plus
  * kiln/kiln_cl.h for the raw-OpenCL launch comparison). */
 #ifndef KILN_TOOLS_BENCH_H
 #define KILN_TOOLS_BENCH_H
@@ -70,8 +70,13 @@ struct bench_peaks {
 bool bench_peaks_get(kiln_context *ctx, kiln_queue *queue, bool remeasure,
                      struct bench_peaks *out, char *err, size_t err_size);
 
+/* ---- bench_clock.c ---- */
+
 /* Monotonic seconds. */
 double bench_now(void);
+
+/* Sort count samples in ascending order. */
+void bench_sort(double *t, size_t count);
 
 /* Median of the timed runs of op(arg) (each: enqueue, then finish the
  * queue), after one warm-up run. Returns a negative value when op fails;

@@ -27,11 +27,6 @@ static const char scale_source[] =
     "    x[i] *= a;\n"
     "}\n";
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 bool bench_run_launch(const struct bench_env *env, struct bench_result *r) {
   const size_t n = r->shape[0];
   bool ok = false;
@@ -102,8 +97,8 @@ bool bench_run_launch(const struct bench_env *env, struct bench_result *r) {
   }
   if (kiln_queue_finish(env->queue) != KILN_OK)
     goto done;
-  qsort(kiln_t, LAUNCHES, sizeof kiln_t[0], cmp_double);
-  qsort(raw_t, LAUNCHES, sizeof raw_t[0], cmp_double);
+  bench_sort(kiln_t, LAUNCHES);
+  bench_sort(raw_t, LAUNCHES);
   r->is_launch = true;
   r->median_s = kiln_t[LAUNCHES / 2];
   r->kiln_us = kiln_t[LAUNCHES / 2] * 1e6;

@@ -119,30 +119,6 @@ static bool download(const struct bench_env *env, kiln_buffer *b, void *host,
   return false;
 }
 
-/* ---- timing -------------------------------------------------------------- */
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-double bench_time(const struct bench_env *env, kiln_status (*op)(void *arg),
-                  void *arg) {
-  enum { MAX_RUNS = 101 };
-  double t[MAX_RUNS];
-  int runs = env->runs < MAX_RUNS ? env->runs : MAX_RUNS;
-  if (op(arg) != KILN_OK || kiln_queue_finish(env->queue) != KILN_OK)
-    return -1.0;
-  for (int i = 0; i < runs; i++) {
-    double t0 = bench_now();
-    if (op(arg) != KILN_OK || kiln_queue_finish(env->queue) != KILN_OK)
-      return -1.0;
-    t[i] = bench_now() - t0;
-  }
-  qsort(t, (size_t)runs, sizeof t[0], cmp_double);
-  return runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
-}
-
 /* Fill in the timing part of r, or the failure. */
 static bool timed(const struct bench_env *env, struct bench_result *r,
                   kiln_status (*op)(void *arg), void *arg, double work,

@@ -72,12 +72,6 @@ static const char peak_source[] =
     "  out[get_global_id(0)] = t;\n"
     "}\n";
 
-double bench_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static unsigned float_width(const kiln_device_info *info) {
   unsigned w = info->vector_width_float;
   return w >= 16 ? 16 : w >= 8 ? 8 : w >= 4 ? 4 : w >= 2 ? 2 : 1;

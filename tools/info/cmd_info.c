@@ -49,12 +49,6 @@ static void usage(FILE *out) {
       out);
 }
 
-bool info_device_shown(const info_model *model, const info_device *device) {
-  if (model->explain || model->selector == NULL)
-    return true;
-  return device->kdev != NULL && device->taken;
-}
-
 /* Cut a name for one-line display (the list, headings). */
 static void shorten(char *name) {
   if (name != NULL && strlen(name) > 160)

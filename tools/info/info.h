@@ -138,8 +138,15 @@ typedef struct info_model {
   bool checked;              /* --check ran */
 } info_model;
 
-/* Whether a device is shown under the selection options in force. */
-bool info_device_shown(const info_model *model, const info_device *device);
+/* Whether a device is shown under the selection options in force: a
+ * predicate on the model, inline so that the text report (cmd_info.c) and
+ * the JSON document (info_json.c) share it without calling each other. */
+static inline bool info_device_shown(const info_model *model,
+                                     const info_device *device) {
+  if (model->explain || model->selector == NULL)
+    return true;
+  return device->kdev != NULL && device->taken;
+}
 
 /* ---- JSON (info_json.c) ---- */
 
