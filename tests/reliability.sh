@@ -134,7 +134,7 @@ stage_oclgrind() {
 stage_fuzz() {
   need clang "clang libclang-rt-14-dev" || return 1
   mkdir -p "$rel"
-  CC=clang setup "$rel/fuzz" -Dfuzz=true -Dtools=false -Db_lundef=false \
+  CC=clang setup "$rel/fuzz" -Dfuzz=true -Dtools=disabled -Db_lundef=false \
     -Db_sanitize=address,undefined -Dc_args=-fsanitize=fuzzer-no-link ||
     return 1
   local status=0 target work log

@@ -294,7 +294,8 @@ static size_t compare_with_clinfo(const char *const *env) {
       raw_device *rd = &plats[p].dev[d];
       json_t *jd = json_array_get(jdevs, d);
       char where[640];
-      snprintf(where, sizeof(where), "platform %zu device %zu (%s)", p, d, rd->name);
+      snprintf(where, sizeof(where), "platform %zu device %zu (%.512s)", p, d,
+               rd->name);
       char dname[512];
       snprintf(dname, sizeof(dname), "%s",
                json_string_value(json_object_get(jd, "CL_DEVICE_NAME")));
