@@ -172,6 +172,14 @@ PACK_KERNEL(gemm_pack_b_bf16, NR, ushort, BF16_LOADF, BF16_LOAD8)
  * (beta != 0); a beta of 0 never reads C, so NaNs there do not leak. Later
  * passes over KC steps (and later host chunks, which pass beta = 1) add to
  * what the earlier ones stored. */
+/* clang reports a loop hint it could not follow (below: LLVM 15 cannot
+ * unroll the k loop 4 times) at the kernel's first line, as -Wpass-failed,
+ * and PoCL's clang prints "1 warning generated." to the application's
+ * stderr. Off for this kernel only. */
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
 gemm_cpu(uint m, uint n, uint k, uint mb, uint nb, float alpha, float beta,
          uint read_c, __global const float *ws, ulong a_off, ulong a_batch,
@@ -200,7 +208,11 @@ gemm_cpu(uint m, uint n, uint k, uint mb, uint nb, float alpha, float beta,
 #undef DECL
         /* Unrolled 4 times, not fully: kc is at most KC, and compilers that
          * see that bound unroll all of it, which takes rusticl minutes to
-         * compile and gains nothing. */
+         * compile and gains nothing. LLVM 15 (PoCL 3.1, rusticl) keeps the
+         * loop rolled instead and warns that it could not unroll it, which
+         * PoCL's clang prints to the application's stderr: that warning is
+         * off for this kernel (above it), the hint stays, since it is what
+         * stops the full unroll. */
 #pragma unroll 4
         for (uint p = 0; p < kc; p++) {
 #if NV > 1
@@ -274,6 +286,9 @@ gemm_cpu(uint m, uint n, uint k, uint mb, uint nb, float alpha, float beta,
     }
   }
 }
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif
 
 /* C = beta * C over an m x n block (ldc) per batch, for alpha == 0 or
  * k == 0, where A and B are not read. beta == 0 writes zeros without
