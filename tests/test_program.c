@@ -4,8 +4,10 @@
  * build tree, see meson.build) keeps the suite quick. */
 #include "harness.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char good_source[] =
     "__kernel void scale(__global float *x, float a) {\n"
@@ -96,6 +98,12 @@ static void test_build_failure(void **state) {
     assert_last_error_contains("kiln_undeclared_identifier_42");
     assert_last_error_contains("Hint:");
     assert_int_equal(kiln_last_cl_error(), -11);
+    /* The compiler names the user's source and its line (3), not a file
+     * of the driver's: "<source>:3:..." (clang-based compilers) or
+     * "<source>(3)" (EDG-based ones). */
+    assert_true(strstr(kiln_last_error(), "<source>:3:") != NULL ||
+                strstr(kiln_last_error(), "<source>(3)") != NULL);
+    assert_null(strstr(kiln_last_error(), "tempfile"));
     /* The full log stays on the program, and the program is not built. */
     const char *log = kiln_program_build_log(program);
     assert_non_null(strstr(log, "kiln_undeclared_identifier_42"));
@@ -104,18 +112,63 @@ static void test_build_failure(void **state) {
                        KILN_ERR_INVALID_STATE);
     assert_kiln_ok(kiln_program_destroy(program));
 
-    /* create_built leaves *out NULL and the excerpt in the last error. */
+    /* create_built leaves *out NULL, the excerpt in the last error and the
+     * full log in kiln_last_build_log, which the hint names. */
     program = (kiln_program *)1;
     assert_kiln_status(kiln_program_create_built(ctx, bad_source, NULL, &program),
                        KILN_ERR_BUILD_FAILED);
     assert_null(program);
     assert_last_error_contains("kiln_undeclared_identifier_42");
+    assert_last_error_contains("kiln_last_build_log");
+    assert_non_null(strstr(kiln_last_build_log(), "kiln_undeclared_identifier_42"));
+    /* A successful build leaves the last failure's log alone. */
+    kiln_program *good;
+    assert_kiln_ok(kiln_program_create_built(ctx, good_source, NULL, &good));
+    assert_kiln_ok(kiln_program_destroy(good));
+    assert_non_null(strstr(kiln_last_build_log(), "kiln_undeclared_identifier_42"));
 
     /* Options the compiler refuses are a build failure naming them. */
     assert_kiln_status(
         kiln_program_create_built(ctx, good_source, "-kiln-bogus-option", &program),
         KILN_ERR_BUILD_FAILED);
     assert_last_error_contains("-kiln-bogus-option");
+    assert_kiln_ok(kiln_context_destroy(ctx));
+  }
+}
+
+/* kiln_last_build_log is per thread: a failure on another thread leaves
+ * this thread's log alone, and that thread sees its own. */
+struct failing_build {
+  kiln_context *ctx;
+  bool found_own;
+};
+
+static void *fail_a_build(void *arg) {
+  struct failing_build *fb = arg;
+  kiln_program *p = NULL;
+  kiln_status st = kiln_program_create_built(
+      fb->ctx, "__kernel void other(void) { other_thread_undeclared_7; }\n",
+      NULL, &p);
+  fb->found_own = st == KILN_ERR_BUILD_FAILED && p == NULL &&
+                  strstr(kiln_last_build_log(), "other_thread_undeclared_7");
+  return NULL;
+}
+
+static void test_last_build_log_per_thread(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx;
+    kiln_test_open(d, &ctx, NULL);
+    kiln_program *p = NULL;
+    assert_kiln_status(kiln_program_create_built(ctx, bad_source, NULL, &p),
+                       KILN_ERR_BUILD_FAILED);
+    struct failing_build fb = {.ctx = ctx};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fail_a_build, &fb), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(fb.found_own);
+    assert_non_null(strstr(kiln_last_build_log(), "kiln_undeclared_identifier_42"));
+    assert_null(strstr(kiln_last_build_log(), "other_thread_undeclared_7"));
     assert_kiln_ok(kiln_context_destroy(ctx));
   }
 }
@@ -196,6 +249,7 @@ int main(void) {
       cmocka_unit_test(test_create_bad_input),
       cmocka_unit_test(test_build_bad_input),
       cmocka_unit_test(test_build_failure),
+      cmocka_unit_test(test_last_build_log_per_thread),
       cmocka_unit_test(test_long_log_is_bounded),
       cmocka_unit_test(test_build_and_destroy_rules),
       cmocka_unit_test(test_no_cache_flag),

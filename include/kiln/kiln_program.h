@@ -25,7 +25,10 @@ KILN_API kiln_status kiln_program_create(kiln_context *ctx, const char *source,
  * profile's default options. Uses the persistent cache unless flags has
  * KILN_BUILD_NO_CACHE or the context disabled it. On failure returns
  * KILN_ERR_BUILD_FAILED with an excerpt of the log in the last error; the full
- * log stays available from kiln_program_build_log(). A built program cannot
+ * log stays available from kiln_program_build_log(). Compilers name the
+ * source "<source>" in their messages, with the line numbers of the text
+ * given to kiln_program_create ("<source>:2:14: error: ..."), not a file
+ * of the driver's. A built program cannot
  * be rebuilt (KILN_ERR_INVALID_STATE). Not thread-safe for one program:
  * build it on one thread (or use kiln_program_create_built) before sharing
  * it; builds of different programs, on one context or several, may run
@@ -33,8 +36,9 @@ KILN_API kiln_status kiln_program_create(kiln_context *ctx, const char *source,
 KILN_API kiln_status kiln_program_build(kiln_program *program,
                                         const char *options, unsigned flags);
 
-/* Convenience: create and build; on a build failure *out is NULL and the log
- * excerpt is in the last error. Thread-safe. */
+/* Convenience: create and build; on a build failure *out is NULL, the log
+ * excerpt is in the last error and the full log in kiln_last_build_log().
+ * Thread-safe. */
 KILN_API kiln_status kiln_program_create_built(kiln_context *ctx,
                                                const char *source,
                                                const char *options,
@@ -44,6 +48,13 @@ KILN_API kiln_status kiln_program_create_built(kiln_context *ctx,
  * until the program is destroyed or built again (not concurrently with
  * kiln_program_build on the same program). */
 KILN_API const char *kiln_program_build_log(const kiln_program *program);
+
+/* The full log of the last build that failed on the calling thread, for the
+ * failures that leave no program to ask (kiln_program_create_built); ""
+ * when no build failed on this thread yet, or the driver gave no log. A
+ * failing kiln_program_build sets it too. Borrowed: valid until the next
+ * build fails on this thread. Thread-safe (one log per thread). */
+KILN_API const char *kiln_last_build_log(void);
 
 /* Whether the last build was loaded from kiln's persistent cache. */
 KILN_API bool kiln_program_from_cache(const kiln_program *program);

@@ -5,6 +5,7 @@
  * cache_entry.c) is only the store it uses: a cache problem is recorded as
  * the cache's diagnostic and the build goes on from source. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,35 @@
 
 #include "build.h"
 #include "cache_internal.h"
+
+/* ---- the last failed build's log, per thread ----------------------------- */
+
+/* kiln_last_build_log's text: a malloc'd copy per thread, freed when the
+ * thread exits (a key destructor) or the next failure replaces it. */
+static pthread_key_t failed_log_key;
+static pthread_once_t failed_log_once = PTHREAD_ONCE_INIT;
+static bool failed_log_ready;
+
+static void make_failed_log_key(void) {
+  failed_log_ready = pthread_key_create(&failed_log_key, free) == 0;
+}
+
+/* Keep a copy of log as this thread's last failed build log. Best effort:
+ * without memory the previous log is dropped and "" is reported. */
+static void note_failed_log(const char *log) {
+  pthread_once(&failed_log_once, make_failed_log_key);
+  if (!failed_log_ready)
+    return;
+  free(pthread_getspecific(failed_log_key));
+  pthread_setspecific(failed_log_key, log != NULL ? strdup(log) : NULL);
+}
+
+const char *kiln_last_build_log(void) {
+  pthread_once(&failed_log_once, make_failed_log_key);
+  const char *log = failed_log_ready ? pthread_getspecific(failed_log_key)
+                                     : NULL;
+  return log != NULL ? log : "";
+}
 
 /* ---- from source ---------------------------------------------------------- */
 
@@ -294,6 +324,8 @@ kiln_status kiln__build_program(const struct kiln__build_request *req,
   kiln_status st = compile_source(ctx, req->source, req->source_length,
                                         options, &out->program, &out->log);
   free(options);
+  if (st != KILN_OK)
+    note_failed_log(out->log);
   if (st == KILN_OK && cached &&
       (ctx->device->info.quirks & KILN_QUIRK_LAZY_PROGRAM_BINARY) != 0) {
     /* Querying the binary now would freeze it without the code the first

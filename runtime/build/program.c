@@ -5,6 +5,12 @@
 
 #include "build.h"
 
+/* Put before a user's source when it is compiled, so that compilers name it
+ * "<source>" with the user's own line numbers in their messages, instead of
+ * a temporary file of the driver's (PoCL: ~/.cache/pocl/kcache/
+ * tempfile_XXXXXX.cl). #line is part of OpenCL C's (C99) preprocessor. */
+#define SOURCE_NAME_LINE "#line 1 \"<source>\"\n"
+
 /* ---- the public program API -------------------------------------------- */
 
 kiln_status kiln_program_create(kiln_context *ctx, const char *source,
@@ -63,10 +69,19 @@ kiln_status kiln_program_build(kiln_program *program, const char *options,
                       "kiln_program_build: unknown flags 0x%x",
                       flags & ~(unsigned)KILN_BUILD_NO_CACHE);
   kiln_context *ctx = program->ctx;
+  size_t named_length = strlen(SOURCE_NAME_LINE) + program->source_length;
+  char *named = malloc(named_length + 1);
+  if (named == NULL)
+    return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "kiln_program_build: cannot copy %zu bytes of source",
+                      program->source_length);
+  memcpy(named, SOURCE_NAME_LINE, strlen(SOURCE_NAME_LINE));
+  memcpy(named + strlen(SOURCE_NAME_LINE), program->source,
+         program->source_length + 1);
   struct kiln__build_request req = {
       .ctx = ctx,
-      .source = program->source,
-      .source_length = program->source_length,
+      .source = named,
+      .source_length = named_length,
       .options = options,
       .label = "user",
       .use_cache = (flags & KILN_BUILD_NO_CACHE) == 0 &&
@@ -75,6 +90,7 @@ kiln_status kiln_program_build(kiln_program *program, const char *options,
   };
   struct kiln__build_result res = {0};
   kiln_status st = kiln__build_program(&req, &res);
+  free(named);
   if (res.log != NULL) {
     free(program->log);
     program->log = res.log;
