@@ -102,6 +102,22 @@ static void log_excerpt(const char *log, char *buf, size_t capacity) {
   buf[used] = '\0';
 }
 
+/* Builds a driver with KILN_QUIRK_SPURIOUS_BUILD_FAILURE gets again after a
+ * failure without an error in the log. */
+#define SPURIOUS_RETRIES 2
+
+/* Whether a failed build looks like the driver's spurious failure: the quirk
+ * is known for the device, the failure is CL_BUILD_PROGRAM_FAILURE and no
+ * line of the log reports an error (compilers write "error:"; PoCL's log of
+ * such a failure holds only its own "failed to build the program"). A real
+ * error is never retried. */
+static bool spurious_failure(const kiln_context *ctx, cl_int err,
+                             const char *log) {
+  return err == CL_BUILD_PROGRAM_FAILURE &&
+         (ctx->device->info.quirks & KILN_QUIRK_SPURIOUS_BUILD_FAILURE) != 0 &&
+         strstr(log, "error") == NULL;
+}
+
 /* Compile source with exactly options. On failure returns
  * KILN_ERR_BUILD_FAILED (or another status) with the last error set and *log
  * holding the full log when there was one. */
@@ -111,15 +127,29 @@ static kiln_status compile_source(kiln_context *ctx, const char *source,
   *out = NULL;
   *log = NULL;
   cl_int err = CL_SUCCESS;
-  cl_program program =
-      clCreateProgramWithSource(ctx->cl, 1, &source, &length, &err);
-  if (err != CL_SUCCESS)
-    return kiln__fail_cl(err, "clCreateProgramWithSource", ctx->device,
-                         "%zu bytes of source", length);
-  err = clBuildProgram(program, 1, &ctx->device->id, options, NULL, NULL);
-  kiln_status st = program_log(program, ctx->device, log);
-  if (st != KILN_OK)
-    goto fail;
+  cl_program program = NULL;
+  kiln_status st = KILN_OK;
+  for (unsigned attempt = 0;; attempt++) {
+    program = clCreateProgramWithSource(ctx->cl, 1, &source, &length, &err);
+    if (err != CL_SUCCESS)
+      return kiln__fail_cl(err, "clCreateProgramWithSource", ctx->device,
+                           "%zu bytes of source", length);
+    err = clBuildProgram(program, 1, &ctx->device->id, options, NULL, NULL);
+    st = program_log(program, ctx->device, log);
+    if (st != KILN_OK)
+      goto fail;
+    if (!spurious_failure(ctx, err, *log) || attempt == SPURIOUS_RETRIES)
+      break;
+    kiln__cache_note("clBuildProgram failed with CL_BUILD_PROGRAM_FAILURE "
+                     "but no error in its log on '%s' (attempt %u of %u, "
+                     "options '%s'); built again (quirk "
+                     "spurious-build-failure)",
+                     ctx->device->info.name, attempt + 1,
+                     SPURIOUS_RETRIES + 1, options);
+    clReleaseProgram(program);
+    free(*log);
+    *log = NULL;
+  }
   if (err != CL_SUCCESS) {
     static _Thread_local char excerpt[EXCERPT_MAX_CHARS + 8];
     log_excerpt(*log, excerpt, sizeof excerpt);

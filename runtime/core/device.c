@@ -57,6 +57,8 @@ const char *kiln_quirk_name(unsigned quirk_bit) {
     return "finish-skips-flushed";
   case KILN_QUIRK_LOOP_LIMIT_65535:
     return "loop-limit-65535";
+  case KILN_QUIRK_SPURIOUS_BUILD_FAILURE:
+    return "spurious-build-failure";
   default:
     return NULL;
   }
