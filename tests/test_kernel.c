@@ -6,8 +6,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/internal.h" /* the device limits for out-of-range sizes */
+#include "kiln/kiln_cl.h"   /* the raw handles, to compare with the driver */
 
 static const char source[] =
     "__kernel void saxpy(__global float *y, __global const float *x,\n"
@@ -129,7 +131,7 @@ static void test_setter_errors(void **state) {
     kiln_buffer *foreign;
     assert_kiln_ok(kiln_buffer_create(other, 64, 0, &foreign));
     assert_kiln_status(kiln_kernel_set_arg_buffer(k, 0, foreign),
-                       KILN_ERR_INVALID_ARGUMENT);
+                       KILN_ERR_SHAPE_MISMATCH);
     assert_last_error_contains("another context");
     assert_kiln_ok(kiln_buffer_destroy(foreign));
     assert_kiln_ok(kiln_context_destroy(other));
@@ -274,7 +276,7 @@ static void test_launch_errors(void **state) {
     kiln_test_open(d, &other, &other_queue);
     assert_kiln_ok(kiln_kernel_set_arg_buffer(k, 0, buf));
     assert_kiln_status(kiln_kernel_launch(other_queue, k, 1, g, l, 0, NULL, NULL),
-                       KILN_ERR_INVALID_ARGUMENT);
+                       KILN_ERR_SHAPE_MISMATCH);
     assert_last_error_contains("another context");
     kiln_test_close(other, other_queue);
 
@@ -395,6 +397,69 @@ static void test_required_group_size(void **state) {
   }
 }
 
+/* kiln_kernel_get_info: every field against the driver's own answer, the
+ * required size of a reqd_work_group_size kernel, and __local memory that
+ * grows with a __local argument. */
+static void test_kernel_info(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    struct fixture f;
+    open_fixture(d, &f);
+    kiln_kernel_info info;
+    assert_kiln_status(kiln_kernel_get_info(NULL, &info), KILN_ERR_NULL_POINTER);
+    assert_last_error_contains("kiln_kernel_get_info: kernel is NULL");
+    kiln_kernel *saxpy, *fixed, *types;
+    assert_kiln_ok(kiln_kernel_create(f.program, "saxpy", &saxpy));
+    assert_kiln_ok(kiln_kernel_create(f.program, "fixed", &fixed));
+    assert_kiln_ok(kiln_kernel_create(f.program, "types", &types));
+    assert_kiln_status(kiln_kernel_get_info(saxpy, NULL), KILN_ERR_NULL_POINTER);
+    assert_last_error_contains("kiln_kernel_get_info: out is NULL");
+
+    assert_kiln_ok(kiln_kernel_get_info(saxpy, &info));
+    assert_string_equal(info.name, "saxpy");
+    assert_int_equal(info.num_args, 4);
+    cl_device_id dev = kiln_device_cl_device(kiln_test_device(d));
+    size_t wg = 0, multiple = 0;
+    assert_int_equal(clGetKernelWorkGroupInfo(kiln_kernel_cl_kernel(saxpy), dev,
+                                              CL_KERNEL_WORK_GROUP_SIZE,
+                                              sizeof wg, &wg, NULL),
+                     CL_SUCCESS);
+    assert_int_equal(clGetKernelWorkGroupInfo(
+                         kiln_kernel_cl_kernel(saxpy), dev,
+                         CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                         sizeof multiple, &multiple, NULL),
+                     CL_SUCCESS);
+    assert_int_equal(info.work_group_size, wg);
+    assert_int_equal(info.preferred_multiple, multiple);
+    assert_true(info.work_group_size >= 1);
+    assert_true(info.work_group_size <=
+                kiln_context_device_info(f.ctx)->max_work_group_size);
+    assert_int_equal(info.required_size[0], 0);
+
+    assert_kiln_ok(kiln_kernel_get_info(fixed, &info));
+    assert_int_equal(info.required_size[0], 16);
+    assert_int_equal(info.required_size[1], 1);
+    assert_int_equal(info.required_size[2], 1);
+
+    kiln_kernel_info before, after;
+    assert_kiln_ok(kiln_kernel_get_info(types, &before));
+    assert_int_equal(before.local_arg_bytes, 0);
+    assert_kiln_ok(kiln_kernel_set_arg_local(types, 1, 4096));
+    assert_kiln_ok(kiln_kernel_get_info(types, &after));
+    assert_int_equal(after.local_arg_bytes, 4096);
+    assert_true(after.local_mem_bytes >= before.local_mem_bytes);
+    /* Set again, smaller: the argument counts once, at its new size. */
+    assert_kiln_ok(kiln_kernel_set_arg_local(types, 1, 256));
+    assert_kiln_ok(kiln_kernel_get_info(types, &after));
+    assert_int_equal(after.local_arg_bytes, 256);
+
+    assert_kiln_ok(kiln_kernel_destroy(types));
+    assert_kiln_ok(kiln_kernel_destroy(fixed));
+    assert_kiln_ok(kiln_kernel_destroy(saxpy));
+    close_fixture(&f);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_errors),
@@ -403,6 +468,7 @@ int main(void) {
       cmocka_unit_test(test_saxpy_results),
       cmocka_unit_test(test_grid_and_chosen_local_size),
       cmocka_unit_test(test_required_group_size),
+      cmocka_unit_test(test_kernel_info),
   };
   return KILN_TEST_RUN("kernel", tests, true);
 }

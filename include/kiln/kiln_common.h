@@ -42,7 +42,11 @@ typedef struct kiln_kernel kiln_kernel;
 /* XX(name, value, description). The one table from which the enum,
  * kiln_status_name() and kiln_status_string() are all generated. Values are
  * kiln's own and stable across releases; the raw OpenCL error, when there was
- * one, is kept aside in kiln_last_cl_error(). */
+ * one, is kept aside in kiln_last_cl_error(). One mistake, one status in
+ * every function: an object of another context than the one the call works
+ * in (a buffer, event or kernel with a queue of another context, a buffer
+ * set as an argument of another context's kernel) is always
+ * KILN_ERR_SHAPE_MISMATCH. */
 #define KILN_STATUS_MAP(XX)                                                    \
   XX(OK, 0, "success")                                                         \
   XX(ERR_INVALID_ARGUMENT, -1, "invalid argument")                             \

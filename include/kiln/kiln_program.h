@@ -73,6 +73,38 @@ KILN_API kiln_status kiln_kernel_destroy(kiln_kernel *kernel);
 /* Number of arguments the kernel declares. */
 KILN_API uint32_t kiln_kernel_arg_count(const kiln_kernel *kernel);
 
+/* What the driver says of one kernel on its device, which may be less than
+ * the device allows (a register-heavy kernel takes smaller work-groups:
+ * rusticl reports 32 for some kernels on a device of 1024). */
+typedef struct kiln_kernel_info {
+  const char *name;              /* the __kernel function's name; borrowed */
+  uint32_t num_args;
+  /* The largest work-group this kernel may be launched with on the device
+   * (CL_KERNEL_WORK_GROUP_SIZE). */
+  size_t work_group_size;
+  /* Work-group sizes that are multiples of this run best
+   * (CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE). */
+  size_t preferred_multiple;
+  /* reqd_work_group_size(x, y, z) from the source, or zeros. */
+  size_t required_size[3];
+  /* __local memory the kernel uses as the driver reports it
+   * (CL_KERNEL_LOCAL_MEM_SIZE), in bytes: OpenCL counts __local arguments
+   * set so far in it, Mesa rusticl only the kernel's own __local variables;
+   * local_arg_bytes is the sum of the __local arguments set through
+   * kiln_kernel_set_arg_local. */
+  uint64_t local_mem_bytes;
+  uint64_t local_arg_bytes;
+  /* __private memory per work-item (CL_KERNEL_PRIVATE_MEM_SIZE), bytes. */
+  uint64_t private_mem_bytes;
+} kiln_kernel_info;
+
+/* Fill *out for kernel. A failed driver query is KILN_ERR_OPENCL (or the
+ * status its CL error maps to), naming the query. Not concurrently with
+ * argument setters on the same kernel (the local memory size depends on
+ * them); otherwise thread-safe. */
+KILN_API kiln_status kiln_kernel_get_info(const kiln_kernel *kernel,
+                                          kiln_kernel_info *out);
+
 /* Argument setters. index must be below kiln_kernel_arg_count(). A kernel's
  * arguments are part of its state: set and launch from one thread at a time.
  * The values are captured at launch, so they may change after a launch

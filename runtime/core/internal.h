@@ -190,6 +190,7 @@ struct kiln__kernel_arg {
   size_t size;          /* by-value size of the declared type; 0 if unknown */
   unsigned address;     /* CL_KERNEL_ARG_ADDRESS_*; 0 if unknown */
   bool set;             /* a setter succeeded for it */
+  size_t local_bytes;   /* bytes of a __local argument as last set, else 0 */
   char type[40];        /* declared type name ("float4"); "" if unknown */
 };
 

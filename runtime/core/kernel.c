@@ -212,6 +212,60 @@ uint32_t kiln_kernel_arg_count(const kiln_kernel *kernel) {
   return kernel != NULL ? kernel->num_args : 0;
 }
 
+/* One clGetKernelWorkGroupInfo query of kernel into value (size bytes),
+ * zeroed first so that a driver writing fewer bytes leaves a defined value. */
+static kiln_status work_group_info(const kiln_kernel *kernel,
+                                   cl_kernel_work_group_info param,
+                                   const char *param_name, void *value,
+                                   size_t size) {
+  const struct kiln_device *device = kernel->program->ctx->device;
+  memset(value, 0, size);
+  cl_int err = clGetKernelWorkGroupInfo(kernel->cl, device->id, param, size,
+                                        value, NULL);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(err, "clGetKernelWorkGroupInfo", device,
+                         "kiln_kernel_get_info: %s of kernel '%s'", param_name,
+                         kernel->name);
+  return KILN_OK;
+}
+
+kiln_status kiln_kernel_get_info(const kiln_kernel *kernel,
+                                 kiln_kernel_info *out) {
+  if (kernel == NULL || out == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "kiln_kernel_get_info: %s is NULL",
+                      kernel == NULL ? "kernel" : "out");
+  kiln_kernel_info info = {.name = kernel->name, .num_args = kernel->num_args};
+  cl_ulong local = 0, private_bytes = 0;
+  kiln_status st = work_group_info(kernel, CL_KERNEL_WORK_GROUP_SIZE,
+                                   "CL_KERNEL_WORK_GROUP_SIZE",
+                                   &info.work_group_size,
+                                   sizeof info.work_group_size);
+  if (st == KILN_OK)
+    st = work_group_info(kernel, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                         "CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE",
+                         &info.preferred_multiple,
+                         sizeof info.preferred_multiple);
+  if (st == KILN_OK)
+    st = work_group_info(kernel, CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
+                         "CL_KERNEL_COMPILE_WORK_GROUP_SIZE",
+                         info.required_size, sizeof info.required_size);
+  if (st == KILN_OK)
+    st = work_group_info(kernel, CL_KERNEL_LOCAL_MEM_SIZE,
+                         "CL_KERNEL_LOCAL_MEM_SIZE", &local, sizeof local);
+  if (st == KILN_OK)
+    st = work_group_info(kernel, CL_KERNEL_PRIVATE_MEM_SIZE,
+                         "CL_KERNEL_PRIVATE_MEM_SIZE", &private_bytes,
+                         sizeof private_bytes);
+  if (st != KILN_OK)
+    return st;
+  info.local_mem_bytes = local;
+  info.private_mem_bytes = private_bytes;
+  for (uint32_t i = 0; i < kernel->num_args; i++)
+    info.local_arg_bytes += kernel->args[i].local_bytes;
+  *out = info;
+  return KILN_OK;
+}
+
 /* ---- argument setters --------------------------------------------------- */
 
 static const char *address_name(unsigned address) {
@@ -249,6 +303,8 @@ static kiln_status set_arg(const char *fn, kiln_kernel *kernel, uint32_t index,
                          "%s: argument %u of kernel '%s' (%zu bytes)", fn,
                          index, kernel->name, size);
   kernel->args[index].set = true;
+  /* Only __local arguments are set without a value. */
+  kernel->args[index].local_bytes = value == NULL ? size : 0;
   return KILN_OK;
 }
 
@@ -262,7 +318,7 @@ kiln_status kiln_kernel_set_arg_buffer(kiln_kernel *kernel, uint32_t index,
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: buffer is NULL (argument %u "
                       "of kernel '%s')", fn, index, kernel->name);
   if (buffer->ctx != kernel->program->ctx)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
                       "%s: buffer for argument %u of kernel '%s' belongs to "
                       "another context",
                       fn, index, kernel->name);
@@ -542,7 +598,7 @@ kiln_status kiln_kernel_launch(kiln_queue *queue, kiln_kernel *kernel,
                                        : "global_size");
   kiln_context *ctx = queue->ctx;
   if (kernel->program->ctx != ctx)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
                       "%s: kernel '%s' belongs to another context than the "
                       "queue",
                       fn, kernel->name);
