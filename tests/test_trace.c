@@ -1,13 +1,22 @@
-/* KILN_TRACE: ops write Chrome trace-event JSON. The file is parsed with
- * jansson after the ops complete (and between them: it must be a complete
- * JSON array at every point), and must hold one "X" event per op with the
- * device, op, shape, dtype, bytes, FLOPs and rates; zero-size ops are not
- * traced; ops from several threads all arrive. KILN_TRACE is read once per
- * process, so main() sets it before anything runs. */
+/* KILN_TRACE: ops, user kernels, transfers and program builds write Chrome
+ * trace-event JSON. The file is parsed with jansson after the work completes
+ * (and between: it must be a complete JSON array at every point), and must
+ * hold one "X" event per op with the device, op, shape, dtype, bytes, FLOPs
+ * and rates, per kernel launch with its sizes, per read/write/copy/fill
+ * with its bytes and GB/s, per build with its source, cache hit or miss and
+ * time; zero-size ops are not traced; ops from several threads all arrive.
+ * Other processes (this binary run with --child) show that "%p" becomes the
+ * process id, that a second process on one path writes nothing and says so
+ * through kiln_trace_diagnostic, and that a killed process leaves a file
+ * that parses. KILN_TRACE is read once per process, so main() sets it
+ * before anything runs. */
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,10 +24,12 @@
 
 static char trace_path[256];
 
-/* Load the trace and count its complete ("X") events, waiting up to 10 s
- * for `want` of them: events are written from completion callbacks, which
- * may run just after kiln_queue_finish returns. */
-static json_t *load_events(size_t want, size_t *count) {
+/* Load the trace at path and count its complete ("X") events of category
+ * cat, waiting up to 10 s for `want` of them: events are written from
+ * completion callbacks, which may run just after kiln_queue_finish
+ * returns. */
+static json_t *load_file_events(const char *path, const char *cat,
+                                size_t want, size_t *count) {
   json_t *all = NULL;
   json_error_t err;
   for (int tries = 0; tries < 1000; tries++) {
@@ -29,7 +40,7 @@ static json_t *load_events(size_t want, size_t *count) {
     json_decref(all);
     /* The first event creates the file; a read racing a write may see a
      * half-written event, so only the last attempt must parse. */
-    all = json_load_file(trace_path, 0, &err);
+    all = json_load_file(path, 0, &err);
     if (all == NULL)
       continue;
     assert_true(json_is_array(all));
@@ -37,7 +48,9 @@ static json_t *load_events(size_t want, size_t *count) {
     json_t *ev;
     json_array_foreach(all, i, ev) {
       const char *ph = json_string_value(json_object_get(ev, "ph"));
-      if (ph != NULL && strcmp(ph, "X") == 0)
+      const char *c = json_string_value(json_object_get(ev, "cat"));
+      if (ph != NULL && strcmp(ph, "X") == 0 && c != NULL &&
+          strcmp(c, cat) == 0)
         n++;
     }
     *count = n;
@@ -45,9 +58,14 @@ static json_t *load_events(size_t want, size_t *count) {
       break;
   }
   if (all == NULL)
-    fail_msg("trace %s is not valid JSON: %s (line %d)", trace_path, err.text,
+    fail_msg("trace %s is not valid JSON: %s (line %d)", path, err.text,
              err.line);
   return all;
+}
+
+/* The op events of this process's trace. */
+static json_t *load_events(size_t want, size_t *count) {
+  return load_file_events(trace_path, "kiln.op", want, count);
 }
 
 static void check_event(json_t *ev) {
@@ -210,13 +228,270 @@ static void test_trace_threads(void **state) {
   assert_kiln_ok(kiln_context_destroy(ctx));
 }
 
-int main(void) {
+/* ---- user work: a build, transfers, a kernel ----------------------------- */
+
+static const char user_source[] =
+    "__kernel void twice(__global float *x) {\n"
+    "  x[get_global_id(0)] *= 2.0f;\n"
+    "}\n";
+
+/* The first "X" event of category cat named name. */
+static json_t *find_event(json_t *all, const char *cat, const char *name) {
+  size_t i;
+  json_t *ev;
+  json_array_foreach(all, i, ev) {
+    const char *c = json_string_value(json_object_get(ev, "cat"));
+    const char *n = json_string_value(json_object_get(ev, "name"));
+    if (c && n && strcmp(c, cat) == 0 && strcmp(n, name) == 0)
+      return ev;
+  }
+  fail_msg("no %s event named %s in the trace", cat, name);
+  return NULL;
+}
+
+static double arg_number(json_t *ev, const char *key) {
+  json_t *v = json_object_get(json_object_get(ev, "args"), key);
+  if (!json_is_number(v))
+    fail_msg("event %s: args.%s is not a number",
+             json_string_value(json_object_get(ev, "name")), key);
+  return json_number_value(v);
+}
+
+static const char *arg_string(json_t *ev, const char *key) {
+  const char *v =
+      json_string_value(json_object_get(json_object_get(ev, "args"), key));
+  if (v == NULL)
+    fail_msg("event %s: args.%s is not a string",
+             json_string_value(json_object_get(ev, "name")), key);
+  return v;
+}
+
+static void test_trace_user_work(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(dev) {
+    kiln_context *ctx;
+    kiln_queue *q;
+    kiln_test_open(dev, &ctx, &q);
+    size_t transfers_before = 0, kernels_before = 0, builds_before = 0;
+    json_decref(load_file_events(trace_path, "kiln.transfer", 0,
+                                 &transfers_before));
+    json_decref(load_file_events(trace_path, "kiln.kernel", 0, &kernels_before));
+    json_decref(load_file_events(trace_path, "kiln.build", 0, &builds_before));
+
+    kiln_program *p;
+    assert_kiln_ok(kiln_program_create_built(ctx, user_source, NULL, &p));
+    kiln_kernel *k;
+    assert_kiln_ok(kiln_kernel_create(p, "twice", &k));
+    const size_t n = 1024;
+    float host[1024];
+    for (size_t i = 0; i < n; i++)
+      host[i] = (float)i;
+    kiln_buffer *a, *b;
+    assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &a));
+    assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &b));
+    assert_kiln_ok(kiln_buffer_write_sync(q, a, 0, n * 4, host));
+    assert_kiln_ok(kiln_kernel_set_arg_buffer(k, 0, a));
+    /* A local size the kernel takes (rusticl allows some kernels 32). */
+    kiln_kernel_info info;
+    assert_kiln_ok(kiln_kernel_get_info(k, &info));
+    size_t global = n, local = info.work_group_size >= 16 ? 16 : 1;
+    assert_kiln_ok(kiln_kernel_launch(q, k, 1, &global, &local, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_copy(q, a, 0, b, 0, n * 4, 0, NULL, NULL));
+    uint32_t zero = 0;
+    assert_kiln_ok(kiln_buffer_fill(q, a, &zero, 4, 0, n * 4, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_read_sync(q, b, 0, n * 4, host));
+    assert_true(host[3] == 6.0f);
+    assert_kiln_ok(kiln_queue_finish(q));
+
+    size_t count;
+    json_t *all = load_file_events(trace_path, "kiln.transfer",
+                                   transfers_before + 4, &count);
+    assert_int_equal(count, transfers_before + 4);
+    json_decref(all);
+    all = load_file_events(trace_path, "kiln.kernel", kernels_before + 1,
+                           &count);
+    assert_int_equal(count, kernels_before + 1);
+    json_decref(all);
+    all = load_file_events(trace_path, "kiln.build", builds_before + 1, &count);
+    assert_true(count >= builds_before + 1);
+
+    json_t *launch = find_event(all, "kiln.kernel", "twice");
+    assert_string_equal(arg_string(launch, "kernel"), "twice");
+    json_t *args = json_object_get(launch, "args");
+    assert_int_equal(json_integer_value(json_array_get(
+                         json_object_get(args, "global"), 0)), (json_int_t)n);
+    assert_int_equal(json_integer_value(json_array_get(
+                         json_object_get(args, "local"), 0)),
+                     (json_int_t)local);
+    assert_string_equal(arg_string(launch, "status"), "ok");
+    assert_true(json_number_value(json_object_get(launch, "dur")) >= 0);
+
+    const char *ops[] = {"write", "read", "copy", "fill"};
+    const double bytes[] = {n * 4.0, n * 4.0, 2 * n * 4.0, n * 4.0};
+    for (size_t i = 0; i < 4; i++) {
+      json_t *t = find_event(all, "kiln.transfer", ops[i]);
+      assert_true(arg_number(t, "bytes") == bytes[i]);
+      json_t *gbps = json_object_get(json_object_get(t, "args"), "gbps");
+      assert_true(json_is_null(gbps) || json_number_value(gbps) >= 0);
+      assert_string_equal(arg_string(t, "status"), "ok");
+    }
+
+    json_t *build = find_event(all, "kiln.build", "build user");
+    assert_string_equal(arg_string(build, "source"), "user");
+    const char *cache = arg_string(build, "cache");
+    assert_true(strcmp(cache, "hit") == 0 || strcmp(cache, "miss") == 0 ||
+                strcmp(cache, "off") == 0);
+    assert_true(arg_number(build, "build_ms") >= 0);
+    assert_string_equal(arg_string(build, "status"), "ok");
+    assert_int_equal(json_integer_value(json_object_get(build, "tid")), 0);
+    json_decref(all);
+
+    assert_kiln_ok(kiln_buffer_destroy(a));
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    assert_kiln_ok(kiln_kernel_destroy(k));
+    assert_kiln_ok(kiln_program_destroy(p));
+    kiln_test_close(ctx, q);
+  }
+}
+
+/* ---- other processes ------------------------------------------------------ */
+
+/* The child's work (this binary run with --child MODE): one op on the test
+ * device. MODE "run" exits; "report" also prints kiln_trace_diagnostic();
+ * "hold" writes "ready" to stdout once its event is in the file, then waits
+ * to be killed. */
+static int child_main(const char *mode) {
+  kiln_context *ctx = NULL;
+  kiln_queue *q = NULL;
+  kiln_buffer *x = NULL;
+  kiln_status s = kiln_context_create_default(getenv("KILN_TEST_DEVICE"), &ctx);
+  if (s == KILN_OK)
+    s = kiln_queue_create(ctx, 0, &q);
+  if (s == KILN_OK)
+    s = kiln_buffer_create(ctx, 4096, 0, &x);
+  if (s == KILN_OK)
+    s = kiln_fill(q, KILN_F32, 1024, 1.0, x, 0, 0, NULL, NULL);
+  if (s == KILN_OK)
+    s = kiln_queue_finish(q);
+  if (s != KILN_OK) {
+    fprintf(stderr, "child: %s\n", kiln_last_error());
+    return 1;
+  }
+  /* The event is written by a completion callback: give it a moment. */
+  struct timespec settle = {0, 200 * 1000 * 1000};
+  nanosleep(&settle, NULL);
+  if (strcmp(mode, "report") == 0)
+    printf("diagnostic: %s\n", kiln_trace_diagnostic());
+  if (strcmp(mode, "hold") == 0) {
+    printf("ready\n");
+    fflush(stdout);
+    for (;;)
+      pause();
+  }
+  kiln_buffer_destroy(x);
+  kiln_queue_destroy(q);
+  kiln_context_destroy(ctx);
+  return 0;
+}
+
+/* Start this binary with --child mode and KILN_TRACE=trace; its stdout is
+ * readable from *out. Returns the child's pid. */
+static pid_t spawn_child(const char *mode, const char *trace, FILE **out) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    setenv("KILN_TRACE", trace, 1);
+    execl("/proc/self/exe", "test_trace", "--child", mode, (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  *out = fdopen(fds[0], "r");
+  assert_non_null(*out);
+  return pid;
+}
+
+static int wait_child(pid_t pid) {
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return status;
+}
+
+/* Every event of the file at path comes from process pid. */
+static void assert_only_pid(const char *path, pid_t pid) {
+  size_t count;
+  json_t *all = load_file_events(path, "kiln.op", 1, &count);
+  assert_true(count >= 1);
+  size_t i;
+  json_t *ev;
+  json_array_foreach(all, i, ev)
+    assert_int_equal(json_integer_value(json_object_get(ev, "pid")), pid);
+  json_decref(all);
+}
+
+static void test_trace_pid_in_path(void **state) {
+  (void)state;
+  char pattern[256], path[256];
+  snprintf(pattern, sizeof pattern, "/tmp/kiln-test-trace-%ld-%%p.json",
+           (long)getpid());
+  FILE *out;
+  pid_t child = spawn_child("run", pattern, &out);
+  fclose(out);
+  assert_int_equal(wait_child(child), 0);
+  snprintf(path, sizeof path, "/tmp/kiln-test-trace-%ld-%ld.json",
+           (long)getpid(), (long)child);
+  assert_only_pid(path, child);
+  unlink(path);
+}
+
+static void test_trace_second_process_and_kill(void **state) {
+  (void)state;
+  char path[256];
+  snprintf(path, sizeof path, "/tmp/kiln-test-trace-%ld-shared.json",
+           (long)getpid());
+  unlink(path);
+  FILE *first_out, *second_out;
+  pid_t first = spawn_child("hold", path, &first_out);
+  char line[1024] = "";
+  assert_non_null(fgets(line, sizeof line, first_out));
+  assert_string_equal(line, "ready\n");
+
+  /* A second process on the same path: no events of its own in the file,
+   * and it says why. */
+  pid_t second = spawn_child("report", path, &second_out);
+  assert_non_null(fgets(line, sizeof line, second_out));
+  fclose(second_out);
+  assert_int_equal(wait_child(second), 0);
+  if (strstr(line, "another process") == NULL)
+    fail_msg("the second process did not report the shared trace file: %s",
+             line);
+  assert_only_pid(path, first);
+
+  /* The first process killed: its file still parses, with its events. */
+  assert_int_equal(kill(first, SIGKILL), 0);
+  int status = wait_child(first);
+  assert_true(WIFSIGNALED(status));
+  fclose(first_out);
+  assert_only_pid(path, first);
+  unlink(path);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--child") == 0)
+    return child_main(argv[2]);
   snprintf(trace_path, sizeof trace_path, "/tmp/kiln-test-trace-%ld.json",
            (long)getpid());
   setenv("KILN_TRACE", trace_path, 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_trace_ops),
       cmocka_unit_test(test_trace_threads),
+      cmocka_unit_test(test_trace_user_work),
+      cmocka_unit_test(test_trace_pid_in_path),
+      cmocka_unit_test(test_trace_second_process_and_kill),
   };
   int rc = KILN_TEST_RUN("trace", tests, true);
   unlink(trace_path);

@@ -40,6 +40,14 @@ KILN_API void kiln_clear_error(void);
  * "CL_UNKNOWN_ERROR" for a code no header defines. Static storage. */
 KILN_API const char *kiln_cl_error_name(int32_t cl_error);
 
+/* Why KILN_TRACE produces no trace in this process, or "" when it does (or
+ * is not set): the file could not be opened, or another process holds it
+ * (two processes on one path: the second writes nothing; put "%p" in the
+ * path, which becomes the process id, for one file each). Tracing never
+ * fails the work it records, so this is the one place its problems show.
+ * Owned by kiln; valid until this thread's next call of it. Thread-safe. */
+KILN_API const char *kiln_trace_diagnostic(void);
+
 /* kiln's version string, "MAJOR.MINOR.PATCH", of the library actually loaded
  * (compare with KILN_VERSION_STRING from the headers compiled against). */
 KILN_API const char *kiln_version(void);

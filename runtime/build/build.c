@@ -123,7 +123,8 @@ static bool spurious_failure(const kiln_context *ctx, cl_int err,
  * holding the full log when there was one. */
 static kiln_status compile_source(kiln_context *ctx, const char *source,
                                   size_t length, const char *options,
-                                  cl_program *out, char **log) {
+                                  cl_program *out, char **log,
+                                  unsigned *retries) {
   *out = NULL;
   *log = NULL;
   cl_int err = CL_SUCCESS;
@@ -146,6 +147,7 @@ static kiln_status compile_source(kiln_context *ctx, const char *source,
                      "spurious-build-failure)",
                      ctx->device->info.name, attempt + 1,
                      SPURIOUS_RETRIES + 1, options);
+    (*retries)++;
     clReleaseProgram(program);
     free(*log);
     *log = NULL;
@@ -285,8 +287,9 @@ void kiln__cache_store_pending(kiln_context *ctx, cl_program program,
   free(pending);
 }
 
-kiln_status kiln__build_program(const struct kiln__build_request *req,
-                                struct kiln__build_result *out) {
+/* kiln__build_program without the trace. */
+static kiln_status build_program(const struct kiln__build_request *req,
+                                 struct kiln__build_result *out) {
   memset(out, 0, sizeof *out);
   kiln_context *ctx = req->ctx;
   char *options = join_options(req);
@@ -314,6 +317,7 @@ kiln_status kiln__build_program(const struct kiln__build_request *req,
                           KILN__CACHE_SUFFIX) >= (int)sizeof path))
     cached = false;
 
+  out->cache_used = cached;
   if (cached) {
     unsigned char *payload = NULL;
     size_t length = 0;
@@ -352,7 +356,8 @@ kiln_status kiln__build_program(const struct kiln__build_request *req,
   }
 
   kiln_status st = compile_source(ctx, req->source, req->source_length,
-                                        options, &out->program, &out->log);
+                                  options, &out->program, &out->log,
+                                  &out->retries);
   free(options);
   if (st != KILN_OK)
     note_failed_log(out->log);
@@ -374,5 +379,31 @@ kiln_status kiln__build_program(const struct kiln__build_request *req,
   }
   if (cached)
     kiln__cache_save_stats(config.dir);
+  return st;
+}
+
+kiln_status kiln__build_program(const struct kiln__build_request *req,
+                                struct kiln__build_result *out) {
+  bool traced = kiln__trace_enabled();
+  uint64_t start = traced ? kiln__trace_now_ns() : 0;
+  kiln_status st = build_program(req, out);
+  if (traced) {
+    /* One "kiln.build" event on the host lane: what was built, whether
+     * kiln's cache served it, how long it took (the event's duration, and
+     * build_ms for readers of args alone), and how it ended. */
+    double ms = (double)(kiln__trace_now_ns() - start) / 1e6;
+    char name[96];
+    snprintf(name, sizeof name, "build %s", req->label);
+    kiln__trace_host(
+        req->ctx, "kiln.build", name,
+        json_pack("{s:s, s:s, s:s, s:f, s:i, s:s}", "source", req->label,
+                  "options", req->options != NULL ? req->options : "",
+                  "cache", out->from_cache  ? "hit"
+                           : out->cache_used ? "miss"
+                                             : "off",
+                  "build_ms", ms, "retries", (int)out->retries, "status",
+                  st == KILN_OK ? "ok" : kiln_status_name(st)),
+        start);
+  }
   return st;
 }

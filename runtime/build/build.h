@@ -29,6 +29,8 @@ struct kiln__build_result {
   cl_program program; /* NULL on failure */
   char *log;          /* full build log, malloc'd, never NULL on return */
   bool from_cache;
+  bool cache_used;    /* the persistent cache was looked up (hit or miss) */
+  unsigned retries;   /* builds repeated after a spurious failure */
   /* Set when the cache entry is to be written later, once the program's
    * kernels ran (KILN_QUIRK_LAZY_PROGRAM_BINARY): pass it to
    * kiln__cache_store_pending when the program is released. */

@@ -301,6 +301,19 @@ static kiln_status convert_waits(const kiln_queue *queue, size_t num_wait,
 
 /* Reads and writes differ only in direction: one checked path for both, so a
  * check added to one cannot be missed in the other. */
+
+/* Finish an enqueued transfer: trace it when KILN_TRACE is on (ev exists
+ * then), then hand ev to the caller or release it. */
+static kiln_status transfer_done(kiln_queue *queue, cl_event ev,
+                                 kiln_event **out_event, const char *name,
+                                 size_t bytes, uint64_t host_ns) {
+  if (ev != NULL && kiln__trace_enabled())
+    kiln__trace_commands(queue, "kiln.transfer", name,
+                         json_pack("{s:s, s:f}", "op", name, "bytes",
+                                   (double)bytes),
+                         ev, ev, host_ns);
+  return kiln__event_out(queue, ev, out_event);
+}
 static kiln_status transfer(kiln_queue *queue, kiln_buffer *buffer,
                             size_t offset_bytes, size_t size_bytes, void *host,
                             bool write, size_t num_wait,
@@ -323,7 +336,9 @@ static kiln_status transfer(kiln_queue *queue, kiln_buffer *buffer,
   status = convert_waits(queue, num_wait, wait_list, inline_buf, &waits, fn);
   if (status != KILN_OK)
     return status;
-  cl_event *ev_out = out_event != NULL ? &ev : NULL;
+  bool traced = kiln__trace_enabled();
+  uint64_t host_ns = traced ? kiln__trace_now_ns() : 0;
+  cl_event *ev_out = out_event != NULL || traced ? &ev : NULL;
   cl_int err =
       write ? clEnqueueWriteBuffer(queue->cl, buffer->cl, CL_FALSE,
                                    offset_bytes, size_bytes, host,
@@ -337,7 +352,8 @@ static kiln_status transfer(kiln_queue *queue, kiln_buffer *buffer,
                          write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
                          queue->ctx->device, "%s: [offset %zu, +%zu bytes)", fn,
                          offset_bytes, size_bytes);
-  return kiln__event_out(queue, ev, out_event);
+  return transfer_done(queue, ev, out_event, write ? "write" : "read",
+                       size_bytes, host_ns);
 }
 
 kiln_status kiln_buffer_write(kiln_queue *queue, kiln_buffer *dst,
@@ -394,15 +410,18 @@ kiln_status kiln_buffer_copy(kiln_queue *queue, kiln_buffer *src,
   status = convert_waits(queue, num_wait, wait_list, inline_buf, &waits, fn);
   if (status != KILN_OK)
     return status;
+  bool traced = kiln__trace_enabled();
+  uint64_t host_ns = traced ? kiln__trace_now_ns() : 0;
   cl_int err = clEnqueueCopyBuffer(queue->cl, src->cl, dst->cl,
                                    src_offset_bytes, dst_offset_bytes,
                                    size_bytes, (cl_uint)num_wait, waits,
-                                   out_event != NULL ? &ev : NULL);
+                                   out_event != NULL || traced ? &ev : NULL);
   kiln__wait_list_free(waits, inline_buf);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(err, "clEnqueueCopyBuffer", queue->ctx->device,
                          "%s: %zu bytes", fn, size_bytes);
-  return kiln__event_out(queue, ev, out_event);
+  /* A copy reads and writes every byte. */
+  return transfer_done(queue, ev, out_event, "copy", 2 * size_bytes, host_ns);
 }
 
 kiln_status kiln_buffer_fill(kiln_queue *queue, kiln_buffer *buffer,
@@ -437,16 +456,18 @@ kiln_status kiln_buffer_fill(kiln_queue *queue, kiln_buffer *buffer,
   status = convert_waits(queue, num_wait, wait_list, inline_buf, &waits, fn);
   if (status != KILN_OK)
     return status;
+  bool traced = kiln__trace_enabled();
+  uint64_t host_ns = traced ? kiln__trace_now_ns() : 0;
   cl_int err = clEnqueueFillBuffer(queue->cl, buffer->cl, pattern,
                                    pattern_bytes, offset_bytes, size_bytes,
                                    (cl_uint)num_wait, waits,
-                                   out_event != NULL ? &ev : NULL);
+                                   out_event != NULL || traced ? &ev : NULL);
   kiln__wait_list_free(waits, inline_buf);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(err, "clEnqueueFillBuffer", queue->ctx->device,
                          "%s: %zu-byte pattern over [offset %zu, +%zu bytes)",
                          fn, pattern_bytes, offset_bytes, size_bytes);
-  return kiln__event_out(queue, ev, out_event);
+  return transfer_done(queue, ev, out_event, "fill", size_bytes, host_ns);
 }
 
 static void mapping_push(kiln_buffer *buffer, struct kiln__mapping *m) {

@@ -13,6 +13,7 @@
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/opencl.h>
 
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <pthread.h>
@@ -168,6 +169,32 @@ kiln_status kiln__buffer_range(const kiln_buffer *buffer, size_t offset,
 kiln_status kiln__buffer_wrap(kiln_context *ctx, cl_mem mem, size_t size,
                               unsigned flags, kiln_buffer *parent,
                               size_t origin, const char *fn, kiln_buffer **out);
+
+/* ---- tracing (trace.c) ------------------------------------------------- */
+
+/* Whether KILN_TRACE names a file for this process (read once). */
+bool kiln__trace_enabled(void);
+
+/* The host clock (CLOCK_MONOTONIC) in nanoseconds, for host_ns below. */
+uint64_t kiln__trace_now_ns(void);
+
+/* Trace the commands first .. last of queue (first may equal last) as one
+ * event of category cat ("kiln.op", "kiln.kernel", "kiln.transfer") named
+ * name, with args, a JSON object made by the caller (takes it over; NULL is
+ * ignored): the trace adds "device", "status", "timing", and "gbps" and
+ * "gflops" where args hold "bytes" and "flops". Takes one reference to each
+ * event and writes the event when last completes, from device profiling
+ * times when the queue has them, else from host_ns (kiln__trace_now_ns at
+ * the enqueue) to completion. Silent on failure: tracing never fails the
+ * work. Call only when kiln__trace_enabled(). */
+void kiln__trace_commands(const kiln_queue *queue, const char *cat,
+                          const char *name, json_t *args, cl_event first,
+                          cl_event last, uint64_t host_ns);
+
+/* Trace host work on ctx's device (a program build) that began at
+ * host_start_ns and ends now, on the host lane. Takes over args. */
+void kiln__trace_host(const kiln_context *ctx, const char *cat,
+                      const char *name, json_t *args, uint64_t host_start_ns);
 
 /* ---- program, kernel (build/program.c, kernel.c) -------------------------- */
 

@@ -583,6 +583,25 @@ static kiln_status fail_unset_args(kiln_kernel *kernel, cl_int err,
   return KILN_ERR_INVALID_ARGUMENT;
 }
 
+/* Trace one launch: the kernel's name, global and local sizes (local null
+ * when the driver chose). */
+static void trace_launch(const kiln_queue *queue, const kiln_kernel *kernel,
+                         uint32_t work_dim, const size_t *global_size,
+                         const size_t *local_size, cl_event ev,
+                         uint64_t host_ns) {
+  json_t *global = json_array(), *local = local_size != NULL ? json_array()
+                                                             : json_null();
+  for (uint32_t d = 0; d < work_dim; d++) {
+    json_array_append_new(global, json_integer((json_int_t)global_size[d]));
+    if (local_size != NULL)
+      json_array_append_new(local, json_integer((json_int_t)local_size[d]));
+  }
+  kiln__trace_commands(queue, "kiln.kernel", kernel->name,
+                       json_pack("{s:s, s:o, s:o}", "kernel", kernel->name,
+                                 "global", global, "local", local),
+                       ev, ev, host_ns);
+}
+
 kiln_status kiln_kernel_launch(kiln_queue *queue, kiln_kernel *kernel,
                                uint32_t work_dim, const size_t *global_size,
                                const size_t *local_size, size_t num_wait,
@@ -629,10 +648,12 @@ kiln_status kiln_kernel_launch(kiln_queue *queue, kiln_kernel *kernel,
   if (st != KILN_OK)
     return st;
   cl_event ev = NULL;
+  bool traced = kiln__trace_enabled();
+  uint64_t host_ns = traced ? kiln__trace_now_ns() : 0;
   cl_int err = clEnqueueNDRangeKernel(queue->cl, kernel->cl, work_dim, NULL,
                                       global_size, local_size, (cl_uint)num_wait,
                                       num_wait > 0 ? waits : NULL,
-                                      out_event != NULL ? &ev : NULL);
+                                      out_event != NULL || traced ? &ev : NULL);
   kiln__wait_list_free(waits, inline_waits);
   if (err == CL_INVALID_KERNEL_ARGS)
     return fail_unset_args(kernel, err, device);
@@ -640,7 +661,10 @@ kiln_status kiln_kernel_launch(kiln_queue *queue, kiln_kernel *kernel,
     return kiln__fail_cl(err, "clEnqueueNDRangeKernel", device,
                          "kernel '%s' over %u dimension%s", kernel->name,
                          work_dim, work_dim == 1 ? "" : "s");
-  if (out_event == NULL)
+  if (traced)
+    trace_launch(queue, kernel, work_dim, global_size, local_size, ev,
+                 host_ns);
+  if (ev == NULL)
     return KILN_OK;
   return kiln__event_out(queue, ev, out_event);
 }

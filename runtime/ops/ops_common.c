@@ -5,7 +5,6 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include <time.h>
 
 /* ---- argument checks ----------------------------------------------------- */
 
@@ -183,10 +182,17 @@ size_t kiln__ops_local_size(const kiln_context *ctx, size_t want) {
 
 /* ---- launching ----------------------------------------------------------- */
 
-static uint64_t host_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+/* Trace op as one "kiln.op" event spanning its first to its last command,
+ * with what kiln__op_describe recorded. */
+static void trace_op(const struct kiln__op *op) {
+  json_t *shape = json_array();
+  for (unsigned i = 0; i < op->ndim && shape != NULL; i++)
+    json_array_append_new(shape, json_integer((json_int_t)op->shape[i]));
+  json_t *args = json_pack("{s:s, s:s, s:o*, s:f, s:f}", "op", op->name,
+                           "dtype", kiln_dtype_name(op->dtype), "shape", shape,
+                           "bytes", op->bytes, "flops", op->flops);
+  kiln__trace_commands(op->queue, "kiln.op", op->name, args, op->first,
+                       op->last, op->host_ns);
 }
 
 kiln_status kiln__op_begin(struct kiln__op *op, kiln_queue *queue,
@@ -207,7 +213,7 @@ kiln_status kiln__op_begin(struct kiln__op *op, kiln_queue *queue,
   op->launches = 0;
   op->traced = kiln__trace_enabled();
   op->want_event = out_event != NULL || op->traced;
-  op->host_ns = op->traced ? host_now_ns() : 0;
+  op->host_ns = op->traced ? kiln__trace_now_ns() : 0;
   if (num_wait > UINT32_MAX)
     return kiln__fail(KILN_ERR_INVALID_SIZE,
                       "%s: num_wait %zu exceeds what OpenCL accepts", fn,
@@ -337,7 +343,7 @@ kiln_status kiln__op_end(struct kiln__op *op, kiln_status status,
   release_wait(op);
   if (status == KILN_OK && op->traced && op->launches > 0 &&
       op->first != NULL && op->last != NULL)
-    kiln__trace_op(op, op->first, op->last);
+    trace_op(op);
   if (op->first != NULL)
     clReleaseEvent(op->first);
   op->first = NULL;

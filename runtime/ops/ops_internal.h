@@ -231,16 +231,4 @@ void kiln__ops_warm_transpose(const kiln_context *ctx, kiln__warm_add_fn add,
 void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user);
 
-/* ---- tracing (trace.c) --------------------------------------------------- */
-
-/* Whether KILN_TRACE names a file for this process (read once). */
-bool kiln__trace_enabled(void);
-
-/* Record op, whose commands span first (its first command, may equal last)
- * to last: takes one reference to each and writes the event when last
- * completes (clSetEventCallback), from device profiling times when the
- * queue has them, else from host times. Failures are silent: tracing never
- * fails an op. */
-void kiln__trace_op(const struct kiln__op *op, cl_event first, cl_event last);
-
 #endif
