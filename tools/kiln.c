@@ -23,7 +23,7 @@ static const command commands[] = {
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: kiln [--version] [--help] <command> [options]\n"
+          "usage: kiln [-V | --version] [-h | --help] <command> [options]\n"
           "       kiln help <command>\n"
           "\n"
           "kiln is a portable, vendor-neutral GPU compute runtime over OpenCL.\n"
