@@ -23,7 +23,7 @@ static const command commands[] = {
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: kiln [--version] [--help] <command> [options]\n"
+          "usage: kiln [-V | --version] [-h | --help] <command> [options]\n"
           "       kiln help <command>\n"
           "\n"
           "kiln is a portable, vendor-neutral GPU compute runtime over OpenCL.\n"
@@ -35,12 +35,23 @@ static void usage(FILE *out) {
           "\n"
           "Run `kiln <command> --help` for a command's options.\n"
           "\n"
-          "environment:\n"
-          "  KILN_DEVICE      device selector used when none is given\n"
-          "                   (for example gpu, cpu, pocl, 0:1, name:A100)\n"
-          "  KILN_PROFILE     force a backend profile (nvidia, amd, intel,\n"
-          "                   pocl, generic)\n"
-          "  KILN_CACHE_DIR   program cache directory\n"
+          "environment (kiln(1) and kiln(3) say more):\n"
+          "  KILN_DEVICE        device selector used when none is given\n"
+          "                     (for example gpu, cpu, pocl, 0:1, name:A100)\n"
+          "  KILN_PROFILE       force a backend profile (nvidia, amd, intel,\n"
+          "                     pocl, generic)\n"
+          "  KILN_CACHE_DIR     program cache directory (default\n"
+          "                     $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln)\n"
+          "  KILN_CACHE         0, off, no or false: no program cache\n"
+          "  KILN_CACHE_MAX_MB  program cache size cap in MiB (default 512)\n"
+          "  KILN_TRACE         write a Chrome trace-event JSON file of every op\n"
+          "  XDG_CACHE_HOME, HOME\n"
+          "                     where the default cache directory lies\n"
+          "  OCL_ICD_VENDORS, OPENCL_VENDOR_PATH, OCL_ICD_FILENAMES\n"
+          "                     read by the OpenCL ICD loader and checked by\n"
+          "                     kiln info --doctor\n"
+          "  COLUMNS            terminal width for kiln cache warm's progress\n"
+          "                     line when the terminal does not report one\n"
           "\n"
           "exit status: 0 success, 1 failure, 2 usage error.\n");
 }

@@ -9,6 +9,7 @@
  * first-kernel`, builds a small user kernel, runs it once and checks it. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "commands.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,11 +32,14 @@ static void usage(FILE *out) {
         "  stats               directory, state, size, and the last run's hits\n"
         "                      and misses\n"
         "  clear               remove every entry\n"
-        "  warm [--device SEL] compile every op kernel for the selected devices\n"
+        "  warm [-d | --device SEL]\n"
+        "                      compile every op kernel for the selected devices\n"
         "                      (default: KILN_DEVICE, else the default device)\n"
-        "  bench [--device SEL] [--runs N] [--workload first-kernel|demo|all]\n"
+        "  bench [-d | --device SEL] [-r | --runs N]\n"
+        "        [-w | --workload first-kernel|demo|all]\n"
         "                      time fresh processes from start to first result\n"
         "                      with kiln's cache cold and warm (PoCL's cache off)\n"
+        "  -h, --help          this help\n"
         "\n"
         "environment: KILN_CACHE_DIR (directory), KILN_CACHE=0 (disable),\n"
         "KILN_CACHE_MAX_MB (size cap, default 512).\n"
@@ -190,12 +194,18 @@ struct warm_view {
   bool tty;
   const char *device;
   size_t failed;
+  /* The terminal's per-device summary: this device's counts. */
+  size_t compiled, cached, failed_before;
 };
 
 static void on_progress(const kiln_cache_warm_progress *p, void *user) {
   struct warm_view *view = user;
   if (p->finished && p->status != KILN_OK)
     view->failed++;
+  else if (p->finished && p->from_cache)
+    view->cached++;
+  else if (p->finished)
+    view->compiled++;
   if (!view->tty && !p->finished)
     return;
   if (!view->tty) {
@@ -210,24 +220,31 @@ static void on_progress(const kiln_cache_warm_progress *p, void *user) {
     fflush(stdout);
     return;
   }
-  enum { WIDTH = 30 };
+  /* On a terminal: one line, rewritten in place and fitted to the width
+   * read at each update (the window may be resized meanwhile); a failure
+   * gets a line of its own above it. */
   size_t done = p->index + (p->finished ? 1 : 0);
-  size_t filled = p->total ? done * WIDTH / p->total : WIDTH;
-  char bar[WIDTH + 1];
-  for (size_t i = 0; i < WIDTH; i++)
-    bar[i] = i < filled ? '#' : '.';
-  bar[WIDTH] = '\0';
-  printf("\r\033[K[%s] %zu/%zu %s %s %.40s", bar, done, p->total,
-         !p->finished                 ? "compiling"
-         : p->status != KILN_OK       ? "FAILED"
-         : p->from_cache              ? "cached"
-                                      : "compiled",
-         p->source, p->options);
-  if (p->finished && p->status != KILN_OK)
-    printf("\n  %s\n", kiln_last_error());
-  if (p->finished && p->index + 1 == p->total)
-    printf("\n");
-  fflush(stdout);
+  if (p->finished && p->status != KILN_OK) {
+    progress_clear(stdout);
+    printf("FAILED %s %s: %s\n", p->source, p->options, kiln_last_error());
+  }
+  char text[256];
+  snprintf(text, sizeof text, "%s %s%s%s%s",
+           !p->finished           ? "compiling"
+           : p->status != KILN_OK ? "FAILED"
+           : p->from_cache        ? "cached"
+                                  : "compiled",
+           p->source, p->options[0] ? " (" : "", p->options,
+           p->options[0] ? ")" : "");
+  progress_show(stdout, progress_columns(STDOUT_FILENO), done, p->total, text);
+  if (p->finished && p->index + 1 == p->total) {
+    progress_clear(stdout);
+    printf("  %zu program%s: %zu compiled, %zu from the cache, %zu failed\n",
+           p->total, p->total == 1 ? "" : "s", view->compiled, view->cached,
+           view->failed - view->failed_before);
+    view->failed_before = view->failed;
+    view->compiled = view->cached = 0;
+  }
 }
 
 static int cmd_warm(int argc, char **argv) {

@@ -303,12 +303,15 @@ static void print_problems(FILE *out, const info_model *m) {
     return;
   }
   size_t n = kiln_device_list_problem_count(m->list);
-  if (n > 0)
-    fprintf(out, "\nPlatforms and devices kiln skipped:\n");
+  bool heading = false;
   for (size_t i = 0; i < n; i++) {
     const kiln_device_problem *p = kiln_device_list_problem(m->list, i);
-    if (p != NULL)
-      fprintf(out, "  %s\n", p->message);
+    if (p == NULL || info_problem_repeats_platform_error(m, p))
+      continue;
+    if (!heading)
+      fprintf(out, "\nPlatforms and devices kiln skipped:\n");
+    heading = true;
+    fprintf(out, "  %s\n", p->message);
   }
 }
 
@@ -356,6 +359,34 @@ static void print_report(FILE *out, const info_model *m) {
     }
   }
   print_problems(out, m);
+}
+
+/* Exit status 1 must never come without a word: say that no device was
+ * shown and why, with each device's reason as --explain gives it. */
+static void explain_nothing_shown(FILE *out, const info_model *m) {
+  if (m->selection == NULL) {
+    fprintf(out, "kiln info: no usable OpenCL device%s\n",
+            m->platform_count == 0 ? " (no OpenCL platform; run `kiln info "
+                                     "--doctor`)" : "");
+    return;
+  }
+  fprintf(out, "kiln info: no device matches '%s'\n",
+          kiln_selection_selector(m->selection));
+  size_t devices = 0;
+  for (size_t p = 0; p < m->platform_count; p++)
+    for (size_t d = 0; d < m->platforms[p].device_count; d++) {
+      const info_device *dev = &m->platforms[p].devices[d];
+      char *name = info_query_string(INFO_DEVICE, dev->id, CL_DEVICE_NAME);
+      shorten(name);
+      fprintf(out, "  %zu:%zu %s: %s\n", p, d, name ? name : "(name query failed)",
+              dev->kdev == NULL ? "skipped by kiln (see `kiln info`)"
+              : dev->explain    ? dev->explain
+                                : "refused");
+      free(name);
+      devices++;
+    }
+  if (devices == 0)
+    fprintf(out, "  (there is no OpenCL device at all; run `kiln info --doctor`)\n");
 }
 
 static void print_list(FILE *out, const info_model *m) {
@@ -471,6 +502,8 @@ int kiln_cmd_info(int argc, char **argv) {
   }
   size_t shown = shown_kiln_devices(&model);
   rc = shown > 0 ? 0 : 1;
+  if (shown == 0 && !doctor)
+    explain_nothing_shown(stderr, &model);
   if (doctor)
     rc = doctor_rc;
   else if (check) {

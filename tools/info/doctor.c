@@ -182,16 +182,28 @@ static void check_unregistered_libs(doctor *d) {
     }
     if (named)
       continue;
-    char hint[2048];
-    snprintf(hint, sizeof(hint),
-             "register it: echo %s > %s/%s; or, without write access there, put "
-             "a copy of the .icd files plus that one in a directory and point "
-             "OCL_ICD_VENDORS at it", v->soname, d->vendors_dir, v->icd_name);
     /* NVIDIA's container toolkit mounts the library without its .icd file
      * (nvidia-container-toolkit issue 682): the GPU is there, unseen. A GPU
      * driver left out is a problem; a CPU one left out of a directory the
      * user chose is probably deliberate. */
     level lvl = (v->gpu || !d->vendors_overridden) ? L_PROBLEM : L_NOTE;
+    char hint[2048];
+    if (!d->vendors_scanned) {
+      /* The loader reads one file the user named: no directory to blame. */
+      snprintf(hint, sizeof(hint),
+               "to use it as well, put the .icd files you want plus one "
+               "naming %s in a directory and point OCL_ICD_VENDORS at it",
+               v->soname);
+      doctor_add(d, lvl, v->soname, hint,
+                 "%s OpenCL driver %s is installed but the ICD loader reads "
+                 "only %s: it will not load this driver", v->vendor, where,
+                 d->loader_reads);
+      continue;
+    }
+    snprintf(hint, sizeof(hint),
+             "register it: echo %s > %s/%s; or, without write access there, put "
+             "a copy of the .icd files plus that one in a directory and point "
+             "OCL_ICD_VENDORS at it", v->soname, d->vendors_dir, v->icd_name);
     doctor_add(d, lvl, v->soname, hint,
                "%s OpenCL driver %s is installed but no .icd file in %s names "
                "it: the ICD loader will not load it", v->vendor, where,

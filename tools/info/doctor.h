@@ -26,9 +26,14 @@ typedef struct doctor {
   char *icd_paths[MAX_ICDS];
   char *icd_libs[MAX_ICDS];
   size_t icd_count;
-  /* The vendors directory in force, and whether the user chose it. */
+  /* The vendors directory in force, and whether the user chose it. When
+   * OCL_ICD_VENDORS names one .icd file or library instead, the loader
+   * scans no directory (vendors_scanned false) and loader_reads says what
+   * it reads ("OCL_ICD_VENDORS=..."). */
   char vendors_dir[1024];
   bool vendors_overridden;
+  bool vendors_scanned;
+  char loader_reads[2100];
 } doctor;
 
 void doctor_add(doctor *d, level lvl, const char *subject, const char *hint,

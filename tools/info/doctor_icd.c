@@ -127,6 +127,7 @@ void doctor_check_loader_env(doctor *d) {
   snprintf(d->vendors_dir, sizeof(d->vendors_dir), "%s",
            have_vpath ? vpath : DEFAULT_VENDORS);
   d->vendors_overridden = have_vpath;
+  d->vendors_scanned = true;
 
 
   if (vendors != NULL && vendors[0] != '\0') {
@@ -166,6 +167,9 @@ void doctor_check_loader_env(doctor *d) {
       doctor_add(d, L_OK, "OCL_ICD_VENDORS", NULL,
           "OCL_ICD_VENDORS=%s: the loader reads only this .icd file", path);
       add_icd(d, path);
+      d->vendors_scanned = false;
+      snprintf(d->loader_reads, sizeof(d->loader_reads), "OCL_ICD_VENDORS=%s",
+               path);
       return;
     }
     /* Anything else is taken as the ICD library itself. */
@@ -177,6 +181,9 @@ void doctor_check_loader_env(doctor *d) {
     doctor_add(d, L_NOTE, "OCL_ICD_VENDORS", NULL,
         "OCL_ICD_VENDORS=%s is neither a directory nor an .icd file: the "
         "loader loads it as an ICD library directly", vendors);
+    d->vendors_scanned = false;
+    snprintf(d->loader_reads, sizeof(d->loader_reads), "OCL_ICD_VENDORS=%s",
+             vendors);
     return;
   }
 

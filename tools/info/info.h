@@ -148,6 +148,15 @@ static inline bool info_device_shown(const info_model *model,
   return device->kdev != NULL && device->taken;
 }
 
+/* Whether a problem kiln's enumeration recorded is the clGetPlatformIDs
+ * failure the tool found itself (model->platform_error), which both reports
+ * give once, in the tool's words (they point at --doctor). */
+static inline bool info_problem_repeats_platform_error(
+    const info_model *model, const kiln_device_problem *problem) {
+  return model->platform_error != 0 && problem->platform_index == SIZE_MAX &&
+         problem->cl_error == model->platform_error;
+}
+
 /* ---- JSON (info_json.c) ---- */
 
 json_t *info_json_value(const info_prop *prop, const info_result *result);

@@ -331,11 +331,15 @@ static json_t *errors_json(const info_model *model) {
   size_t n = kiln_device_list_problem_count(model->list);
   for (size_t i = 0; i < n; i++) {
     const kiln_device_problem *p = kiln_device_list_problem(model->list, i);
-    if (p == NULL)
+    if (p == NULL || info_problem_repeats_platform_error(model, p))
       continue;
     json_t *o = json_object();
-    json_object_set_new(o, "platform", json_integer((json_int_t)p->platform_index));
-    json_object_set_new(o, "platform_name", jstr(p->platform_name));
+    /* A problem before any platform (the loader's) has no platform. */
+    bool no_platform = p->platform_index == SIZE_MAX;
+    json_object_set_new(o, "platform", no_platform ? json_null()
+                                                   : json_integer((json_int_t)p->platform_index));
+    json_object_set_new(o, "platform_name", no_platform ? json_null()
+                                                        : jstr(p->platform_name));
     json_object_set_new(o, "device", p->device_index == SIZE_MAX
                                          ? json_null()
                                          : json_integer((json_int_t)p->device_index));

@@ -1,0 +1,125 @@
+/* ops.c: kiln's op library, chained on one queue without host round trips:
+ * a GEMM, a softmax over its rows, row maxima (argmax) and a total sum, each
+ * checked against a plain C loop on the host.
+ *
+ * Ops are asynchronous: each returns once enqueued. On an in-order queue
+ * they run in order, so the next op may read what the previous one wrote;
+ * a blocking read at the end waits for all of them.
+ *
+ * Build: cc ops.c $(pkg-config --cflags --libs kiln) -lm */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <kiln/kiln.h>
+
+enum { M = 64, N = 48, K = 32 };
+
+int main(void) {
+  static float a[M * K], b[K * N], c[M * N], probs[M * N], host_c[M * N];
+  static uint32_t argmax[M];
+  float total = 0.0f;
+  /* Small integers make the GEMM exact in f32 whatever the summation order. */
+  for (size_t i = 0; i < M * K; i++)
+    a[i] = (float)((int)(i % 7) - 3);
+  for (size_t i = 0; i < K * N; i++)
+    b[i] = (float)((int)(i % 5) - 2);
+
+  kiln_context *ctx = NULL;
+  kiln_queue *q = NULL;
+  kiln_buffer *ba = NULL, *bb = NULL, *bc = NULL, *bp = NULL, *bmax = NULL,
+              *bsum = NULL;
+  int rc = EXIT_FAILURE;
+  if (kiln_context_create_default(NULL, &ctx) != KILN_OK ||
+      kiln_queue_create(ctx, 0, &q) != KILN_OK ||
+      kiln_buffer_create(ctx, sizeof a, KILN_MEM_READ_ONLY, &ba) != KILN_OK ||
+      kiln_buffer_create(ctx, sizeof b, KILN_MEM_READ_ONLY, &bb) != KILN_OK ||
+      kiln_buffer_create(ctx, sizeof c, KILN_MEM_READ_WRITE, &bc) != KILN_OK ||
+      kiln_buffer_create(ctx, sizeof probs, KILN_MEM_READ_WRITE, &bp) != KILN_OK ||
+      kiln_buffer_create(ctx, sizeof argmax, KILN_MEM_WRITE_ONLY, &bmax) != KILN_OK ||
+      kiln_buffer_create(ctx, sizeof total, KILN_MEM_WRITE_ONLY, &bsum) != KILN_OK ||
+      kiln_buffer_write_sync(q, ba, 0, sizeof a, a) != KILN_OK ||
+      kiln_buffer_write_sync(q, bb, 0, sizeof b, b) != KILN_OK)
+    goto fail;
+
+  /* C = A B, row-major, no transposes; leading dimensions and offsets count
+   * elements. The first op of a kind on a device builds its kernel (or
+   * loads it from the program cache). */
+  if (kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, M, N, K, 1.0f,
+                KILN_F32, ba, 0, K, bb, 0, N, 0.0f, bc, 0, N, 0, NULL, NULL) != KILN_OK ||
+      /* Softmax of each row of C: the probabilities of a row sum to 1. */
+      kiln_softmax_rows(q, KILN_F32, M, N, bc, 0, bp, 0, 0, NULL, NULL) != KILN_OK ||
+      /* Where each row of C peaks: u32 column indexes. */
+      kiln_reduce_rows(q, KILN_REDUCE_ARGMAX, KILN_F32, M, N, bc, 0, bmax, 0, 0,
+                       NULL, NULL) != KILN_OK ||
+      /* The sum of every probability: M, one per row. */
+      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, (size_t)M * N, bp, 0, bsum, 0, 0,
+                  NULL, NULL) != KILN_OK)
+    goto fail;
+  if (kiln_buffer_read_sync(q, bc, 0, sizeof c, c) != KILN_OK ||
+      kiln_buffer_read_sync(q, bp, 0, sizeof probs, probs) != KILN_OK ||
+      kiln_buffer_read_sync(q, bmax, 0, sizeof argmax, argmax) != KILN_OK ||
+      kiln_buffer_read_sync(q, bsum, 0, sizeof total, &total) != KILN_OK)
+    goto fail;
+
+  /* The host's answers. */
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      float s = 0.0f;
+      for (size_t p = 0; p < K; p++)
+        s += a[i * K + p] * b[p * N + j];
+      host_c[i * N + j] = s;
+    }
+  for (size_t i = 0; i < M * N; i++)
+    if (c[i] != host_c[i]) {
+      fprintf(stderr, "ops: gemm c[%zu] = %g, expected %g\n", i, c[i], host_c[i]);
+      goto done;
+    }
+  for (size_t i = 0; i < M; i++) {
+    const float *row = &host_c[i * N];
+    uint32_t best = 0;
+    float max = row[0], sum = 0.0f;
+    for (uint32_t j = 1; j < N; j++)
+      if (row[j] > max) {
+        max = row[j];
+        best = j;
+      }
+    for (size_t j = 0; j < N; j++)
+      sum += expf(row[j] - max);
+    for (size_t j = 0; j < N; j++) {
+      float want = expf(row[j] - max) / sum;
+      if (fabsf(probs[i * N + j] - want) > 1e-5f + 1e-4f * want) {
+        fprintf(stderr, "ops: softmax [%zu][%zu] = %g, expected %g\n", i, j,
+                probs[i * N + j], want);
+        goto done;
+      }
+    }
+    if (argmax[i] != best) {
+      fprintf(stderr, "ops: argmax of row %zu = %u, expected %u\n", i,
+              argmax[i], best);
+      goto done;
+    }
+  }
+  if (fabsf(total - (float)M) > 1e-3f * M) {
+    fprintf(stderr, "ops: the probabilities sum to %g, expected %d\n", total, M);
+    goto done;
+  }
+  printf("ops: gemm %dx%dx%d, softmax, argmax and sum correct on %s\n", M, N,
+         K, kiln_context_device_info(ctx)->name);
+  rc = EXIT_SUCCESS;
+  goto done;
+fail:
+  fprintf(stderr, "ops: %s\n", kiln_last_error());
+done:
+  kiln_buffer_destroy(ba);
+  kiln_buffer_destroy(bb);
+  kiln_buffer_destroy(bc);
+  kiln_buffer_destroy(bp);
+  kiln_buffer_destroy(bmax);
+  kiln_buffer_destroy(bsum);
+  kiln_queue_destroy(q);
+  if (kiln_context_destroy(ctx) != KILN_OK)
+    rc = EXIT_FAILURE;
+  return rc;
+}
