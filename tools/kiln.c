@@ -44,7 +44,8 @@ static void usage(FILE *out) {
           "                     $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln)\n"
           "  KILN_CACHE         0, off, no or false: no program cache\n"
           "  KILN_CACHE_MAX_MB  program cache size cap in MiB (default 512)\n"
-          "  KILN_TRACE         write a Chrome trace-event JSON file of every op\n"
+          "  KILN_TRACE         write a Chrome trace-event JSON file of every op,\n"
+          "                     kernel, transfer and build (%%p: process id)\n"
           "  XDG_CACHE_HOME, HOME\n"
           "                     where the default cache directory lies\n"
           "  OCL_ICD_VENDORS, OPENCL_VENDOR_PATH, OCL_ICD_FILENAMES\n"
@@ -105,5 +106,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", arg);
     return 2;
   }
-  return cmd->run(argc - 1, argv + 1);
+  int status = cmd->run(argc - 1, argv + 1);
+  /* Tracing never fails the work, so its one problem report is here: once,
+   * at the end (another process writing the same KILN_TRACE file, say). */
+  if (kiln_trace_diagnostic()[0] != '\0')
+    fprintf(stderr, "kiln: %s\n", kiln_trace_diagnostic());
+  return status;
 }
