@@ -526,13 +526,20 @@ kiln_status kiln_device_list_create(kiln_device_list **out) {
     err = clGetPlatformIDs(n, platforms, NULL);
   }
   if (err != CL_SUCCESS || n == 0) {
+    /* Name the vendors directory the loader actually read: with
+     * OCL_ICD_VENDORS set, ocl-icd reads only that. */
+    const char *vendors = getenv("OCL_ICD_VENDORS");
+    bool from_env = vendors != NULL && vendors[0] != '\0';
     if (!add_problem(list, SIZE_MAX, "", SIZE_MAX, "clGetPlatformIDs",
                      err != CL_SUCCESS ? err : CL_PLATFORM_NOT_FOUND_KHR,
                      "the OpenCL ICD loader found no platform (%s): check "
-                     "/etc/OpenCL/vendors, OCL_ICD_VENDORS and that the "
-                     "library each .icd file names exists",
+                     "%s%s%s and that the library each .icd file there "
+                     "names exists",
                      err != CL_SUCCESS ? kiln_cl_error_name(err)
-                                       : "0 platforms"))
+                                       : "0 platforms",
+                     from_env ? "OCL_ICD_VENDORS=" : "/etc/OpenCL/vendors",
+                     from_env ? vendors : "",
+                     from_env ? " (the loader reads only that)" : ""))
       goto fail;
   } else {
     for (cl_uint i = 0; i < n; i++)

@@ -216,9 +216,9 @@ kiln_status kiln__status_from_cl(cl_int err) {
 static const char *cl_hint(cl_int err) {
   switch (err) {
   case CL_PLATFORM_NOT_FOUND_KHR:
-    return "the ICD loader found no platform: check /etc/OpenCL/vendors, "
-           "OCL_ICD_VENDORS and that the vendor library an .icd names exists "
-           "(run 'kiln info --doctor')";
+    return "the ICD loader found no platform: check the vendors directory "
+           "(OCL_ICD_VENDORS when set, else /etc/OpenCL/vendors) and that the "
+           "vendor library an .icd names exists (run 'kiln info --doctor')";
   case CL_DEVICE_NOT_FOUND:
     return "the platform has no device of the requested type";
   case CL_OUT_OF_RESOURCES:
