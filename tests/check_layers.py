@@ -43,6 +43,9 @@ ROOMS = {
     "runtime/core": ("library", 1),
     "runtime/build": ("library", 2),
     "runtime/ops": ("library", 3),
+    # libkiln_mpi: a library of its own above libkiln, which it uses only
+    # through the public headers, as the tools do.
+    "runtime/mpi": ("mpi", 0),
     "tools/interface": ("tools", 0),
     "tools/info": ("tools", 1),
     "tools/bench": ("tools", 1),
@@ -69,6 +72,7 @@ GENERATED = {
 SEARCH = {
     "library": ["include", "backends", "cl_kernels", "runtime"],
     "tools": ["include", "tools"],
+    "mpi": ["include"],
 }
 SCANNED = ["backends", "runtime", "tools"]
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -95,9 +99,9 @@ def allowed(user, used, header=None, symbol=None):
     it is an include, through symbol when it is a call."""
     if used is None or used == user or used in OPEN_ROOMS:
         return None
-    # The tools call the library's exported (public) functions; its kiln__
-    # functions are hidden from them.
-    if (symbol is not None and ROOMS.get(user, ("",))[0] == "tools" and
+    # The tools and libkiln_mpi call the library's exported (public)
+    # functions; its kiln__ functions are hidden from them.
+    if (symbol is not None and ROOMS.get(user, ("",))[0] in ("tools", "mpi") and
             ROOMS.get(used, ("",))[0] == "library" and
             not symbol.startswith("kiln__")):
         return None
