@@ -43,6 +43,7 @@ ROOMS = {
     "runtime/core": ("library", 1),
     "runtime/build": ("library", 2),
     "runtime/ops": ("library", 3),
+    "runtime/multi": ("library", 4),
     # libkiln_mpi: a library of its own above libkiln, which it uses only
     # through the public headers, as the tools do.
     "runtime/mpi": ("mpi", 0),
@@ -60,6 +61,7 @@ ROOM_HEADERS = {
     "runtime/core": "runtime/core/internal.h",
     "runtime/build": "runtime/build/build.h",
     "runtime/ops": "runtime/ops/ops_internal.h",
+    "runtime/multi": "runtime/multi/multi.h",
     "tools/interface": "tools/commands.h",
 }
 # Headers generated into the build tree, by the name they are included as.
