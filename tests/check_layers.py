@@ -52,6 +52,7 @@ ROOMS = {
     "tools/bench": ("tools", 1),
     "tools/cache": ("tools", 1),
     "tools/demo": ("tools", 1),
+    "tools/scale": ("tools", 1),
     "tools/entry": ("tools", 2),
 }
 OPEN_ROOMS = {"include", "cl_kernels"}
