@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <time.h>
 
 #include "mpi_internal.h"
@@ -40,9 +41,24 @@ double kiln__mpi_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void kiln__mpi_pause(unsigned *idle_rounds) {
+  /* MPI advances non-blocking collectives only inside MPI calls, so the
+   * caller polls. The first rounds only yield the core (an exchange of a
+   * small chunk completes within microseconds, and a sleep would cost
+   * tens), later ones sleep, leaving the cores to the other ranks and the
+   * device threads during a long wait. */
+  if ((*idle_rounds)++ < 200) {
+    sched_yield();
+    return;
+  }
+  struct timespec pause = {0, 20000};
+  nanosleep(&pause, NULL);
+}
+
 kiln_status kiln__mpi_wait_one(kiln_mpi *mpi, const char *fn, const char *what,
                                MPI_Request *request) {
   double start = kiln__mpi_now();
+  unsigned idle_rounds = 0;
   for (;;) {
     int done = 0;
     int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
@@ -62,10 +78,7 @@ kiln_status kiln__mpi_wait_one(kiln_mpi *mpi, const char *fn, const char *what,
           "used",
           fn, mpi->rank, mpi->size, mpi->timeout_s, what);
     }
-    /* MPI advances non-blocking collectives only inside MPI calls: poll,
-     * but leave the cores to the other ranks and the device threads. */
-    struct timespec pause = {0, 20000};
-    nanosleep(&pause, NULL);
+    kiln__mpi_pause(&idle_rounds);
   }
 }
 

@@ -79,6 +79,10 @@ kiln_status kiln__mpi_request_create(kiln_mpi *mpi,
                                      const struct kiln__mpi_args *args,
                                      kiln_mpi_request **out);
 
+/* Pause between two polls of MPI; *idle_rounds counts the polls that found
+ * nothing to do in a row (the caller zeroes it after progress). */
+void kiln__mpi_pause(unsigned *idle_rounds);
+
 /* Seconds since an arbitrary start (CLOCK_MONOTONIC). */
 double kiln__mpi_now(void);
 

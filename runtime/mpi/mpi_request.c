@@ -13,7 +13,6 @@
  * f32. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "mpi_internal.h"
 
@@ -425,12 +424,11 @@ kiln_status kiln_mpi_test(kiln_mpi_request *request, bool *done) {
 }
 
 /* Block efficiently on whatever the pipeline waits for: a device command
- * when no MPI exchange is pending, else a short pause between MPI polls. */
-static void idle(kiln_mpi_request *r) {
+ * when no MPI exchange is pending, else a pause between MPI polls. */
+static void idle(kiln_mpi_request *r, unsigned *idle_rounds) {
   for (size_t i = 0; i < r->mpi->slots; i++)
     if (r->slots[i].stage == EXCHANGING) {
-      struct timespec pause = {0, 20000};
-      nanosleep(&pause, NULL);
+      kiln__mpi_pause(idle_rounds);
       return;
     }
   for (size_t i = 0; i < r->mpi->slots; i++)
@@ -439,8 +437,7 @@ static void idle(kiln_mpi_request *r) {
       return;
     }
   /* Waiting for an earlier request's turn to pass. */
-  struct timespec pause = {0, 20000};
-  nanosleep(&pause, NULL);
+  kiln__mpi_pause(idle_rounds);
 }
 
 kiln_status kiln_mpi_wait(kiln_mpi_request *request) {
@@ -452,7 +449,13 @@ kiln_status kiln_mpi_wait(kiln_mpi_request *request) {
   double start = kiln__mpi_now();
   kiln_status status = KILN_OK;
   bool done = false;
+  unsigned idle_rounds = 0;
+  size_t seen = r->done + r->next_exchange + r->next_read;
   while ((status = kiln_mpi_test(r, &done)) == KILN_OK && !done) {
+    size_t now = r->done + r->next_exchange + r->next_read;
+    if (now != seen)
+      idle_rounds = 0; /* progress: poll eagerly again */
+    seen = now;
     if (mpi->timeout_s > 0 && kiln__mpi_now() - start > mpi->timeout_s) {
       status = kiln__mpi_error(
           KILN_ERR_COMM,
@@ -464,7 +467,7 @@ kiln_status kiln_mpi_wait(kiln_mpi_request *request) {
       fail(r, status);
       break;
     }
-    idle(r);
+    idle(r, &idle_rounds);
   }
   /* Device commands still reading or writing the slots must end before the
    * memory is reused; MPI operations still pending after a failure cannot be
