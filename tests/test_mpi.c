@@ -466,6 +466,20 @@ int main(int argc, char **argv) {
     fprintf(stderr, "rank %d: no device: %s\n", rank_, kiln_last_error());
     MPI_Abort(MPI_COMM_WORLD, 77);
   }
+  /* One machine: the node-local rank is the rank, and the device is the
+   * selection's entry local_rank modulo its count. */
+  kiln_selection *sel = NULL;
+  if (kiln_selection_create(list, getenv("KILN_TEST_DEVICE"), &sel) ==
+      KILN_OK) {
+    size_t taken = kiln_selection_count(sel);
+    check(kiln_mpi_local_rank(mpi) == rank_, "local rank %d",
+          kiln_mpi_local_rank(mpi));
+    check(taken > 0 &&
+              dev == kiln_selection_get(sel, (size_t)rank_ % taken),
+          "rank %d took another device than entry %zu of %zu", rank_,
+          taken ? (size_t)rank_ % taken : 0, taken);
+    kiln_selection_destroy(sel);
+  }
   kiln_mpi_destroy(mpi);
   test_errors();
   test_allreduce();
