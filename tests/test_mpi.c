@@ -267,29 +267,36 @@ static void test_broadcast_gather_scatter(void) {
       bad += v[r * n + i] != (uint32_t)(r * 7 + i * 3);
   check(bad == 0, "allgather: %zu wrong elements", bad);
 
-  /* Reduce-scatter: f32 mean and bf16 max. */
-  static const kiln_dtype dts[] = {KILN_F32, KILN_BF16};
-  static const kiln_mpi_op ops[] = {KILN_MPI_MEAN, KILN_MPI_MAX};
-  for (int t = 0; t < 2; t++) {
-    size_t es = kiln_dtype_size(dts[t]);
+  /* Reduce-scatter: every dtype and op. */
+  static const kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_BF16};
+  for (int t = 0; t < 12; t++) {
+    kiln_dtype dt = dts[t / 4];
+    kiln_mpi_op op = (kiln_mpi_op)(t % 4);
+    size_t es = kiln_dtype_size(dt);
+    unsigned salt = 9 + (unsigned)t;
     unsigned char *h = malloc(n * p * es);
     /* Block q of rank r holds input(r, q * n + i). */
     for (size_t i = 0; i < n * p; i++)
-      store(dts[t], h, i, input(rank_, i, 9));
+      store(dt, h, i, input(rank_, i, salt));
     assert_kiln_ok(kiln_buffer_write_sync(queue, src, 0, n * p * es, h));
-    assert_kiln_ok(kiln_mpi_reduce_scatter(mpi, queue, src, 0, dst, 0, n,
-                                           dts[t], ops[t], 0, NULL));
+    assert_kiln_ok(kiln_mpi_reduce_scatter(mpi, queue, src, 0, dst, 0, n, dt,
+                                           op, 0, NULL));
     assert_kiln_ok(kiln_buffer_read_sync(queue, dst, 0, n * es, h));
     bad = 0;
     for (size_t i = 0; i < n; i++) {
       double want;
-      bad += !close_to_reference(dts[t], ops[t], (size_t)rank_ * n + i, 9,
-                                 load(dts[t], h, i), &want);
+      bad += !close_to_reference(dt, op, (size_t)rank_ * n + i, salt,
+                                 load(dt, h, i), &want);
     }
-    check(bad == 0, "reduce-scatter %s: %zu wrong elements",
-          kiln_dtype_name(dts[t]), bad);
+    check(bad == 0, "reduce-scatter %s op %d: %zu wrong elements",
+          kiln_dtype_name(dt), op, bad);
     free(h);
   }
+  /* Zero elements: still collective, nothing moves. */
+  assert_kiln_ok(kiln_mpi_broadcast(mpi, queue, src, 0, 0, KILN_U32, 0, 0,
+                                    NULL));
+  assert_kiln_ok(kiln_mpi_allgather(mpi, queue, src, 0, dst, 0, 0, KILN_F16,
+                                    0, NULL));
   kiln_buffer_destroy(src);
   kiln_buffer_destroy(dst);
   free(u);
