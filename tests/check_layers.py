@@ -43,11 +43,16 @@ ROOMS = {
     "runtime/core": ("library", 1),
     "runtime/build": ("library", 2),
     "runtime/ops": ("library", 3),
+    "runtime/multi": ("library", 4),
+    # libkiln_mpi: a library of its own above libkiln, which it uses only
+    # through the public headers, as the tools do.
+    "runtime/mpi": ("mpi", 0),
     "tools/interface": ("tools", 0),
     "tools/info": ("tools", 1),
     "tools/bench": ("tools", 1),
     "tools/cache": ("tools", 1),
     "tools/demo": ("tools", 1),
+    "tools/scale": ("tools", 1),
     "tools/entry": ("tools", 2),
 }
 OPEN_ROOMS = {"include", "cl_kernels"}
@@ -57,6 +62,7 @@ ROOM_HEADERS = {
     "runtime/core": "runtime/core/internal.h",
     "runtime/build": "runtime/build/build.h",
     "runtime/ops": "runtime/ops/ops_internal.h",
+    "runtime/multi": "runtime/multi/multi.h",
     "tools/interface": "tools/commands.h",
 }
 # Headers generated into the build tree, by the name they are included as.
@@ -69,6 +75,7 @@ GENERATED = {
 SEARCH = {
     "library": ["include", "backends", "cl_kernels", "runtime"],
     "tools": ["include", "tools"],
+    "mpi": ["include"],
 }
 SCANNED = ["backends", "runtime", "tools"]
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -95,9 +102,9 @@ def allowed(user, used, header=None, symbol=None):
     it is an include, through symbol when it is a call."""
     if used is None or used == user or used in OPEN_ROOMS:
         return None
-    # The tools call the library's exported (public) functions; its kiln__
-    # functions are hidden from them.
-    if (symbol is not None and ROOMS.get(user, ("",))[0] == "tools" and
+    # The tools and libkiln_mpi call the library's exported (public)
+    # functions; its kiln__ functions are hidden from them.
+    if (symbol is not None and ROOMS.get(user, ("",))[0] in ("tools", "mpi") and
             ROOMS.get(used, ("",))[0] == "library" and
             not symbol.startswith("kiln__")):
         return None

@@ -12,11 +12,15 @@
 #     find_package(kiln CONFIG) in a CMake project finds the installed
 #     package through CMAKE_PREFIX_PATH and kiln::kiln builds and runs the
 #     consumer. Exit 77 (meson's "skipped") when cmake is not installed.
+#   package_consumer.sh SOURCE_ROOT BUILD_ROOT mpi
+#     kiln-mpi.pc (beside kiln.pc) gives what a libkiln_mpi user needs:
+#     kiln's flags, MPI's (through Open MPI's ompi-c.pc) and -lkiln_mpi;
+#     tests/consumer/consumer_mpi.c builds with them and runs on 2 ranks.
 set -euo pipefail
 
-src=${1:?usage: package_consumer.sh SOURCE_ROOT BUILD_ROOT pkgconfig|cmake}
-build=${2:?usage: package_consumer.sh SOURCE_ROOT BUILD_ROOT pkgconfig|cmake}
-mode=${3:?usage: package_consumer.sh SOURCE_ROOT BUILD_ROOT pkgconfig|cmake}
+src=${1:?usage: package_consumer.sh SOURCE_ROOT BUILD_ROOT pkgconfig|cmake|mpi}
+build=${2:?usage: package_consumer.sh SOURCE_ROOT BUILD_ROOT pkgconfig|cmake|mpi}
+mode=${3:?usage: package_consumer.sh SOURCE_ROOT BUILD_ROOT pkgconfig|cmake|mpi}
 
 if [ "$mode" = cmake ] && ! command -v cmake > /dev/null; then
   echo "# cmake is not installed (apt-get install cmake): skipped"
@@ -69,6 +73,26 @@ pkgconfig)
     fail "the static consumer still needs libkiln.so"
   fi
   "$tmp/static"
+  ;;
+mpi)
+  pc=$(find "$root" -name kiln-mpi.pc -print -quit)
+  [ -n "$pc" ] || fail "meson install did not install kiln-mpi.pc"
+  [ -f "$(dirname "$pc")/kiln.pc" ] || fail "kiln-mpi.pc is not beside kiln.pc"
+  # The installed .pc files with their prefix moved into the destdir (a
+  # sysroot would move MPI's system paths too); MPI's own .pc from the
+  # system.
+  mkdir "$tmp/pc"
+  for f in kiln.pc kiln-mpi.pc; do
+    sed "s|^prefix=.*|prefix=$root$prefix|" "$(dirname "$pc")/$f" > "$tmp/pc/$f"
+  done
+  flags=$(PKG_CONFIG_PATH="$tmp/pc" pkg-config --cflags --libs kiln-mpi) ||
+    fail "pkg-config --cflags --libs kiln-mpi failed"
+  echo "# pkg-config --cflags --libs kiln-mpi: $flags"
+  case " $flags " in *" -lkiln_mpi "*) ;; *) fail "no -lkiln_mpi in: $flags" ;; esac
+  case " $flags " in *" -lkiln "*) ;; *) fail "no -lkiln in: $flags" ;; esac
+  # shellcheck disable=SC2086
+  cc -std=c11 -Wall -Wextra -Werror -o "$tmp/mpi" "$src/tests/consumer/consumer_mpi.c" $flags
+  LD_LIBRARY_PATH="$libdir" "$src/tests/mpi_run.sh" 2 "$tmp/mpi"
   ;;
 cmake)
   cmake -S "$src/tests/consumer" -B "$tmp/cmake-build" -DCMAKE_PREFIX_PATH="$root$prefix" \

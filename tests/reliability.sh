@@ -45,7 +45,7 @@ failed=0
 # check: memory errors and undefined behaviour are still fatal, and the
 # code they exercise (the cache, GEMM's host side) also runs, leak-checked,
 # in program, kernel, memo, resources and threads.
-asan_heavy="cache cache_warm op_gemm"
+asan_heavy="cache cache_warm op_gemm mpi_np1 mpi_np2 mpi_np3 mpi_killed_rank"
 # Not meaningful under a sanitizer build: readme_example compiles the README
 # example with plain cc against the installed (here: instrumented) library;
 # the bad-input checks are Python scripts reading the sources.

@@ -155,6 +155,29 @@ static void test_last_error_thread_local(void **state) {
   assert_int_equal(kiln_last_status(), KILN_ERR_NULL_POINTER);
 }
 
+/* A library layered on kiln (kiln_mpi) records its failures through the
+ * same thread-local last error; success and unknown values are refused. */
+static void test_set_last_error(void **state) {
+  (void)state;
+  kiln_clear_error();
+  assert_kiln_status(kiln_set_last_error(KILN_ERR_COMM, "rank 1 hung up"),
+                     KILN_ERR_COMM);
+  assert_string_equal(kiln_last_error(), "rank 1 hung up");
+  assert_int_equal(kiln_last_status(), KILN_ERR_COMM);
+  assert_int_equal(kiln_last_cl_error(), 0);
+  assert_kiln_status(kiln_set_last_error(KILN_ERR_COMM, NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("message is NULL");
+  assert_kiln_status(kiln_set_last_error(KILN_OK, "fine"),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("status 0 is not a kiln error status");
+  assert_kiln_status(kiln_set_last_error((kiln_status)-1000, "x"),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_kiln_status(kiln_set_last_error((kiln_status)7, "x"),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_int_equal(kiln_last_status(), KILN_ERR_INVALID_ARGUMENT);
+}
+
 static void test_version(void **state) {
   (void)state;
   assert_string_equal(kiln_version(), KILN_VERSION_STRING);
@@ -175,6 +198,7 @@ int main(void) {
       cmocka_unit_test(test_cl_error_names),
       cmocka_unit_test(test_last_error_contract),
       cmocka_unit_test(test_last_error_thread_local),
+      cmocka_unit_test(test_set_last_error),
       cmocka_unit_test(test_version),
   };
   return KILN_TEST_RUN("errors", tests, false);

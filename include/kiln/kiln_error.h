@@ -35,6 +35,17 @@ KILN_API int32_t kiln_last_cl_error(void);
 /* Forget the last failure on this thread. */
 KILN_API void kiln_clear_error(void);
 
+/* Record a failure on this thread, as kiln's own calls do, so that a library
+ * layered on kiln (kiln_mpi) reports through the same kiln_last_error() and
+ * kiln_last_status(); kiln_last_cl_error() becomes 0. Returns status, so a
+ * caller may write `return kiln_set_last_error(KILN_ERR_..., msg);`.
+ * message is copied (truncated to 4095 bytes). A status that is not an
+ * error (KILN_OK, or a value outside kiln_status) is refused with
+ * KILN_ERR_INVALID_ARGUMENT, a NULL message with KILN_ERR_NULL_POINTER; both
+ * record that refusal as the last error instead. Thread-safe. */
+KILN_API kiln_status kiln_set_last_error(kiln_status status,
+                                         const char *message);
+
 /* The name of an OpenCL error code as spelled in the Khronos headers
  * ("CL_INVALID_VALUE", "CL_PLATFORM_NOT_FOUND_KHR" for -1001), or
  * "CL_UNKNOWN_ERROR" for a code no header defines. Static storage. */

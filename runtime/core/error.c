@@ -269,6 +269,20 @@ kiln_status kiln__fail(kiln_status status, const char *fmt, ...) {
   return status;
 }
 
+kiln_status kiln_set_last_error(kiln_status status, const char *message) {
+  if (message == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER,
+                      "kiln_set_last_error: message is NULL");
+  /* Only a status of the table that is an error may be recorded: a caller
+   * reading kiln_last_status() must never see success or an unnamed value. */
+  if (status >= 0 || strcmp(kiln_status_name(status), "KILN_UNKNOWN_STATUS") == 0)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "kiln_set_last_error: status %d is not a kiln error "
+                      "status", (int)status);
+  record(status, 0, message);
+  return status;
+}
+
 kiln_status kiln__fail_cl(cl_int err, const char *call,
                           const struct kiln_device *device, const char *fmt,
                           ...) {

@@ -1,0 +1,155 @@
+/* kiln_mpi's private interface (runtime/mpi/): the communicator object, the
+ * collective request and the helpers shared by mpi_comm.c, mpi_request.c and
+ * mpi_collectives.c. libkiln_mpi uses libkiln only through its public
+ * headers, so it records failures with kiln_set_last_error. Not installed. */
+#ifndef KILN_MPI_INTERNAL_H
+#define KILN_MPI_INTERNAL_H
+
+#include <string.h>
+
+#include "kiln/kiln_mpi.h"
+
+struct kiln_mpi {
+  /* Two duplicates of the caller's communicator, both MPI_ERRORS_RETURN.
+   * MPI matches collectives on a communicator by the order they start, the
+   * same on every rank. The agreement of each collective runs on `comm`
+   * when the collective is started, in program order; the chunks run on
+   * `data` later, inside kiln_mpi_test and kiln_mpi_wait, whose timing
+   * differs between ranks: on one communicator the two streams could
+   * interleave differently on two ranks. */
+  MPI_Comm comm, data;
+  int rank, size, local_rank, local_size;
+  size_t chunk_bytes, slots;
+  double timeout_s;
+  /* A collective timed out or failed half-way: MPI operations may still be
+   * pending on memory we own, so nothing more may run and that memory is
+   * never freed. */
+  bool broken;
+  int live_requests;
+  /* Requests start their chunks' exchanges strictly one after the other,
+   * in the order they were started (tickets), so every rank issues the
+   * same sequence on `data` whichever request it tests first. */
+  unsigned long next_ticket, turn;
+  struct kiln_mpi_request *requests; /* live ones, oldest first */
+  /* Staging memory kept between collectives, so that a training loop does
+   * not fault in fresh pages every step; taken by at most one request. */
+  unsigned char *stage;
+  size_t stage_bytes;
+  bool stage_taken;
+};
+
+/* The collectives; part of the signature every rank agrees on. */
+enum kiln__mpi_kind {
+  KIND_ALLREDUCE = 1,
+  KIND_BROADCAST = 2,
+  KIND_ALLGATHER = 3,
+  KIND_REDUCE_SCATTER = 4,
+};
+
+/* What one collective was asked to do, after argument checks. */
+struct kiln__mpi_args {
+  const char *fn; /* public function name, for messages */
+  enum kiln__mpi_kind kind;
+  kiln_queue *queue;
+  kiln_buffer *src, *dst; /* the same buffer for allreduce and broadcast */
+  size_t src_offset, dst_offset, count;
+  kiln_dtype dtype;
+  kiln_mpi_op op;
+  int root;
+  size_t num_wait;
+  kiln_event *const *wait_list;
+};
+
+/* Record "fn: MPI_call failed on rank R of N: <MPI error string>" and return
+ * KILN_ERR_COMM. */
+kiln_status kiln__mpi_fail(const kiln_mpi *mpi, const char *fn,
+                           const char *call, int mpi_error);
+/* printf-style kiln_set_last_error; returns status. */
+kiln_status kiln__mpi_error(kiln_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Wait for one MPI request within mpi->timeout_s, driving MPI's progress.
+ * A timeout breaks mpi and returns KILN_ERR_COMM. */
+kiln_status kiln__mpi_wait_one(kiln_mpi *mpi, const char *fn, const char *what,
+                               MPI_Request *request);
+
+/* Allocate the staging and the request of a checked, agreed collective
+ * (mpi_request.c). */
+kiln_status kiln__mpi_request_create(kiln_mpi *mpi,
+                                     const struct kiln__mpi_args *args,
+                                     kiln_mpi_request **out);
+
+/* Pause between two polls of MPI; *idle_rounds counts the polls that found
+ * nothing to do in a row (the caller zeroes it after progress). */
+void kiln__mpi_pause(unsigned *idle_rounds);
+
+/* Seconds since an arbitrary start (CLOCK_MONOTONIC). */
+double kiln__mpi_now(void);
+
+/* Check the arguments every collective shares, agree with the other ranks
+ * on the signature, and start the request. */
+kiln_status kiln__mpi_start(kiln_mpi *mpi, const struct kiln__mpi_args *args,
+                            kiln_mpi_request **out);
+
+/* ---- f16 and bf16 on the host (round to nearest even) ------------------ */
+
+static inline float kiln__f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
+  float f;
+  if (e == 0) {
+    /* Zero or subnormal: m units of 2^-24, exact in f32. */
+    f = (float)m * (1.0f / 16777216.0f);
+    memcpy(&x, &f, 4);
+    x |= sign;
+  } else if (e == 31) {
+    x = sign | 0x7f800000u | (m << 13);
+  } else {
+    x = sign | ((e - 15 + 127) << 23) | (m << 13);
+  }
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+static inline uint16_t kiln__f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) /* inf stays inf, NaN stays a quiet NaN */
+    return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
+  if (ax >= 0x477ff000u) /* 65520 and above round to infinity */
+    return (uint16_t)(sign | 0x7c00u);
+  if (ax < 0x38800000u) {
+    /* Below the smallest normal f16 (2^-14): count units of 2^-24. The
+     * scaling is exact; the addition of 2^23 and back rounds to an integer
+     * in the current (nearest-even) rounding mode without libm. */
+    float v;
+    memcpy(&v, &ax, 4);
+    v = v * 16777216.0f;
+    volatile float big = v + 8388608.0f;
+    return (uint16_t)(sign | (uint32_t)(big - 8388608.0f));
+  }
+  uint32_t h = (((ax >> 23) - 127 + 15) << 10) | ((ax & 0x7fffffu) >> 13);
+  uint32_t rest = ax & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+    h++; /* a carry into the exponent is the correct rounding */
+  return (uint16_t)(sign | h);
+}
+
+static inline float kiln__bf16_to_f32(uint16_t b) {
+  uint32_t x = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+static inline uint16_t kiln__f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((x >> 16) | 0x40u); /* keep NaN a (quiet) NaN */
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
+#endif

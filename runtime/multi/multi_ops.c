@@ -1,0 +1,273 @@
+/* Ops split across a device set. Each device gets a contiguous part (of the
+ * batch, or of the elements), in its own buffers: every device's upload, op
+ * and download are enqueued and flushed before any is waited for, so the
+ * devices work at once. On a failure every queue is finished before the
+ * buffers go and the call returns, so no command still reads or writes the
+ * caller's arrays. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "multi.h"
+
+/* One device's part of a split op. */
+struct part {
+  size_t first, count;
+  kiln_buffer *buf[4];
+};
+
+static kiln_status check_set(const char *fn, const kiln_device_set *set) {
+  if (set == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: set is NULL", fn);
+  return KILN_OK;
+}
+
+static kiln_status split(const kiln_device_set *set, size_t total,
+                         struct part *parts) {
+  size_t counts[KILN__MULTI_MAX];
+  kiln_status status = kiln_device_set_split(set, total, set->count, counts);
+  size_t first = 0;
+  for (size_t d = 0; d < set->count; d++) {
+    memset(&parts[d], 0, sizeof parts[d]);
+    parts[d].first = first;
+    parts[d].count = counts[d];
+    first += counts[d];
+  }
+  return status;
+}
+
+/* Finish every queue (also after a failure), free the parts' buffers, and
+ * return the first failure. */
+static kiln_status finish(kiln_device_set *set, struct part *parts,
+                          kiln_status status) {
+  for (size_t d = 0; d < set->count; d++) {
+    kiln_status s = kiln_queue_finish(set->dev[d].queue);
+    if (status == KILN_OK)
+      status = s;
+  }
+  for (size_t d = 0; d < set->count; d++)
+    for (int i = 0; i < 4; i++)
+      kiln_buffer_destroy(parts[d].buf[i]);
+  return status;
+}
+
+/* A device buffer of bytes (at least 4) holding host[0 .. bytes) when host
+ * is not NULL. */
+static kiln_status upload(kiln_context *ctx, kiln_queue *q, const void *host,
+                          size_t bytes, kiln_buffer **out) {
+  kiln_status status = kiln_buffer_create(ctx, bytes < 4 ? 4 : bytes, 0, out);
+  if (status == KILN_OK && host != NULL && bytes > 0)
+    status = kiln_buffer_write(q, *out, 0, bytes, host, 0, NULL, NULL);
+  return status;
+}
+
+/* Elements spanned by a stored rows x cols matrix with leading dim ld. */
+static bool extent(kiln_layout layout, size_t rows, size_t cols, size_t ld,
+                   size_t *out) {
+  if (rows == 0 || cols == 0) {
+    *out = 0;
+    return true;
+  }
+  size_t outer = layout == KILN_COL_MAJOR ? cols : rows;
+  size_t inner = layout == KILN_COL_MAJOR ? rows : cols;
+  return !kiln__mul_overflows(outer - 1, ld, out) &&
+         !kiln__add_overflows(*out, inner, out);
+}
+
+/* Elements one device needs of an operand: nb (> 0) entries at stride, or
+ * the shared matrix when stride is 0; false when the bytes overflow. */
+static bool span(size_t nb, size_t stride, size_t one, size_t *out) {
+  if (stride == 0)
+    *out = one;
+  else if (kiln__mul_overflows(nb - 1, stride, out) ||
+           kiln__add_overflows(*out, one, out))
+    return false;
+  return *out <= SIZE_MAX / 4;
+}
+
+kiln_status kiln_multi_gemm_batched(
+    kiln_device_set *set, kiln_layout layout, kiln_trans trans_a,
+    kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
+    const float *a, size_t lda, size_t stride_a, const float *b, size_t ldb,
+    size_t stride_b, float beta, float *c, size_t ldc, size_t stride_c,
+    size_t batch) {
+  static const char fn[] = "kiln_multi_gemm_batched";
+  kiln_status status = check_set(fn, set);
+  if (status != KILN_OK)
+    return status;
+  if (a == NULL || b == NULL || c == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn,
+                      a == NULL ? "a" : b == NULL ? "b" : "c");
+  if (layout != KILN_ROW_MAJOR && layout != KILN_COL_MAJOR)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: layout %d is unknown",
+                      fn, (int)layout);
+  if (batch == 0 || m == 0 || n == 0)
+    return KILN_OK;
+  size_t ea, eb, ec;
+  bool ok = extent(layout, trans_a ? k : m, trans_a ? m : k, lda, &ea) &&
+            extent(layout, trans_b ? n : k, trans_b ? k : n, ldb, &eb) &&
+            extent(layout, m, n, ldc, &ec);
+  if (!ok)
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: a matrix's extent overflows size_t", fn);
+  struct part parts[KILN__MULTI_MAX];
+  if ((status = split(set, batch, parts)) != KILN_OK)
+    return status;
+  for (size_t d = 0; d < set->count && status == KILN_OK; d++) {
+    struct part *p = &parts[d];
+    if (p->count == 0)
+      continue;
+    kiln_context *ctx = set->dev[d].ctx;
+    kiln_queue *q = set->dev[d].queue;
+    size_t na, nb, nc;
+    if (!span(p->count, stride_a, ea, &na) || !span(p->count, stride_b, eb, &nb) ||
+        !span(p->count, stride_c, ec, &nc)) {
+      status = kiln__fail(KILN_ERR_INVALID_SIZE,
+                          "%s: the batch's extent overflows size_t", fn);
+      break;
+    }
+    const float *pa = a + (stride_a ? p->first * stride_a : 0);
+    const float *pb = b + (stride_b ? p->first * stride_b : 0);
+    float *pc = c + p->first * stride_c;
+    status = upload(ctx, q, pa, na * 4, &p->buf[0]);
+    if (status == KILN_OK)
+      status = upload(ctx, q, pb, nb * 4, &p->buf[1]);
+    /* beta == 0 never reads C: do not upload it. */
+    if (status == KILN_OK)
+      status = upload(ctx, q, beta != 0.0f ? pc : NULL, nc * 4, &p->buf[2]);
+    if (status == KILN_OK)
+      status = kiln_gemm_batched(q, layout, trans_a, trans_b, m, n, k, alpha,
+                                 KILN_F32, p->buf[0], 0, lda, stride_a,
+                                 p->buf[1], 0, ldb, stride_b, beta, p->buf[2],
+                                 0, ldc, stride_c, p->count, 0, NULL, NULL);
+    if (status == KILN_OK)
+      status = kiln_buffer_read(q, p->buf[2], 0, nc * 4, pc, 0, NULL, NULL);
+    if (status == KILN_OK)
+      status = kiln_queue_flush(q);
+  }
+  return finish(set, parts, status);
+}
+
+/* The elementwise ops: arity 1 (unary) or 2 (binary). */
+static kiln_status map(const char *fn, kiln_device_set *set, int arity, int op,
+                       size_t n, const float *x, const float *x2, float *y) {
+  kiln_status status = check_set(fn, set);
+  if (status != KILN_OK)
+    return status;
+  if (x == NULL || (arity == 2 && x2 == NULL) || y == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn,
+                      x == NULL                    ? (arity == 2 ? "a" : "x")
+                      : (arity == 2 && x2 == NULL) ? "b"
+                                                   : "y");
+  if (n > SIZE_MAX / 4)
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: n %zu overflows", fn, n);
+  if (n == 0)
+    return KILN_OK;
+  struct part parts[KILN__MULTI_MAX];
+  if ((status = split(set, n, parts)) != KILN_OK)
+    return status;
+  for (size_t d = 0; d < set->count && status == KILN_OK; d++) {
+    struct part *p = &parts[d];
+    if (p->count == 0)
+      continue;
+    kiln_context *ctx = set->dev[d].ctx;
+    kiln_queue *q = set->dev[d].queue;
+    size_t bytes = p->count * 4;
+    status = upload(ctx, q, x + p->first, bytes, &p->buf[0]);
+    if (status == KILN_OK && arity == 2)
+      status = upload(ctx, q, x2 + p->first, bytes, &p->buf[1]);
+    if (status == KILN_OK) {
+      if (arity == 1)
+        status = kiln_unary(q, (kiln_unary_op)op, KILN_F32, p->count,
+                            p->buf[0], 0, p->buf[0], 0, 0, NULL, NULL);
+      else
+        status = kiln_binary(q, (kiln_binary_op)op, KILN_F32, p->count,
+                             p->buf[0], 0, p->buf[1], 0, p->buf[0], 0, 0, NULL,
+                             NULL);
+    }
+    /* All uploads are enqueued before this download (one in-order queue),
+     * so y may be the same array as x. */
+    if (status == KILN_OK)
+      status = kiln_buffer_read(q, p->buf[0], 0, bytes, y + p->first, 0, NULL,
+                                NULL);
+    if (status == KILN_OK)
+      status = kiln_queue_flush(q);
+  }
+  return finish(set, parts, status);
+}
+
+kiln_status kiln_multi_unary(kiln_device_set *set, kiln_unary_op op, size_t n,
+                             const float *x, float *y) {
+  return map("kiln_multi_unary", set, 1, op, n, x, NULL, y);
+}
+
+kiln_status kiln_multi_binary(kiln_device_set *set, kiln_binary_op op,
+                              size_t n, const float *a, const float *b,
+                              float *y) {
+  return map("kiln_multi_binary", set, 2, op, n, a, b, y);
+}
+
+kiln_status kiln_multi_reduce(kiln_device_set *set, kiln_reduce_op op,
+                              size_t n, const float *x, float *result) {
+  static const char fn[] = "kiln_multi_reduce";
+  kiln_status status = check_set(fn, set);
+  if (status != KILN_OK)
+    return status;
+  if (x == NULL || result == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn,
+                      x == NULL ? "x" : "result");
+  if (op != KILN_REDUCE_SUM && op != KILN_REDUCE_MIN &&
+      op != KILN_REDUCE_MAX && op != KILN_REDUCE_MEAN)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: op %d cannot be combined from parts (SUM, MIN, "
+                      "MAX or MEAN)", fn, (int)op);
+  if (n == 0 || n > SIZE_MAX / 4)
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: n %zu is 0 or overflows", fn,
+                      n);
+  struct part parts[KILN__MULTI_MAX];
+  float partial[KILN__MULTI_MAX];
+  if ((status = split(set, n, parts)) != KILN_OK)
+    return status;
+  for (size_t d = 0; d < set->count && status == KILN_OK; d++) {
+    struct part *p = &parts[d];
+    if (p->count == 0)
+      continue;
+    kiln_context *ctx = set->dev[d].ctx;
+    kiln_queue *q = set->dev[d].queue;
+    status = upload(ctx, q, x + p->first, p->count * 4, &p->buf[0]);
+    if (status == KILN_OK)
+      status = upload(ctx, q, NULL, 4, &p->buf[1]);
+    if (status == KILN_OK)
+      status = kiln_reduce(q, op, KILN_F32, p->count, p->buf[0], 0, p->buf[1],
+                           0, 0, NULL, NULL);
+    if (status == KILN_OK)
+      status = kiln_buffer_read(q, p->buf[1], 0, 4, &partial[d], 0, NULL, NULL);
+    if (status == KILN_OK)
+      status = kiln_queue_flush(q);
+  }
+  if ((status = finish(set, parts, status)) != KILN_OK)
+    return status;
+  /* In device order, so a fixed split always gives the same bits. */
+  double acc = 0;
+  float best = NAN;
+  for (size_t d = 0; d < set->count; d++) {
+    if (parts[d].count == 0)
+      continue;
+    if (op == KILN_REDUCE_SUM)
+      acc += partial[d];
+    else if (op == KILN_REDUCE_MEAN)
+      acc += (double)partial[d] * (double)parts[d].count;
+    else if (op == KILN_REDUCE_MIN)
+      best = fminf(best, partial[d]);
+    else
+      best = fmaxf(best, partial[d]);
+  }
+  if (op == KILN_REDUCE_SUM)
+    *result = (float)acc;
+  else if (op == KILN_REDUCE_MEAN)
+    *result = (float)(acc / (double)n);
+  else
+    *result = best;
+  return KILN_OK;
+}
