@@ -34,6 +34,7 @@
 #include "kiln/kiln_queue.h"
 #include "kiln/kiln_event.h"
 #include "kiln/kiln_buffer.h"
+#include "kiln/kiln_pool.h"
 #include "kiln/kiln_program.h"
 #include "kiln/kiln_cache.h"
 #include "kiln/ops.h"

@@ -246,6 +246,8 @@ kiln_status kiln_buffer_destroy(kiln_buffer *buffer) {
   /* OpenCL keeps the memory until enqueued commands that use it complete,
    * so releasing here is safe with work pending. */
   clReleaseMemObject(buffer->cl);
+  if (buffer->pooled != NULL)
+    buffer->pooled->give_back(buffer->pooled);
   if (buffer->parent != NULL)
     atomic_fetch_sub(&buffer->parent->children, 1);
   kiln__context_child_removed(buffer->ctx);

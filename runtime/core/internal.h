@@ -143,6 +143,13 @@ kiln_status kiln__event_out(kiln_queue *queue, cl_event ev,
 
 struct kiln__mapping; /* buffer.c: one live kiln_buffer_map result */
 
+/* The pool's block behind a pooled buffer (pool.c). kiln_buffer_destroy
+ * calls give_back(self) after releasing the buffer's reference, so the pool
+ * calls buffers and never the other way round. Thread-safe. */
+struct kiln__pooled {
+  void (*give_back)(struct kiln__pooled *self);
+};
+
 struct kiln_buffer {
   kiln_context *ctx;
   cl_mem cl;
@@ -153,6 +160,7 @@ struct kiln_buffer {
   atomic_size_t children;  /* live views */
   pthread_mutex_t map_lock;     /* guards maps */
   struct kiln__mapping *maps;   /* live mappings, to validate unmap */
+  struct kiln__pooled *pooled;  /* pooled buffers: their block, else NULL */
 };
 
 /* Check that [offset, offset + size) lies inside buffer; what names the
