@@ -35,6 +35,7 @@
 #include "kiln/kiln_event.h"
 #include "kiln/kiln_buffer.h"
 #include "kiln/kiln_pool.h"
+#include "kiln/kiln_pinned.h"
 #include "kiln/kiln_program.h"
 #include "kiln/kiln_cache.h"
 #include "kiln/ops.h"
