@@ -39,6 +39,7 @@
 #include "kiln/kiln_program.h"
 #include "kiln/kiln_cache.h"
 #include "kiln/ops.h"
+#include "kiln/kiln_sequence.h"
 
 #undef KILN_H_INSIDE
 
