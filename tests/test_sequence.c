@@ -114,7 +114,7 @@ static void check_replay(size_t d, unsigned flags) {
   assert_true(kiln_sequence_launch_count(seq) >= 4);
   bool pocl = strcmp(kiln_context_profile(r.ctx), "pocl") == 0;
   assert_int_equal(kiln_sequence_uses_command_buffer(seq),
-                   pocl && flags == 0);
+                   pocl && flags == KILN_SEQUENCE_COMMAND_BUFFER);
   /* Changing the kernel's own arguments after recording changes nothing. */
   assert_kiln_ok(kiln_kernel_set_arg_f32(r.kernel, 2, 100.0f));
 
@@ -148,7 +148,7 @@ static void test_replay_equals_direct(void **state) {
   (void)state;
   FOR_EACH_TEST_DEVICE(d) {
     check_replay(d, 0);
-    check_replay(d, KILN_SEQUENCE_NO_COMMAND_BUFFER);
+    check_replay(d, KILN_SEQUENCE_COMMAND_BUFFER);
   }
 }
 
@@ -170,7 +170,8 @@ static void test_bad_inputs(void **state) {
   assert_kiln_status(kiln_sequence_replay(NULL, r.queue, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
 
-  assert_kiln_ok(kiln_sequence_begin(r.queue, 0, &seq));
+  assert_kiln_ok(kiln_sequence_begin(r.queue, KILN_SEQUENCE_COMMAND_BUFFER,
+                                     &seq));
   kiln_sequence *second;
   assert_kiln_status(kiln_sequence_begin(r.queue, 0, &second),
                      KILN_ERR_INVALID_STATE);

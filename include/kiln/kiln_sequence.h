@@ -5,10 +5,12 @@
  * every op (kiln/ops.h) on the recording queue are captured, not run: each
  * launch with its arguments as they are at that moment (buffers, scalars,
  * sizes). kiln_sequence_replay then enqueues them all, in order, on that
- * queue: through one cl_khr_command_buffer when the device offers it with
- * simultaneous use (PoCL 3.1 does), else from a prepared list of kernels
- * whose arguments are already set. Either way a replay costs one kiln call
- * instead of one per op, with no argument checks and no kernel lookups.
+ * queue, from a prepared list of kernels whose arguments are already set:
+ * one kiln call instead of one per op, with no argument checks and no
+ * kernel lookups. With KILN_SEQUENCE_COMMAND_BUFFER, the launches go into
+ * one cl_khr_command_buffer where the device offers it with simultaneous
+ * use. Not the default: PoCL 3.1 offers it, and replays through it took
+ * 3.3x as long as the prepared list (README, "Moving data").
  *
  * Arguments that change from one replay to the next: kiln_sequence_set_arg_*
  * replace an argument of one recorded kiln_kernel_launch (launch numbers
@@ -35,9 +37,9 @@ KILN_BEGIN_DECLS
 typedef struct kiln_sequence kiln_sequence;
 
 enum {
-  /* Replay from the prepared list even where command buffers exist (to
-   * compare the two, or to avoid a driver's command buffers). */
-  KILN_SEQUENCE_NO_COMMAND_BUFFER = 1u << 0,
+  /* Replay through a cl_khr_command_buffer where the device offers one
+   * that may be enqueued again while pending; else the prepared list. */
+  KILN_SEQUENCE_COMMAND_BUFFER = 1u << 0,
 };
 
 /* Start recording on queue. KILN_ERR_INVALID_STATE when the queue already

@@ -5,7 +5,7 @@
  * captured launch keeps a clone of the kernel (clCloneKernel copies the
  * arguments as set at that moment), so the queue's op kernels and the
  * caller's kernels stay free to take new arguments. Replay enqueues the
- * clones, or one command buffer built from them. PoCL 3.1 offers
+ * clones, or (on request) one command buffer built from them. PoCL 3.1 offers
  * cl_khr_command_buffer with simultaneous use, without mutable dispatch: a
  * changed argument makes the command buffer be built again before the next
  * replay. */
@@ -142,11 +142,11 @@ kiln_status kiln_sequence_begin(kiln_queue *queue, unsigned flags,
   *out = NULL;
   if (queue == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: queue is NULL", fn);
-  if ((flags & ~(unsigned)KILN_SEQUENCE_NO_COMMAND_BUFFER) != 0)
+  if ((flags & ~(unsigned)KILN_SEQUENCE_COMMAND_BUFFER) != 0)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                       "%s: flags has unknown bits 0x%x (known: "
-                      "KILN_SEQUENCE_NO_COMMAND_BUFFER)",
-                      fn, flags & ~(unsigned)KILN_SEQUENCE_NO_COMMAND_BUFFER);
+                      "KILN_SEQUENCE_COMMAND_BUFFER)",
+                      fn, flags & ~(unsigned)KILN_SEQUENCE_COMMAND_BUFFER);
   if (queue->recorder != NULL)
     return kiln__fail(KILN_ERR_INVALID_STATE,
                       "%s: the queue already records a sequence; end it "
@@ -247,7 +247,7 @@ kiln_status kiln_sequence_end(kiln_sequence *seq) {
                       "kiln_sequence_end: the sequence is not recording");
   seq->recording_on->recorder = NULL;
   seq->recording_on = NULL;
-  seq->use_command_buffer = (seq->flags & KILN_SEQUENCE_NO_COMMAND_BUFFER) == 0 &&
+  seq->use_command_buffer = (seq->flags & KILN_SEQUENCE_COMMAND_BUFFER) != 0 &&
                             seq->count > 0 && find_command_buffers(seq) &&
                             build_command_buffer(seq);
   return KILN_OK;
