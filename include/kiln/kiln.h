@@ -36,6 +36,7 @@
 #include "kiln/kiln_buffer.h"
 #include "kiln/kiln_pool.h"
 #include "kiln/kiln_pinned.h"
+#include "kiln/kiln_pipeline.h"
 #include "kiln/kiln_program.h"
 #include "kiln/kiln_cache.h"
 #include "kiln/ops.h"
