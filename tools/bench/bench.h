@@ -70,6 +70,7 @@ bool bench_run_pool(const struct bench_env *env, struct bench_result *r);
 bool bench_run_h2d(const struct bench_env *env, struct bench_result *r);
 bool bench_run_d2h(const struct bench_env *env, struct bench_result *r);
 bool bench_run_sequence(const struct bench_env *env, struct bench_result *r);
+bool bench_run_pipeline(const struct bench_env *env, struct bench_result *r);
 
 /* Every op, in the default order. */
 const struct bench_op *bench_ops(size_t *count);

@@ -343,3 +343,115 @@ done:
   free(got);
   return ok;
 }
+
+/* ---- pipeline ------------------------------------------------------------ */
+
+#define BATCHES 64
+
+struct pipe_args {
+  kiln_queue *q;
+  size_t n; /* floats per batch */
+  float *in, *out;
+  kiln_buffer *x, *y; /* the serial run's buffers */
+};
+
+/* The kernels of one batch: y = exp(-|x|) * 2 + x, a few passes. */
+static kiln_status batch_ops(kiln_queue *q, size_t n, kiln_buffer *in,
+                             kiln_buffer *out, size_t num_wait,
+                             kiln_event *const *wait_list,
+                             kiln_event **out_event) {
+  kiln_status s = kiln_unary(q, KILN_UNARY_ABS, KILN_F32, n, in, 0, out, 0,
+                             num_wait, wait_list, NULL);
+  if (s == KILN_OK)
+    s = kiln_scale(q, KILN_F32, n, -1.0f, out, 0, 0, NULL, NULL);
+  if (s == KILN_OK)
+    s = kiln_unary(q, KILN_UNARY_EXP, KILN_F32, n, out, 0, out, 0, 0, NULL,
+                   NULL);
+  if (s == KILN_OK)
+    s = kiln_scale(q, KILN_F32, n, 2.0f, out, 0, 0, NULL, NULL);
+  if (s == KILN_OK)
+    s = kiln_axpy(q, KILN_F32, n, 1.0f, in, 0, out, 0, 0, NULL, out_event);
+  return s;
+}
+
+static kiln_status pipe_fn(void *user, kiln_queue *queue, size_t batch,
+                           kiln_buffer *in, kiln_buffer *out, size_t num_wait,
+                           kiln_event *const *wait_list,
+                           kiln_event **out_event) {
+  (void)batch;
+  const struct pipe_args *a = user;
+  return batch_ops(queue, a->n, in, out, num_wait, wait_list, out_event);
+}
+
+static kiln_status pipelined(void *p) {
+  struct pipe_args *a = p;
+  return kiln_pipeline_run(a->q, NULL, BATCHES, a->n * 4, a->n * 4, a->in,
+                           a->out, pipe_fn, a);
+}
+
+static kiln_status serial(void *p) {
+  struct pipe_args *a = p;
+  for (size_t i = 0; i < BATCHES; i++) {
+    kiln_status s =
+        kiln_buffer_write_sync(a->q, a->x, 0, a->n * 4, a->in + i * a->n);
+    if (s == KILN_OK)
+      s = batch_ops(a->q, a->n, a->x, a->y, 0, NULL, NULL);
+    if (s == KILN_OK)
+      s = kiln_buffer_read_sync(a->q, a->y, 0, a->n * 4, a->out + i * a->n);
+    if (s != KILN_OK)
+      return s;
+  }
+  return KILN_OK;
+}
+
+bool bench_run_pipeline(const struct bench_env *env, struct bench_result *r) {
+  size_t n = r->shape[0];
+  bool ok = false;
+  struct pipe_args a = {env->queue, n, NULL, NULL, NULL, NULL};
+  float *want = NULL;
+  size_t total;
+  if (__builtin_mul_overflow(n, (size_t)BATCHES * 4, &total)) {
+    snprintf(r->note, sizeof r->note, "size too large");
+    return false;
+  }
+  a.in = malloc(total);
+  a.out = malloc(total);
+  want = malloc(total);
+  if (a.in == NULL || a.out == NULL || want == NULL) {
+    snprintf(r->note, sizeof r->note, "out of host memory");
+    goto done;
+  }
+  for (size_t i = 0; i < n * BATCHES; i++)
+    a.in[i] = (float)(i % 97) * 0.03125f - 1.5f;
+  if (kiln_buffer_create(env->ctx, n * 4, 0, &a.x) != KILN_OK ||
+      kiln_buffer_create(env->ctx, n * 4, 0, &a.y) != KILN_OK) {
+    fail(r, "setup");
+    goto done;
+  }
+  double serial_s = bench_time(env, serial, &a);
+  memcpy(want, a.out, total);
+  double pipe_s = bench_time(env, pipelined, &a);
+  if (serial_s < 0 || pipe_s < 0) {
+    fail(r, "run");
+    goto done;
+  }
+  col(r, "pipelined", pipe_s);
+  col(r, "serial", serial_s);
+  r->median_s = pipe_s;
+  r->col_bytes = 2.0 * (double)total; /* uploaded and downloaded */
+  snprintf(r->note, sizeof r->note, "%d batches", BATCHES);
+  ok = true;
+  if (env->verify) {
+    ok = memcmp(want, a.out, total) == 0;
+    if (!ok)
+      snprintf(r->note, sizeof r->note, "pipelined differs from serial");
+    r->verified = ok;
+  }
+done:
+  kiln_buffer_destroy(a.x);
+  kiln_buffer_destroy(a.y);
+  free(a.in);
+  free(a.out);
+  free(want);
+  return ok;
+}

@@ -481,6 +481,8 @@ const struct bench_op *bench_ops(size_t *count) {
        bench_run_d2h},
       {"sequence", "f32", "elements per op (100 ops)", 1,
        {{4096, 0, 0}, {0, 0, 0}}, bench_run_sequence},
+      {"pipeline", "f32", "elements per batch (64 batches)", 1,
+       {{1u << 18, 0, 0}, {0, 0, 0}}, bench_run_pipeline},
   };
   *count = sizeof ops / sizeof ops[0];
   return ops;
