@@ -137,7 +137,10 @@ static void fence_unfenced(kiln_pool *pool) {
     free(f);
     return;
   }
-  clFlush(pool->home);
+  /* Not flushed here: a flush per fence wakes PoCL's workers and cost
+   * several microseconds per allocation in a loop that writes each buffer
+   * (kiln bench pool); the marker goes with the caller's next flush or
+   * wait, and poll_oldest_fence and make_room flush before they wait. */
   f->blocks = pool->unfenced;
   pool->unfenced = NULL;
   if (pool->fences_tail != NULL)
@@ -179,7 +182,9 @@ static kiln_status make_room(kiln_pool *pool, size_t bytes, size_t request) {
           "buffer%s",
           request, bytes, limit, pool->stats.in_use_bytes,
           pool->stats.live_buffers, pool->stats.live_buffers == 1 ? "" : "s");
-    cl_int err = clWaitForEvents(1, &pool->fences->marker);
+    cl_int err = clFlush(pool->home);
+    if (err == CL_SUCCESS)
+      err = clWaitForEvents(1, &pool->fences->marker);
     if (err != CL_SUCCESS)
       return kiln__fail_cl(err, "clWaitForEvents", pool->ctx->device,
                            "kiln_pool_alloc: waiting for given-back blocks "
@@ -194,6 +199,7 @@ static void give_back(struct kiln__pooled *self);
 /* Poll the oldest fence for up to POLL_NS; true (and its blocks collected)
  * when it completed in that time. */
 static bool poll_oldest_fence(kiln_pool *pool) {
+  clFlush(pool->home);
   uint64_t start = kiln__trace_now_ns();
   for (;;) {
     cl_int state = CL_QUEUED;
