@@ -1,6 +1,7 @@
 /* The memory pool: reuse only after pending commands end, the byte limit,
  * statistics that add up after every operation, KILN_ERR_BUSY for live
  * pooled buffers, views, and several threads sharing one pool. */
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,13 +334,78 @@ static void test_threads(void **state) {
   kiln_test_close(ctx, queue);
 }
 
+static char trace_path[512];
+
+/* KILN_TRACE (set in main) holds the pool's driver allocations, trims and
+ * end, each with statistics that add up. */
+static void test_trace(void **state) {
+  (void)state;
+  kiln_context *ctx;
+  kiln_queue *queue;
+  kiln_test_open(0, &ctx, &queue);
+  kiln_pool *pool;
+  assert_kiln_ok(kiln_pool_create(queue, 0, &pool));
+  kiln_buffer *b;
+  assert_kiln_ok(kiln_pool_alloc(pool, 777777, 0, &b));
+  assert_kiln_ok(kiln_buffer_destroy(b));
+  assert_kiln_ok(kiln_pool_trim(pool, NULL));
+  assert_kiln_ok(kiln_pool_destroy(pool));
+  kiln_test_close(ctx, queue);
+
+  json_error_t err;
+  json_t *all = json_load_file(trace_path, 0, &err);
+  assert_non_null(all);
+  bool alloc = false, trim = false, end = false;
+  size_t i;
+  json_t *ev;
+  json_array_foreach(all, i, ev) {
+    const char *cat = json_string_value(json_object_get(ev, "cat"));
+    const char *name = json_string_value(json_object_get(ev, "name"));
+    if (cat == NULL || name == NULL || strcmp(cat, "kiln.pool") != 0)
+      continue;
+    json_t *args = json_object_get(ev, "args");
+    double reserved =
+        json_number_value(json_object_get(args, "reserved_bytes"));
+    double parts =
+        json_number_value(json_object_get(args, "in_use_bytes")) +
+        json_number_value(json_object_get(args, "pending_bytes")) +
+        json_number_value(json_object_get(args, "cached_bytes"));
+    assert_true(reserved == parts);
+    double bytes = json_number_value(json_object_get(args, "bytes"));
+    if (strcmp(name, "pool_driver_alloc") == 0 && bytes == 786432.0)
+      alloc = reserved == 786432.0; /* 777777 in its class */
+    else if (strcmp(name, "pool_trim") == 0)
+      trim = true;
+    else if (strcmp(name, "pool_destroy") == 0)
+      end = json_number_value(json_object_get(args, "misses")) >= 1.0;
+  }
+  json_decref(all);
+  assert_true(alloc);
+  assert_true(trim);
+  assert_true(end);
+}
+
 int main(void) {
+  /* KILN_TRACE is read once per process: set before anything runs, into
+   * the test's own cache directory when meson gives one. */
+  const char *dir = getenv("KILN_CACHE_DIR");
+  snprintf(trace_path, sizeof trace_path, "%s%spool-trace.json",
+           dir != NULL ? dir : "", dir != NULL ? "/" : "");
+  if (dir != NULL) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    if (system(cmd) != 0)
+      return 1;
+  }
+  remove(trace_path);
+  setenv("KILN_TRACE", trace_path, 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_reuse_and_stats),
       cmocka_unit_test(test_pending_command_blocks_reuse),
       cmocka_unit_test(test_limit),
       cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_trace),
   };
   return KILN_TEST_RUN("pool", tests, true);
 }

@@ -218,7 +218,8 @@ static bool poll_oldest_fence(kiln_pool *pool) {
 
 /* A block of class cls: cached, or new from the driver. */
 static kiln_status take_block(kiln_pool *pool, size_t size, unsigned cls,
-                              size_t bytes, struct kiln__pool_block **out) {
+                              size_t bytes, struct kiln__pool_block **out,
+                              uint64_t *driver_start_ns) {
   collect_fences(pool);
   /* One fence in flight at a time: blocks given back meanwhile wait for
    * the next one, so a fast alloc/destroy loop costs one marker per fence
@@ -274,8 +275,9 @@ static kiln_status take_block(kiln_pool *pool, size_t size, unsigned cls,
   b->cls = cls;
   add_reserved(pool, bytes);
   pool->stats.misses++;
-  if (traced)
-    trace_pool(pool, "pool_driver_alloc", start, bytes);
+  /* Traced by the caller once the block counts as in use, so that the
+   * statistics in the trace add up. */
+  *driver_start_ns = traced ? start : 0;
   *out = b;
   return KILN_OK;
 }
@@ -373,12 +375,16 @@ kiln_status kiln_pool_alloc(kiln_pool *pool, size_t size_bytes, unsigned flags,
 
   pthread_mutex_lock(&pool->lock);
   struct kiln__pool_block *block = NULL;
-  kiln_status status = take_block(pool, size_bytes, cls, bytes, &block);
+  uint64_t driver_start_ns = 0;
+  kiln_status status =
+      take_block(pool, size_bytes, cls, bytes, &block, &driver_start_ns);
   if (status == KILN_OK && block != NULL) {
     pool->stats.in_use_bytes += block->bytes;
     pool->stats.requested_bytes += size_bytes;
     pool->stats.live_buffers++;
     block->requested = size_bytes;
+    if (driver_start_ns != 0)
+      trace_pool(pool, "pool_driver_alloc", driver_start_ns, block->bytes);
   }
   pthread_mutex_unlock(&pool->lock);
   if (block == NULL)
