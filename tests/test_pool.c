@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "core/internal.h"
 #include "kiln/kiln_cl.h"
 
 /* The invariant kiln_pool_stats promises, checked after every step. */
@@ -231,6 +232,57 @@ static void test_pending_command_blocks_reuse(void **state) {
   }
 }
 
+/* A pooled buffer used on another queue: kiln_pool_release_after with
+ * that queue's event keeps its block from reuse until the event ends. */
+static void test_release_after_other_queue(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx;
+    kiln_queue *home, *other;
+    kiln_test_open(d, &ctx, &home);
+    assert_kiln_ok(kiln_queue_create(ctx, 0, &other));
+    kiln_pool *pool;
+    assert_kiln_ok(kiln_pool_create(home, 0, &pool));
+    kiln_buffer *a;
+    assert_kiln_ok(kiln_pool_alloc(pool, 2048, 0, &a));
+    cl_mem a_mem = kiln_buffer_cl_mem(a);
+    cl_int err;
+    cl_event gate = clCreateUserEvent(kiln_context_cl_context(ctx), &err);
+    assert_int_equal(err, CL_SUCCESS);
+    static unsigned char data[2048];
+    memset(data, 0x3c, sizeof data);
+    cl_event write_done;
+    assert_int_equal(clEnqueueWriteBuffer(kiln_queue_cl_queue(other), a_mem,
+                                          CL_FALSE, 0, sizeof data, data, 1,
+                                          &gate, &write_done),
+                     CL_SUCCESS);
+    clFlush(kiln_queue_cl_queue(other));
+    kiln_event *ev;
+    assert_kiln_ok(kiln__event_wrap(other, write_done, &ev));
+    assert_kiln_ok(kiln_pool_release_after(pool, a, 1, &ev));
+    kiln_event_release(ev);
+    /* Fenced behind the gated write: however long we look, not reused. */
+    kiln_buffer *b[2];
+    for (int i = 0; i < 2; i++) {
+      assert_kiln_ok(kiln_pool_alloc(pool, 2048, 0, &b[i]));
+      assert_ptr_not_equal(kiln_buffer_cl_mem(b[i]), a_mem);
+    }
+    assert_kiln_ok(kiln_buffer_destroy(b[0]));
+    assert_kiln_ok(kiln_buffer_destroy(b[1]));
+    assert_int_equal(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    clReleaseEvent(gate);
+    assert_kiln_ok(kiln_queue_finish(other));
+    assert_kiln_ok(kiln_queue_finish(home));
+    kiln_buffer *c;
+    assert_kiln_ok(kiln_pool_alloc(pool, 2048, 0, &c));
+    assert_ptr_equal(kiln_buffer_cl_mem(c), a_mem);
+    assert_kiln_ok(kiln_buffer_destroy(c));
+    assert_kiln_ok(kiln_pool_destroy(pool));
+    assert_kiln_ok(kiln_queue_destroy(other));
+    kiln_test_close(ctx, home);
+  }
+}
+
 /* The limit: cached blocks go first, then pending ones are waited for; a
  * request that cannot fit is refused with the numbers. */
 static void test_limit(void **state) {
@@ -403,6 +455,7 @@ int main(void) {
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_reuse_and_stats),
       cmocka_unit_test(test_pending_command_blocks_reuse),
+      cmocka_unit_test(test_release_after_other_queue),
       cmocka_unit_test(test_limit),
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_trace),
