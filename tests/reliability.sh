@@ -116,7 +116,7 @@ stage_tsan() {
   TSAN_OPTIONS=$opts \
     meson test -C "$rel/tsan" --no-rebuild --print-errorlogs \
     --num-processes "$jobs" --timeout-multiplier 4 \
-    threads memo event queue program cache cache_warm
+    threads memo event queue program cache cache_warm pool pipeline
   local status=$?
   echo "tsan: the thread stress test on rusticl"
   TSAN_OPTIONS=$opts RUSTICL_ENABLE=llvmpipe KILN_TEST_DEVICE=rusticl \

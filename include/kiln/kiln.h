@@ -34,10 +34,14 @@
 #include "kiln/kiln_queue.h"
 #include "kiln/kiln_event.h"
 #include "kiln/kiln_buffer.h"
+#include "kiln/kiln_pool.h"
+#include "kiln/kiln_pinned.h"
+#include "kiln/kiln_pipeline.h"
 #include "kiln/kiln_program.h"
 #include "kiln/kiln_cache.h"
 #include "kiln/ops.h"
 #include "kiln/kiln_multi.h"
+#include "kiln/kiln_sequence.h"
 
 #undef KILN_H_INSIDE
 

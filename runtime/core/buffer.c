@@ -108,6 +108,7 @@ kiln_status kiln__buffer_wrap(kiln_context *ctx, cl_mem mem, size_t size,
   buffer->parent = parent;
   buffer->origin = origin;
   atomic_init(&buffer->children, 0);
+  atomic_init(&buffer->recordings, 0);
   if (parent != NULL)
     atomic_fetch_add(&parent->children, 1);
   kiln__context_child_added(ctx);
@@ -230,6 +231,13 @@ kiln_status kiln_buffer_destroy(kiln_buffer *buffer) {
                       "buffer %s still alive; destroy %s first",
                       views, views == 1 ? "" : "s", views == 1 ? "is" : "are",
                       views == 1 ? "it" : "them");
+  size_t recorded = atomic_load(&buffer->recordings);
+  if (recorded > 0)
+    return kiln__fail(KILN_ERR_BUSY,
+                      "kiln_buffer_destroy: %zu recorded sequence%s still "
+                      "use%s this buffer; kiln_sequence_destroy %s first",
+                      recorded, recorded == 1 ? "" : "s",
+                      recorded == 1 ? "s" : "", recorded == 1 ? "it" : "them");
   pthread_mutex_lock(&buffer->map_lock);
   size_t mapped = 0;
   for (struct kiln__mapping *m = buffer->maps; m != NULL; m = m->next)
@@ -246,6 +254,8 @@ kiln_status kiln_buffer_destroy(kiln_buffer *buffer) {
   /* OpenCL keeps the memory until enqueued commands that use it complete,
    * so releasing here is safe with work pending. */
   clReleaseMemObject(buffer->cl);
+  if (buffer->pooled != NULL)
+    buffer->pooled->give_back(buffer->pooled);
   if (buffer->parent != NULL)
     atomic_fetch_sub(&buffer->parent->children, 1);
   kiln__context_child_removed(buffer->ctx);
@@ -274,6 +284,12 @@ static kiln_status check_queue_buffer(const kiln_queue *queue,
     return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
                       "%s: %s belongs to another context than the queue", fn,
                       what);
+  /* A transfer would run now, out of the recorded order. */
+  if (queue->recorder != NULL)
+    return kiln__fail(KILN_ERR_INVALID_STATE,
+                      "%s: the queue is recording a sequence, which records "
+                      "kernel launches and ops only; end the recording first",
+                      fn);
   return KILN_OK;
 }
 

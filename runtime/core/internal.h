@@ -100,6 +100,24 @@ void kiln__context_child_removed(kiln_context *ctx);
 
 /* ---- queue, event (queue.c, event.c) ------------------------------------ */
 
+/* A recording in progress on a queue (the ops room's recorded sequences,
+ * runtime/ops/sequence.c). While a queue has one, kiln_kernel_launch and
+ * the op library hand their launches to it instead of enqueuing them, and
+ * report each buffer the launch uses; buffer transfers on the queue are
+ * refused. A table of function pointers, so calls still flow down. */
+struct kiln__recorder {
+  /* Capture kernel as launched now (its arguments as set). user is the
+   * kiln_kernel for kiln_kernel_launch, NULL for an op's kernel. */
+  kiln_status (*launch)(struct kiln__recorder *self, cl_kernel kernel,
+                        const kiln_kernel *user, cl_uint dims,
+                        const size_t *global, const size_t *local);
+  /* The launch about to be captured uses buffer: keep it from being
+   * destroyed while the recording lives. */
+  kiln_status (*use_buffer)(struct kiln__recorder *self, kiln_buffer *buffer);
+  /* ... or uses mem, op scratch that the queue may replace: retain it. */
+  kiln_status (*use_mem)(struct kiln__recorder *self, cl_mem mem);
+};
+
 struct kiln_queue {
   kiln_context *ctx;
   cl_command_queue cl;
@@ -111,6 +129,7 @@ struct kiln_queue {
    * first use, grown on demand; released with the queue. */
   cl_mem op_workspace;
   size_t op_workspace_bytes;
+  struct kiln__recorder *recorder; /* recording in progress, else NULL */
 };
 
 struct kiln_event {
@@ -143,6 +162,13 @@ kiln_status kiln__event_out(kiln_queue *queue, cl_event ev,
 
 struct kiln__mapping; /* buffer.c: one live kiln_buffer_map result */
 
+/* The pool's block behind a pooled buffer (pool.c). kiln_buffer_destroy
+ * calls give_back(self) after releasing the buffer's reference, so the pool
+ * calls buffers and never the other way round. Thread-safe. */
+struct kiln__pooled {
+  void (*give_back)(struct kiln__pooled *self);
+};
+
 struct kiln_buffer {
   kiln_context *ctx;
   cl_mem cl;
@@ -153,6 +179,8 @@ struct kiln_buffer {
   atomic_size_t children;  /* live views */
   pthread_mutex_t map_lock;     /* guards maps */
   struct kiln__mapping *maps;   /* live mappings, to validate unmap */
+  struct kiln__pooled *pooled;  /* pooled buffers: their block, else NULL */
+  atomic_size_t recordings;     /* recorded sequences that use it */
 };
 
 /* Check that [offset, offset + size) lies inside buffer; what names the
@@ -219,6 +247,7 @@ struct kiln__kernel_arg {
   bool set;             /* a setter succeeded for it */
   size_t local_bytes;   /* bytes of a __local argument as last set, else 0 */
   char type[40];        /* declared type name ("float4"); "" if unknown */
+  kiln_buffer *buffer;  /* the buffer last set to it, for recordings */
 };
 
 struct kiln_kernel {

@@ -303,6 +303,7 @@ static kiln_status set_arg(const char *fn, kiln_kernel *kernel, uint32_t index,
                          "%s: argument %u of kernel '%s' (%zu bytes)", fn,
                          index, kernel->name, size);
   kernel->args[index].set = true;
+  kernel->args[index].buffer = NULL; /* kiln_kernel_set_arg_buffer sets it */
   /* Only __local arguments are set without a value. */
   kernel->args[index].local_bytes = value == NULL ? size : 0;
   return KILN_OK;
@@ -330,7 +331,10 @@ kiln_status kiln_kernel_set_arg_buffer(kiln_kernel *kernel, uint32_t index,
                       "not a __global or __constant pointer",
                       fn, index, kernel->name, arg->type,
                       address_name(arg->address));
-  return set_arg(fn, kernel, index, sizeof(cl_mem), &buffer->cl);
+  st = set_arg(fn, kernel, index, sizeof(cl_mem), &buffer->cl);
+  if (st == KILN_OK)
+    kernel->args[index].buffer = (kiln_buffer *)(uintptr_t)buffer;
+  return st;
 }
 
 kiln_status kiln_kernel_set_arg_local(kiln_kernel *kernel, uint32_t index,
@@ -602,6 +606,37 @@ static void trace_launch(const kiln_queue *queue, const kiln_kernel *kernel,
                        ev, ev, host_ns);
 }
 
+/* A launch on a recording queue: checked like one that runs, then handed
+ * to the recorder with every buffer argument. Recorded launches run at
+ * replay, so they take no wait list and give no event. */
+static kiln_status record_launch(kiln_queue *queue, kiln_kernel *kernel,
+                                 uint32_t work_dim, const size_t *global_size,
+                                 const size_t *local_size, size_t num_wait,
+                                 kiln_event **out_event) {
+  static const char fn[] = "kiln_kernel_launch";
+  if (num_wait > 0 || out_event != NULL)
+    return kiln__fail(KILN_ERR_INVALID_STATE,
+                      "%s: the queue is recording a sequence; recorded "
+                      "launches take no wait list and give no event (pass "
+                      "them to kiln_sequence_replay)",
+                      fn);
+  for (uint32_t i = 0; i < kernel->num_args; i++)
+    if (!kernel->args[i].set)
+      return kiln__fail(KILN_ERR_INVALID_STATE,
+                        "%s: argument %u of kernel '%s' is not set; a "
+                        "recording captures every argument at launch",
+                        fn, i, kernel->name);
+  struct kiln__recorder *rec = queue->recorder;
+  for (uint32_t i = 0; i < kernel->num_args; i++)
+    if (kernel->args[i].buffer != NULL) {
+      kiln_status st = rec->use_buffer(rec, kernel->args[i].buffer);
+      if (st != KILN_OK)
+        return st;
+    }
+  return rec->launch(rec, kernel->cl, kernel, work_dim, global_size,
+                     local_size);
+}
+
 kiln_status kiln_kernel_launch(kiln_queue *queue, kiln_kernel *kernel,
                                uint32_t work_dim, const size_t *global_size,
                                const size_t *local_size, size_t num_wait,
@@ -641,6 +676,10 @@ kiln_status kiln_kernel_launch(kiln_queue *queue, kiln_kernel *kernel,
                       chosen);
     local_size = chosen;
   }
+
+  if (queue->recorder != NULL)
+    return record_launch(queue, kernel, work_dim, global_size, local_size,
+                         num_wait, out_event);
 
   cl_event inline_waits[KILN__WAIT_INLINE];
   cl_event *waits = NULL;

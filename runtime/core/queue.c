@@ -96,6 +96,11 @@ static cl_int finish(kiln_queue *queue) {
 kiln_status kiln_queue_destroy(kiln_queue *queue) {
   if (queue == NULL)
     return KILN_OK;
+  if (queue->recorder != NULL)
+    return kiln__fail(KILN_ERR_BUSY,
+                      "kiln_queue_destroy: a sequence is recording on this "
+                      "queue; kiln_sequence_end or kiln_sequence_destroy it "
+                      "first");
   /* Pending work is finished, not abandoned: the caller's host pointers in
    * pending reads and writes stay in use until then. */
   cl_int err = finish(queue);

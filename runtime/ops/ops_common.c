@@ -71,6 +71,11 @@ kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
                       fn, what, offset, count, kiln_dtype_name(dtype), have,
                       buffer->size);
   }
+  /* Every buffer an op uses passes here: a recording keeps it alive. The
+   * count it raises is bookkeeping, not the buffer's contents. */
+  if (queue->recorder != NULL)
+    return queue->recorder->use_buffer(queue->recorder,
+                                       (kiln_buffer *)(uintptr_t)buffer);
   return KILN_OK;
 }
 
@@ -211,7 +216,15 @@ kiln_status kiln__op_begin(struct kiln__op *op, kiln_queue *queue,
   op->first = NULL;
   op->last = NULL;
   op->launches = 0;
-  op->traced = kiln__trace_enabled();
+  /* A recorded op runs at replay, which is traced and waited for as a
+   * whole (kiln_sequence_replay). */
+  if (queue->recorder != NULL && (num_wait > 0 || out_event != NULL))
+    return kiln__fail(KILN_ERR_INVALID_STATE,
+                      "%s: the queue is recording a sequence; recorded ops "
+                      "take no wait list and give no event (pass them to "
+                      "kiln_sequence_replay)",
+                      fn);
+  op->traced = queue->recorder == NULL && kiln__trace_enabled();
   op->want_event = out_event != NULL || op->traced;
   op->host_ns = op->traced ? kiln__trace_now_ns() : 0;
   if (num_wait > UINT32_MAX)
@@ -285,6 +298,13 @@ static void release_wait(struct kiln__op *op) {
 kiln_status kiln__op_launch(struct kiln__op *op, cl_kernel kernel,
                             cl_uint dims, const size_t *global,
                             const size_t *local) {
+  if (op->queue->recorder != NULL) {
+    kiln_status s = op->queue->recorder->launch(op->queue->recorder, kernel,
+                                                NULL, dims, global, local);
+    if (s == KILN_OK)
+      op->launches++;
+    return s;
+  }
   cl_event ev = NULL;
   cl_uint nw = op->launches == 0 ? op->num_wait : 0;
   cl_int err = clEnqueueNDRangeKernel(op->queue->cl, kernel, dims, NULL,
@@ -361,8 +381,7 @@ kiln_status kiln__op_end(struct kiln__op *op, kiln_status status,
 
 /* ---- workspace ----------------------------------------------------------- */
 
-kiln_status kiln__op_workspace(struct kiln__op *op, size_t bytes,
-                               cl_mem *out) {
+static kiln_status workspace(struct kiln__op *op, size_t bytes, cl_mem *out) {
   kiln_queue *q = op->queue;
   if (q->op_workspace != NULL && q->op_workspace_bytes >= bytes) {
     *out = q->op_workspace;
@@ -390,4 +409,14 @@ kiln_status kiln__op_workspace(struct kiln__op *op, size_t bytes,
   q->op_workspace_bytes = want;
   *out = mem;
   return KILN_OK;
+}
+
+kiln_status kiln__op_workspace(struct kiln__op *op, size_t bytes,
+                               cl_mem *out) {
+  kiln_status s = workspace(op, bytes, out);
+  /* A recording keeps the scratch it captured, which a later, larger op may
+   * replace on the queue. */
+  if (s == KILN_OK && op->queue->recorder != NULL)
+    s = op->queue->recorder->use_mem(op->queue->recorder, *out);
+  return s;
 }

@@ -35,6 +35,16 @@ struct bench_result {
    * clEnqueueNDRangeKernel of an equivalent kernel. */
   bool is_launch;
   double kiln_us, raw_us;
+  /* The data-movement benchmarks (bench_mem.c): named times per item, the
+   * last the baseline the others are compared with; GB/s shown when
+   * col_bytes > 0; pairs: cols come as (kiln, baseline) pairs instead. */
+  unsigned num_cols;
+  struct {
+    const char *name;
+    double s;
+  } cols[4];
+  double col_bytes;
+  bool pairs;
 };
 
 /* A runner: run the op at shape, fill *r (op, dtype and shape are already
@@ -54,6 +64,13 @@ struct bench_op {
  * which). */
 bool bench_run_launch(const struct bench_env *env, struct bench_result *r);
 bool bench_run_rows(const struct bench_env *env, struct bench_result *r);
+
+/* Runners in bench_mem.c: the pool, transfers, recorded sequences. */
+bool bench_run_pool(const struct bench_env *env, struct bench_result *r);
+bool bench_run_h2d(const struct bench_env *env, struct bench_result *r);
+bool bench_run_d2h(const struct bench_env *env, struct bench_result *r);
+bool bench_run_sequence(const struct bench_env *env, struct bench_result *r);
+bool bench_run_pipeline(const struct bench_env *env, struct bench_result *r);
 
 /* Every op, in the default order. */
 const struct bench_op *bench_ops(size_t *count);

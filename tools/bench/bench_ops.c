@@ -473,6 +473,16 @@ const struct bench_op *bench_ops(size_t *count) {
        1,
        {{1024, 0, 0}, {0, 0, 0}},
        bench_run_launch},
+      {"pool", "u8", "bytes per buffer", 1,
+       {{4096, 0, 0}, {1u << 20, 0, 0}}, bench_run_pool},
+      {"h2d", "u8", "bytes", 1, {{64u << 20, 0, 0}, {0, 0, 0}},
+       bench_run_h2d},
+      {"d2h", "u8", "bytes", 1, {{64u << 20, 0, 0}, {0, 0, 0}},
+       bench_run_d2h},
+      {"sequence", "f32", "elements per op (100 ops)", 1,
+       {{4096, 0, 0}, {0, 0, 0}}, bench_run_sequence},
+      {"pipeline", "f32", "elements per batch (64 batches)", 1,
+       {{1u << 18, 0, 0}, {0, 0, 0}}, bench_run_pipeline},
   };
   *count = sizeof ops / sizeof ops[0];
   return ops;

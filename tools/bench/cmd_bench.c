@@ -49,6 +49,11 @@ static void usage(FILE *out) {
   fputs("\n"
         "`launch` compares the host cost of launching kiln_scale on a tiny\n"
         "vector with a bare clEnqueueNDRangeKernel of an equivalent kernel.\n"
+        "`pool`, `h2d`, `d2h`, `sequence` and `pipeline` print one time per\n"
+        "way (the pool against the driver's allocation; pinned, staged and\n"
+        "pageable copies against memcpy; replays against ops launched one by\n"
+        "one; the pipeline against batches run one after another), each with\n"
+        "its speed relative to the last.\n"
         "\n"
         "exit status: 0 when every op ran and passed its check, 1 otherwise,\n"
         "2 on a usage error.\n",
@@ -130,6 +135,25 @@ static void time_text(double s, char *buf, size_t size) {
     snprintf(buf, size, "%.2f us", s * 1e6);
 }
 
+/* "name time [GB/s] (x.xx)" per column, each compared with the last one
+ * (or, for pairs, each even column with the next). */
+static void print_cols(const struct bench_result *r, const char *shape) {
+  printf("%-12s %-5s %-16s", r->op, r->dtype, shape);
+  for (unsigned i = 0; i < r->num_cols; i++) {
+    char t[24];
+    time_text(r->cols[i].s, t, sizeof t);
+    unsigned base = r->pairs ? (i | 1u) : r->num_cols - 1;
+    printf(" %s %s", r->cols[i].name, t);
+    if (r->col_bytes > 0)
+      printf(" %.2f GB/s", r->col_bytes / r->cols[i].s / 1e9);
+    if (i != base)
+      printf(" (%.2fx)", r->cols[base].s / r->cols[i].s);
+    printf(i + 1 < r->num_cols ? ";" : "");
+  }
+  printf("  %s%s%s\n", r->verified ? "verified" : "not checked",
+         r->note[0] ? "; " : "", r->note);
+}
+
 static void print_text(const struct bench_result *r,
                        const struct bench_peaks *peaks) {
   char shape[48], t[24];
@@ -143,6 +167,10 @@ static void print_text(const struct bench_result *r,
            "%.2f us; kiln adds %.2f us\n",
            r->op, r->dtype, shape, r->kiln_us, r->raw_us,
            r->kiln_us - r->raw_us);
+    return;
+  }
+  if (r->num_cols > 0) {
+    print_cols(r, shape);
     return;
   }
   time_text(r->median_s, t, sizeof t);
@@ -169,6 +197,15 @@ static json_t *result_json(const struct bench_result *r,
     json_object_set_new(o, "kiln_us", json_real(r->kiln_us));
     json_object_set_new(o, "raw_us", json_real(r->raw_us));
     json_object_set_new(o, "overhead_us", json_real(r->kiln_us - r->raw_us));
+    return o;
+  }
+  if (r->num_cols > 0) {
+    json_t *cols = json_object();
+    for (unsigned i = 0; i < r->num_cols; i++)
+      json_object_set_new(cols, r->cols[i].name, json_real(r->cols[i].s));
+    json_object_set_new(o, "times_s", cols);
+    if (r->col_bytes > 0)
+      json_object_set_new(o, "bytes", json_real(r->col_bytes));
     return o;
   }
   double peak = r->flops ? peaks->gflops : peaks->gbps;

@@ -1,0 +1,196 @@
+/* Staged transfers of pageable memory through a ring of pinned chunks
+ * (kiln_pinned.h). Each chunk has the event of its last transfer; a chunk
+ * is refilled (write) or drained (read) only after that event completed,
+ * so the host memcpy of one chunk overlaps the device copy of the others. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct kiln_staging {
+  kiln_context *ctx;
+  cl_command_queue queue; /* retained */
+  kiln_pinned *ring;      /* num_chunks * chunk_bytes */
+  size_t chunk_bytes;
+  size_t num_chunks;
+  cl_event *events;       /* per chunk: its last transfer, or NULL */
+};
+
+kiln_status kiln_staging_create(kiln_queue *queue, size_t chunk_bytes,
+                                size_t num_chunks, kiln_staging **out) {
+  static const char fn[] = "kiln_staging_create";
+  if (out == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: out is NULL", fn);
+  *out = NULL;
+  if (queue == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: queue is NULL", fn);
+  size_t total;
+  if (chunk_bytes == 0 || num_chunks == 0 ||
+      kiln__mul_overflows(chunk_bytes, num_chunks, &total))
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: chunk_bytes %zu and num_chunks %zu must both be > 0 "
+                      "and their product fit size_t",
+                      fn, chunk_bytes, num_chunks);
+  kiln_staging *s = calloc(1, sizeof *s);
+  cl_event *events = calloc(num_chunks, sizeof *events);
+  if (s == NULL || events == NULL) {
+    free(s);
+    free(events);
+    return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
+                      fn);
+  }
+  kiln_status status = kiln_pinned_create(queue, total, &s->ring);
+  if (status != KILN_OK) {
+    free(s);
+    free(events);
+    return status;
+  }
+  s->ctx = queue->ctx;
+  s->queue = queue->cl;
+  clRetainCommandQueue(s->queue);
+  s->chunk_bytes = chunk_bytes;
+  s->num_chunks = num_chunks;
+  s->events = events;
+  *out = s;
+  return KILN_OK;
+}
+
+/* Wait for chunk i's last transfer and forget it. */
+static cl_int settle(kiln_staging *s, size_t i) {
+  if (s->events[i] == NULL)
+    return CL_SUCCESS;
+  cl_int err = clWaitForEvents(1, &s->events[i]);
+  clReleaseEvent(s->events[i]);
+  s->events[i] = NULL;
+  return err;
+}
+
+/* Settle every chunk; the first error wins. */
+static cl_int settle_all(kiln_staging *s) {
+  cl_int first = CL_SUCCESS;
+  for (size_t i = 0; i < s->num_chunks; i++) {
+    cl_int err = settle(s, i);
+    if (first == CL_SUCCESS)
+      first = err;
+  }
+  return first;
+}
+
+kiln_status kiln_staging_destroy(kiln_staging *staging) {
+  if (staging == NULL)
+    return KILN_OK;
+  settle_all(staging);
+  kiln_status status = kiln_pinned_destroy(staging->ring);
+  clReleaseCommandQueue(staging->queue);
+  free(staging->events);
+  free(staging);
+  return status;
+}
+
+static kiln_status check(kiln_staging *s, kiln_buffer *buffer, size_t offset,
+                         size_t size, const void *host, const char *fn,
+                         const char *buffer_arg, const char *host_arg) {
+  if (s == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: staging is NULL", fn);
+  if (buffer == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, buffer_arg);
+  if (host == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, host_arg);
+  if (buffer->ctx != s->ctx)
+    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                      "%s: %s belongs to another context than the staging "
+                      "ring",
+                      fn, buffer_arg);
+  if (size == 0)
+    return KILN_OK;
+  char what[96];
+  snprintf(what, sizeof what, "%s: %s", fn, buffer_arg);
+  return kiln__buffer_range(buffer, offset, size, what);
+}
+
+kiln_status kiln_staging_write(kiln_staging *staging, kiln_buffer *dst,
+                               size_t offset_bytes, size_t size_bytes,
+                               const void *src) {
+  static const char fn[] = "kiln_staging_write";
+  kiln_status status =
+      check(staging, dst, offset_bytes, size_bytes, src, fn, "dst", "src");
+  if (status != KILN_OK || size_bytes == 0)
+    return status;
+  unsigned char *ring = kiln_pinned_ptr(staging->ring);
+  size_t chunk = staging->chunk_bytes;
+  cl_int err = CL_SUCCESS;
+  const char *call = "clWaitForEvents";
+  for (size_t done = 0, k = 0; done < size_bytes && err == CL_SUCCESS; k++) {
+    size_t i = k % staging->num_chunks;
+    size_t len = size_bytes - done < chunk ? size_bytes - done : chunk;
+    err = settle(staging, i);
+    if (err != CL_SUCCESS)
+      break;
+    memcpy(ring + i * chunk, (const unsigned char *)src + done, len);
+    call = "clEnqueueWriteBuffer";
+    err = clEnqueueWriteBuffer(staging->queue, dst->cl, CL_FALSE,
+                               offset_bytes + done, len, ring + i * chunk, 0,
+                               NULL, &staging->events[i]);
+    if (err != CL_SUCCESS)
+      staging->events[i] = NULL;
+    else if (k == 0)
+      clFlush(staging->queue); /* start the device before the next memcpy */
+    done += len;
+  }
+  cl_int waited = settle_all(staging);
+  if (err == CL_SUCCESS && waited != CL_SUCCESS) {
+    err = waited;
+    call = "clWaitForEvents";
+  }
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(err, call, staging->ctx->device,
+                         "%s: [offset %zu, +%zu bytes) in %zu-byte chunks", fn,
+                         offset_bytes, size_bytes, chunk);
+  return KILN_OK;
+}
+
+kiln_status kiln_staging_read(kiln_staging *staging, kiln_buffer *src,
+                              size_t offset_bytes, size_t size_bytes,
+                              void *dst) {
+  static const char fn[] = "kiln_staging_read";
+  kiln_status status =
+      check(staging, src, offset_bytes, size_bytes, dst, fn, "src", "dst");
+  if (status != KILN_OK || size_bytes == 0)
+    return status;
+  unsigned char *ring = kiln_pinned_ptr(staging->ring);
+  size_t chunk = staging->chunk_bytes;
+  size_t n = staging->num_chunks;
+  size_t chunks = size_bytes / chunk + (size_bytes % chunk != 0);
+  cl_int err = CL_SUCCESS;
+  const char *call = "clEnqueueReadBuffer";
+  /* Reads of chunks k .. k+n-1 are in flight while chunk k is drained. */
+  size_t issued = 0;
+  for (size_t k = 0; k < chunks && err == CL_SUCCESS; k++) {
+    while (err == CL_SUCCESS && issued < chunks && issued < k + n) {
+      size_t i = issued % n, at = issued * chunk;
+      size_t len = size_bytes - at < chunk ? size_bytes - at : chunk;
+      call = "clEnqueueReadBuffer";
+      err = clEnqueueReadBuffer(staging->queue, src->cl, CL_FALSE,
+                                offset_bytes + at, len, ring + i * chunk, 0,
+                                NULL, &staging->events[i]);
+      if (err != CL_SUCCESS)
+        staging->events[i] = NULL;
+      issued++;
+    }
+    if (err != CL_SUCCESS)
+      break;
+    size_t i = k % n, at = k * chunk;
+    size_t len = size_bytes - at < chunk ? size_bytes - at : chunk;
+    call = "clWaitForEvents";
+    err = settle(staging, i);
+    if (err == CL_SUCCESS)
+      memcpy((unsigned char *)dst + at, ring + i * chunk, len);
+  }
+  settle_all(staging);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(err, call, staging->ctx->device,
+                         "%s: [offset %zu, +%zu bytes) in %zu-byte chunks", fn,
+                         offset_bytes, size_bytes, chunk);
+  return KILN_OK;
+}

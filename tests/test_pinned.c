@@ -1,0 +1,169 @@
+/* Pinned host memory and staged transfers: byte-exact at sizes 0, 1,
+ * primes, non-multiples of the chunk and sizes larger than the ring, at
+ * offsets; bad inputs refused before anything is enqueued. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static void fill(unsigned char *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++)
+    p[i] = (unsigned char)((i * 2654435761u) >> 13 ^ seed);
+}
+
+static void test_bad_inputs(void **state) {
+  (void)state;
+  kiln_context *ctx;
+  kiln_queue *queue;
+  kiln_test_open(0, &ctx, &queue);
+  kiln_pinned *p = (kiln_pinned *)(uintptr_t)1;
+  assert_kiln_status(kiln_pinned_create(NULL, 64, &p), KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_pinned_create: queue is NULL");
+  assert_null(p);
+  assert_kiln_status(kiln_pinned_create(queue, 64, NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(kiln_pinned_create(queue, 0, &p), KILN_ERR_INVALID_SIZE);
+  assert_last_error_contains("kiln_pinned_create: size_bytes is 0");
+  assert_kiln_status(kiln_pinned_create(queue, SIZE_MAX, &p),
+                     KILN_ERR_INVALID_SIZE);
+  assert_null(kiln_pinned_ptr(NULL));
+  assert_int_equal(kiln_pinned_size(NULL), 0);
+  assert_kiln_ok(kiln_pinned_destroy(NULL));
+
+  kiln_staging *s = (kiln_staging *)(uintptr_t)1;
+  assert_kiln_status(kiln_staging_create(NULL, 64, 2, &s),
+                     KILN_ERR_NULL_POINTER);
+  assert_null(s);
+  assert_kiln_status(kiln_staging_create(queue, 64, 2, NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(kiln_staging_create(queue, 0, 2, &s),
+                     KILN_ERR_INVALID_SIZE);
+  assert_kiln_status(kiln_staging_create(queue, 64, 0, &s),
+                     KILN_ERR_INVALID_SIZE);
+  assert_kiln_status(kiln_staging_create(queue, SIZE_MAX, 2, &s),
+                     KILN_ERR_INVALID_SIZE);
+  assert_last_error_contains("their product fit size_t");
+  assert_kiln_ok(kiln_staging_destroy(NULL));
+
+  assert_kiln_ok(kiln_staging_create(queue, 64, 2, &s));
+  kiln_buffer *b;
+  assert_kiln_ok(kiln_buffer_create(ctx, 100, 0, &b));
+  unsigned char host[200];
+  assert_kiln_status(kiln_staging_write(NULL, b, 0, 10, host),
+                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(kiln_staging_write(s, NULL, 0, 10, host),
+                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(kiln_staging_write(s, b, 0, 10, NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_staging_write: src is NULL");
+  assert_kiln_status(kiln_staging_write(s, b, 50, 51, host),
+                     KILN_ERR_OUT_OF_RANGE);
+  assert_last_error_contains("kiln_staging_write: dst range [offset 50, +51");
+  assert_kiln_status(kiln_staging_write(s, b, SIZE_MAX, 2, host),
+                     KILN_ERR_INVALID_SIZE);
+  assert_kiln_status(kiln_staging_read(NULL, b, 0, 10, host),
+                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(kiln_staging_read(s, b, 0, 10, NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_staging_read: dst is NULL");
+  assert_kiln_status(kiln_staging_read(s, b, 0, 101, host),
+                     KILN_ERR_OUT_OF_RANGE);
+  /* A buffer of another context. */
+  kiln_context *other;
+  assert_kiln_ok(kiln_context_create(kiln_test_device(0), NULL, &other));
+  kiln_buffer *foreign;
+  assert_kiln_ok(kiln_buffer_create(other, 100, 0, &foreign));
+  assert_kiln_status(kiln_staging_read(s, foreign, 0, 10, host),
+                     KILN_ERR_SHAPE_MISMATCH);
+  assert_kiln_ok(kiln_buffer_destroy(foreign));
+  assert_kiln_ok(kiln_context_destroy(other));
+  /* The context is busy while pinned memory lives. */
+  assert_kiln_status(kiln_context_destroy(ctx), KILN_ERR_BUSY);
+  assert_kiln_ok(kiln_buffer_destroy(b));
+  assert_kiln_ok(kiln_staging_destroy(s));
+  kiln_test_close(ctx, queue);
+}
+
+/* Pinned memory as the host side of ordinary transfers. */
+static void test_pinned_roundtrip(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx;
+    kiln_queue *queue;
+    kiln_test_open(d, &ctx, &queue);
+    enum { N = 100003 }; /* a prime */
+    kiln_pinned *in, *out;
+    assert_kiln_ok(kiln_pinned_create(queue, N, &in));
+    assert_kiln_ok(kiln_pinned_create(queue, N, &out));
+    assert_int_equal(kiln_pinned_size(in), N);
+    fill(kiln_pinned_ptr(in), N, 7);
+    memset(kiln_pinned_ptr(out), 0, N);
+    kiln_buffer *b;
+    assert_kiln_ok(kiln_buffer_create(ctx, N, 0, &b));
+    assert_kiln_ok(kiln_buffer_write_sync(queue, b, 0, N, kiln_pinned_ptr(in)));
+    assert_kiln_ok(kiln_buffer_read_sync(queue, b, 0, N, kiln_pinned_ptr(out)));
+    assert_memory_equal(kiln_pinned_ptr(in), kiln_pinned_ptr(out), N);
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    assert_kiln_ok(kiln_pinned_destroy(in));
+    assert_kiln_ok(kiln_pinned_destroy(out));
+    kiln_test_close(ctx, queue);
+  }
+}
+
+/* Staged writes and reads, each checked against a plain transfer, around a
+ * guard band that must stay untouched. */
+static void test_staging_sizes(void **state) {
+  (void)state;
+  static const size_t sizes[] = {0, 1, 2, 3, 13, 251, 1024, 1025, 3071,
+                                 3072, 3073, 7919, 65521, 100003};
+  enum { CHUNK = 1024, CHUNKS = 3, GUARD = 64 }; /* ring: 3072 bytes */
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx;
+    kiln_queue *queue;
+    kiln_test_open(d, &ctx, &queue);
+    kiln_staging *s;
+    assert_kiln_ok(kiln_staging_create(queue, CHUNK, CHUNKS, &s));
+    size_t max = 100003 + 2 * GUARD;
+    unsigned char *src = malloc(max), *dst = malloc(max), *back = malloc(max);
+    assert_non_null(src);
+    assert_non_null(dst);
+    assert_non_null(back);
+    kiln_buffer *b;
+    assert_kiln_ok(kiln_buffer_create(ctx, max, 0, &b));
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+      size_t n = sizes[k], off = GUARD + k % 5; /* odd offsets too */
+      unsigned char zero = 0;
+      assert_kiln_ok(kiln_buffer_fill(queue, b, &zero, 1, 0, max, 0, NULL,
+                                      NULL));
+      fill(src, n, (unsigned)k);
+      assert_kiln_ok(kiln_staging_write(s, b, off, n, src));
+      assert_kiln_ok(kiln_buffer_read_sync(queue, b, 0, max, back));
+      for (size_t i = 0; i < off; i++)
+        assert_int_equal(back[i], 0);
+      assert_memory_equal(back + off, src, n);
+      for (size_t i = off + n; i < max; i++)
+        assert_int_equal(back[i], 0);
+      /* Read back through the ring into a buffer with guards of its own. */
+      memset(dst, 0xee, max);
+      assert_kiln_ok(kiln_staging_read(s, b, off, n, dst + 1));
+      assert_int_equal(dst[0], 0xee);
+      assert_memory_equal(dst + 1, src, n);
+      assert_int_equal(dst[n + 1], 0xee);
+    }
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    free(src);
+    free(dst);
+    free(back);
+    assert_kiln_ok(kiln_staging_destroy(s));
+    kiln_test_close(ctx, queue);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_inputs),
+      cmocka_unit_test(test_pinned_roundtrip),
+      cmocka_unit_test(test_staging_sizes),
+  };
+  return KILN_TEST_RUN("pinned", tests, true);
+}

@@ -1,0 +1,457 @@
+/* `kiln bench`: moving data and launch overhead (README, "Moving data").
+ *
+ *   pool       kiln_pool_alloc + kiln_buffer_destroy against the driver's
+ *              clCreateBuffer + clReleaseMemObject, bare and with a first
+ *              use (a 64-byte write, finished every BATCH pairs), since
+ *              some drivers (PoCL) allocate only at first use.
+ *   h2d, d2h   host-to-device and device-to-host copies from pinned memory
+ *              (kiln_pinned), through the staging ring (kiln_staging) and
+ *              from pageable memory (malloc), against a host memcpy of the
+ *              same bytes.
+ *   sequence   100 small ops recorded once and replayed (command buffer,
+ *              prepared list) against the same ops launched one by one.
+ *
+ * Each runner fills r->cols: named times per item, the last one being the
+ * baseline every other is compared with. */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/kiln_cl.h"
+
+#define PAIRS 2000
+#define BATCH 100
+
+static void col(struct bench_result *r, const char *name, double s) {
+  r->cols[r->num_cols].name = name;
+  r->cols[r->num_cols].s = s;
+  r->num_cols++;
+}
+
+static bool fail(struct bench_result *r, const char *what) {
+  snprintf(r->note, sizeof r->note, "%s: %s", what, kiln_last_error());
+  return false;
+}
+
+/* ---- pool ---------------------------------------------------------------- */
+
+/* Median over env->runs loops of PAIRS allocate+free pairs, per pair; with
+ * use, each allocation gets a 64-byte write. */
+static double time_pool(const struct bench_env *env, kiln_pool *pool,
+                        size_t bytes, bool use, const void *src) {
+  double t[101];
+  for (int run = 0; run <= env->runs; run++) { /* run 0 warms up */
+    double t0 = bench_now();
+    for (int i = 0; i < PAIRS; i++) {
+      kiln_buffer *b;
+      if (kiln_pool_alloc(pool, bytes, 0, &b) != KILN_OK)
+        return -1.0;
+      if (use && kiln_buffer_write(env->queue, b, 0, 64, src, 0, NULL, NULL) !=
+                     KILN_OK)
+        return -1.0;
+      if (kiln_buffer_destroy(b) != KILN_OK)
+        return -1.0;
+      if (use && (i + 1) % BATCH == 0 && kiln_queue_finish(env->queue))
+        return -1.0;
+    }
+    if (kiln_queue_finish(env->queue) != KILN_OK)
+      return -1.0;
+    if (run > 0)
+      t[run - 1] = (bench_now() - t0) / PAIRS;
+  }
+  bench_sort(t, (size_t)env->runs);
+  return t[env->runs / 2];
+}
+
+static double time_driver(const struct bench_env *env, size_t bytes, bool use,
+                          const void *src) {
+  cl_context c = kiln_context_cl_context(env->ctx);
+  cl_command_queue q = kiln_queue_cl_queue(env->queue);
+  double t[101];
+  for (int run = 0; run <= env->runs; run++) {
+    double t0 = bench_now();
+    for (int i = 0; i < PAIRS; i++) {
+      cl_int err;
+      cl_mem m = clCreateBuffer(c, CL_MEM_READ_WRITE, bytes, NULL, &err);
+      if (err != CL_SUCCESS)
+        return -1.0;
+      if (use)
+        err = clEnqueueWriteBuffer(q, m, CL_FALSE, 0, 64, src, 0, NULL, NULL);
+      clReleaseMemObject(m);
+      if (err != CL_SUCCESS)
+        return -1.0;
+      if (use && (i + 1) % BATCH == 0 && clFinish(q) != CL_SUCCESS)
+        return -1.0;
+    }
+    if (clFinish(q) != CL_SUCCESS)
+      return -1.0;
+    if (run > 0)
+      t[run - 1] = (bench_now() - t0) / PAIRS;
+  }
+  bench_sort(t, (size_t)env->runs);
+  return t[env->runs / 2];
+}
+
+bool bench_run_pool(const struct bench_env *env, struct bench_result *r) {
+  size_t bytes = r->shape[0];
+  if (bytes < 64) {
+    snprintf(r->note, sizeof r->note, "size must be at least 64 bytes");
+    return false;
+  }
+  static const unsigned char src[64] = {1, 2, 3};
+  kiln_pool *pool;
+  if (kiln_pool_create(env->queue, 0, &pool) != KILN_OK)
+    return fail(r, "kiln_pool_create");
+  double pool_s = time_pool(env, pool, bytes, false, src);
+  double pool_use_s = pool_s >= 0 ? time_pool(env, pool, bytes, true, src) : -1;
+  kiln_pool_stats st = {0};
+  kiln_pool_stats_get(pool, &st);
+  kiln_pool_destroy(pool);
+  if (pool_s < 0 || pool_use_s < 0)
+    return fail(r, "pool");
+  double drv_s = time_driver(env, bytes, false, src);
+  double drv_use_s = time_driver(env, bytes, true, src);
+  if (drv_s < 0 || drv_use_s < 0) {
+    snprintf(r->note, sizeof r->note, "clCreateBuffer or a write failed");
+    return false;
+  }
+  col(r, "pool", pool_s);
+  col(r, "driver", drv_s);
+  col(r, "pool+use", pool_use_s);
+  col(r, "driver+use", drv_use_s);
+  r->pairs = true;
+  r->median_s = pool_s;
+  snprintf(r->note, sizeof r->note,
+           "per pair; pool hits %llu, misses %llu, peak %zu bytes",
+           (unsigned long long)st.hits, (unsigned long long)st.misses,
+           st.peak_reserved_bytes);
+  r->verified = false;
+  return true;
+}
+
+/* ---- transfers ----------------------------------------------------------- */
+
+/* Median time of env->runs copies (after one warm-up) by way. */
+enum way { PINNED, STAGED, PAGEABLE, MEMCPY };
+
+static double time_copy(const struct bench_env *env, enum way way, bool h2d,
+                        kiln_buffer *dev, void *pinned, void *pageable,
+                        void *other, kiln_staging *staging, size_t n) {
+  double t[101];
+  for (int run = 0; run <= env->runs; run++) {
+    double t0 = bench_now();
+    kiln_status s = KILN_OK;
+    switch (way) {
+    case PINNED:
+    case PAGEABLE: {
+      void *host = way == PINNED ? pinned : pageable;
+      s = h2d ? kiln_buffer_write_sync(env->queue, dev, 0, n, host)
+              : kiln_buffer_read_sync(env->queue, dev, 0, n, host);
+      break;
+    }
+    case STAGED:
+      s = h2d ? kiln_staging_write(staging, dev, 0, n, pageable)
+              : kiln_staging_read(staging, dev, 0, n, pageable);
+      break;
+    case MEMCPY:
+      if (h2d)
+        memcpy(other, pageable, n);
+      else
+        memcpy(pageable, other, n);
+      break;
+    }
+    if (s != KILN_OK)
+      return -1.0;
+    if (run > 0)
+      t[run - 1] = bench_now() - t0;
+  }
+  bench_sort(t, (size_t)env->runs);
+  return t[env->runs / 2];
+}
+
+static bool run_transfer(const struct bench_env *env, struct bench_result *r,
+                         bool h2d) {
+  size_t n = r->shape[0];
+  bool ok = false;
+  kiln_buffer *dev = NULL;
+  kiln_pinned *pinned = NULL;
+  kiln_staging *staging = NULL;
+  unsigned char *pageable = malloc(n), *other = malloc(n), *check = malloc(n);
+  if (pageable == NULL || other == NULL || check == NULL) {
+    snprintf(r->note, sizeof r->note, "out of host memory");
+    goto done;
+  }
+  for (size_t i = 0; i < n; i++)
+    pageable[i] = (unsigned char)(i * 131u + 7u);
+  memset(other, 0, n);
+  if (kiln_buffer_create(env->ctx, n, 0, &dev) != KILN_OK ||
+      kiln_pinned_create(env->queue, n, &pinned) != KILN_OK ||
+      kiln_staging_create(env->queue, 1u << 20, 4, &staging) != KILN_OK) {
+    fail(r, "setup");
+    goto done;
+  }
+  memcpy(kiln_pinned_ptr(pinned), pageable, n);
+  static const enum way ways[] = {PINNED, STAGED, PAGEABLE, MEMCPY};
+  static const char *names[] = {"pinned", "staged", "pageable", "memcpy"};
+  for (int w = 0; w < 4; w++) {
+    double s = time_copy(env, ways[w], h2d, dev, kiln_pinned_ptr(pinned),
+                         pageable, other, staging, n);
+    if (s < 0) {
+      fail(r, names[w]);
+      goto done;
+    }
+    col(r, names[w], s);
+  }
+  r->median_s = r->cols[0].s;
+  r->col_bytes = (double)n;
+  ok = true;
+  if (env->verify) {
+    /* Every way moved the same bytes: the device copy and the host copy
+     * must both equal the pattern. */
+    ok = kiln_buffer_read_sync(env->queue, dev, 0, n, check) == KILN_OK &&
+         memcmp(check, h2d ? pageable : kiln_pinned_ptr(pinned), n) == 0;
+    if (!ok)
+      snprintf(r->note, sizeof r->note, "the device copy differs");
+    r->verified = ok;
+  }
+done:
+  kiln_staging_destroy(staging);
+  kiln_pinned_destroy(pinned);
+  kiln_buffer_destroy(dev);
+  free(pageable);
+  free(other);
+  free(check);
+  return ok;
+}
+
+bool bench_run_h2d(const struct bench_env *env, struct bench_result *r) {
+  return run_transfer(env, r, true);
+}
+
+bool bench_run_d2h(const struct bench_env *env, struct bench_result *r) {
+  return run_transfer(env, r, false);
+}
+
+/* ---- sequence ------------------------------------------------------------ */
+
+#define SEQ_OPS 100
+
+/* SEQ_OPS small ops on x and y, alternately an axpy and a scale: each one
+ * depends on the one before. Factors keep values bounded and exact. */
+static kiln_status small_ops(kiln_queue *q, size_t n, kiln_buffer *x,
+                             kiln_buffer *y) {
+  for (int i = 0; i < SEQ_OPS; i++) {
+    kiln_status s =
+        i % 2 == 0
+            ? kiln_axpy(q, KILN_F32, n, 0.5f, x, 0, y, 0, 0, NULL, NULL)
+            : kiln_scale(q, KILN_F32, n, 0.5f, y, 0, 0, NULL, NULL);
+    if (s != KILN_OK)
+      return s;
+  }
+  return KILN_OK;
+}
+
+struct seq_args {
+  kiln_queue *q;
+  size_t n;
+  kiln_buffer *x, *y;
+  kiln_sequence *seq;
+};
+
+static kiln_status direct(void *p) {
+  struct seq_args *a = p;
+  return small_ops(a->q, a->n, a->x, a->y);
+}
+
+static kiln_status replay(void *p) {
+  struct seq_args *a = p;
+  return kiln_sequence_replay(a->seq, a->q, 0, NULL, NULL);
+}
+
+bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
+  size_t n = r->shape[0];
+  bool ok = false;
+  kiln_buffer *x = NULL, *y = NULL;
+  kiln_sequence *cb = NULL, *list = NULL;
+  float *host = malloc(n * 4), *want = malloc(n * 4), *got = malloc(n * 4);
+  if (host == NULL || want == NULL || got == NULL) {
+    snprintf(r->note, sizeof r->note, "out of host memory");
+    goto done;
+  }
+  for (size_t i = 0; i < n; i++)
+    host[i] = (float)(i % 64) * 0.25f;
+  if (kiln_buffer_create(env->ctx, n * 4, 0, &x) != KILN_OK ||
+      kiln_buffer_create(env->ctx, n * 4, 0, &y) != KILN_OK ||
+      kiln_buffer_write_sync(env->queue, x, 0, n * 4, host) != KILN_OK ||
+      kiln_buffer_write_sync(env->queue, y, 0, n * 4, host) != KILN_OK) {
+    fail(r, "setup");
+    goto done;
+  }
+  struct seq_args a = {env->queue, n, x, y, NULL};
+  if (kiln_sequence_begin(env->queue, KILN_SEQUENCE_COMMAND_BUFFER, &cb) !=
+          KILN_OK ||
+      small_ops(env->queue, n, x, y) != KILN_OK ||
+      kiln_sequence_end(cb) != KILN_OK ||
+      kiln_sequence_begin(env->queue, 0, &list) != KILN_OK ||
+      small_ops(env->queue, n, x, y) != KILN_OK ||
+      kiln_sequence_end(list) != KILN_OK) {
+    fail(r, "recording");
+    goto done;
+  }
+  a.seq = cb;
+  double cb_s = bench_time(env, replay, &a);
+  a.seq = list;
+  double list_s = bench_time(env, replay, &a);
+  double direct_s = bench_time(env, direct, &a);
+  if (cb_s < 0 || list_s < 0 || direct_s < 0) {
+    fail(r, "run");
+    goto done;
+  }
+  col(r, kiln_sequence_uses_command_buffer(cb) ? "cmdbuf" : "replay",
+      cb_s);
+  col(r, "list", list_s);
+  col(r, "one-by-one", direct_s);
+  r->median_s = cb_s;
+  ok = true;
+  if (env->verify) {
+    /* One direct run and one replay from the same start give the same. */
+    kiln_status s = kiln_buffer_write_sync(env->queue, y, 0, n * 4, host);
+    if (s == KILN_OK)
+      s = small_ops(env->queue, n, x, y);
+    if (s == KILN_OK)
+      s = kiln_buffer_read_sync(env->queue, y, 0, n * 4, want);
+    if (s == KILN_OK)
+      s = kiln_buffer_write_sync(env->queue, y, 0, n * 4, host);
+    if (s == KILN_OK)
+      s = kiln_sequence_replay(list, env->queue, 0, NULL, NULL);
+    if (s == KILN_OK)
+      s = kiln_buffer_read_sync(env->queue, y, 0, n * 4, got);
+    ok = s == KILN_OK && memcmp(want, got, n * 4) == 0;
+    if (!ok)
+      snprintf(r->note, sizeof r->note, "replay differs from direct ops");
+    r->verified = ok;
+  }
+done:
+  kiln_sequence_destroy(cb);
+  kiln_sequence_destroy(list);
+  kiln_buffer_destroy(x);
+  kiln_buffer_destroy(y);
+  free(host);
+  free(want);
+  free(got);
+  return ok;
+}
+
+/* ---- pipeline ------------------------------------------------------------ */
+
+#define BATCHES 64
+
+struct pipe_args {
+  kiln_queue *q;
+  size_t n; /* floats per batch */
+  float *in, *out;
+  kiln_buffer *x, *y; /* the serial run's buffers */
+};
+
+/* The kernels of one batch: y = exp(-|x|) * 2 + x, a few passes. */
+static kiln_status batch_ops(kiln_queue *q, size_t n, kiln_buffer *in,
+                             kiln_buffer *out, size_t num_wait,
+                             kiln_event *const *wait_list,
+                             kiln_event **out_event) {
+  kiln_status s = kiln_unary(q, KILN_UNARY_ABS, KILN_F32, n, in, 0, out, 0,
+                             num_wait, wait_list, NULL);
+  if (s == KILN_OK)
+    s = kiln_scale(q, KILN_F32, n, -1.0f, out, 0, 0, NULL, NULL);
+  if (s == KILN_OK)
+    s = kiln_unary(q, KILN_UNARY_EXP, KILN_F32, n, out, 0, out, 0, 0, NULL,
+                   NULL);
+  if (s == KILN_OK)
+    s = kiln_scale(q, KILN_F32, n, 2.0f, out, 0, 0, NULL, NULL);
+  if (s == KILN_OK)
+    s = kiln_axpy(q, KILN_F32, n, 1.0f, in, 0, out, 0, 0, NULL, out_event);
+  return s;
+}
+
+static kiln_status pipe_fn(void *user, kiln_queue *queue, size_t batch,
+                           kiln_buffer *in, kiln_buffer *out, size_t num_wait,
+                           kiln_event *const *wait_list,
+                           kiln_event **out_event) {
+  (void)batch;
+  const struct pipe_args *a = user;
+  return batch_ops(queue, a->n, in, out, num_wait, wait_list, out_event);
+}
+
+static kiln_status pipelined(void *p) {
+  struct pipe_args *a = p;
+  return kiln_pipeline_run(a->q, NULL, BATCHES, a->n * 4, a->n * 4, a->in,
+                           a->out, pipe_fn, a);
+}
+
+static kiln_status serial(void *p) {
+  struct pipe_args *a = p;
+  for (size_t i = 0; i < BATCHES; i++) {
+    kiln_status s =
+        kiln_buffer_write_sync(a->q, a->x, 0, a->n * 4, a->in + i * a->n);
+    if (s == KILN_OK)
+      s = batch_ops(a->q, a->n, a->x, a->y, 0, NULL, NULL);
+    if (s == KILN_OK)
+      s = kiln_buffer_read_sync(a->q, a->y, 0, a->n * 4, a->out + i * a->n);
+    if (s != KILN_OK)
+      return s;
+  }
+  return KILN_OK;
+}
+
+bool bench_run_pipeline(const struct bench_env *env, struct bench_result *r) {
+  size_t n = r->shape[0];
+  bool ok = false;
+  struct pipe_args a = {env->queue, n, NULL, NULL, NULL, NULL};
+  float *want = NULL;
+  size_t total;
+  if (__builtin_mul_overflow(n, (size_t)BATCHES * 4, &total)) {
+    snprintf(r->note, sizeof r->note, "size too large");
+    return false;
+  }
+  a.in = malloc(total);
+  a.out = malloc(total);
+  want = malloc(total);
+  if (a.in == NULL || a.out == NULL || want == NULL) {
+    snprintf(r->note, sizeof r->note, "out of host memory");
+    goto done;
+  }
+  for (size_t i = 0; i < n * BATCHES; i++)
+    a.in[i] = (float)(i % 97) * 0.03125f - 1.5f;
+  if (kiln_buffer_create(env->ctx, n * 4, 0, &a.x) != KILN_OK ||
+      kiln_buffer_create(env->ctx, n * 4, 0, &a.y) != KILN_OK) {
+    fail(r, "setup");
+    goto done;
+  }
+  double serial_s = bench_time(env, serial, &a);
+  memcpy(want, a.out, total);
+  double pipe_s = bench_time(env, pipelined, &a);
+  if (serial_s < 0 || pipe_s < 0) {
+    fail(r, "run");
+    goto done;
+  }
+  col(r, "pipelined", pipe_s);
+  col(r, "serial", serial_s);
+  r->median_s = pipe_s;
+  r->col_bytes = 2.0 * (double)total; /* uploaded and downloaded */
+  snprintf(r->note, sizeof r->note, "%d batches", BATCHES);
+  ok = true;
+  if (env->verify) {
+    ok = memcmp(want, a.out, total) == 0;
+    if (!ok)
+      snprintf(r->note, sizeof r->note, "pipelined differs from serial");
+    r->verified = ok;
+  }
+done:
+  kiln_buffer_destroy(a.x);
+  kiln_buffer_destroy(a.y);
+  free(a.in);
+  free(a.out);
+  free(want);
+  return ok;
+}
