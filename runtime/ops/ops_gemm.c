@@ -37,40 +37,10 @@ void kiln__gemm_set_workspace_limit(size_t bytes) {
   atomic_store(&workspace_limit, bytes ? bytes : GEMM_WORKSPACE_MAX);
 }
 
-/* One operand in canonical form. */
-struct operand {
-  const kiln_buffer *buf;
-  size_t offset, batch_stride;
-  size_t rs, cs; /* element (r, c) of op(X) at offset + r * rs + c * cs */
-};
-
-struct gemm_problem {
-  size_t m, n, k, batch;
-  float alpha, beta;
-  kiln_dtype dtype;
-  struct operand a, b;
-  kiln_buffer *c;
-  size_t c_offset, c_stride, ldc;
-  /* Epilogue: act, and the bias (NULL for none) of canonical output (i, j)
-   * at bias_offset + i * bias_rs + j * bias_cs. */
-  kiln_gemm_activation act;
-  const kiln_buffer *bias;
-  size_t bias_offset, bias_rs, bias_cs;
-};
-
-/* The epilogue's kernel arguments: act, use_bias, bias, bias_off, bias_rs,
- * bias_cs. Without a bias C's buffer stands in for it (never read), since
- * not every driver takes a NULL buffer argument. */
-struct epilogue_args {
-  cl_uint act, use_bias;
-  cl_mem bias;
-  cl_ulong off, rs, cs;
-};
-
-static struct epilogue_args epilogue_args(const struct gemm_problem *g) {
-  struct epilogue_args e = {(cl_uint)g->act, g->bias != NULL,
-                            g->bias ? g->bias->cl : g->c->cl, g->bias_offset,
-                            g->bias_rs, g->bias_cs};
+struct gemm_epilogue_args kiln__gemm_epilogue_args(const struct gemm_problem *g) {
+  struct gemm_epilogue_args e = {(cl_uint)g->act, g->bias != NULL,
+                                 g->bias ? g->bias->cl : g->c->cl,
+                                 g->bias_offset, g->bias_rs, g->bias_cs};
   return e;
 }
 
@@ -289,7 +259,7 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
   const cl_ulong a_bs = g->a.batch_stride, b_bs = g->b.batch_stride,
                  c_bs = g->c_stride;
   const size_t one[3] = {1, 1, 1};
-  struct epilogue_args e = epilogue_args(g);
+  struct gemm_epilogue_args e = kiln__gemm_epilogue_args(g);
 
   for (size_t b0 = 0; b0 < g->batch && s == KILN_OK; b0 += bch) {
     const size_t bn = g->batch - b0 < bch ? g->batch - b0 : bch;
@@ -337,65 +307,6 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
   return s;
 }
 
-/* ---- GPU family ---------------------------------------------------------- */
-
-/* The GPU family's tile: ts x ts work-items of rb x rb outputs each, with
- * ts shrunk until a group fits the device (2 tiles of ts x (ts * rb + 1)
- * floats of __local memory, ts^2 work-items); and the program's options. */
-static void gpu_config(const kiln_context *ctx, size_t *ts_out, size_t *rb_out,
-                       char *options, size_t size) {
-  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
-  const kiln_device_info *info = &ctx->device->info;
-  size_t ts = kiln__ops_tune(t->gemm_tile, 8);
-  size_t rb = kiln__ops_tune(t->gemm_block, 2);
-  while (ts > 1 &&
-         (ts * ts > info->max_work_group_size ||
-          ts > info->max_work_item_sizes[0] ||
-          ts > info->max_work_item_sizes[1] ||
-          2 * ts * (ts * rb + 1) * sizeof(float) > info->local_mem_bytes))
-    ts /= 2;
-  *ts_out = ts;
-  *rb_out = rb;
-  snprintf(options, size, "-DTS=%zu -DRB=%zu", ts, rb);
-}
-
-static kiln_status run_gpu(struct kiln__op *op, const struct gemm_problem *g) {
-  kiln_queue *queue = op->queue;
-  size_t ts, rb;
-  char options[64];
-  gpu_config(queue->ctx, &ts, &rb, options, sizeof options);
-  char name[32];
-  snprintf(name, sizeof name, "gemm_gpu_%s", dtype_suffix(g->dtype));
-  cl_kernel kernel;
-  kiln_status s = kiln__queue_kernel(queue, "gemm_gpu", options, name, &kernel);
-  if (s != KILN_OK)
-    return s;
-  const size_t bm = ts * rb;
-  const size_t global[3] = {div_up(g->n, bm) * ts, div_up(g->m, bm) * ts,
-                            g->batch};
-  const size_t local[3] = {ts, ts, 1};
-  const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n, k32 = (cl_uint)g->k,
-                read_c = g->beta != 0.0f;
-  const cl_ulong a_off = g->a.offset, a_bs = g->a.batch_stride, a_rs = g->a.rs,
-                 a_cs = g->a.cs, b_off = g->b.offset, b_bs = g->b.batch_stride,
-                 b_rs = g->b.rs, b_cs = g->b.cs, c_off = g->c_offset,
-                 c_bs = g->c_stride, ldc = g->ldc;
-  cl_mem a_mem = g->a.buf->cl, b_mem = g->b.buf->cl, c_mem = g->c->cl;
-  struct epilogue_args e = epilogue_args(g);
-  s = kiln__op_args(op, kernel, 26, KILN__ARG(m32), KILN__ARG(n32),
-                    KILN__ARG(k32), KILN__ARG(g->alpha), KILN__ARG(g->beta),
-                    KILN__ARG(read_c), KILN__ARG(a_mem), KILN__ARG(a_off),
-                    KILN__ARG(a_bs), KILN__ARG(a_rs), KILN__ARG(a_cs),
-                    KILN__ARG(b_mem), KILN__ARG(b_off), KILN__ARG(b_bs),
-                    KILN__ARG(b_rs), KILN__ARG(b_cs), KILN__ARG(c_mem),
-                    KILN__ARG(c_off), KILN__ARG(c_bs), KILN__ARG(ldc),
-                    KILN__ARG(e.act), KILN__ARG(e.use_bias), KILN__ARG(e.bias),
-                    KILN__ARG(e.off), KILN__ARG(e.rs), KILN__ARG(e.cs));
-  if (s == KILN_OK)
-    s = kiln__op_launch(op, kernel, 3, global, local);
-  return s;
-}
-
 /* The program the device's family builds ("gemm_cpu" or "gemm_gpu") and
  * its options, as the runs above pass them. */
 static const char *family_program(const kiln_context *ctx, char *options,
@@ -405,16 +316,19 @@ static const char *family_program(const kiln_context *ctx, char *options,
     cpu_options(&p, options, size);
     return "gemm_cpu";
   }
-  size_t ts, rb;
-  gpu_config(ctx, &ts, &rb, options, size);
+  struct kiln__gemm_gpu_params p;
+  if (kiln__gemm_gpu_params_for(ctx, &p) != KILN_OK)
+    return NULL;
+  kiln__gemm_gpu_options(&p, options, size);
   return "gemm_gpu";
 }
 
 void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user) {
-  char options[96];
+  char options[320];
   const char *source = family_program(ctx, options, sizeof options);
-  add(user, source, options);
+  if (source != NULL)
+    add(user, source, options);
 }
 
 /* C = act(beta * C + bias), for alpha == 0 or k == 0: A and B are not
@@ -424,8 +338,11 @@ static kiln_status run_scale(struct kiln__op *op,
   cl_kernel kernel;
   /* The kernel is in both programs; take the one the family builds anyway,
    * with the same options so that it is not built twice. */
-  char options[96];
+  char options[320];
   const char *source = family_program(op->queue->ctx, options, sizeof options);
+  if (source == NULL) /* the parameters in force do not fit: say why */
+    return kiln__gemm_gpu_params_for(op->queue->ctx,
+                                     &(struct kiln__gemm_gpu_params){0});
   kiln_status s = kiln__queue_kernel(op->queue, source, options,
                                      "gemm_scale_c", &kernel);
   if (s != KILN_OK)
@@ -433,7 +350,7 @@ static kiln_status run_scale(struct kiln__op *op,
   const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n;
   const cl_ulong c_off = g->c_offset, c_bs = g->c_stride, ldc = g->ldc;
   cl_mem c_mem = g->c->cl;
-  struct epilogue_args e = epilogue_args(g);
+  struct gemm_epilogue_args e = kiln__gemm_epilogue_args(g);
   const size_t local[3] = {16, 1, 1};
   const size_t global[3] = {div_up(g->n, 16) * 16, g->m, g->batch};
   s = kiln__op_args(op, kernel, 13, KILN__ARG(m32), KILN__ARG(n32),
@@ -565,8 +482,8 @@ static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
     size_t ars, acs, brs, bcs;
     op_strides(layout, trans_a, lda, &ars, &acs);
     op_strides(layout, trans_b, ldb, &brs, &bcs);
-    struct operand opa = {a, a_offset, stride_a, ars, acs};
-    struct operand opb = {b, b_offset, stride_b, brs, bcs};
+    struct gemm_operand opa = {a, a_offset, stride_a, ars, acs};
+    struct gemm_operand opb = {b, b_offset, stride_b, brs, bcs};
     if (layout == KILN_ROW_MAJOR) {
       g.a = opa;
       g.b = opb;
@@ -574,14 +491,14 @@ static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
       /* C^T (n x m, row-major with ldc) = op(B)^T op(A)^T. */
       g.m = n;
       g.n = m;
-      g.a = (struct operand){b, b_offset, stride_b, bcs, brs};
-      g.b = (struct operand){a, a_offset, stride_a, acs, ars};
+      g.a = (struct gemm_operand){b, b_offset, stride_b, bcs, brs};
+      g.b = (struct gemm_operand){a, a_offset, stride_a, acs, ars};
     }
     const bool cpu = kiln__ops_tuning(queue->ctx)->family == KILN_FAMILY_CPU;
     if (k == 0 || alpha == 0.0f)
       s = run_scale(&op, &g);
     else
-      s = cpu ? run_cpu(&op, &g) : run_gpu(&op, &g);
+      s = cpu ? run_cpu(&op, &g) : kiln__gemm_run_gpu(&op, &g);
   }
   return kiln__op_end(&op, s, out_event);
 }
