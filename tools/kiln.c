@@ -44,6 +44,8 @@ static void usage(FILE *out) {
           "                     $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln)\n"
           "  KILN_CACHE         0, off, no or false: no program cache\n"
           "  KILN_CACHE_MAX_MB  program cache size cap in MiB (default 512)\n"
+          "  KILN_TUNING        off: ignore tuning files; a path: read that\n"
+          "                     file instead of the device's own\n"
           "  KILN_TRACE         write a Chrome trace-event JSON file of every op,\n"
           "                     kernel, transfer and build (%%p: process id)\n"
           "  XDG_CACHE_HOME, HOME\n"

@@ -36,6 +36,7 @@
 #include "kiln/kiln_buffer.h"
 #include "kiln/kiln_program.h"
 #include "kiln/kiln_cache.h"
+#include "kiln/kiln_tune.h"
 #include "kiln/ops.h"
 
 #undef KILN_H_INSIDE

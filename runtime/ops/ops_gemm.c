@@ -37,13 +37,6 @@ void kiln__gemm_set_workspace_limit(size_t bytes) {
   atomic_store(&workspace_limit, bytes ? bytes : GEMM_WORKSPACE_MAX);
 }
 
-struct gemm_epilogue_args kiln__gemm_epilogue_args(const struct gemm_problem *g) {
-  struct gemm_epilogue_args e = {(cl_uint)g->act, g->bias != NULL,
-                                 g->bias ? g->bias->cl : g->c->cl,
-                                 g->bias_offset, g->bias_rs, g->bias_cs};
-  return e;
-}
-
 /* The epilogue does anything. */
 static bool has_epilogue(const struct gemm_problem *g) {
   return g->bias != NULL || g->act != KILN_GEMM_ACT_NONE;

@@ -101,6 +101,11 @@ bool kiln__gemm_gpu_parse(const char *text, struct kiln__gemm_gpu_params *p,
  * ctx's device. */
 kiln_status kiln__gemm_gpu_params_for(const kiln_context *ctx,
                                       struct kiln__gemm_gpu_params *p);
+/* The same, and where they come from: "test override", "set", "file" or
+ * "profile" (static strings). */
+kiln_status kiln__gemm_gpu_source(const kiln_context *ctx,
+                                  struct kiln__gemm_gpu_params *p,
+                                  const char **source);
 /* The gemm_gpu program's build options for p. */
 void kiln__gemm_gpu_options(const struct kiln__gemm_gpu_params *p, char *buf,
                             size_t size);

@@ -10,13 +10,17 @@
  * reaches the driver.
  *
  * Parameters in effect, first that applies: a test's override
- * (kiln__gemm_set_gpu_params), else the profile's row in backends/
+ * (kiln__gemm_set_gpu_params); kiln_tuning_set's or the device's tuning
+ * file's (ops_tuning.c), when they are a point of the space that the device
+ * runs (a file's that is not is dropped with the reason); else the
+ * profile's row in backends/
  * (gemm_tile x gemm_block, as before the space existed: KWG = MDIMC = NDIMC
  * = tile, MWG = NWG = tile * block, strided outputs, padded staged tiles),
  * shrunk until the device accepts it.
  */
 #include "ops_gemm.h"
 #include "ops_internal.h"
+#include "ops_tuning.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -286,9 +290,12 @@ static void profile_params(const kiln_context *ctx,
     p->dwg = 1;
 }
 
-kiln_status kiln__gemm_gpu_params_for(const kiln_context *ctx,
-                                      struct kiln__gemm_gpu_params *p) {
+kiln_status kiln__gemm_gpu_source(const kiln_context *ctx,
+                                  struct kiln__gemm_gpu_params *p,
+                                  const char **source) {
+  *source = "profile";
   if (atomic_load(&override_set)) {
+    *source = "test override";
     *p = override_params;
     char reason[200];
     if (!kiln__gemm_gpu_check(p, &ctx->device->info, false, reason,
@@ -298,8 +305,26 @@ kiln_status kiln__gemm_gpu_params_for(const kiln_context *ctx,
                         ctx->device->info.name, reason);
     return KILN_OK;
   }
+  char text[KILN_TUNING_TEXT_CAPACITY], reason[256];
+  bool from_set = false;
+  if (kiln__tuning_params(ctx, "gemm", text, sizeof text, &from_set)) {
+    if (kiln__gemm_gpu_parse(text, p, reason, sizeof reason) &&
+        kiln__gemm_gpu_check(p, &ctx->device->info, true, reason,
+                             sizeof reason)) {
+      *source = from_set ? "set" : "file";
+      return KILN_OK;
+    }
+    /* kiln_tuning_set checks before it records, so this is the file. */
+    kiln__tuning_reject(ctx, "gemm", reason);
+  }
   profile_params(ctx, p);
   return KILN_OK;
+}
+
+kiln_status kiln__gemm_gpu_params_for(const kiln_context *ctx,
+                                      struct kiln__gemm_gpu_params *p) {
+  const char *source;
+  return kiln__gemm_gpu_source(ctx, p, &source);
 }
 
 void kiln__gemm_gpu_options(const struct kiln__gemm_gpu_params *p, char *buf,
@@ -318,6 +343,16 @@ void kiln__gemm_gpu_options(const struct kiln__gemm_gpu_params *p, char *buf,
 }
 
 /* ---- launch -------------------------------------------------------------- */
+
+/* Here rather than in ops_gemm.c, which runs the GPU family through this
+ * module: modules call one way. */
+struct gemm_epilogue_args kiln__gemm_epilogue_args(const struct gemm_problem *g) {
+  struct gemm_epilogue_args e = {(cl_uint)g->act, g->bias != NULL,
+                                 g->bias ? g->bias->cl : g->c->cl,
+                                 g->bias_offset, g->bias_rs, g->bias_cs};
+  return e;
+}
+
 
 static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
 
