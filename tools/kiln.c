@@ -17,6 +17,7 @@ static const command commands[] = {
     {"demo", kiln_cmd_demo, "build and run a small kernel, check it, print timings"},
     {"cache", kiln_cmd_cache, "list, clear or warm the program cache"},
     {"bench", kiln_cmd_bench, "measure op throughput against the device's peaks"},
+    {"tune", kiln_cmd_tune, "search kernel parameters for a device, with a correctness gate"},
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
