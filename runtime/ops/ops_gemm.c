@@ -15,7 +15,9 @@
  *     tile with explicit fma(). The workspace is capped (workspace_limit);
  *     bigger problems are packed and multiplied in chunks of the batch, or
  *     of k (later k chunks accumulate into C with beta = 1).
- *   GPU (cl_kernels/gemm_gpu.cl): __local tiles, no workspace.
+ *   GPU (cl_kernels/gemm_gpu.cl): __local tiles, no workspace; a kernel
+ *     with a parameter space, chosen, checked and launched by
+ *     ops_gemm_gpu.c (the profile's row, a tuning file or kiln_tuning_set).
  *
  * Epilogue (kiln_gemm_bias_act): a bias per column of C and an activation,
  * applied by the kernel that writes the final value of C (the last chunk

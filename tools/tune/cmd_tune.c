@@ -270,11 +270,13 @@ int kiln_cmd_tune(int argc, char **argv) {
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
+  sa.sa_flags = SA_RESETHAND;
   sigaction(SIGINT, &sa, &old);
   tune_result r;
   char why[512];
+  /* The handler stays until the result is saved: a Ctrl-C then only ends
+   * the search. SA_RESETHAND: a second Ctrl-C kills as usual. */
   const bool ok = tune_gemm(ctx, q, &o, &r, why, sizeof why);
-  sigaction(SIGINT, &old, NULL);
   if (pr.tty)
     fprintf(stderr, "\r%*s\r", pr.columns > 1 ? pr.columns - 1 : 79, "");
   if (!ok) {
@@ -299,6 +301,7 @@ int kiln_cmd_tune(int argc, char **argv) {
     fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
     goto done;
   }
+  sigaction(SIGINT, &old, NULL);
   kiln_tuning_set(ctx, "gemm", NULL);
   kiln_tuning_get_info(ctx, "gemm", &t);
   report(&o, &r, name, json, t.path);

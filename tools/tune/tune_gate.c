@@ -239,8 +239,16 @@ double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
     double t = now() - t0;
     if (hooks != NULL && hooks->time_scale != NULL)
       t *= hooks->time_scale(hooks->user, params);
-    if (r < 0)
+    /* The warm-up already says when a candidate is clearly slower (its
+     * program was built by the gate): a slow candidate at a large size
+     * would otherwise cost the budget several long runs. */
+    if (r < 0) {
+      if (stop_above > 0.0 && t > stop_above) {
+        best = t;
+        goto done;
+      }
       continue;
+    }
     if (best < 0.0 || t < best)
       best = t;
     if (stop_above > 0.0 && t > stop_above)
