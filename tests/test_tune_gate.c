@@ -92,6 +92,7 @@ static void test_gate_rejects_wrong(void **state) {
   search(true, &r, &h);
   assert_true(h.corrupted >= 1);
   assert_true(r.rejected >= 1);
+  assert_true(r.rejected_gate >= 1);
   assert_string_not_equal(r.best_params, h.wrong);
   assert_int_equal(h.timed, 0); /* stopped by the gate, never timed */
 }

@@ -57,10 +57,25 @@ struct progress {
   double last_best;
 };
 
+/* Ours as the SIGINT handler, with SA_RESETHAND so that a second Ctrl-C
+ * kills as usual. */
+static void catch_sigint(struct sigaction *old) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sa.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &sa, old);
+}
+
 static void show_progress(void *user, size_t tried, size_t rejected,
                           size_t skipped, double best, const char *params) {
   struct progress *pr = user;
   (void)params;
+  /* A driver's compiler (LLVM, in PoCL and Mesa) installs its own SIGINT
+   * handler the first time it runs, which kills the process: take the
+   * signal back after every candidate, until the first Ctrl-C. */
+  if (!stop_flag)
+    catch_sigint(NULL);
   char line[256];
   snprintf(line, sizeof line,
            "tried %zu, rejected %zu, skipped %zu, best %.2f GFLOP/s", tried,
@@ -131,11 +146,12 @@ static void report(const tune_options *o, const tune_result *r,
       if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20)
         putchar(*c);
     printf("\", \"op\": \"gemm\", \"before\": \"%s\", \"tuned\": \"%s\", "
-           "\"tried\": %zu, \"rejected\": %zu, \"skipped\": %zu, "
+           "\"tried\": %zu, \"rejected\": %zu, \"rejected_gate\": %zu, "
+           "\"rejected_slow\": %zu, \"skipped\": %zu, "
            "\"exhaustive\": %s, \"interrupted\": %s, \"file\": \"%s\", "
            "\"sizes\": [",
            r->default_params, r->best_params, r->tried, r->rejected,
-           r->skipped, r->exhaustive ? "true" : "false",
+           r->rejected_gate, r->rejected_slow, r->skipped, r->exhaustive ? "true" : "false",
            r->interrupted ? "true" : "false", saved);
     for (size_t i = 0; i < o->nsizes; i++)
       printf("%s{\"m\": %zu, \"n\": %zu, \"k\": %zu, \"before_gflops\": %.3f, "
@@ -145,9 +161,11 @@ static void report(const tune_options *o, const tune_result *r,
     printf("]}\n");
     return;
   }
-  printf("device: %s\nop gemm: %zu candidates tried, %zu rejected by the gate "
-         "or failed, %zu skipped (invalid on the device)%s%s\n",
-         device, r->tried, r->rejected, r->skipped,
+  printf("device: %s\nop gemm: %zu candidates tried, %zu rejected (%zu by the "
+         "gate or a failed build, %zu too slow), %zu skipped (invalid on the "
+         "device)%s%s\n",
+         device, r->tried, r->rejected, r->rejected_gate, r->rejected_slow,
+         r->skipped,
          r->exhaustive ? ", exhaustive" : ", random + local search",
          r->interrupted ? ", interrupted" : "");
   if (r->last_rejection[0])
@@ -267,15 +285,12 @@ int kiln_cmd_tune(int argc, char **argv) {
   o.progress = show_progress;
   o.progress_user = &pr;
   o.stop = &stop_flag;
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sa.sa_flags = SA_RESETHAND;
-  sigaction(SIGINT, &sa, &old);
+  struct sigaction old;
+  catch_sigint(&old);
   tune_result r;
   char why[512];
   /* The handler stays until the result is saved: a Ctrl-C then only ends
-   * the search. SA_RESETHAND: a second Ctrl-C kills as usual. */
+   * the search. */
   const bool ok = tune_gemm(ctx, q, &o, &r, why, sizeof why);
   if (pr.tty)
     fprintf(stderr, "\r%*s\r", pr.columns > 1 ? pr.columns - 1 : 79, "");

@@ -73,6 +73,9 @@ typedef struct tune_result {
   double best_gflops[TUNE_MAX_SIZES];
   double default_score, best_score; /* geometric means over the sizes */
   size_t tried, rejected, skipped;
+  /* Of the rejected: wrong results or a failed build or launch (the gate),
+   * and too slow to finish (over 20 times the best). */
+  size_t rejected_gate, rejected_slow;
   bool exhaustive, interrupted;
   char last_rejection[KILN_TUNING_TEXT_CAPACITY + 600];
 } tune_result;

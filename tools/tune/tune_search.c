@@ -120,6 +120,7 @@ static bool evaluate(struct search *s, const point *p) {
       !tune_gate(s->ctx, s->q, text, s->o->hooks, &gate_s, why,
                  sizeof why)) {
     s->r->rejected++;
+    s->r->rejected_gate++;
     snprintf(s->r->last_rejection, sizeof s->r->last_rejection,
              "%.1000s: %.500s", text, why);
   } else {
@@ -143,8 +144,10 @@ static bool evaluate(struct search *s, const point *p) {
                        t[i] * 1e-9);
       }
     }
-    if (failed)
+    if (failed) {
       s->r->rejected++;
+      s->r->rejected_slow++;
+    }
     if (!failed && !slower) {
       const double score = exp(log_sum / (double)s->o->nsizes);
       if (!s->have_best || score > s->r->best_score) {
