@@ -7,6 +7,7 @@
 #include "tune.h"
 
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,9 +46,34 @@ static void usage(FILE *out) {
 }
 
 static volatile sig_atomic_t stop_flag;
-static void on_sigint(int sig) {
-  (void)sig;
-  stop_flag = 1;
+
+/* Ctrl-C. SIGINT is blocked in every thread (the mask is set before the
+ * driver starts its threads, which inherit it) and taken by this one with
+ * sigwait: a driver's compiler (LLVM, in PoCL and Mesa) installs its own
+ * SIGINT handler when it first runs, which would kill the process, and a
+ * blocked signal never reaches a handler. The first Ctrl-C ends the
+ * search, which then saves what it found; a second one kills as usual. */
+static void *sigint_thread(void *arg) {
+  sigset_t *set = arg;
+  int sig = 0;
+  if (sigwait(set, &sig) == 0)
+    stop_flag = 1;
+  if (sigwait(set, &sig) == 0) {
+    signal(SIGINT, SIG_DFL);
+    pthread_sigmask(SIG_UNBLOCK, set, NULL);
+    raise(SIGINT);
+  }
+  return NULL;
+}
+
+static void watch_sigint(void) {
+  static sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  pthread_t thread;
+  if (pthread_sigmask(SIG_BLOCK, &set, NULL) == 0 &&
+      pthread_create(&thread, NULL, sigint_thread, &set) == 0)
+    pthread_detach(thread);
 }
 
 struct progress {
@@ -57,25 +83,10 @@ struct progress {
   double last_best;
 };
 
-/* Ours as the SIGINT handler, with SA_RESETHAND so that a second Ctrl-C
- * kills as usual. */
-static void catch_sigint(struct sigaction *old) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sa.sa_flags = SA_RESETHAND;
-  sigaction(SIGINT, &sa, old);
-}
-
 static void show_progress(void *user, size_t tried, size_t rejected,
                           size_t skipped, double best, const char *params) {
   struct progress *pr = user;
   (void)params;
-  /* A driver's compiler (LLVM, in PoCL and Mesa) installs its own SIGINT
-   * handler the first time it runs, which kills the process: take the
-   * signal back after every candidate, until the first Ctrl-C. */
-  if (!stop_flag)
-    catch_sigint(NULL);
   char line[256];
   snprintf(line, sizeof line,
            "tried %zu, rejected %zu, skipped %zu, best %.2f GFLOP/s", tried,
@@ -238,6 +249,9 @@ int kiln_cmd_tune(int argc, char **argv) {
     return 2;
   }
 
+  /* Before the driver starts any thread (see sigint_thread). */
+  if (!list && !reset)
+    watch_sigint();
   int status = 1;
   kiln_device_list *devs = NULL;
   kiln_context *ctx = NULL;
@@ -285,12 +299,8 @@ int kiln_cmd_tune(int argc, char **argv) {
   o.progress = show_progress;
   o.progress_user = &pr;
   o.stop = &stop_flag;
-  struct sigaction old;
-  catch_sigint(&old);
   tune_result r;
   char why[512];
-  /* The handler stays until the result is saved: a Ctrl-C then only ends
-   * the search. */
   const bool ok = tune_gemm(ctx, q, &o, &r, why, sizeof why);
   if (pr.tty)
     fprintf(stderr, "\r%*s\r", pr.columns > 1 ? pr.columns - 1 : 79, "");
@@ -316,7 +326,6 @@ int kiln_cmd_tune(int argc, char **argv) {
     fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
     goto done;
   }
-  sigaction(SIGINT, &old, NULL);
   kiln_tuning_set(ctx, "gemm", NULL);
   kiln_tuning_get_info(ctx, "gemm", &t);
   report(&o, &r, name, json, t.path);
