@@ -45,7 +45,9 @@ struct kiln_tuning {
   unsigned scan_chunk;
   /* GEMM, GPU family: the work-group is gemm_tile x gemm_tile work-items,
    * each computing gemm_block x gemm_block outputs, so a group covers a
-   * (gemm_tile * gemm_block)^2 tile of C through __local tiles of A and B. */
+   * (gemm_tile * gemm_block)^2 tile of C through __local tiles of A and B:
+   * the default point of the kernel's space (runtime/ops/ops_gemm_gpu.c),
+   * which a tuning file replaces. */
   unsigned gemm_tile;
   unsigned gemm_block;
   /* GEMM, CPU family: each work-item keeps a gemm_mr x gemm_nr register tile

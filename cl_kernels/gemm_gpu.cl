@@ -1,113 +1,421 @@
-/* GEMM, GPU family: C = alpha * op(A) * op(B) + beta * C for GPUs, where
- * many work-items share __local tiles.
+/* GEMM, GPU family: C = act(alpha * op(A) * op(B) + beta * C + bias) for
+ * GPUs, where many work-items share __local tiles. Two kernels:
  *
- * A work-group of TS x TS work-items computes a BM x BM tile of C (BM =
- * TS * RB). For every TS steps of k it stages a BM x TS tile of op(A) and a
- * TS x BM tile of op(B) in __local memory (each work-item loads RB elements
- * of each, converting f16/bf16 to f32), then each work-item accumulates its
- * RB x RB outputs, rows ty + r*TS and columns tx + c*TS, so that a warp's
- * reads of the B tile are consecutive and its reads of the A tile are
- * broadcasts. The tiles are padded by one column against bank conflicts.
- * Elements outside the matrices load as zero, so any m, n, k works.
+ *   gemm_gpu_<dt>     the tiled kernel: a work-group of NDIMC x MDIMC
+ *                     work-items computes an MWG x NWG tile of C, walking k
+ *                     KWG steps per stage.
+ *   gemm_direct_<dt>  the direct kernel, for small and odd shapes (below the
+ *                     host's switch point): no __local memory and no
+ *                     barriers, DWG x DWG work-items of DWI x DWI outputs
+ *                     each, reading A and B straight from global memory.
  *
- * The matrices come with general strides: element (r, c) of op(A) is at
- * a[a_off + r * a_rs + c * a_cs], which covers both layouts and both
- * transposes (runtime/ops/ops_gemm.c reduces column-major C to row-major by
- * swapping the operands). The load mapping follows whichever stride is 1,
- * so that consecutive work-items read consecutive addresses.
+ * How the tiled kernel reaches the hardware (the scheme of the fastest
+ * portable OpenCL GEMMs: CLBlast's xgemm and Nugteren's SGEMM tutorial,
+ * written here from their description):
+ *   - Register blocking: each work-item keeps MWI x NWI accumulators
+ *     (MWI = MWG / MDIMC, NWI = NWG / NDIMC), so every value read from
+ *     __local memory feeds MWI or NWI FMAs instead of one.
+ *   - __local staging (SA, SB): the MWG x KWG stage of op(A) and the
+ *     KWG x NWG stage of op(B) are loaded once per work-group, cooperatively
+ *     and coalesced, then read by every work-item. SA = 0 or SB = 0 reads
+ *     that operand straight from global memory in the inner loop instead,
+ *     which wins on devices whose caches beat their __local memory.
+ *   - Vector global loads (VWM for A, VWN for B: 1, 2, 4, 8): a staged load
+ *     moves VW consecutive elements along the operand's unit-stride
+ *     dimension at once, as one aligned vector when the host says that the
+ *     operand's offset, leading dimension and batch stride are multiples of
+ *     VW (a_vec, b_vec), element by element otherwise and at the edges.
+ *   - Padding (PADA, PADB): extra floats per __local row, so that columns
+ *     read by one warp fall in different banks.
+ *   - Double buffering (DB): two __local stages; the next stage is loaded
+ *     while the current one is multiplied, one barrier per stage instead of
+ *     two, hiding global latency behind arithmetic.
+ *   - k-unrolling (KWI): the inner loop over a stage's KWG steps is unrolled
+ *     KWI times.
+ *   - Output stride layout (STRM, STRN): 1, a work-item's rows (columns) are
+ *     MDIMC (NDIMC) apart, so neighbouring work-items touch neighbouring
+ *     addresses in __local reads and in C; 0, they are contiguous, which
+ *     some devices prefer for register reuse.
+ * Elements outside the matrices load as zero and outputs outside C are not
+ * written, so every m, n, k, offset and leading dimension works with every
+ * combination of knobs that the host's validation accepts.
  *
- * Macros: TS (work-group edge), RB (outputs per work-item per edge).
+ * Strides: element (r, c) of op(A) is at a[a_off + r * a_rs + c * a_cs]
+ * (likewise B), covering both layouts and transposes (ops_gemm.c reduces a
+ * column-major C to a row-major one by swapping the operands). One of an
+ * operand's two strides is always 1 (op_strides in ops_gemm.c): staged
+ * loads run along that one, so consecutive work-items read consecutive
+ * addresses.
+ *
+ * The knobs are build macros, set by runtime/ops/ops_gemm_gpu.c from the
+ * profile or a tuning file; the space and its constraints are described
+ * there. The defaults below are the profile's historic 8 x 8 x 2 x 2.
  */
 #include "common.clh"
+#include "gemm_epilogue.clh"
 
-#ifndef TS
-#define TS 8
+#ifndef MWG
+#define MWG 16
 #endif
-#ifndef RB
-#define RB 2
+#ifndef NWG
+#define NWG 16
 #endif
-#define BM (TS * RB)
+#ifndef KWG
+#define KWG 8
+#endif
+#ifndef MDIMC
+#define MDIMC 8
+#endif
+#ifndef NDIMC
+#define NDIMC 8
+#endif
+#ifndef VWM
+#define VWM 1
+#endif
+#ifndef VWN
+#define VWN 1
+#endif
+#ifndef SA
+#define SA 1
+#endif
+#ifndef SB
+#define SB 1
+#endif
+#ifndef PADA
+#define PADA 1
+#endif
+#ifndef PADB
+#define PADB 1
+#endif
+#ifndef DB
+#define DB 0
+#endif
+#ifndef KWI
+#define KWI 1
+#endif
+#ifndef STRM
+#define STRM 1
+#endif
+#ifndef STRN
+#define STRN 1
+#endif
+#ifndef DWG
+#define DWG 8
+#endif
+#ifndef DWI
+#define DWI 2
+#endif
 
+#define WGS (MDIMC * NDIMC)
+#define MWI (MWG / MDIMC)
+#define NWI (NWG / NDIMC)
+#define STAGES (DB ? 2 : 1)
+
+#if MWG % MDIMC != 0 || NWG % NDIMC != 0 || KWG % KWI != 0
+#error "MWG, NWG and KWG must be multiples of MDIMC, NDIMC and KWI"
+#endif
+#if SA && ((MWG * KWG) % (VWM * WGS) != 0 || MWG % VWM != 0 || KWG % VWM != 0)
+#error "a staged A needs MWG and KWG multiples of VWM and MWG*KWG/VWM of WGS"
+#endif
+#if SB && ((NWG * KWG) % (VWN * WGS) != 0 || NWG % VWN != 0 || KWG % VWN != 0)
+#error "a staged B needs NWG and KWG multiples of VWN and NWG*KWG/VWN of WGS"
+#endif
+
+/* Row (column) of the tile that a work-item's output r (q) lands on. */
+#if STRM
+#define OUT_ROW(ty, r) ((ty) + (r)*MDIMC)
+#else
+#define OUT_ROW(ty, r) ((ty)*MWI + (r))
+#endif
+#if STRN
+#define OUT_COL(tx, q) ((tx) + (q)*NDIMC)
+#else
+#define OUT_COL(tx, q) ((tx)*NWI + (q))
+#endif
+
+/* Element loads by dtype. LOADV_<dt>_<w>(p, i, dst) stores the w elements
+ * p[i .. i + w - 1] into dst[0 .. w - 1] as floats, through one aligned
+ * vector when aligned is set (i a multiple of w, p suitably aligned). */
 #define LOAD_F32(p, i) ((p)[i])
 #define LOAD_F16(p, i) vload_half(i, p)
 #define LOAD_BF16(p, i) kiln_bf16_to_f32((p)[i])
 
-#define GPU_GEMM(NAME, SRC_T, LOADF)                                           \
-  __kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void NAME(         \
-      uint m, uint n, uint k, float alpha, float beta, uint read_c,            \
+#define GEMM_CAT_(a, b) a##b
+#define GEMM_CAT(a, b) GEMM_CAT_(a, b)
+
+/* Copy W consecutive elements starting at element i of p into float dst[]:
+ * one vector load when VEC (the run is aligned and inside the matrix),
+ * else one guarded element at a time (n elements valid). The vector forms
+ * per dtype: f32 and bf16 through an aligned vector pointer, f16 through
+ * vload_halfW (which needs only 2-byte alignment). */
+#define VEC_F32(W, p, i, dst)                                                  \
+  {                                                                            \
+    const GEMM_CAT(float, W) vv_ =                                              \
+        *(__global const GEMM_CAT(float, W) *)((p) + (i));                     \
+    GEMM_CAT(vstore, W)(vv_, 0, dst);                                           \
+  }
+#define VEC_F16(W, p, i, dst)                                                  \
+  GEMM_CAT(vstore, W)(GEMM_CAT(vload_half, W)(0, (p) + (i)), 0, dst);
+#define VEC_BF16(W, p, i, dst)                                                 \
+  {                                                                            \
+    const GEMM_CAT(ushort, W) h_ =                                             \
+        *(__global const GEMM_CAT(ushort, W) *)((p) + (i));                    \
+    GEMM_CAT(vstore, W)                                                        \
+    (GEMM_CAT(as_float, W)(GEMM_CAT(convert_uint, W)(h_) << 16), 0, dst);      \
+  }
+
+/* Stage one operand tile of TR rows (the M or N direction) x KWG steps
+ * into tile[kk][row] (row length TR + PAD). e runs over the tile's TR*KWG/VW
+ * vectors; rows_fast: the operand's unit stride runs along the rows (else
+ * along k). x points at the operand's batch entry; (x_rs, x_cs) its strides
+ * in (row, k) order; r0/p0 the tile's first row and step; rn/kn the
+ * matrix's extents. */
+#define STAGE(TILE, TR, VW, VECX, x, x_rs, x_cs, rows_fast, vec, r0, p0, rn,  \
+              kn, lid)                                                         \
+  for (uint l_ = 0; l_ < (TR * KWG) / (VW * WGS); l_++) {                      \
+    const uint e_ = (lid) + l_ * WGS;                                          \
+    uint ar_, ak_;                                                             \
+    if (rows_fast) {                                                           \
+      ar_ = (e_ % (TR / VW)) * VW;                                             \
+      ak_ = e_ / (TR / VW);                                                    \
+    } else {                                                                   \
+      ak_ = (e_ % (KWG / VW)) * VW;                                            \
+      ar_ = e_ / (KWG / VW);                                                   \
+    }                                                                          \
+    const uint gr_ = (r0) + ar_, gp_ = (p0) + ak_;                             \
+    const ulong at_ = (ulong)gr_ * (x_rs) + (ulong)gp_ * (x_cs);               \
+    float v_[VW];                                                              \
+    const uint run_ = rows_fast ? (gr_ < (rn) ? (rn)-gr_ : 0)                  \
+                                : (gp_ < (kn) ? (kn)-gp_ : 0);                 \
+    const bool other_ = rows_fast ? gp_ < (kn) : gr_ < (rn);                   \
+    if (VW > 1 && (vec) && other_ && run_ >= VW) {                             \
+      VECX(x, at_, v_)                                                         \
+    } else {                                                                   \
+      for (uint t_ = 0; t_ < VW; t_++)                                         \
+        v_[t_] = other_ && t_ < run_ ? GEMM_LOADF(x, at_ + t_) : 0.0f;         \
+    }                                                                          \
+    for (uint t_ = 0; t_ < VW; t_++) {                                         \
+      if (rows_fast)                                                           \
+        TILE[ak_][ar_ + t_] = v_[t_];                                          \
+      else                                                                     \
+        TILE[ak_ + t_][ar_] = v_[t_];                                          \
+    }                                                                          \
+  }
+
+/* Multiply one stage: for each of its KWG steps, MWI values of op(A) and
+ * NWI of op(B) (from the __local tiles, or global memory when not staged)
+ * into the MWI x NWI accumulators. */
+#if SA
+#define A_VAL(kk, r) at[kk][OUT_ROW(ty, r)]
+#else
+#define A_VAL(kk, r) a_direct(a, a_rs, a_cs, i0 + OUT_ROW(ty, r), p0 + (kk), m, k)
+#endif
+#if SB
+#define B_VAL(kk, q) bt[kk][OUT_COL(tx, q)]
+#else
+#define B_VAL(kk, q) a_direct(b, b_cs, b_rs, j0 + OUT_COL(tx, q), p0 + (kk), n, k)
+#endif
+
+#define MULTIPLY_STAGE                                                         \
+  for (uint k0_ = 0; k0_ < KWG; k0_ += KWI) {                                  \
+    _Pragma("unroll") for (uint u_ = 0; u_ < KWI; u_++) {                      \
+      float av_[MWI], bv_[NWI];                                                \
+      _Pragma("unroll") for (uint r = 0; r < MWI; r++) av_[r] =                \
+          A_VAL(k0_ + u_, r);                                                  \
+      _Pragma("unroll") for (uint q = 0; q < NWI; q++) bv_[q] =                \
+          B_VAL(k0_ + u_, q);                                                  \
+      _Pragma("unroll") for (uint r = 0; r < MWI; r++)                         \
+          _Pragma("unroll") for (uint q = 0; q < NWI; q++) acc[r][q] =         \
+              fma(av_[r], bv_[q], acc[r][q]);                                  \
+    }                                                                          \
+  }
+
+/* Store the accumulators through the epilogue: alpha, beta (C is read only
+ * when read_c, so NaNs in C do not leak when beta == 0), bias, act. */
+#define STORE_C                                                                \
+  for (uint r = 0; r < MWI; r++) {                                             \
+    const uint gi = i0 + OUT_ROW(ty, r);                                       \
+    for (uint q = 0; q < NWI; q++) {                                           \
+      const uint gj = j0 + OUT_COL(tx, q);                                     \
+      if (gi < m && gj < n) {                                                  \
+        __global float *cp = c + (ulong)gi * ldc + gj;                         \
+        float v = alpha * acc[r][q];                                           \
+        v = read_c ? fma(beta, *cp, v) : v;                                    \
+        if (use_bias)                                                          \
+          v += bias[bias_off + gi * bias_rs + gj * bias_cs];                   \
+        *cp = gemm_act(v, act);                                                \
+      }                                                                        \
+    }                                                                          \
+  }
+
+#define GEMM_ARGS(SRC_T)                                                       \
+  uint m, uint n, uint k, float alpha, float beta, uint read_c,                \
       __global const SRC_T *a, ulong a_off, ulong a_batch, ulong a_rs,         \
       ulong a_cs, __global const SRC_T *b, ulong b_off, ulong b_batch,         \
       ulong b_rs, ulong b_cs, __global float *c, ulong c_off, ulong c_batch,   \
-      ulong ldc) {                                                             \
-    __local float a_tile[TS][BM + 1]; /* [kk][row] */                            \
-    __local float b_tile[TS][BM + 1]; /* [kk][col] */                            \
+      ulong ldc, uint act, uint use_bias, __global const float *bias,          \
+      ulong bias_off, ulong bias_rs, ulong bias_cs
+
+#define GPU_GEMM(DT, SRC_T)                                                    \
+  /* Element (r, p) of an operand read from global memory, 0 outside. */     \
+  float GEMM_CAT(direct_, DT)(__global const SRC_T *x, ulong rs, ulong ps,     \
+                              uint r, uint p, uint rn, uint pn) {              \
+    return r < rn && p < pn ? GEMM_LOADF(x, (ulong)r * rs + (ulong)p * ps)     \
+                            : 0.0f;                                            \
+  }                                                                            \
+  __kernel __attribute__((reqd_work_group_size(NDIMC, MDIMC, 1))) void         \
+      GEMM_CAT(gemm_gpu_, DT)(GEMM_ARGS(SRC_T), uint a_vec, uint b_vec) {      \
+    STAGE_DECL                                                                 \
     const uint tx = get_local_id(0), ty = get_local_id(1);                     \
-    const uint lid = ty * TS + tx;                                             \
-    const uint i0 = get_group_id(1) * BM, j0 = get_group_id(0) * BM;           \
-    const ulong bt = get_global_id(2);                                         \
-    a += a_off + bt * a_batch;                                                 \
-    b += b_off + bt * b_batch;                                                 \
-    c += c_off + bt * c_batch;                                                 \
-    /* Rows of A run along consecutive work-items when A's rows are unit      \
-     * stride (A transposed), else its k steps do; likewise for B. */          \
+    const uint lid = ty * NDIMC + tx;                                          \
+    const uint i0 = get_group_id(1) * MWG, j0 = get_group_id(0) * NWG;         \
+    const ulong bt_ = get_global_id(2);                                        \
+    a += a_off + bt_ * a_batch;                                                \
+    b += b_off + bt_ * b_batch;                                                \
+    c += c_off + bt_ * c_batch;                                                \
+    /* A's rows run along consecutive addresses when its row stride is 1 and \
+     * its k stride is not; B's columns likewise. */                          \
     const bool a_rows_fast = a_rs == 1 && a_cs != 1;                           \
-    const bool b_cols_fast = b_cs == 1;                                        \
-    float acc[RB][RB];                                                         \
-    for (uint r = 0; r < RB; r++)                                              \
-      for (uint q = 0; q < RB; q++)                                            \
+    const bool b_cols_fast = b_cs == 1 && b_rs != 1;                           \
+    float acc[MWI][NWI];                                                       \
+    for (uint r = 0; r < MWI; r++)                                             \
+      for (uint q = 0; q < NWI; q++)                                           \
         acc[r][q] = 0.0f;                                                      \
-    for (uint p0 = 0; p0 < k; p0 += TS) {                                      \
-      for (uint l = 0; l < RB; l++) {                                          \
-        const uint e = lid + l * TS * TS;                                      \
-        const uint ar = a_rows_fast ? e % BM : e / TS;                         \
-        const uint ak = a_rows_fast ? e / BM : e % TS;                         \
-        const uint gi = i0 + ar, gp = p0 + ak;                                 \
-        a_tile[ak][ar] = gi < m && gp < k ? LOADF(a, gi * a_rs + gp * a_cs) : 0.0f;\
-        const uint bc = b_cols_fast ? e % BM : e / TS;                         \
-        const uint bk = b_cols_fast ? e / BM : e % TS;                         \
-        const uint gj = j0 + bc, gq = p0 + bk;                                 \
-        b_tile[bk][bc] = gj < n && gq < k ? LOADF(b, gq * b_rs + gj * b_cs) : 0.0f;\
-      }                                                                        \
+    const uint stages = (k + KWG - 1) / KWG;                                   \
+    LOAD_STAGE(0, 0)                                                           \
+    if (SA || SB)                                                              \
       barrier(CLK_LOCAL_MEM_FENCE);                                            \
-      for (uint kk = 0; kk < TS; kk++) {                                       \
-        float av[RB], bv[RB];                                                  \
-        for (uint r = 0; r < RB; r++)                                          \
-          av[r] = a_tile[kk][ty + r * TS];                                         \
-        for (uint q = 0; q < RB; q++)                                          \
-          bv[q] = b_tile[kk][tx + q * TS];                                         \
-        for (uint r = 0; r < RB; r++)                                          \
-          for (uint q = 0; q < RB; q++)                                        \
-            acc[r][q] = fma(av[r], bv[q], acc[r][q]);                          \
+    for (uint s = 0; s < stages; s++) {                                        \
+      const uint p0 = s * KWG;                                                 \
+      if (DB && s + 1 < stages) {                                              \
+        /* The other buffer was last read before the previous barrier. */     \
+        LOAD_STAGE((s + 1) % 2, p0 + KWG)                                      \
       }                                                                        \
-      barrier(CLK_LOCAL_MEM_FENCE);                                            \
+      {                                                                        \
+        USE_STAGE(DB ? s % 2 : 0)                                              \
+        MULTIPLY_STAGE                                                         \
+      }                                                                        \
+      if (!DB && s + 1 < stages) {                                             \
+        if (SA || SB)                                                          \
+          barrier(CLK_LOCAL_MEM_FENCE);                                        \
+        LOAD_STAGE(0, p0 + KWG)                                                \
+      }                                                                        \
+      if (SA || SB)                                                            \
+        barrier(CLK_LOCAL_MEM_FENCE);                                          \
     }                                                                          \
-    for (uint r = 0; r < RB; r++) {                                            \
-      const uint gi = i0 + ty + r * TS;                                        \
-      for (uint q = 0; q < RB; q++) {                                          \
-        const uint gj = j0 + tx + q * TS;                                      \
+    STORE_C                                                                    \
+  }                                                                            \
+  /* The direct kernel: DWI x DWI outputs per work-item, rows and columns    \
+   * DWG apart, A and B read straight from global memory. It takes the tiled \
+   * kernel's arguments (a_vec, b_vec unused) so the host sets one list. */   \
+  __kernel __attribute__((reqd_work_group_size(DWG, DWG, 1))) void             \
+      GEMM_CAT(gemm_direct_, DT)(GEMM_ARGS(SRC_T), uint a_vec, uint b_vec) {   \
+    const uint tx = get_local_id(0), ty = get_local_id(1);                     \
+    const uint i0 = get_group_id(1) * (DWG * DWI);                             \
+    const uint j0 = get_group_id(0) * (DWG * DWI);                             \
+    const ulong bt_ = get_global_id(2);                                        \
+    a += a_off + bt_ * a_batch;                                                \
+    b += b_off + bt_ * b_batch;                                                \
+    c += c_off + bt_ * c_batch;                                                \
+    float acc[DWI][DWI];                                                       \
+    for (uint r = 0; r < DWI; r++)                                             \
+      for (uint q = 0; q < DWI; q++)                                           \
+        acc[r][q] = 0.0f;                                                      \
+    for (uint p = 0; p < k; p++) {                                             \
+      float av_[DWI], bv_[DWI];                                                \
+      for (uint r = 0; r < DWI; r++)                                           \
+        av_[r] = GEMM_CAT(direct_, DT)(a, a_rs, a_cs, i0 + ty + r * DWG, p, m, \
+                                       k);                                     \
+      for (uint q = 0; q < DWI; q++)                                           \
+        bv_[q] = GEMM_CAT(direct_, DT)(b, b_cs, b_rs, j0 + tx + q * DWG, p, n, \
+                                       k);                                     \
+      for (uint r = 0; r < DWI; r++)                                           \
+        for (uint q = 0; q < DWI; q++)                                         \
+          acc[r][q] = fma(av_[r], bv_[q], acc[r][q]);                          \
+    }                                                                          \
+    for (uint r = 0; r < DWI; r++) {                                           \
+      const uint gi = i0 + ty + r * DWG;                                       \
+      for (uint q = 0; q < DWI; q++) {                                         \
+        const uint gj = j0 + tx + q * DWG;                                     \
         if (gi < m && gj < n) {                                                \
           __global float *cp = c + (ulong)gi * ldc + gj;                       \
-          const float v = alpha * acc[r][q];                                   \
-          /* beta == 0 never reads C: NaNs there must not leak. */            \
-          *cp = read_c ? fma(beta, *cp, v) : v;                                \
+          float v = alpha * acc[r][q];                                         \
+          v = read_c ? fma(beta, *cp, v) : v;                                  \
+          if (use_bias)                                                        \
+            v += bias[bias_off + gi * bias_rs + gj * bias_cs];                 \
+          *cp = gemm_act(v, act);                                              \
         }                                                                      \
       }                                                                        \
     }                                                                          \
   }
 
-GPU_GEMM(gemm_gpu_f32, float, LOAD_F32)
-GPU_GEMM(gemm_gpu_f16, half, LOAD_F16)
-GPU_GEMM(gemm_gpu_bf16, ushort, LOAD_BF16)
+/* The __local stages ([stage][kk][row]) and how a stage is loaded and
+ * selected; empty for an operand that is not staged. */
+#if SA
+#define STAGE_DECL_A __local float a_tiles[STAGES][KWG][MWG + PADA];
+#define LOAD_A(st, p0)                                                         \
+  STAGE(a_tiles[st], MWG, VWM, VECA, a, a_rs, a_cs, a_rows_fast, a_vec, i0,   \
+        p0, m, k, lid)
+#define USE_A(st) __local float(*at)[MWG + PADA] = a_tiles[st];
+#else
+#define STAGE_DECL_A
+#define LOAD_A(st, p0)
+#define USE_A(st)
+#endif
+#if SB
+#define STAGE_DECL_B __local float b_tiles[STAGES][KWG][NWG + PADB];
+#define LOAD_B(st, p0)                                                         \
+  STAGE(b_tiles[st], NWG, VWN, VECB, b, b_cs, b_rs, b_cols_fast, b_vec, j0,   \
+        p0, n, k, lid)
+#define USE_B(st) __local float(*bt)[NWG + PADB] = b_tiles[st];
+#else
+#define STAGE_DECL_B
+#define LOAD_B(st, p0)
+#define USE_B(st)
+#endif
+#define STAGE_DECL STAGE_DECL_A STAGE_DECL_B
+#define LOAD_STAGE(st, p0) LOAD_A(st, p0) LOAD_B(st, p0)
+#define USE_STAGE(st) USE_A(st) USE_B(st)
 
-/* C = beta * C over an m x n block (ldc) per batch, for alpha == 0 or
- * k == 0, where A and B are not read. beta == 0 writes zeros without
- * reading C. */
-__kernel void gemm_scale_c(uint m, uint n, float beta, __global float *c,
-                           ulong c_off, ulong c_batch, ulong ldc) {
-  const uint j = get_global_id(0), i = get_global_id(1);
-  if (i >= m || j >= n)
-    return;
-  __global float *q =
-      c + c_off + get_global_id(2) * c_batch + (ulong)i * ldc + j;
-  *q = beta == 0.0f ? 0.0f : beta * *q;
-}
+/* The aligned vector load of each operand; empty for a width of 1, where
+ * the element path is the only one (there is no float1). */
+#if VWM > 1
+#define VECA(p, i, dst) GEMM_VECF(VWM, p, i, dst)
+#else
+#define VECA(p, i, dst)
+#endif
+#if VWN > 1
+#define VECB(p, i, dst) GEMM_VECF(VWN, p, i, dst)
+#else
+#define VECB(p, i, dst)
+#endif
+
+/* A_VAL/B_VAL of an unstaged operand read through direct_<dt>. */
+#define a_direct GEMM_CAT(direct_, GEMM_DT)
+
+/* Each instantiation sees the dtype's element and vector loads through
+ * GEMM_LOADF and GEMM_VECF, defined around it (the stage macros expand
+ * inside GPU_GEMM, where its parameters are already substituted). */
+#define GEMM_DT f32
+#define GEMM_LOADF LOAD_F32
+#define GEMM_VECF VEC_F32
+GPU_GEMM(f32, float)
+#undef GEMM_DT
+#undef GEMM_LOADF
+#undef GEMM_VECF
+#define GEMM_DT f16
+#define GEMM_LOADF LOAD_F16
+#define GEMM_VECF VEC_F16
+GPU_GEMM(f16, half)
+#undef GEMM_DT
+#undef GEMM_LOADF
+#undef GEMM_VECF
+#define GEMM_DT bf16
+#define GEMM_LOADF LOAD_BF16
+#define GEMM_VECF VEC_BF16
+GPU_GEMM(bf16, ushort)
+#undef GEMM_DT
+#undef GEMM_LOADF
+#undef GEMM_VECF
+
+#include "gemm_scale.clh"

@@ -4,7 +4,7 @@
 The rooms, lowest first (README.md, "Architecture"):
 
   library: backends -> runtime/core -> runtime/build -> runtime/ops
-  tools:   tools/commands.h -> tools/{info,bench,cache,demo} -> tools/kiln.c
+  tools:   tools/commands.h -> tools/{info,bench,cache,demo,tune} -> tools/kiln.c
 
 A file may include, and a module may call, only its own room and the rooms
 below it in its column; the public headers (include/kiln/) and the embedded
@@ -53,6 +53,7 @@ ROOMS = {
     "tools/cache": ("tools", 1),
     "tools/demo": ("tools", 1),
     "tools/scale": ("tools", 1),
+    "tools/tune": ("tools", 1),
     "tools/entry": ("tools", 2),
 }
 OPEN_ROOMS = {"include", "cl_kernels"}

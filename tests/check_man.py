@@ -31,6 +31,7 @@ PAGES = {
     "kiln-bench.1": "tools/bench/kiln-bench.1",
     "kiln-cache.1": "tools/cache/kiln-cache.1",
     "kiln-demo.1": "tools/demo/kiln-demo.1",
+    "kiln-tune.1": "tools/tune/kiln-tune.1",
     "kiln.3": "runtime/packaging/kiln.3",
 }
 problems = []

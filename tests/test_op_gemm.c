@@ -14,217 +14,17 @@
  * a lost term is off by about |a||b| itself, far above this bound for the
  * sizes tested. The inputs of f16/bf16 cases are rounded on the host first
  * and the reference uses the rounded values, so storage rounding is not
- * part of the bound. */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
+ * part of the bound.
+ *
+ * Epilogue (kiln_gemm_bias_act): the bias adds one rounding (bound gains
+ * |bias|), ReLU is 1-Lipschitz and exact, so the bound passes through it.
+ * GELU's derivative is at most 1.13 in magnitude, so an input error e moves
+ * it by at most 1.13 e; its own f32 evaluation adds OpenCL's tanh error
+ * (<= 5 ulp of a value below 1, 10 u absolute) scaled by 0.5 |x|, and a few
+ * roundings of |x|: 16 u (|x| + 1) covers it. */
 #include <time.h>
 
-#include "harness.h"
-#include "core/internal.h"
-#include "op_test_util.h"
-#include "ops/ops_gemm.h"
-
-struct gcase {
-  kiln_layout layout;
-  kiln_trans ta, tb;
-  size_t m, n, k;
-  float alpha, beta;
-  kiln_dtype dtype;
-  size_t lda_pad, ldb_pad, ldc_pad; /* added to the minimum */
-  size_t a_off, b_off, c_off;
-  size_t batch, stride_pad; /* gap between batch entries */
-  bool share_a, share_b;    /* stride_a = 0, stride_b = 0 */
-  size_t row_step;          /* check every row_step-th row (0: 1) */
-  bool nan_a;               /* fill A with NaN (alpha == 0 cases) */
-};
-
-/* Stored shape of a matrix and its minimum leading dimension. */
-static size_t min_ld(kiln_layout layout, size_t rows, size_t cols) {
-  size_t len = layout == KILN_ROW_MAJOR ? cols : rows;
-  return len > 1 ? len : 1;
-}
-static size_t extent(kiln_layout layout, size_t rows, size_t cols, size_t ld) {
-  if (rows == 0 || cols == 0)
-    return 0;
-  return layout == KILN_ROW_MAJOR ? (rows - 1) * ld + cols
-                                  : (cols - 1) * ld + rows;
-}
-static size_t index_of(kiln_layout layout, size_t r, size_t c, size_t ld) {
-  return layout == KILN_ROW_MAJOR ? r * ld + c : c * ld + r;
-}
-
-static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
-                     const char *tag) {
-  const kiln_layout L = gc->layout;
-  const bool ta = gc->ta == KILN_TRANS, tb = gc->tb == KILN_TRANS;
-  const size_t m = gc->m, n = gc->n, k = gc->k;
-  const size_t ar = ta ? k : m, ac = ta ? m : k;
-  const size_t br = tb ? n : k, bc = tb ? k : n;
-  const size_t lda = min_ld(L, ar, ac) + gc->lda_pad;
-  const size_t ldb = min_ld(L, br, bc) + gc->ldb_pad;
-  const size_t ldc = min_ld(L, m, n) + gc->ldc_pad;
-  const size_t batch = gc->batch ? gc->batch : 1;
-  const size_t a_ext = extent(L, ar, ac, lda), b_ext = extent(L, br, bc, ldb),
-               c_ext = extent(L, m, n, ldc);
-  const size_t stride_a = gc->share_a ? 0 : a_ext + gc->stride_pad;
-  const size_t stride_b = gc->share_b ? 0 : b_ext + gc->stride_pad;
-  const size_t stride_c = c_ext + gc->stride_pad;
-  const size_t a_count = gc->a_off + (batch - 1) * stride_a + a_ext + 3;
-  const size_t b_count = gc->b_off + (batch - 1) * stride_b + b_ext + 3;
-  const size_t c_count = gc->c_off + (batch - 1) * stride_c + c_ext + 3;
-
-  void *a = util_random(gc->dtype, a_count, -1.0, 1.0, 11u + (uint32_t)m);
-  void *b = util_random(gc->dtype, b_count, -1.0, 1.0, 23u + (uint32_t)n);
-  if (gc->nan_a)
-    for (size_t i = 0; i < a_count; i++)
-      util_set(gc->dtype, a, i, NAN);
-  float *c0 = util_random(KILN_F32, c_count, -1.0, 1.0, 37u + (uint32_t)k);
-  /* beta == 0 must not read C: NaN everywhere inside C would leak. */
-  if (gc->beta == 0.0f)
-    for (size_t i = 0; i < c_count; i++)
-      c0[i] = NAN;
-  kiln_buffer *da = util_upload(ctx, q, gc->dtype, a, a_count);
-  kiln_buffer *db = util_upload(ctx, q, gc->dtype, b, b_count);
-  kiln_buffer *dc = util_upload(ctx, q, KILN_F32, c0, c_count);
-
-  kiln_event *ev = NULL;
-  if (gc->batch == 0)
-    assert_kiln_ok(kiln_gemm(q, L, gc->ta, gc->tb, m, n, k, gc->alpha,
-                             gc->dtype, da, gc->a_off, lda, db, gc->b_off, ldb,
-                             gc->beta, dc, gc->c_off, ldc, 0, NULL, &ev));
-  else
-    assert_kiln_ok(kiln_gemm_batched(
-        q, L, gc->ta, gc->tb, m, n, k, gc->alpha, gc->dtype, da, gc->a_off, lda,
-        stride_a, db, gc->b_off, ldb, stride_b, gc->beta, dc, gc->c_off, ldc,
-        stride_c, batch, 0, NULL, &ev));
-  assert_non_null(ev);
-  assert_kiln_ok(kiln_event_wait(ev));
-  kiln_event_release(ev);
-  float *c = util_download(q, dc, KILN_F32, c_count);
-
-  /* Everything outside the C matrices is untouched (bitwise: NaN too). */
-  bool *inside = calloc(c_count, 1);
-  assert_non_null(inside);
-  for (size_t t = 0; t < batch; t++)
-    for (size_t i = 0; i < m; i++)
-      for (size_t j = 0; j < n; j++)
-        inside[gc->c_off + t * stride_c + index_of(L, i, j, ldc)] = true;
-  for (size_t i = 0; i < c_count; i++)
-    if (!inside[i] && memcmp(&c[i], &c0[i], 4) != 0)
-      fail_msg("%s: element %zu outside C changed from %g to %g", tag, i,
-               (double)c0[i], (double)c[i]);
-  free(inside);
-
-  const double u = ldexp(1.0, -24);
-  const size_t step = gc->row_step ? gc->row_step : 1;
-  double *ref = malloc((n ? n : 1) * sizeof *ref);
-  double *mag = malloc((n ? n : 1) * sizeof *mag);
-  assert_non_null(ref);
-  assert_non_null(mag);
-  for (size_t t = 0; t < batch; t++) {
-    const size_t ao = gc->a_off + t * stride_a, bo = gc->b_off + t * stride_b,
-                 co = gc->c_off + t * stride_c;
-    /* Rows 0, step, 2 step, ... and always the last one. */
-    for (size_t i = 0; i < m;
-         i = i + step < m || i == m - 1 ? i + step : m - 1) {
-      for (size_t j = 0; j < n; j++)
-        ref[j] = mag[j] = 0.0;
-      if (gc->alpha != 0.0f)
-        for (size_t p = 0; p < k; p++) {
-          double av = util_get(
-              gc->dtype, a,
-              ao + (ta ? index_of(L, p, i, lda) : index_of(L, i, p, lda)));
-          for (size_t j = 0; j < n; j++) {
-            double bv = util_get(
-                gc->dtype, b,
-                bo + (tb ? index_of(L, j, p, ldb) : index_of(L, p, j, ldb)));
-            ref[j] += av * bv;
-            mag[j] += fabs(av * bv);
-          }
-        }
-      for (size_t j = 0; j < n; j++) {
-        size_t ci = co + index_of(L, i, j, ldc);
-        double want = gc->alpha * ref[j];
-        double bound = fabs(gc->alpha) * mag[j];
-        if (gc->beta != 0.0f) {
-          want += gc->beta * (double)c0[ci];
-          bound += fabs(gc->beta) * fabs((double)c0[ci]);
-        }
-        double tol = 2.0 * (double)(k + 4) * u * bound + 1e-30;
-        UTIL_CLOSE(c[ci], want, tol, "%s: batch %zu C[%zu][%zu]", tag, t, i, j);
-      }
-      if (i == m - 1)
-        break;
-    }
-  }
-  free(ref);
-  free(mag);
-  free(a);
-  free(b);
-  free(c0);
-  free(c);
-  assert_kiln_ok(kiln_buffer_destroy(da));
-  assert_kiln_ok(kiln_buffer_destroy(db));
-  assert_kiln_ok(kiln_buffer_destroy(dc));
-}
-
-/* The profile that gives device index i the other kernel family. */
-static const char *other_family_profile(kiln_context *ctx) {
-  return ctx->backend->tuning->family == KILN_FAMILY_CPU ? "nvidia" : "pocl";
-}
-
-/* Run cases on every device, with its own profile and (when other is set)
- * with the other family forced. */
-static void run_all(const struct gcase *cases, size_t count, bool other) {
-  FOR_EACH_TEST_DEVICE(d) {
-    for (int pass = 0; pass < (other ? 2 : 1); pass++) {
-      kiln_context *ctx = NULL;
-      kiln_queue *q = NULL;
-      kiln_test_open(d, &ctx, &q);
-      const char *profile = kiln_context_profile(ctx);
-      if (pass == 1) {
-        const char *forced = other_family_profile(ctx);
-        kiln_test_close(ctx, q);
-        kiln_context_options opts = {.profile = forced};
-        assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
-        assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
-        profile = forced;
-      }
-      for (size_t i = 0; i < count; i++) {
-        const struct gcase *g = &cases[i];
-        char tag[200];
-        snprintf(tag, sizeof tag,
-                 "device %zu profile %s: %s %c%c m %zu n %zu k %zu %s alpha "
-                 "%g beta %g batch %zu",
-                 d, profile, g->layout == KILN_ROW_MAJOR ? "row" : "col",
-                 g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->m, g->n, g->k,
-                 kiln_dtype_name(g->dtype), (double)g->alpha, (double)g->beta,
-                 g->batch);
-        run_case(ctx, q, g, tag);
-      }
-      kiln_test_close(ctx, q);
-    }
-  }
-}
-
-/* A case: the leading fields positionally (the dtype last of them), the
- * rest designated. */
-#define GC(L, A, B, M, N_, K, AL, BE, ...)                                     \
-  {                                                                            \
-    .layout = L, .ta = A, .tb = B, .m = M, .n = N_, .k = K, .alpha = AL,       \
-    .beta = BE, .dtype = __VA_ARGS__                                           \
-  }
-/* Leading-dimension padding and offsets of A, B and C. */
-#define PADS(la, lb, lc, oa, ob, oc)                                           \
-  .lda_pad = la, .ldb_pad = lb, .ldc_pad = lc, .a_off = oa, .b_off = ob,       \
-  .c_off = oc
-#define BATCH(count, gap) .batch = count, .stride_pad = gap
-
-#define ROW KILN_ROW_MAJOR
-#define COL KILN_COL_MAJOR
-#define N KILN_NO_TRANS
-#define T KILN_TRANS
+#include "gemm_test_util.h"
 
 /* Sizes: 1, primes, and non-multiples of every tile in use (MR 6 or 8, NR
  * 8 to 32, GPU tiles 16 to 64, KC 256, packing steps 64, 8 x 8 blocks). */
@@ -430,6 +230,73 @@ static void test_large(void **state) {
   }
 }
 
+/* ---- the fused epilogue (kiln_gemm_bias_act) ---------------------------- */
+
+/* Every activation with and without a bias, both layouts and every
+ * transpose, awkward sizes, padded leading dimensions and offsets (the
+ * guard check sees every gap), every dtype, beta 0 over a C of NaN and beta
+ * != 0, and alpha == 0 / k == 0 (the scale kernel's epilogue); both
+ * families. */
+static void test_bias_act(void **state) {
+  (void)state;
+  static const struct gcase cases[] = {
+      GC(ROW, N, N, 1, 1, 1, 1.0f, 0.0f, KILN_F32, EPI(RELU, true, 0)),
+      GC(ROW, N, N, 37, 45, 29, 1.0f, 0.0f, KILN_F32, EPI(RELU, true, 3)),
+      GC(COL, N, N, 37, 45, 29, 1.0f, 0.5f, KILN_F32, PADS(2, 3, 4, 1, 2, 3),
+         EPI(GELU, true, 5)),
+      GC(ROW, T, N, 61, 19, 131, -1.0f, 0.0f, KILN_F32, PADS(1, 0, 2, 0, 1, 2),
+         EPI(GELU, false, 0)),
+      GC(COL, T, T, 19, 61, 40, 0.5f, -1.0f, KILN_F32, PADS(0, 1, 0, 3, 0, 1),
+         EPI(RELU, false, 0)),
+      GC(ROW, N, T, 33, 70, 17, 2.0f, 1.0f, KILN_F32, EPI(NONE, true, 1)),
+      GC(COL, N, T, 7, 130, 65, 1.0f, 0.0f, KILN_F32, EPI(NONE, false, 0)),
+      GC(ROW, N, N, 67, 45, 80, 1.0f, 0.0f, KILN_F16, PADS(1, 2, 3, 1, 1, 1),
+         EPI(GELU, true, 2)),
+      GC(COL, T, N, 40, 90, 33, -2.0f, 0.5f, KILN_F16, EPI(RELU, true, 0)),
+      GC(ROW, T, T, 45, 67, 80, 0.5f, 0.0f, KILN_BF16, EPI(RELU, true, 4)),
+      GC(COL, N, T, 40, 90, 33, 1.0f, 0.5f, KILN_BF16, PADS(2, 0, 1, 0, 3, 0),
+         EPI(GELU, false, 0)),
+      /* alpha == 0 (A all NaN, not read) and k == 0: act(beta C + bias). */
+      GC(ROW, N, N, 20, 30, 10, 0.0f, 0.5f, KILN_F32, .nan_a = true,
+         EPI(RELU, true, 1)),
+      GC(COL, N, N, 20, 30, 0, 1.0f, 0.0f, KILN_F32, EPI(GELU, true, 2)),
+      GC(ROW, N, N, 20, 30, 0, 1.0f, 2.0f, KILN_F32, EPI(RELU, false, 0)),
+  };
+  run_all(cases, sizeof cases / sizeof cases[0], true);
+}
+
+/* On the CPU family the epilogue applies once, after the last chunk of k
+ * and the last KC pass: a lowered workspace limit splits k into host
+ * chunks, a forced KC shorter than k makes several passes per chunk. A
+ * ReLU or a GELU applied to a partial sum gives a wrong total whenever a
+ * partial is negative, which random inputs make certain. */
+static void test_bias_act_chunks(void **state) {
+  (void)state;
+  static const struct gcase cases[] = {
+      GC(ROW, N, N, 50, 50, 700, 1.0f, 0.5f, KILN_F32, EPI(RELU, true, 1)),
+      GC(COL, T, T, 37, 53, 611, -1.0f, 0.0f, KILN_F32, EPI(GELU, true, 0)),
+      GC(ROW, T, N, 29, 45, 300, 1.0f, 0.0f, KILN_F16, EPI(RELU, false, 0)),
+  };
+  kiln__gemm_set_workspace_limit(64 << 10);
+  run_all(cases, sizeof cases / sizeof cases[0], false);
+  kiln__gemm_set_workspace_limit(0);
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx = NULL;
+    kiln_queue *q = NULL;
+    kiln_test_open(d, &ctx, &q);
+    if (ctx->backend->tuning->family == KILN_FAMILY_CPU) {
+      kiln__gemm_set_cpu_tile(3, 4, 4, 16);
+      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char tag[96];
+        snprintf(tag, sizeof tag, "device %zu kc 16: epilogue case %zu", d, i);
+        run_case(ctx, q, &cases[i], tag);
+      }
+      kiln__gemm_set_cpu_tile(0, 0, 0, 0);
+    }
+    kiln_test_close(ctx, q);
+  }
+}
+
 /* ---- bad input ----------------------------------------------------------- */
 
 static void test_bad_input(void **state) {
@@ -543,6 +410,39 @@ static void test_bad_input(void **state) {
                           0, 4, SIZE_MAX / 2, 0.0f, c, 0, 4, 16, 3),
                     KILN_ERR_INVALID_SIZE, "stride_b");
 #undef GEMMB
+
+  /* kiln_gemm_bias_act: kiln_gemm's checks, plus act and the bias. */
+#define GEMMX(...) kiln_gemm_bias_act(__VA_ARGS__, 0, NULL, NULL)
+  assert_kiln_error(kiln_gemm_bias_act(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32,
+                                       a, 0, 4, b, 0, 4, 0.0f, c, 0, 4, NULL,
+                                       0, NONE, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_gemm_bias_act: queue is NULL");
+  assert_kiln_error(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 3, b, 0,
+                          4, 0.0f, c, 0, 4, NULL, 0, RELU),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "kiln_gemm_bias_act: lda 3 is less than 4");
+  assert_kiln_error(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                          4, 0.0f, c, 0, 4, NULL, 0, (kiln_gemm_activation)3),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "kiln_gemm_bias_act: act 3 is not a valid "
+                    "kiln_gemm_activation");
+  assert_kiln_error(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                          4, 0.0f, c, 0, 4, NULL, 0, (kiln_gemm_activation)-1),
+                    KILN_ERR_INVALID_ARGUMENT, "act -1");
+  /* The bias holds n = 16 floats from its offset: 256 - 241 = 15 do not. */
+  assert_kiln_error(GEMMX(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b,
+                          0, 16, 0.0f, c, 0, 16, b, 241, GELU),
+                    KILN_ERR_OUT_OF_RANGE, "kiln_gemm_bias_act: bias");
+  assert_kiln_ok(GEMMX(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b, 0,
+                       16, 0.0f, c, 0, 16, b, 240, GELU));
+  /* A bias inside C is read while C is written. */
+  assert_kiln_error(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                          4, 0.0f, c, 0, 4, c, 10, RELU),
+                    KILN_ERR_INVALID_ARGUMENT, "kiln_gemm_bias_act: bias");
+  assert_kiln_ok(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0, 4,
+                       0.0f, c, 0, 4, c, 16, RELU));
+#undef GEMMX
+  assert_kiln_ok(kiln_queue_finish(q));
   assert_kiln_status(kiln_gemm_batched(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32,
                                        a, 0, 4, 16, b, 0, 4, 16, 0.0f, c, 0, 4,
                                        16, 2, 0, NULL, NULL),
@@ -614,6 +514,8 @@ int main(void) {
       cmocka_unit_test(test_workspace_chunks),
       cmocka_unit_test(test_cpu_tiles),
       cmocka_unit_test(test_workspace_reuse),
+      cmocka_unit_test(test_bias_act),
+      cmocka_unit_test(test_bias_act_chunks),
       cmocka_unit_test(test_large),
   };
   /* KILN_TEST_FILTER=test_sizes runs the matching tests only (cmocka

@@ -8,5 +8,6 @@ int kiln_cmd_info(int argc, char **argv);  /* cmd_info.c */
 int kiln_cmd_demo(int argc, char **argv);  /* cmd_demo.c */
 int kiln_cmd_cache(int argc, char **argv); /* cmd_cache.c */
 int kiln_cmd_bench(int argc, char **argv); /* cmd_bench.c */
+int kiln_cmd_tune(int argc, char **argv);  /* cmd_tune.c */
 
 #endif

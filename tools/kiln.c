@@ -17,6 +17,7 @@ static const command commands[] = {
     {"demo", kiln_cmd_demo, "build and run a small kernel, check it, print timings"},
     {"cache", kiln_cmd_cache, "list, clear or warm the program cache"},
     {"bench", kiln_cmd_bench, "measure op throughput against the device's peaks"},
+    {"tune", kiln_cmd_tune, "search kernel parameters for a device, with a correctness gate"},
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
@@ -44,6 +45,8 @@ static void usage(FILE *out) {
           "                     $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln)\n"
           "  KILN_CACHE         0, off, no or false: no program cache\n"
           "  KILN_CACHE_MAX_MB  program cache size cap in MiB (default 512)\n"
+          "  KILN_TUNING        off: ignore tuning files; a path: read that\n"
+          "                     file instead of the device's own\n"
           "  KILN_TRACE         write a Chrome trace-event JSON file of every op,\n"
           "                     kernel, transfer and build (%%p: process id)\n"
           "  XDG_CACHE_HOME, HOME\n"

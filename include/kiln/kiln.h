@@ -39,6 +39,7 @@
 #include "kiln/kiln_pipeline.h"
 #include "kiln/kiln_program.h"
 #include "kiln/kiln_cache.h"
+#include "kiln/kiln_tune.h"
 #include "kiln/ops.h"
 #include "kiln/kiln_multi.h"
 #include "kiln/kiln_sequence.h"

@@ -13,7 +13,8 @@
  * The device: KILN_TEST_DEVICE when set, else kiln's default selection.
  * The profile (so the kernel family): KILN_PROFILE, as for every context.
  * RUN_OPS_ONLY and RUN_OPS_SKIP (comma-separated groups: probe, unary,
- * binary, axpy, cast, reduce, reduce_large, scan, rows, transpose, gemm)
+ * binary, axpy, cast, reduce, reduce_large, scan, rows, transpose, gemm,
+ * gemm_space)
  * choose what
  * runs, so a run can leave out a kernel a checking tool cannot handle.
  * Exit status 0 when every check passed, 1 otherwise. */
@@ -484,6 +485,45 @@ static bool selected(const char *group) {
   return true;
 }
 
+/* A sample of GEMM's GPU-family space (kiln/kiln_tune.h) under the same
+ * checks: staged and unstaged operands, vector loads, padding, double
+ * buffering, k-unrolling, both output stride layouts, and the direct
+ * kernel. Only where the GPU family runs (KILN_PROFILE=generic in run.sh):
+ * the CPU family has no space. */
+static void run_gemm_space(void) {
+  static const char *const points[] = {
+      "MWG=16 NWG=16 KWG=8 MDIMC=8 NDIMC=8 VWM=2 VWN=2 SA=1 SB=1 PADA=0 "
+      "PADB=1 DB=1 KWI=2 STRM=0 STRN=1 DWG=8 DWI=1 SWITCH=0",
+      "MWG=32 NWG=16 KWG=16 MDIMC=8 NDIMC=8 VWM=4 VWN=1 SA=1 SB=0 PADA=1 "
+      "PADB=0 DB=0 KWI=4 STRM=1 STRN=0 DWG=8 DWI=2 SWITCH=0",
+      "MWG=16 NWG=64 KWG=8 MDIMC=8 NDIMC=8 VWM=1 VWN=8 SA=0 SB=1 PADA=0 "
+      "PADB=0 DB=1 KWI=8 STRM=0 STRN=0 DWG=16 DWI=1 SWITCH=0",
+      "MWG=16 NWG=16 KWG=8 MDIMC=8 NDIMC=8 VWM=2 VWN=2 SA=1 SB=1 PADA=0 "
+      "PADB=1 DB=1 KWI=2 STRM=0 STRN=1 DWG=8 DWI=4 SWITCH=512",
+  };
+  kiln_tuning_info info;
+  CHECK_OK(kiln_tuning_get_info(ctx, "gemm", &info));
+  if (info.params[0] == '\0') {
+    printf("skip gemm_space: the CPU family has no parameter space\n");
+    return;
+  }
+  for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+    char why[512];
+    if (kiln_tuning_check(ctx, "gemm", points[i], why, sizeof why) !=
+        KILN_OK) {
+      printf("skip gemm_space point %zu: %s\n", i, why);
+      continue;
+    }
+    CHECK_OK(kiln_tuning_set(ctx, "gemm", points[i]));
+    printf("# gemm_space point %zu: %s\n", i, points[i]);
+    run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F32, 17, 13,
+             19, 0.5f, 1);
+    run_gemm(KILN_COL_MAJOR, KILN_TRANS, KILN_TRANS, KILN_BF16, 9, 21, 11,
+             0.0f, 2);
+  }
+  CHECK_OK(kiln_tuning_set(ctx, "gemm", NULL));
+}
+
 int main(void) {
   const char *selector = getenv("KILN_TEST_DEVICE");
   if (kiln_context_create_default(selector, &ctx) != KILN_OK ||
@@ -558,6 +598,9 @@ int main(void) {
     /* Several register tiles and blocks in each direction. */
     run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F32, 45, 70, 130, 1.0f, 1);
   }
+
+  if (selected("gemm_space"))
+    run_gemm_space();
 
   kiln_status s = kiln_queue_destroy(q);
   if (s == KILN_OK)

@@ -256,6 +256,30 @@ static void print_props(FILE *out, int indent, const info_subject *subject) {
   }
 }
 
+/* The GEMM parameters a context on the device would use, where they come
+ * from, and the tuning file (or why it is ignored). */
+static void print_tuning(FILE *out, const kiln_device *kdev) {
+  kiln_context *ctx = NULL;
+  kiln_tuning_info *t = malloc(sizeof *t);
+  if (t == NULL || kiln_context_create(kdev, NULL, &ctx) != KILN_OK ||
+      kiln_tuning_get_info(ctx, "gemm", t) != KILN_OK) {
+    print_row(out, 6, "GEMM params", kiln_last_error());
+  } else {
+    char buf[KILN_TUNING_TEXT_CAPACITY + 64];
+    snprintf(buf, sizeof buf, "%s%s%s", t->source, t->params[0] ? ": " : "",
+             t->params);
+    print_row(out, 6, "GEMM params", buf);
+    if (t->figures[0] != '\0')
+      print_row(out, 6, "GEMM tuned", t->figures);
+    print_row(out, 6, "Tuning file", t->path[0] ? t->path : "(none)");
+    if (t->ignored[0] != '\0')
+      print_row(out, 6, "Tuning ignored", t->ignored);
+  }
+  if (ctx != NULL)
+    kiln_context_destroy(ctx);
+  free(t);
+}
+
 static void print_kiln_view(FILE *out, const info_device *dev) {
   fprintf(out, "    kiln:\n");
   if (dev->kdev == NULL) {
@@ -282,6 +306,7 @@ static void print_kiln_view(FILE *out, const info_device *dev) {
            ki->fp16 ? "yes" : "no", ki->fp64 ? "yes" : "no",
            ki->subgroups ? "yes" : "no");
   print_row(out, 6, "Capabilities", buf);
+  print_tuning(out, dev->kdev);
   if (dev->explain != NULL)
     print_row(out, 6, "Selection", dev->explain);
   if (dev->check >= 0) {

@@ -1,0 +1,481 @@
+/* Tuning files: the parameters `kiln tune` found for one device, kept in
+ * the cache directory so that every program on the machine uses them.
+ *
+ * A file is text, one "key value" line each, in this order:
+ *     kiln-tuning 1
+ *     device <the device's stable id>
+ *     driver <its driver version>
+ *     kiln <kiln's version>
+ *     op <name> <parameters, "NAME=VALUE ..." as the op's space spells them>
+ *     figures <name> <free text: what was measured, one line>
+ *     checksum <XXH3-64 of every byte above this line, 16 hex digits>
+ * with any number of op and figures lines. Its name is the XXH3-64 of the
+ * stable id (tuning/<16 hex>.txt under the cache directory), so a file is
+ * found without reading others; the lines inside say whose it is, and a
+ * file whose device, driver or kiln version differ from the device's is
+ * ignored (foreign or stale), as is one whose checksum does not match
+ * (damaged, or cut short when a disk filled up) or that cannot be parsed.
+ * Files are written to a temporary name and renamed over the old one, so a
+ * reader never sees half a file and two writers leave one whole file.
+ *
+ * KILN_TUNING=off ignores every file; KILN_TUNING=PATH reads that file
+ * instead (its device line must still match).
+ *
+ * Each device's file is read once per process, the first time an op asks
+ * for its parameters; kiln_tuning_save and kiln_tuning_reset reload it. The
+ * op modules validate the parameters against their space themselves and
+ * report a rejection back (kiln__tuning_reject), so that this module knows
+ * nothing of any op.
+ */
+#include "ops_internal.h"
+#include "ops_tuning.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define MAX_DEVICES 32
+#define MAX_OPS 8
+#define MAX_FILE (64 << 10)
+
+struct op_line {
+  char name[32];
+  char params[KILN_TUNING_TEXT_CAPACITY];
+  char figures[KILN_TUNING_TEXT_CAPACITY];
+};
+
+struct device_entry {
+  char stable_id[256];
+  char path[KILN_TUNING_PATH_CAPACITY];
+  char ignored[KILN_TUNING_TEXT_CAPACITY]; /* why the file is not used */
+  size_t ops;
+  struct op_line op[MAX_OPS];
+  /* kiln_tuning_set's parameters, per op, "" when none. */
+  char set[MAX_OPS][32];
+  char set_params[MAX_OPS][KILN_TUNING_TEXT_CAPACITY];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct device_entry *devices[MAX_DEVICES];
+
+/* Record why e's file is ignored: its path, then the message. */
+static void ignore(struct device_entry *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void ignore(struct device_entry *e, const char *fmt, ...) {
+  int n = snprintf(e->ignored, sizeof e->ignored, "%.600s: ", e->path);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->ignored + n, sizeof e->ignored - (size_t)n, fmt, ap);
+  va_end(ap);
+}
+
+/* ---- paths ---------------------------------------------------------------- */
+
+static void default_path(const kiln_device_info *info, char *out,
+                         size_t size) {
+  kiln_cache_info *ci = malloc(sizeof *ci);
+  out[0] = '\0';
+  if (ci == NULL || kiln_cache_get_info(ci) != KILN_OK ||
+      ci->directory[0] == '\0') {
+    free(ci);
+    return;
+  }
+  const char *id = info->stable_id ? info->stable_id : "";
+  int n = snprintf(out, size, "%.4000s/tuning/%016llx.txt", ci->directory,
+                   (unsigned long long)XXH3_64bits(id, strlen(id)));
+  if (n < 0 || (size_t)n >= size)
+    out[0] = '\0'; /* a path too long to use */
+  free(ci);
+}
+
+/* The file kiln reads for the device, or "" with *why when none. */
+static void file_for(const kiln_device_info *info, char *out, size_t size,
+                     char *why, size_t why_size) {
+  const char *env = getenv("KILN_TUNING");
+  why[0] = '\0';
+  if (env != NULL && strcmp(env, "off") == 0) {
+    out[0] = '\0';
+    snprintf(why, why_size, "KILN_TUNING=off: tuning files are ignored");
+  } else if (env != NULL && env[0] != '\0') {
+    snprintf(out, size, "%s", env);
+  } else {
+    default_path(info, out, size);
+    if (out[0] == '\0')
+      snprintf(why, why_size, "no cache directory to keep tuning files in");
+  }
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+static const char *str_or_empty(const char *s) { return s ? s : ""; }
+
+/* Parse text (len bytes, NUL-terminated) into e, checking it against the
+ * device. false with e->ignored set when the file is not to be trusted. */
+static bool parse(struct device_entry *e, const kiln_device_info *info,
+                  char *text, size_t len) {
+  const char *sum_line = NULL;
+  for (const char *p = text; p < text + len;) {
+    if (strncmp(p, "checksum ", 9) == 0) {
+      sum_line = p;
+      break;
+    }
+    const char *nl = memchr(p, '\n', (size_t)(text + len - p));
+    if (nl == NULL)
+      break;
+    p = nl + 1;
+  }
+  if (sum_line == NULL) {
+    ignore(e, "no checksum line (not a tuning file, or cut short)");
+    return false;
+  }
+  unsigned long long want = 0;
+  if (sscanf(sum_line, "checksum %16llx", &want) != 1 ||
+      XXH3_64bits(text, (size_t)(sum_line - text)) != want) {
+    ignore(e, "checksum mismatch (damaged or cut short)");
+    return false;
+  }
+  text[sum_line - text] = '\0';
+  int line_no = 0;
+  bool seen_device = false, seen_driver = false, seen_kiln = false;
+  for (char *save = NULL, *line = strtok_r(text, "\n", &save); line != NULL;
+       line = strtok_r(NULL, "\n", &save)) {
+    line_no++;
+    char *sp = strchr(line, ' ');
+    const char *value = sp ? sp + 1 : "";
+    size_t key_len = sp ? (size_t)(sp - line) : strlen(line);
+#define KEY(k) (key_len == strlen(k) && strncmp(line, k, key_len) == 0)
+    if (line_no == 1) {
+      if (strcmp(line, "kiln-tuning 1") != 0) {
+        ignore(e, "not a version 1 tuning file");
+        return false;
+      }
+    } else if (KEY("device")) {
+      seen_device = true;
+      if (strcmp(value, str_or_empty(info->stable_id)) != 0) {
+        ignore(e, "written for another device (%.200s)", value);
+        return false;
+      }
+    } else if (KEY("driver")) {
+      seen_driver = true;
+      if (strcmp(value, str_or_empty(info->driver_version)) != 0) {
+        ignore(e, "stale, tuned with driver %.100s, now %.100s",
+                 value, str_or_empty(info->driver_version));
+        return false;
+      }
+    } else if (KEY("kiln")) {
+      seen_kiln = true;
+      if (strcmp(value, KILN_VERSION_STRING) != 0) {
+        ignore(e, "stale, tuned with kiln %.100s, now %s", value,
+                 KILN_VERSION_STRING);
+        return false;
+      }
+    } else if (KEY("op") || KEY("figures")) {
+      const char *sp2 = strchr(value, ' ');
+      size_t n = sp2 ? (size_t)(sp2 - value) : strlen(value);
+      if (n == 0 || n >= sizeof e->op[0].name) {
+        ignore(e, "line %d names no op", line_no);
+        return false;
+      }
+      size_t i = 0;
+      while (i < e->ops && !(strlen(e->op[i].name) == n &&
+                             strncmp(e->op[i].name, value, n) == 0))
+        i++;
+      if (i == e->ops) {
+        if (e->ops == MAX_OPS) {
+          ignore(e, "more than %d ops", MAX_OPS);
+          return false;
+        }
+        memset(&e->op[i], 0, sizeof e->op[i]);
+        memcpy(e->op[i].name, value, n);
+        e->ops++;
+      }
+      const char *rest = sp2 ? sp2 + 1 : "";
+      snprintf(KEY("op") ? e->op[i].params : e->op[i].figures,
+               sizeof e->op[i].params, "%s", rest);
+    } else {
+      ignore(e, "line %d is not understood", line_no);
+      return false;
+    }
+#undef KEY
+  }
+  if (!seen_device || !seen_driver || !seen_kiln) {
+    ignore(e, "the device, driver or kiln line is missing");
+    return false;
+  }
+  return true;
+}
+
+/* (Re)read the device's file into e. */
+static void load(struct device_entry *e, const kiln_device_info *info) {
+  e->ops = 0;
+  e->ignored[0] = '\0';
+  file_for(info, e->path, sizeof e->path, e->ignored, sizeof e->ignored);
+  if (e->path[0] == '\0')
+    return;
+  FILE *f = fopen(e->path, "rb");
+  if (f == NULL) {
+    if (errno != ENOENT)
+      ignore(e, "cannot be read: %s", strerror(errno));
+    return; /* no file: not tuned, nothing to say */
+  }
+  char *text = malloc(MAX_FILE + 1);
+  size_t len = text ? fread(text, 1, MAX_FILE + 1, f) : 0;
+  fclose(f);
+  if (text == NULL) {
+    snprintf(e->ignored, sizeof e->ignored, "out of host memory");
+    return;
+  }
+  if (len > MAX_FILE) {
+    ignore(e, "larger than %d bytes", MAX_FILE);
+  } else {
+    text[len] = '\0';
+    if (memchr(text, '\0', len) != NULL)
+      ignore(e, "binary data");
+    else if (!parse(e, info, text, len))
+      e->ops = 0;
+  }
+  free(text);
+}
+
+/* The device's entry, created and loaded on first use; NULL when the table
+ * is full or memory is short (then no file is used). Under lock. */
+static struct device_entry *entry_locked(const kiln_device_info *info) {
+  const char *id = str_or_empty(info->stable_id);
+  for (size_t i = 0; i < MAX_DEVICES && devices[i] != NULL; i++)
+    if (strcmp(devices[i]->stable_id, id) == 0)
+      return devices[i];
+  for (size_t i = 0; i < MAX_DEVICES; i++)
+    if (devices[i] == NULL) {
+      struct device_entry *e = calloc(1, sizeof *e);
+      if (e == NULL)
+        return NULL;
+      snprintf(e->stable_id, sizeof e->stable_id, "%s", id);
+      load(e, info);
+      devices[i] = e;
+      return e;
+    }
+  return NULL;
+}
+
+static size_t op_index(const struct device_entry *e, const char *op) {
+  size_t i = 0;
+  while (i < e->ops && strcmp(e->op[i].name, op) != 0)
+    i++;
+  return i;
+}
+
+bool kiln__tuning_params(const kiln_context *ctx, const char *op,
+                         char *params, size_t size, bool *from_set) {
+  bool found = false;
+  pthread_mutex_lock(&lock);
+  struct device_entry *e = entry_locked(&ctx->device->info);
+  if (e != NULL) {
+    for (size_t i = 0; i < MAX_OPS && !found; i++)
+      if (strcmp(e->set[i], op) == 0) {
+        snprintf(params, size, "%s", e->set_params[i]);
+        found = *from_set = true;
+      }
+    size_t i = op_index(e, op);
+    if (!found && i < e->ops && e->op[i].params[0] != '\0') {
+      snprintf(params, size, "%s", e->op[i].params);
+      found = true;
+      *from_set = false;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return found;
+}
+
+void kiln__tuning_reject(const kiln_context *ctx, const char *op,
+                         const char *reason) {
+  pthread_mutex_lock(&lock);
+  struct device_entry *e = entry_locked(&ctx->device->info);
+  size_t i = e ? op_index(e, op) : 0;
+  if (e != NULL && i < e->ops) {
+    snprintf(e->ignored, sizeof e->ignored, "%.500s: %.30s parameters rejected: %.400s",
+             e->path, op, reason);
+    e->op[i] = e->op[--e->ops];
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+kiln_status kiln__tuning_set(const kiln_context *ctx, const char *op,
+                             const char *params) {
+  kiln_status s = KILN_OK;
+  pthread_mutex_lock(&lock);
+  struct device_entry *e = entry_locked(&ctx->device->info);
+  if (e == NULL) {
+    s = kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                   "kiln_tuning_set: no room to record the parameters");
+  } else {
+    size_t i = 0, free_slot = MAX_OPS;
+    for (; i < MAX_OPS && strcmp(e->set[i], op) != 0; i++)
+      if (e->set[i][0] == '\0' && free_slot == MAX_OPS)
+        free_slot = i;
+    if (i == MAX_OPS)
+      i = free_slot;
+    if (params == NULL) {
+      if (i < MAX_OPS)
+        e->set[i][0] = '\0';
+    } else if (i < MAX_OPS) {
+      snprintf(e->set[i], sizeof e->set[i], "%s", op);
+      snprintf(e->set_params[i], sizeof e->set_params[i], "%s", params);
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return s;
+}
+
+void kiln__tuning_file_info(const kiln_context *ctx, const char *op,
+                            kiln_tuning_info *info) {
+  pthread_mutex_lock(&lock);
+  struct device_entry *e = entry_locked(&ctx->device->info);
+  if (e != NULL) {
+    snprintf(info->path, sizeof info->path, "%s", e->path);
+    snprintf(info->ignored, sizeof info->ignored, "%s", e->ignored);
+    size_t i = op_index(e, op);
+    if (i < e->ops)
+      snprintf(info->figures, sizeof info->figures, "%s", e->op[i].figures);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+void kiln__tuning_forget(void) {
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < MAX_DEVICES; i++) {
+    free(devices[i]);
+    devices[i] = NULL;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+static void reload(const kiln_device_info *info) {
+  pthread_mutex_lock(&lock);
+  struct device_entry *e = entry_locked(info);
+  if (e != NULL)
+    load(e, info);
+  pthread_mutex_unlock(&lock);
+}
+
+/* mkdir -p of path's directory. */
+static void make_parent(const char *path) {
+  char dir[KILN_TUNING_PATH_CAPACITY];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash == NULL || slash == dir)
+    return;
+  *slash = '\0';
+  for (char *p = dir + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      mkdir(dir, 0755);
+      *p = '/';
+    }
+  mkdir(dir, 0755);
+}
+
+kiln_status kiln__tuning_write(const char *fn, const kiln_context *ctx,
+                               const char *op, const char *params,
+                               const char *figures, const char *path) {
+  const kiln_device_info *info = &ctx->device->info;
+  char target[KILN_TUNING_PATH_CAPACITY], why[KILN_TUNING_TEXT_CAPACITY];
+  if (path != NULL)
+    snprintf(target, sizeof target, "%s", path);
+  else
+    file_for(info, target, sizeof target, why, sizeof why);
+  if (target[0] == '\0')
+    return kiln__fail(KILN_ERR_IO, "%s: no tuning file to write: %s", fn, why);
+  if (strchr(params, '\n') || (figures && strchr(figures, '\n')))
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: params and figures must be one line each", fn);
+  /* Keep the file's other ops (a valid file only). */
+  struct device_entry *old = calloc(1, sizeof *old);
+  char *text = malloc(MAX_FILE);
+  if (old == NULL || text == NULL) {
+    free(old);
+    free(text);
+    return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of memory", fn);
+  }
+  snprintf(old->path, sizeof old->path, "%s", target);
+  FILE *f = fopen(target, "rb");
+  if (f != NULL) {
+    size_t len = fread(text, 1, MAX_FILE - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    if (!parse(old, info, text, len))
+      old->ops = 0;
+  }
+  int n = snprintf(text, MAX_FILE, "kiln-tuning 1\ndevice %s\ndriver %s\nkiln %s\n",
+                   str_or_empty(info->stable_id),
+                   str_or_empty(info->driver_version), KILN_VERSION_STRING);
+  size_t len = (size_t)n;
+  for (size_t i = 0; i < old->ops; i++)
+    if (strcmp(old->op[i].name, op) != 0)
+      len += (size_t)snprintf(text + len, MAX_FILE - len,
+                              "op %s %s\nfigures %s %s\n", old->op[i].name,
+                              old->op[i].params, old->op[i].name,
+                              old->op[i].figures);
+  len += (size_t)snprintf(text + len, MAX_FILE - len, "op %s %s\nfigures %s %s\n",
+                          op, params, op, figures ? figures : "");
+  free(old);
+  if (len + 40 >= MAX_FILE) {
+    free(text);
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: the tuning file would exceed %d bytes",
+                      fn, MAX_FILE);
+  }
+  len += (size_t)snprintf(text + len, MAX_FILE - len, "checksum %016llx\n",
+                          (unsigned long long)XXH3_64bits(text, len));
+  make_parent(target);
+  static _Atomic unsigned counter;
+  char tmp[KILN_TUNING_PATH_CAPACITY + 48];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", target, (long)getpid(),
+           atomic_fetch_add(&counter, 1));
+  kiln_status s = KILN_OK;
+  f = fopen(tmp, "wb");
+  if (f == NULL) {
+    s = kiln__fail(KILN_ERR_IO, "%s: cannot create %s: %s", fn, tmp,
+                   strerror(errno));
+  } else {
+    bool ok = fwrite(text, 1, len, f) == len;
+    ok = fflush(f) == 0 && ok;
+    ok = fsync(fileno(f)) == 0 && ok;
+    int err = errno;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, target) != 0) {
+      if (ok)
+        err = errno;
+      remove(tmp);
+      s = kiln__fail(KILN_ERR_IO, "%s: cannot write %s: %s", fn, target,
+                     strerror(err));
+    }
+  }
+  free(text);
+  if (s == KILN_OK)
+    reload(info);
+  return s;
+}
+
+kiln_status kiln__tuning_remove(const char *fn, const kiln_context *ctx,
+                                const char *path) {
+  const kiln_device_info *info = &ctx->device->info;
+  char target[KILN_TUNING_PATH_CAPACITY], why[KILN_TUNING_TEXT_CAPACITY];
+  if (path != NULL)
+    snprintf(target, sizeof target, "%s", path);
+  else
+    file_for(info, target, sizeof target, why, sizeof why);
+  if (target[0] == '\0')
+    return kiln__fail(KILN_ERR_IO, "%s: no tuning file: %s", fn, why);
+  if (remove(target) != 0 && errno != ENOENT)
+    return kiln__fail(KILN_ERR_IO, "%s: cannot remove %s: %s", fn, target,
+                      strerror(errno));
+  reload(info);
+  return KILN_OK;
+}

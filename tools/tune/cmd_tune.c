@@ -1,0 +1,340 @@
+/* kiln tune: search an op's parameter space on one device, keep only
+ * candidates that pass the correctness gate, and save the fastest to the
+ * device's tuning file (kiln/kiln_tune.h), which every program on the
+ * machine then reads. tune_search.c searches, tune_gate.c checks and
+ * times; this file is the command line and the report. */
+#include "commands.h"
+#include "tune.h"
+
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: kiln tune [--device SEL] [--op NAMES] [--size SPECS]\n"
+          "                 [--budget SECONDS] [--json] [--export FILE]\n"
+          "       kiln tune [--device SEL] --list\n"
+          "       kiln tune [--device SEL] --reset\n"
+          "\n"
+          "Search the kernel parameters of an op on one device: every\n"
+          "candidate must first pass a correctness gate (awkward shapes\n"
+          "checked against a float64 host reference) and is then timed at\n"
+          "each size; the fastest is saved to the device's tuning file in\n"
+          "kiln's cache directory, which every context on the device reads.\n"
+          "Ctrl-C stops the search and keeps what was found.\n"
+          "\n"
+          "options:\n"
+          "  -d, --device SEL     device selector (as KILN_DEVICE)\n"
+          "  -o, --op NAMES       ops to tune (default and only: gemm, the\n"
+          "                       GPU-family kernel: on a CPU device, set\n"
+          "                       KILN_PROFILE to a GPU profile to tune it)\n"
+          "  -s, --size SPECS     sizes to time, N or MxNxK, comma-separated\n"
+          "                       (default 512,1024)\n"
+          "  -b, --budget SECONDS search time per op (default 120)\n"
+          "  -j, --json           print a kiln-tune/1 JSON document\n"
+          "  -e, --export FILE    also write the result to FILE (to send)\n"
+          "  -l, --list           print each space and the parameters in\n"
+          "                       effect on the device, and exit\n"
+          "  -r, --reset          remove the device's tuning file, and exit\n"
+          "  -h, --help           this help\n");
+}
+
+static volatile sig_atomic_t stop_flag;
+
+/* Ctrl-C. SIGINT is blocked in every thread (the mask is set before the
+ * driver starts its threads, which inherit it) and taken by this one with
+ * sigwait: a driver's compiler (LLVM, in PoCL and Mesa) installs its own
+ * SIGINT handler when it first runs, which would kill the process, and a
+ * blocked signal never reaches a handler. The first Ctrl-C ends the
+ * search, which then saves what it found; a second one kills as usual. */
+static void *sigint_thread(void *arg) {
+  sigset_t *set = arg;
+  int sig = 0;
+  if (sigwait(set, &sig) == 0)
+    stop_flag = 1;
+  if (sigwait(set, &sig) == 0) {
+    signal(SIGINT, SIG_DFL);
+    pthread_sigmask(SIG_UNBLOCK, set, NULL);
+    raise(SIGINT);
+  }
+  return NULL;
+}
+
+static void watch_sigint(void) {
+  static sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  pthread_t thread;
+  if (pthread_sigmask(SIG_BLOCK, &set, NULL) == 0 &&
+      pthread_create(&thread, NULL, sigint_thread, &set) == 0)
+    pthread_detach(thread);
+}
+
+struct progress {
+  bool tty;
+  int columns;
+  size_t last_line;
+  double last_best;
+};
+
+static void show_progress(void *user, size_t tried, size_t rejected,
+                          size_t skipped, double best, const char *params) {
+  struct progress *pr = user;
+  (void)params;
+  char line[256];
+  snprintf(line, sizeof line,
+           "tried %zu, rejected %zu, skipped %zu, best %.2f GFLOP/s", tried,
+           rejected, skipped, best);
+  if (pr->tty) {
+    /* One line rewritten in place, never wider than the terminal (a
+     * wrapped line cannot be rewritten). */
+    const int width = pr->columns > 1 ? pr->columns - 1 : 79;
+    fprintf(stderr, "\r%-*.*s", width, width, line);
+    fflush(stderr);
+  } else if (best != pr->last_best || tried >= pr->last_line + 25) {
+    fprintf(stderr, "kiln tune: %s\n", line);
+    pr->last_line = tried;
+  }
+  pr->last_best = best;
+}
+
+static bool parse_sizes(const char *text, tune_options *o) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", text);
+  o->nsizes = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok != NULL;
+       tok = strtok_r(NULL, ",", &save)) {
+    unsigned long a = 0, b = 0, c = 0;
+    char tail = 0;
+    const int n = sscanf(tok, "%lux%lux%lu%c", &a, &b, &c, &tail);
+    if (n == 1 && strchr(tok, 'x') == NULL)
+      b = c = a;
+    else if (n != 3)
+      return false;
+    if (o->nsizes == TUNE_MAX_SIZES || a == 0 || b == 0 || c == 0 ||
+        a > 16384 || b > 16384 || c > 16384)
+      return false;
+    o->sizes[o->nsizes][0] = a;
+    o->sizes[o->nsizes][1] = b;
+    o->sizes[o->nsizes][2] = c;
+    o->nsizes++;
+  }
+  return o->nsizes > 0;
+}
+
+static void list_space(kiln_context *ctx) {
+  printf("gemm (the GPU-family kernel):\n");
+  kiln_tuning_knob k;
+  for (size_t i = 0; kiln_tuning_knob_get("gemm", i, &k) == KILN_OK; i++) {
+    printf("  %-7s", k.name);
+    for (size_t j = 0; j < k.count; j++)
+      printf("%s%u", j ? "," : " ", k.values[j]);
+    printf("  %s\n", k.what);
+  }
+  kiln_tuning_info t;
+  if (kiln_tuning_get_info(ctx, "gemm", &t) == KILN_OK) {
+    printf("in effect: %s%s%s\n", t.source, t.params[0] ? ": " : "",
+           t.params);
+    printf("tuning file: %s\n", t.path[0] ? t.path : "(none)");
+    if (t.figures[0])
+      printf("tuned: %s\n", t.figures);
+    if (t.ignored[0])
+      printf("ignored: %s\n", t.ignored);
+  }
+}
+
+static void report(const tune_options *o, const tune_result *r,
+                   const char *device, bool json, const char *saved) {
+  if (json) {
+    printf("{\"schema\": \"kiln-tune/1\", \"device\": \"");
+    for (const char *c = device; *c; c++)
+      if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20)
+        putchar(*c);
+    printf("\", \"op\": \"gemm\", \"before\": \"%s\", \"tuned\": \"%s\", "
+           "\"tried\": %zu, \"rejected\": %zu, \"rejected_gate\": %zu, "
+           "\"rejected_slow\": %zu, \"skipped\": %zu, "
+           "\"exhaustive\": %s, \"interrupted\": %s, \"file\": \"%s\", "
+           "\"sizes\": [",
+           r->default_params, r->best_params, r->tried, r->rejected,
+           r->rejected_gate, r->rejected_slow, r->skipped, r->exhaustive ? "true" : "false",
+           r->interrupted ? "true" : "false", saved);
+    for (size_t i = 0; i < o->nsizes; i++)
+      printf("%s{\"m\": %zu, \"n\": %zu, \"k\": %zu, \"before_gflops\": %.3f, "
+             "\"tuned_gflops\": %.3f}",
+             i ? ", " : "", o->sizes[i][0], o->sizes[i][1], o->sizes[i][2],
+             r->default_gflops[i], r->best_gflops[i]);
+    printf("]}\n");
+    return;
+  }
+  printf("device: %s\nop gemm: %zu candidates tried, %zu rejected (%zu by the "
+         "gate or a failed build, %zu too slow), %zu skipped (invalid on the "
+         "device)%s%s\n",
+         device, r->tried, r->rejected, r->rejected_gate, r->rejected_slow,
+         r->skipped,
+         r->exhaustive ? ", exhaustive" : ", random + local search",
+         r->interrupted ? ", interrupted" : "");
+  if (r->last_rejection[0])
+    printf("last rejection: %s\n", r->last_rejection);
+  printf("before: %s\ntuned:  %s\n\n%-16s %14s %14s %7s\n", r->default_params,
+         r->best_params, "size", "before GFLOP/s", "tuned GFLOP/s", "ratio");
+  for (size_t i = 0; i < o->nsizes; i++) {
+    char size[64];
+    snprintf(size, sizeof size, "%zux%zux%zu", o->sizes[i][0], o->sizes[i][1],
+             o->sizes[i][2]);
+    printf("%-16s %14.2f %14.2f %7.2f\n", size, r->default_gflops[i],
+           r->best_gflops[i], r->best_gflops[i] / r->default_gflops[i]);
+  }
+  printf("saved: %s\n", saved);
+}
+
+int kiln_cmd_tune(int argc, char **argv) {
+  static const struct option long_opts[] = {
+      {"device", required_argument, 0, 'd'}, {"op", required_argument, 0, 'o'},
+      {"size", required_argument, 0, 's'},   {"budget", required_argument, 0, 'b'},
+      {"json", no_argument, 0, 'j'},         {"export", required_argument, 0, 'e'},
+      {"list", no_argument, 0, 'l'},         {"reset", no_argument, 0, 'r'},
+      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+  const char *selector = NULL, *ops = "gemm", *export_path = NULL;
+  bool json = false, list = false, reset = false;
+  tune_options o;
+  memset(&o, 0, sizeof o);
+  o.budget_s = 120.0;
+  o.seed = 1;
+  o.exhaustive_max = 256;
+  parse_sizes("512,1024", &o);
+  optind = 1;
+  for (int c; (c = getopt_long(argc, argv, "d:o:s:b:je:lrh", long_opts,
+                               NULL)) != -1;) {
+    switch (c) {
+    case 'd': selector = optarg; break;
+    case 'o': ops = optarg; break;
+    case 's':
+      if (!parse_sizes(optarg, &o)) {
+        fprintf(stderr, "kiln tune: --size '%s' is not N or MxNxK, "
+                        "comma-separated (at most %d, each 1 to 16384)\n",
+                optarg, TUNE_MAX_SIZES);
+        return 2;
+      }
+      break;
+    case 'b': {
+      char *end = NULL;
+      o.budget_s = strtod(optarg, &end);
+      if (end == optarg || *end != '\0' || !(o.budget_s > 0.0)) {
+        fprintf(stderr, "kiln tune: --budget '%s' is not a positive number "
+                        "of seconds\n", optarg);
+        return 2;
+      }
+      break;
+    }
+    case 'j': json = true; break;
+    case 'e': export_path = optarg; break;
+    case 'l': list = true; break;
+    case 'r': reset = true; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (optind < argc || strcmp(ops, "gemm") != 0) {
+    if (optind < argc)
+      fprintf(stderr, "kiln tune: unexpected argument '%s'\n", argv[optind]);
+    else
+      fprintf(stderr, "kiln tune: --op '%s': only gemm has a parameter space "
+                      "so far\n", ops);
+    return 2;
+  }
+
+  /* Before the driver starts any thread (see sigint_thread). */
+  if (!list && !reset)
+    watch_sigint();
+  int status = 1;
+  kiln_device_list *devs = NULL;
+  kiln_context *ctx = NULL;
+  kiln_queue *q = NULL;
+  const kiln_device *device = NULL;
+  if (kiln_device_list_create(&devs) != KILN_OK ||
+      kiln_device_select(devs, selector, &device) != KILN_OK ||
+      kiln_context_create(device, NULL, &ctx) != KILN_OK ||
+      kiln_queue_create(ctx, 0, &q) != KILN_OK) {
+    fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
+    goto done;
+  }
+  const char *name = kiln_context_device_info(ctx)->name;
+  if (list) {
+    list_space(ctx);
+    status = 0;
+    goto done;
+  }
+  if (reset) {
+    if (kiln_tuning_reset(ctx, NULL) != KILN_OK) {
+      fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
+      goto done;
+    }
+    printf("removed the tuning file of %s\n", name);
+    status = 0;
+    goto done;
+  }
+  kiln_tuning_info t;
+  if (kiln_tuning_get_info(ctx, "gemm", &t) != KILN_OK) {
+    fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
+    goto done;
+  }
+  if (t.params[0] == '\0') {
+    fprintf(stderr, "kiln tune: %s runs GEMM's CPU-family kernel (profile "
+                    "%s), which has no parameter space; set KILN_PROFILE to "
+                    "a GPU profile (nvidia, amd, intel) to tune the GPU-family "
+                    "kernel on it\n",
+            name, kiln_context_profile(ctx));
+    goto done;
+  }
+  struct progress pr = {.tty = isatty(STDERR_FILENO) == 1, .columns = 80};
+  struct winsize ws;
+  if (pr.tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    pr.columns = ws.ws_col;
+  o.progress = show_progress;
+  o.progress_user = &pr;
+  o.stop = &stop_flag;
+  tune_result r;
+  char why[512];
+  const bool ok = tune_gemm(ctx, q, &o, &r, why, sizeof why);
+  if (pr.tty)
+    fprintf(stderr, "\r%*s\r", pr.columns > 1 ? pr.columns - 1 : 79, "");
+  if (!ok) {
+    fprintf(stderr, "kiln tune: %s\n", why);
+    goto done;
+  }
+  char figures[KILN_TUNING_TEXT_CAPACITY];
+  size_t used = (size_t)snprintf(figures, sizeof figures,
+                                 "GFLOP/s before -> tuned:");
+  for (size_t i = 0; i < o.nsizes && used < sizeof figures; i++)
+    used += (size_t)snprintf(figures + used, sizeof figures - used,
+                             " %zux%zux%zu %.2f -> %.2f;", o.sizes[i][0],
+                             o.sizes[i][1], o.sizes[i][2], r.default_gflops[i],
+                             r.best_gflops[i]);
+  if (used < sizeof figures)
+    snprintf(figures + used, sizeof figures - used,
+             " %zu tried, %zu rejected", r.tried, r.rejected);
+  if (kiln_tuning_save(ctx, "gemm", r.best_params, figures, NULL) != KILN_OK ||
+      (export_path != NULL &&
+       kiln_tuning_save(ctx, "gemm", r.best_params, figures, export_path) !=
+           KILN_OK)) {
+    fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
+    goto done;
+  }
+  kiln_tuning_set(ctx, "gemm", NULL);
+  kiln_tuning_get_info(ctx, "gemm", &t);
+  report(&o, &r, name, json, t.path);
+  status = 0;
+done:
+  if (q != NULL)
+    kiln_queue_destroy(q);
+  if (ctx != NULL)
+    kiln_context_destroy(ctx);
+  kiln_device_list_destroy(devs);
+  return status;
+}

@@ -1,0 +1,262 @@
+/* The tuner's correctness gate and its timing: every candidate runs on
+ * awkward shapes and is checked against a float64 host reference before it
+ * is timed, so that no set of parameters that computes a wrong result can
+ * be kept (CLBlast's tuner has no such gate, and its users have shipped
+ * parameters that computed wrong results).
+ *
+ * Tolerance, as in tests/test_op_gemm.c: each element of C is a chain of k
+ * f32 FMAs (one rounding each, u = 2^-24) plus alpha, beta and bias
+ * roundings, so |C - C_ref| <= 2 (k + 4) u (|alpha| sum |a||b| + |beta| |C|
+ * + |bias|); ReLU passes that through. A wrong index or a lost term is off
+ * by about |a||b|, far above it at these sizes. bf16 inputs are rounded on
+ * the host first and the reference uses the rounded values. */
+#include "tune.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The shapes: non-multiples of every tile in the space (16 to 128, k steps
+ * 8 to 32, vectors up to 8), 1, both layouts, every transpose, offsets and
+ * leading dimensions both unaligned and multiples of 8 (so that aligned
+ * vector loads run), beta 0 over NaN, and a ReLU + bias epilogue. */
+struct gate_case {
+  kiln_layout layout;
+  kiln_trans ta, tb;
+  size_t m, n, k;
+  float alpha, beta;
+  kiln_dtype dtype;
+  size_t pad, off; /* added to every leading dimension; offset of A, B, C */
+  bool relu_bias;
+};
+static const struct gate_case cases[] = {
+    {KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 1, 1, 1, 1.0f, 0.0f,
+     KILN_F32, 0, 0, false},
+    {KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 37, 45, 29, 1.0f, 0.5f,
+     KILN_F32, 3, 1, true},
+    {KILN_COL_MAJOR, KILN_TRANS, KILN_TRANS, 61, 19, 131, -1.0f, 0.0f,
+     KILN_F32, 1, 5, false},
+    {KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, 130, 67, 40, 0.5f, 1.0f,
+     KILN_F32, 8, 8, true},
+    {KILN_COL_MAJOR, KILN_NO_TRANS, KILN_TRANS, 33, 129, 70, 1.0f, 0.0f,
+     KILN_BF16, 2, 3, false},
+};
+
+static uint32_t lcg(uint32_t *s) {
+  *s = *s * 1664525u + 1013904223u;
+  return *s >> 8;
+}
+
+/* A value in [-1, 1), rounded to bf16 when bf16 (then also as 16 bits). */
+static float draw(uint32_t *s, bool bf16, uint16_t *bits) {
+  float v = (float)lcg(s) / (float)(1u << 24) * 2.0f - 1.0f;
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  u &= 0xffff0000u; /* truncation: exact in bf16 */
+  if (bf16)
+    memcpy(&v, &u, 4);
+  *bits = (uint16_t)(u >> 16);
+  return v;
+}
+
+static size_t at(kiln_layout l, size_t r, size_t c, size_t ld) {
+  return l == KILN_ROW_MAJOR ? r * ld + c : c * ld + r;
+}
+
+/* One case; false with why on any failure. */
+static bool run_case(kiln_context *ctx, kiln_queue *q,
+                     const struct gate_case *g, const char *params,
+                     const tune_hooks *hooks, char *why, size_t size) {
+  const bool ta = g->ta == KILN_TRANS, tb = g->tb == KILN_TRANS;
+  const bool row = g->layout == KILN_ROW_MAJOR;
+  const size_t ar = ta ? g->k : g->m, ac = ta ? g->m : g->k;
+  const size_t br = tb ? g->n : g->k, bc = tb ? g->k : g->n;
+  const size_t lda = (row ? ac : ar) + g->pad, ldb = (row ? bc : br) + g->pad,
+               ldc = (row ? g->n : g->m) + g->pad;
+  const size_t na = g->off + (row ? ar : ac) * lda + 1,
+               nb = g->off + (row ? br : bc) * ldb + 1,
+               nc = g->off + (row ? g->m : g->n) * ldc + 1;
+  const bool bf16 = g->dtype == KILN_BF16;
+  const size_t es = bf16 ? 2 : 4;
+  float *a = malloc(na * 4), *b = malloc(nb * 4), *c = malloc(nc * 4),
+        *bias = malloc(g->n * 4), *out = malloc(nc * 4);
+  uint16_t *ah = malloc(na * 2), *bh = malloc(nb * 2);
+  bool ok = false;
+  kiln_buffer *da = NULL, *db = NULL, *dc = NULL, *dbias = NULL;
+  if (!a || !b || !c || !bias || !out || !ah || !bh) {
+    snprintf(why, size, "out of host memory");
+    goto done;
+  }
+  uint32_t seed = (uint32_t)(g->m * 131 + g->n * 7 + g->k);
+  uint16_t bits;
+  for (size_t i = 0; i < na; i++)
+    a[i] = draw(&seed, bf16, &ah[i]);
+  for (size_t i = 0; i < nb; i++)
+    b[i] = draw(&seed, bf16, &bh[i]);
+  for (size_t i = 0; i < nc; i++)
+    c[i] = g->beta == 0.0f ? NAN : draw(&seed, false, &bits);
+  for (size_t i = 0; i < g->n; i++)
+    bias[i] = draw(&seed, false, &bits);
+  kiln_event *ev = NULL;
+  if (kiln_buffer_create(ctx, na * es, 0, &da) != KILN_OK ||
+      kiln_buffer_create(ctx, nb * es, 0, &db) != KILN_OK ||
+      kiln_buffer_create(ctx, nc * 4, 0, &dc) != KILN_OK ||
+      kiln_buffer_create(ctx, g->n * 4, 0, &dbias) != KILN_OK ||
+      kiln_buffer_write_sync(q, da, 0, na * es, bf16 ? (void *)ah : (void *)a) != KILN_OK ||
+      kiln_buffer_write_sync(q, db, 0, nb * es, bf16 ? (void *)bh : (void *)b) != KILN_OK ||
+      kiln_buffer_write_sync(q, dc, 0, nc * 4, c) != KILN_OK ||
+      kiln_buffer_write_sync(q, dbias, 0, g->n * 4, bias) !=
+          KILN_OK ||
+      kiln_gemm_bias_act(q, g->layout, g->ta, g->tb, g->m, g->n, g->k,
+                         g->alpha, g->dtype, da, g->off, lda, db, g->off, ldb,
+                         g->beta, dc, g->off, ldc, g->relu_bias ? dbias : NULL,
+                         0,
+                         g->relu_bias ? KILN_GEMM_ACT_RELU : KILN_GEMM_ACT_NONE,
+                         0, NULL, &ev) != KILN_OK ||
+      kiln_event_wait(ev) != KILN_OK) {
+    snprintf(why, size, "%s", kiln_last_error());
+    kiln_event_release(ev);
+    goto done;
+  }
+  kiln_event_release(ev);
+  if (hooks != NULL && hooks->after_gemm != NULL)
+    hooks->after_gemm(hooks->user, params, q, dc, nc);
+  if (kiln_buffer_read_sync(q, dc, 0, nc * 4, out) !=
+      KILN_OK) {
+    snprintf(why, size, "%s", kiln_last_error());
+    goto done;
+  }
+  const double u = ldexp(1.0, -24);
+  for (size_t i = 0; i < nc; i++) {
+    bool inside = false;
+    size_t r = 0, cc = 0;
+    if (i >= g->off) {
+      const size_t e = i - g->off, line = e / ldc, pos = e % ldc;
+      r = row ? line : pos;
+      cc = row ? pos : line;
+      inside = r < g->m && cc < g->n;
+    }
+    if (!inside) {
+      if (memcmp(&out[i], &c[i], 4) != 0) {
+        snprintf(why, size, "%zux%zux%zu: element %zu outside C changed",
+                 g->m, g->n, g->k, i);
+        goto done;
+      }
+      continue;
+    }
+    double want = 0.0, mag = 0.0;
+    for (size_t p = 0; p < g->k; p++) {
+      const double av = a[g->off + (ta ? at(g->layout, p, r, lda)
+                                       : at(g->layout, r, p, lda))];
+      const double bv = b[g->off + (tb ? at(g->layout, cc, p, ldb)
+                                       : at(g->layout, p, cc, ldb))];
+      want += av * bv;
+      mag += fabs(av * bv);
+    }
+    want *= g->alpha;
+    mag *= fabs(g->alpha);
+    if (g->beta != 0.0f) {
+      want += g->beta * (double)c[i];
+      mag += fabs(g->beta * (double)c[i]);
+    }
+    if (g->relu_bias) {
+      want += bias[cc];
+      mag += fabs(bias[cc]);
+      want = want < 0.0 ? 0.0 : want;
+    }
+    const double tol = 2.0 * (double)(g->k + 4) * u * mag + 1e-30;
+    if (!(fabs(out[i] - want) <= tol)) {
+      snprintf(why, size,
+               "%s %c%c %zux%zux%zu %s: C[%zu][%zu] = %.9g, want %.9g "
+               "(tolerance %.3g)",
+               row ? "row" : "col", ta ? 'T' : 'N', tb ? 'T' : 'N', g->m,
+               g->n, g->k, bf16 ? "bf16" : "f32", r, cc, (double)out[i], want,
+               tol);
+      goto done;
+    }
+  }
+  ok = true;
+done:
+  kiln_buffer_destroy(da);
+  kiln_buffer_destroy(db);
+  kiln_buffer_destroy(dc);
+  kiln_buffer_destroy(dbias);
+  free(a);
+  free(b);
+  free(c);
+  free(bias);
+  free(out);
+  free(ah);
+  free(bh);
+  return ok;
+}
+
+bool tune_gate(kiln_context *ctx, kiln_queue *q, const char *params,
+               const tune_hooks *hooks, double *seconds, char *why,
+               size_t why_size) {
+  const double t0 = now();
+  bool ok = true;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0] && ok; i++)
+    ok = run_case(ctx, q, &cases[i], params, hooks, why, why_size);
+  *seconds = now() - t0;
+  return ok;
+}
+
+double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
+                      size_t k, int runs, double stop_above,
+                      const tune_hooks *hooks, const char *params) {
+  kiln_buffer *a = NULL, *b = NULL, *c = NULL;
+  double best = -1.0;
+  const float one = 0.5f;
+  if (kiln_buffer_create(ctx, m * k * 4, 0, &a) != KILN_OK ||
+      kiln_buffer_create(ctx, k * n * 4, 0, &b) != KILN_OK ||
+      kiln_buffer_create(ctx, m * n * 4, 0, &c) != KILN_OK ||
+      kiln_buffer_fill(q, a, &one, 4, 0, m * k * 4, 0, NULL, NULL) !=
+          KILN_OK ||
+      kiln_buffer_fill(q, b, &one, 4, 0, k * n * 4, 0, NULL, NULL) !=
+          KILN_OK ||
+      kiln_queue_finish(q) != KILN_OK)
+    goto done;
+  /* One warm-up run (kernel build and first-touch costs), then timed runs. */
+  for (int r = -1; r < runs; r++) {
+    const double t0 = now();
+    if (kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, m, n, k,
+                  1.0f, KILN_F32, a, 0, k, b, 0, n, 0.0f, c, 0, n, 0, NULL,
+                  NULL) != KILN_OK ||
+        kiln_queue_finish(q) != KILN_OK) {
+      best = -1.0;
+      goto done;
+    }
+    double t = now() - t0;
+    if (hooks != NULL && hooks->time_scale != NULL)
+      t *= hooks->time_scale(hooks->user, params);
+    /* The warm-up already says when a candidate is clearly slower (its
+     * program was built by the gate): a slow candidate at a large size
+     * would otherwise cost the budget several long runs. */
+    if (r < 0) {
+      if (stop_above > 0.0 && t > stop_above) {
+        best = t;
+        goto done;
+      }
+      continue;
+    }
+    if (best < 0.0 || t < best)
+      best = t;
+    if (stop_above > 0.0 && t > stop_above)
+      break; /* clearly slower than the best so far: no need for more */
+  }
+done:
+  kiln_buffer_destroy(a);
+  kiln_buffer_destroy(b);
+  kiln_buffer_destroy(c);
+  return best;
+}
