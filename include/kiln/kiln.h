@@ -37,6 +37,7 @@
 #include "kiln/kiln_program.h"
 #include "kiln/kiln_cache.h"
 #include "kiln/ops.h"
+#include "kiln/ops_train.h"
 
 #undef KILN_H_INSIDE
 
