@@ -237,5 +237,7 @@ void kiln__ops_warm_train_loss(const kiln_context *ctx, kiln__warm_add_fn add,
                                void *user);
 void kiln__ops_warm_train_optim(const kiln_context *ctx, kiln__warm_add_fn add,
                                 void *user);
+void kiln__ops_warm_train_random(const kiln_context *ctx,
+                                 kiln__warm_add_fn add, void *user);
 
 #endif
