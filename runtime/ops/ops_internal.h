@@ -239,5 +239,7 @@ void kiln__ops_warm_train_optim(const kiln_context *ctx, kiln__warm_add_fn add,
                                 void *user);
 void kiln__ops_warm_train_random(const kiln_context *ctx,
                                  kiln__warm_add_fn add, void *user);
+void kiln__ops_warm_train_index(const kiln_context *ctx, kiln__warm_add_fn add,
+                                void *user);
 
 #endif
