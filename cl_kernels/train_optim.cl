@@ -6,16 +6,12 @@
  * Build options:
  *   -DGT=n  storage type of the gradients (the ranges of the norm, clip and
  *           check kernels): 0 f32, 1 f16, 2 bf16
- *   -DCT=n  storage type of the optimizer steps' weight copy (same codes)
  * Launches: one work-item per element (FOR_ELEMENT), except sumsq_partial
  * (one per chunk) and the single-item kernels. Offsets and counts are in
  * elements of the buffer's type; typed access goes through byte pointers
  * (uchar), so one kernel serves a pointer of any storage type. */
 #ifndef GT
 #define GT 0
-#endif
-#ifndef CT
-#define CT 0
 #endif
 #include "common.clh"
 
@@ -29,7 +25,19 @@
 #define CAT(a, b) CAT_(a, b)
 #define GLOAD(p, i) CAT(LOAD_, GT)(p, i)
 #define GSTORE(p, i, v) CAT(STORE_, GT)(p, i, v)
-#define CSTORE(p, i, v) CAT(STORE_, CT)(p, i, v)
+#define GSIZE (GT == 0 ? 4 : 2) /* bytes per gradient element */
+/* The weight copy's type is an argument (ct, the kiln_dtype value), not a
+ * build option: the branch is the same for every work-item, and one
+ * program per gradient type instead of nine halves kiln cache warm. */
+#define CSTORE(p, i, v, ct)                                                    \
+  do {                                                                         \
+    if ((ct) == 0)                                                             \
+      STORE_0(p, i, v);                                                        \
+    else if ((ct) == 1)                                                        \
+      STORE_1(p, i, v);                                                        \
+    else                                                                       \
+      STORE_2(p, i, v);                                                        \
+  } while (0)
 
 /* flags of the optimizer steps */
 #define HAS_VELOCITY 1
@@ -41,24 +49,34 @@
  * g = nesterov ? g + momentum v : v; w -= lr g. */
 __kernel void sgd_step(__global float *w, ulong wo, __global const uchar *g,
                        ulong go, __global float *vel, ulong vo,
-                       __global uchar *wc, ulong co,
+                       __global uchar *wc, ulong co, int ct,
                        __global const uint *skip, ulong so, int flags,
                        float lr, float momentum, float wd, float gscale,
                        ulong n) {
-  if ((flags & HAS_SKIP) && skip[so] != 0)
-    return;
+  /* The skip flag selects the old values rather than returning early: a
+   * branch on memory around the body makes Mesa's rusticl warn that it
+   * treats the kernel arguments read inside as uniform. Every element is
+   * read and written either way. */
+  __global float *wp = w + wo, *vp = vel + vo;
+  __global const uchar *gp = g + go * GSIZE;
+  __global uchar *cp = wc + co * (ct == 0 ? 4 : 2);
+  const int f = flags, c = ct;
+  const float a = lr, mu = momentum, d = wd, s = gscale;
+  /* skip is a valid buffer even without HAS_SKIP */
+  const bool run = !((f & HAS_SKIP) && skip[so] != 0);
   FOR_ELEMENT(i, n, {
-    float wv = w[wo + i];
-    float gv = GLOAD(g, go + i) * gscale + wd * wv;
-    if (flags & HAS_VELOCITY) {
-      float v = momentum * vel[vo + i] + gv;
-      vel[vo + i] = v;
-      gv = (flags & NESTEROV) ? gv + momentum * v : v;
+    float w0 = wp[i];
+    float gv = GLOAD(gp, i) * s + d * w0;
+    if (f & HAS_VELOCITY) {
+      float v0 = vp[i];
+      float v = mu * v0 + gv;
+      vp[i] = run ? v : v0;
+      gv = (f & NESTEROV) ? gv + mu * v : v;
     }
-    wv = wv - lr * gv;
-    w[wo + i] = wv;
-    if (flags & HAS_COPY)
-      CSTORE(wc, co + i, wv);
+    float wv = run ? w0 - a * gv : w0;
+    wp[i] = wv;
+    if (f & HAS_COPY)
+      CSTORE(cp, i, wv, c);
   })
 }
 
@@ -69,24 +87,33 @@ __kernel void sgd_step(__global float *w, ulong wo, __global const uchar *g,
 __kernel void adamw_step(__global float *w, ulong wo, __global const uchar *g,
                          ulong go, __global float *m, ulong mo,
                          __global float *v, ulong vo, __global uchar *wc,
-                         ulong co, __global const uint *skip, ulong so,
+                         ulong co, int ct, __global const uint *skip, ulong so,
                          int flags, float decay, float one_minus_beta1,
                          float beta2, float one_minus_beta2, float eps,
                          float step_size, float bc2, float gscale, ulong n) {
-  if ((flags & HAS_SKIP) && skip[so] != 0)
-    return;
+  /* The skip flag selects the old values, as in sgd_step. */
+  __global float *wp = w + wo, *mp = m + mo, *vp = v + vo;
+  __global const uchar *gp = g + go * GSIZE;
+  __global uchar *cp = wc + co * (ct == 0 ? 4 : 2);
+  const int f = flags, c = ct;
+  const float dc = decay, ob1 = one_minus_beta1, b2 = beta2;
+  const float ob2 = one_minus_beta2, e = eps, st = step_size, b = bc2;
+  const float s = gscale;
+  /* skip is a valid buffer even without HAS_SKIP */
+  const bool run = !((f & HAS_SKIP) && skip[so] != 0);
   FOR_ELEMENT(i, n, {
-    float gv = GLOAD(g, go + i) * gscale;
-    float wv = w[wo + i] * decay;
-    float mv = m[mo + i];
-    mv = mv + one_minus_beta1 * (gv - mv);
-    float vv = beta2 * v[vo + i] + one_minus_beta2 * (gv * gv);
-    m[mo + i] = mv;
-    v[vo + i] = vv;
-    wv = wv - step_size * (mv / (sqrt(vv) / bc2 + eps));
-    w[wo + i] = wv;
-    if (flags & HAS_COPY)
-      CSTORE(wc, co + i, wv);
+    float gv = GLOAD(gp, i) * s;
+    float w0 = wp[i];
+    float m0 = mp[i];
+    float v0 = vp[i];
+    float mv = m0 + ob1 * (gv - m0);
+    float vv = b2 * v0 + ob2 * (gv * gv);
+    mp[i] = run ? mv : m0;
+    vp[i] = run ? vv : v0;
+    float wv = run ? w0 * dc - st * (mv / (sqrt(vv) / b + e)) : w0;
+    wp[i] = wv;
+    if (f & HAS_COPY)
+      CSTORE(cp, i, wv, c);
   })
 }
 

@@ -136,7 +136,8 @@ float4 kiln_normal4(uint4 w) {
     BODY;                                                                      \
   }
 
-#define ELEM(v4, l) ((l) == 0 ? (v4).s0 : (l) == 1 ? (v4).s1 : (l) == 2 ? (v4).s2 : (v4).s3)
+#define ELEM(v4, l)                                                            \
+  ((l) == 0 ? (v4).s0 : (l) == 1 ? (v4).s1 : (l) == 2 ? (v4).s2 : (v4).s3)
 
 __kernel void random_bits(ulong seed, ulong first, uint lane0,
                           __global uint *y, ulong yo, ulong n) {

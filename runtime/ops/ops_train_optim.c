@@ -1,7 +1,7 @@
 /* Training ops, optimizer side: kiln_sgd_step, kiln_adamw_step,
  * kiln_grad_norm, kiln_clip_grad_norm, kiln_has_nonfinite (contracts in
  * kiln/ops_train.h; kernels in cl_kernels/train_optim.cl, built per
- * gradient dtype and weight-copy dtype). */
+ * gradient dtype; the weight copy's dtype is a kernel argument). */
 #include "ops_train_internal.h"
 
 #include <math.h>
@@ -9,14 +9,10 @@
 
 #define CHECK(expr) KILN__CHECK(s, expr)
 
-/* Build options for gradient dtype gt and copy dtype ct (each 0..2). */
-static const char *optim_options(kiln_dtype gt, kiln_dtype ct) {
-  static const char *const table[3][3] = {
-      {"-DGT=0 -DCT=0", "-DGT=0 -DCT=1", "-DGT=0 -DCT=2"},
-      {"-DGT=1 -DCT=0", "-DGT=1 -DCT=1", "-DGT=1 -DCT=2"},
-      {"-DGT=2 -DCT=0", "-DGT=2 -DCT=1", "-DGT=2 -DCT=2"},
-  };
-  return table[gt][ct];
+/* Build options for gradient dtype gt (0..2). */
+static const char *optim_options(kiln_dtype gt) {
+  static const char *const table[3] = {"-DGT=0", "-DGT=1", "-DGT=2"};
+  return table[gt];
 }
 
 /* The flag bits of the step kernels (train_optim.cl). */
@@ -42,20 +38,19 @@ static kiln_status check_slots(const char *fn, kiln_queue *queue,
       continue;
     s = kiln__ops_check_in(fn, queue, a->what, a->b, a->off, a->n, a->dt);
     if (a->written)
-      CHECK(kiln__ops_check_out(fn, queue, a->what, a->b, a->off, a->n,
-                                a->dt));
+      CHECK(kiln__ops_check_out(fn, queue, a->what, a->b, a->off, a->n, a->dt));
     for (size_t j = 0; j < i; j++)
       if (slots[j].b != NULL)
-        CHECK(kiln__ops_check_overlap(fn, slots[j].what, slots[j].b,
-                                      slots[j].off, slots[j].n, slots[j].dt,
-                                      a->what, a->b, a->off, a->n, a->dt,
-                                      false));
+        CHECK(kiln__ops_check_overlap(
+            fn, slots[j].what, slots[j].b, slots[j].off, slots[j].n,
+            slots[j].dt, a->what, a->b, a->off, a->n, a->dt, false));
   }
   return s;
 }
 
 static kiln_status check_scalar(const char *fn, const char *what, float v,
-                                float lo, bool lo_open, float hi, bool hi_open) {
+                                float lo, bool lo_open, float hi,
+                                bool hi_open) {
   bool ok = isfinite(v) && (lo_open ? v > lo : v >= lo) &&
             (hi_open ? v < hi : v <= hi);
   if (!ok)
@@ -71,11 +66,10 @@ static kiln_status check_step(const char *fn, kiln_queue *queue,
                               kiln_dtype grad_dtype, kiln_dtype copy_dtype,
                               const kiln_buffer *w_copy, struct slot *slots,
                               size_t count) {
-  kiln_status s = kiln__ops_check_dtype(fn, "grad_dtype", grad_dtype,
-                                        KILN__DT_FLOATS);
+  kiln_status s =
+      kiln__ops_check_dtype(fn, "grad_dtype", grad_dtype, KILN__DT_FLOATS);
   if (w_copy != NULL)
-    CHECK(kiln__ops_check_dtype(fn, "copy_dtype", copy_dtype,
-                                KILN__DT_FLOATS));
+    CHECK(kiln__ops_check_dtype(fn, "copy_dtype", copy_dtype, KILN__DT_FLOATS));
   if (slots[0].b == NULL && s == KILN_OK)
     s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: w is NULL", fn);
   if (slots[1].b == NULL && s == KILN_OK)
@@ -85,12 +79,12 @@ static kiln_status check_step(const char *fn, kiln_queue *queue,
 }
 
 KILN_API kiln_status kiln_sgd_step(
-    kiln_queue *queue, const kiln_sgd_params *params, size_t n,
-    kiln_buffer *w, size_t w_offset, kiln_dtype grad_dtype,
-    const kiln_buffer *grad, size_t grad_offset, kiln_buffer *velocity,
-    size_t velocity_offset, kiln_dtype copy_dtype, kiln_buffer *w_copy,
-    size_t w_copy_offset, const kiln_buffer *skip, size_t skip_offset,
-    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
+    kiln_queue *queue, const kiln_sgd_params *params, size_t n, kiln_buffer *w,
+    size_t w_offset, kiln_dtype grad_dtype, const kiln_buffer *grad,
+    size_t grad_offset, kiln_buffer *velocity, size_t velocity_offset,
+    kiln_dtype copy_dtype, kiln_buffer *w_copy, size_t w_copy_offset,
+    const kiln_buffer *skip, size_t skip_offset, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_sgd_step";
   kiln_status s = kiln__ops_check_queue(fn, queue);
   if (s == KILN_OK && params == NULL)
@@ -100,8 +94,8 @@ KILN_API kiln_status kiln_sgd_step(
     CHECK(check_scalar(fn, "momentum", params->momentum, 0, false, 1, true));
     CHECK(check_scalar(fn, "weight_decay", params->weight_decay, 0, false,
                        INFINITY, true));
-    CHECK(check_scalar(fn, "grad_scale", params->grad_scale, 0, true,
-                       INFINITY, true));
+    CHECK(check_scalar(fn, "grad_scale", params->grad_scale, 0, true, INFINITY,
+                       true));
     if (s == KILN_OK && params->nesterov && params->momentum == 0)
       s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                      "%s: params->nesterov needs params->momentum > 0", fn);
@@ -133,25 +127,25 @@ KILN_API kiln_status kiln_sgd_step(
                     (mom ? 7.0 : 4.0) * (double)n);
   if (n > 0) {
     cl_kernel k = NULL;
-    kiln_dtype ct = w_copy != NULL ? copy_dtype : grad_dtype;
+    cl_int ct = w_copy != NULL ? (cl_int)copy_dtype : 0;
     cl_mem vm = mom ? velocity->cl : w->cl;
     cl_mem cm = w_copy != NULL ? w_copy->cl : w->cl;
     cl_mem sm = skip != NULL ? skip->cl : w->cl;
     cl_ulong wo = w_offset, go = grad_offset, vo = mom ? velocity_offset : 0;
     cl_ulong co = w_copy != NULL ? w_copy_offset : 0;
     cl_ulong so = skip != NULL ? skip_offset : 0, nn = n;
-    cl_int flags = (mom ? HAS_VELOCITY : 0) | (params->nesterov ? NESTEROV : 0) |
-                   (w_copy != NULL ? HAS_COPY : 0) |
-                   (skip != NULL ? HAS_SKIP : 0);
+    cl_int flags =
+        (mom ? HAS_VELOCITY : 0) | (params->nesterov ? NESTEROV : 0) |
+        (w_copy != NULL ? HAS_COPY : 0) | (skip != NULL ? HAS_SKIP : 0);
     float lr = params->lr, mu = params->momentum, wd = params->weight_decay;
     float gs = params->grad_scale;
-    CHECK(kiln__op_kernel(&o, "train_optim", optim_options(grad_dtype, ct),
-                          "sgd_step", &k, 16, KILN__ARG(w->cl), KILN__ARG(wo),
+    CHECK(kiln__op_kernel(&o, "train_optim", optim_options(grad_dtype),
+                          "sgd_step", &k, 17, KILN__ARG(w->cl), KILN__ARG(wo),
                           KILN__ARG(grad->cl), KILN__ARG(go), KILN__ARG(vm),
                           KILN__ARG(vo), KILN__ARG(cm), KILN__ARG(co),
-                          KILN__ARG(sm), KILN__ARG(so), KILN__ARG(flags),
-                          KILN__ARG(lr), KILN__ARG(mu), KILN__ARG(wd),
-                          KILN__ARG(gs), KILN__ARG(nn)));
+                          KILN__ARG(ct), KILN__ARG(sm), KILN__ARG(so),
+                          KILN__ARG(flags), KILN__ARG(lr), KILN__ARG(mu),
+                          KILN__ARG(wd), KILN__ARG(gs), KILN__ARG(nn)));
     CHECK(kiln__train_launch_elems(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
@@ -176,8 +170,8 @@ KILN_API kiln_status kiln_adamw_step(
     CHECK(check_scalar(fn, "eps", params->eps, 0, true, INFINITY, true));
     CHECK(check_scalar(fn, "weight_decay", params->weight_decay, 0, false,
                        INFINITY, true));
-    CHECK(check_scalar(fn, "grad_scale", params->grad_scale, 0, true,
-                       INFINITY, true));
+    CHECK(check_scalar(fn, "grad_scale", params->grad_scale, 0, true, INFINITY,
+                       true));
     if (s == KILN_OK && params->step == 0)
       s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                      "%s: params->step is 0: the first step is 1", fn);
@@ -219,7 +213,7 @@ KILN_API kiln_status kiln_adamw_step(
     float bc2s = (float)sqrt(bc2);
     float b2 = params->beta2, eps = params->eps, gs = params->grad_scale;
     cl_kernel k = NULL;
-    kiln_dtype ct = w_copy != NULL ? copy_dtype : grad_dtype;
+    cl_int ct = w_copy != NULL ? (cl_int)copy_dtype : 0;
     cl_mem cm = w_copy != NULL ? w_copy->cl : w->cl;
     cl_mem sm = skip != NULL ? skip->cl : w->cl;
     cl_ulong wo = w_offset, go = grad_offset, mo = m_offset, vo = v_offset;
@@ -228,13 +222,13 @@ KILN_API kiln_status kiln_adamw_step(
     cl_int flags =
         (w_copy != NULL ? HAS_COPY : 0) | (skip != NULL ? HAS_SKIP : 0);
     CHECK(kiln__op_kernel(
-        &o, "train_optim", optim_options(grad_dtype, ct), "adamw_step", &k, 22,
+        &o, "train_optim", optim_options(grad_dtype), "adamw_step", &k, 23,
         KILN__ARG(w->cl), KILN__ARG(wo), KILN__ARG(grad->cl), KILN__ARG(go),
         KILN__ARG(m->cl), KILN__ARG(mo), KILN__ARG(v->cl), KILN__ARG(vo),
-        KILN__ARG(cm), KILN__ARG(co), KILN__ARG(sm), KILN__ARG(so),
-        KILN__ARG(flags), KILN__ARG(decay), KILN__ARG(omb1), KILN__ARG(b2),
-        KILN__ARG(omb2), KILN__ARG(eps), KILN__ARG(step_size), KILN__ARG(bc2s),
-        KILN__ARG(gs), KILN__ARG(nn)));
+        KILN__ARG(cm), KILN__ARG(co), KILN__ARG(ct), KILN__ARG(sm),
+        KILN__ARG(so), KILN__ARG(flags), KILN__ARG(decay), KILN__ARG(omb1),
+        KILN__ARG(b2), KILN__ARG(omb2), KILN__ARG(eps), KILN__ARG(step_size),
+        KILN__ARG(bc2s), KILN__ARG(gs), KILN__ARG(nn)));
     CHECK(kiln__train_launch_elems(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
@@ -259,19 +253,15 @@ static double range_elems(size_t num_ranges, const kiln_buffer_range *ranges) {
   return t;
 }
 
-KILN_API kiln_status kiln_grad_norm(kiln_queue *queue, kiln_dtype dtype,
-                                    size_t num_ranges,
-                                    const kiln_buffer_range *ranges,
-                                    kiln_buffer *norm, size_t norm_offset,
-                                    size_t num_wait,
-                                    kiln_event *const *wait_list,
-                                    kiln_event **out_event) {
+KILN_API kiln_status kiln_grad_norm(
+    kiln_queue *queue, kiln_dtype dtype, size_t num_ranges,
+    const kiln_buffer_range *ranges, kiln_buffer *norm, size_t norm_offset,
+    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_grad_norm";
   kiln_status s = kiln__ops_check_queue(fn, queue);
   CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__train_check_ranges(fn, queue, dtype, num_ranges, ranges, false));
-  CHECK(kiln__ops_check_out(fn, queue, "norm", norm, norm_offset, 1,
-                            KILN_F32));
+  CHECK(kiln__ops_check_out(fn, queue, "norm", norm, norm_offset, 1, KILN_F32));
   for (size_t i = 0; i < num_ranges && s == KILN_OK; i++)
     s = kiln__ops_check_overlap(fn, "a range", ranges[i].buffer,
                                 ranges[i].offset, ranges[i].count, dtype,
@@ -291,7 +281,7 @@ KILN_API kiln_status kiln_grad_norm(kiln_queue *queue, kiln_dtype dtype,
     norm_split(ranges[i].count, &it, &ch);
     parts += it;
   }
-  const char *options = optim_options(dtype, dtype);
+  const char *options = optim_options(dtype);
   cl_mem ws = NULL;
   CHECK(kiln__op_workspace(&o, (parts ? parts : 1) * 4, &ws));
   cl_ulong po = 0;
@@ -306,8 +296,7 @@ KILN_API kiln_status kiln_grad_norm(kiln_queue *queue, kiln_dtype dtype,
                           KILN__ARG(ranges[i].buffer->cl), KILN__ARG(xo),
                           KILN__ARG(nn), KILN__ARG(cc), KILN__ARG(ws),
                           KILN__ARG(po)));
-    CHECK(kiln__op_launch_1d(&o, k, it,
-                             kiln__ops_local_size(queue->ctx, 64)));
+    CHECK(kiln__op_launch_1d(&o, k, it, kiln__ops_local_size(queue->ctx, 64)));
     po += it;
   }
   cl_kernel kf = NULL;
@@ -320,11 +309,11 @@ KILN_API kiln_status kiln_grad_norm(kiln_queue *queue, kiln_dtype dtype,
   return kiln__op_end(&o, s, out_event);
 }
 
-KILN_API kiln_status kiln_clip_grad_norm(
-    kiln_queue *queue, kiln_dtype dtype, size_t num_ranges,
-    const kiln_buffer_range *ranges, const kiln_buffer *norm,
-    size_t norm_offset, float max_norm, size_t num_wait,
-    kiln_event *const *wait_list, kiln_event **out_event) {
+KILN_API kiln_status
+kiln_clip_grad_norm(kiln_queue *queue, kiln_dtype dtype, size_t num_ranges,
+                    const kiln_buffer_range *ranges, const kiln_buffer *norm,
+                    size_t norm_offset, float max_norm, size_t num_wait,
+                    kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_clip_grad_norm";
   kiln_status s = kiln__ops_check_queue(fn, queue);
   CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
@@ -347,7 +336,7 @@ KILN_API kiln_status kiln_clip_grad_norm(
   size_t shape = (size_t)elems;
   kiln__op_describe(&o, "clip_grad_norm", dtype, 1, &shape,
                     2.0 * elems * (double)kiln_dtype_size(dtype), elems);
-  const char *options = optim_options(dtype, dtype);
+  const char *options = optim_options(dtype);
   for (size_t i = 0; i < num_ranges && s == KILN_OK; i++) {
     if (ranges[i].count == 0)
       continue;
@@ -362,13 +351,10 @@ KILN_API kiln_status kiln_clip_grad_norm(
   return kiln__op_end(&o, s, out_event);
 }
 
-KILN_API kiln_status kiln_has_nonfinite(kiln_queue *queue, kiln_dtype dtype,
-                                        size_t num_ranges,
-                                        const kiln_buffer_range *ranges,
-                                        kiln_buffer *flag, size_t flag_offset,
-                                        size_t num_wait,
-                                        kiln_event *const *wait_list,
-                                        kiln_event **out_event) {
+KILN_API kiln_status kiln_has_nonfinite(
+    kiln_queue *queue, kiln_dtype dtype, size_t num_ranges,
+    const kiln_buffer_range *ranges, kiln_buffer *flag, size_t flag_offset,
+    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_has_nonfinite";
   kiln_status s = kiln__ops_check_queue(fn, queue);
   CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
@@ -388,7 +374,7 @@ KILN_API kiln_status kiln_has_nonfinite(kiln_queue *queue, kiln_dtype dtype,
   size_t shape = (size_t)elems;
   kiln__op_describe(&o, "has_nonfinite", dtype, 1, &shape,
                     elems * (double)kiln_dtype_size(dtype), elems);
-  const char *options = optim_options(dtype, dtype);
+  const char *options = optim_options(dtype);
   cl_kernel kz = NULL;
   cl_ulong fo = flag_offset;
   size_t one = 1;
@@ -412,6 +398,5 @@ void kiln__ops_warm_train_optim(const kiln_context *ctx, kiln__warm_add_fn add,
                                 void *user) {
   (void)ctx;
   for (int g = KILN_F32; g <= KILN_BF16; g++)
-    for (int c = KILN_F32; c <= KILN_BF16; c++)
-      add(user, "train_optim", optim_options((kiln_dtype)g, (kiln_dtype)c));
+    add(user, "train_optim", optim_options((kiln_dtype)g));
 }
