@@ -1,7 +1,8 @@
 /* Training ops, optimizer side: kiln_sgd_step, kiln_adamw_step,
  * kiln_grad_norm, kiln_clip_grad_norm, kiln_has_nonfinite (contracts in
  * kiln/ops_train.h; kernels in cl_kernels/train_optim.cl, built per
- * gradient dtype; the weight copy's dtype is a kernel argument). */
+ * gradient dtype; the momentum and weight-copy variants are kernels of
+ * their own). */
 #include "ops_train_internal.h"
 
 #include <math.h>
@@ -15,8 +16,12 @@ static const char *optim_options(kiln_dtype gt) {
   return table[gt];
 }
 
-/* The flag bits of the step kernels (train_optim.cl). */
-enum { HAS_VELOCITY = 1, NESTEROV = 2, HAS_COPY = 4, HAS_SKIP = 8 };
+/* The step kernel's copy suffix (train_optim.cl): nc without a copy. */
+static const char *copy_suffix(const kiln_buffer *w_copy, kiln_dtype dt) {
+  if (w_copy == NULL)
+    return "nc";
+  return dt == KILN_F32 ? "f32" : dt == KILN_F16 ? "f16" : "bf16";
+}
 
 /* One optional or required buffer of an optimizer step, for the checks. */
 struct slot {
@@ -127,24 +132,24 @@ KILN_API kiln_status kiln_sgd_step(
                     (mom ? 7.0 : 4.0) * (double)n);
   if (n > 0) {
     cl_kernel k = NULL;
-    cl_int ct = w_copy != NULL ? (cl_int)copy_dtype : 0;
+    char kname[32];
+    snprintf(kname, sizeof kname, "sgd_%s_%s", mom ? "mom" : "plain",
+             copy_suffix(w_copy, copy_dtype));
     cl_mem vm = mom ? velocity->cl : w->cl;
     cl_mem cm = w_copy != NULL ? w_copy->cl : w->cl;
     cl_mem sm = skip != NULL ? skip->cl : w->cl;
     cl_ulong wo = w_offset, go = grad_offset, vo = mom ? velocity_offset : 0;
     cl_ulong co = w_copy != NULL ? w_copy_offset : 0;
     cl_ulong so = skip != NULL ? skip_offset : 0, nn = n;
-    cl_int flags =
-        (mom ? HAS_VELOCITY : 0) | (params->nesterov ? NESTEROV : 0) |
-        (w_copy != NULL ? HAS_COPY : 0) | (skip != NULL ? HAS_SKIP : 0);
+    cl_int has_skip = skip != NULL, nest = params->nesterov;
     float lr = params->lr, mu = params->momentum, wd = params->weight_decay;
     float gs = params->grad_scale;
-    CHECK(kiln__op_kernel(&o, "train_optim", optim_options(grad_dtype),
-                          "sgd_step", &k, 17, KILN__ARG(w->cl), KILN__ARG(wo),
+    CHECK(kiln__op_kernel(&o, "train_optim", optim_options(grad_dtype), kname,
+                          &k, 17, KILN__ARG(w->cl), KILN__ARG(wo),
                           KILN__ARG(grad->cl), KILN__ARG(go), KILN__ARG(vm),
                           KILN__ARG(vo), KILN__ARG(cm), KILN__ARG(co),
-                          KILN__ARG(ct), KILN__ARG(sm), KILN__ARG(so),
-                          KILN__ARG(flags), KILN__ARG(lr), KILN__ARG(mu),
+                          KILN__ARG(sm), KILN__ARG(so), KILN__ARG(has_skip),
+                          KILN__ARG(nest), KILN__ARG(lr), KILN__ARG(mu),
                           KILN__ARG(wd), KILN__ARG(gs), KILN__ARG(nn)));
     CHECK(kiln__train_launch_elems(&o, k, n));
   }
@@ -213,37 +218,39 @@ KILN_API kiln_status kiln_adamw_step(
     float bc2s = (float)sqrt(bc2);
     float b2 = params->beta2, eps = params->eps, gs = params->grad_scale;
     cl_kernel k = NULL;
-    cl_int ct = w_copy != NULL ? (cl_int)copy_dtype : 0;
+    char kname[32];
+    snprintf(kname, sizeof kname, "adamw_%s", copy_suffix(w_copy, copy_dtype));
     cl_mem cm = w_copy != NULL ? w_copy->cl : w->cl;
     cl_mem sm = skip != NULL ? skip->cl : w->cl;
     cl_ulong wo = w_offset, go = grad_offset, mo = m_offset, vo = v_offset;
     cl_ulong co = w_copy != NULL ? w_copy_offset : 0;
     cl_ulong so = skip != NULL ? skip_offset : 0, nn = n;
-    cl_int flags =
-        (w_copy != NULL ? HAS_COPY : 0) | (skip != NULL ? HAS_SKIP : 0);
+    cl_int has_skip = skip != NULL;
     CHECK(kiln__op_kernel(
-        &o, "train_optim", optim_options(grad_dtype), "adamw_step", &k, 23,
+        &o, "train_optim", optim_options(grad_dtype), kname, &k, 22,
         KILN__ARG(w->cl), KILN__ARG(wo), KILN__ARG(grad->cl), KILN__ARG(go),
         KILN__ARG(m->cl), KILN__ARG(mo), KILN__ARG(v->cl), KILN__ARG(vo),
-        KILN__ARG(cm), KILN__ARG(co), KILN__ARG(ct), KILN__ARG(sm),
-        KILN__ARG(so), KILN__ARG(flags), KILN__ARG(decay), KILN__ARG(omb1),
-        KILN__ARG(b2), KILN__ARG(omb2), KILN__ARG(eps), KILN__ARG(step_size),
-        KILN__ARG(bc2s), KILN__ARG(gs), KILN__ARG(nn)));
+        KILN__ARG(cm), KILN__ARG(co), KILN__ARG(sm), KILN__ARG(so),
+        KILN__ARG(has_skip), KILN__ARG(decay), KILN__ARG(omb1), KILN__ARG(b2),
+        KILN__ARG(omb2), KILN__ARG(eps), KILN__ARG(step_size), KILN__ARG(bc2s),
+        KILN__ARG(gs), KILN__ARG(nn)));
     CHECK(kiln__train_launch_elems(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
 }
 
-/* How kiln_grad_norm splits a range of n elements: items partial sums of
- * chunk consecutive elements each (at most 1024 partials, each at least
- * 1024 elements unless the range is smaller). Depends on n alone, so the
+/* How kiln_grad_norm splits a range of n elements: *chunks chunks of
+ * *chunk elements (a multiple of 64), at most 64 chunks and at least 16384
+ * elements per chunk unless the range is smaller, each summed by 64 lanes
+ * (sumsq_partial): 64 partials per chunk. Depends on n alone, so the
  * norm's bits do not depend on the device. */
-static void norm_split(size_t n, size_t *items, size_t *chunk) {
-  size_t it = n / 1024 + (n % 1024 != 0);
-  if (it > 1024)
-    it = 1024;
-  *items = it;
-  *chunk = it ? n / it + (n % it != 0) : 0;
+static void norm_split(size_t n, size_t *chunks, size_t *chunk) {
+  size_t c = n / 16384 + (n % 16384 != 0);
+  if (c > 64)
+    c = 64;
+  *chunks = c;
+  size_t per = c ? n / c + (n % c != 0) : 0;
+  *chunk = (per + 63) / 64 * 64;
 }
 
 static double range_elems(size_t num_ranges, const kiln_buffer_range *ranges) {
@@ -279,7 +286,7 @@ KILN_API kiln_status kiln_grad_norm(
   for (size_t i = 0; i < num_ranges; i++) {
     size_t it, ch;
     norm_split(ranges[i].count, &it, &ch);
-    parts += it;
+    parts += it * 64;
   }
   const char *options = optim_options(dtype);
   cl_mem ws = NULL;
@@ -291,13 +298,14 @@ KILN_API kiln_status kiln_grad_norm(
     if (it == 0)
       continue;
     cl_kernel k = NULL;
-    cl_ulong xo = ranges[i].offset, nn = ranges[i].count, cc = ch;
-    CHECK(kiln__op_kernel(&o, "train_optim", options, "sumsq_partial", &k, 6,
+    cl_ulong xo = ranges[i].offset, nn = ranges[i].count, cc = ch, nch = it;
+    CHECK(kiln__op_kernel(&o, "train_optim", options, "sumsq_partial", &k, 7,
                           KILN__ARG(ranges[i].buffer->cl), KILN__ARG(xo),
-                          KILN__ARG(nn), KILN__ARG(cc), KILN__ARG(ws),
-                          KILN__ARG(po)));
-    CHECK(kiln__op_launch_1d(&o, k, it, kiln__ops_local_size(queue->ctx, 64)));
-    po += it;
+                          KILN__ARG(nn), KILN__ARG(cc), KILN__ARG(nch),
+                          KILN__ARG(ws), KILN__ARG(po)));
+    CHECK(kiln__op_launch_1d(&o, k, it * 64,
+                             kiln__ops_local_size(queue->ctx, 64)));
+    po += it * 64;
   }
   cl_kernel kf = NULL;
   cl_ulong np = parts, no = norm_offset;
