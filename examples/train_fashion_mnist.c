@@ -3,7 +3,8 @@
  * per epoch the mean training loss, the test accuracy and the time.
  *
  *   train_fashion_mnist [--device SEL] [--epochs N] [--precision f32|bf16]
- *                       [--optimizer adamw|sgd] [--lr X] [--batch N]
+ *                       [--optimizer adamw|sgd] [--lr X] [--weight-decay X]
+ *                       [--batch N]
  *                       [--seed N] [--data DIR] [--limit N] [--test-limit N]
  *                       [--steps N] [--print-losses] [--export DIR]
  *                       [--bench-infer RUNS] [--expect-accuracy PCT]
@@ -64,9 +65,9 @@ static int usage(const char *why) {
           "train_fashion_mnist: %s\n"
           "usage: train_fashion_mnist [--device SEL] [--epochs N] "
           "[--precision f32|bf16]\n"
-          "  [--optimizer adamw|sgd] [--lr X] [--batch N] [--seed N] "
-          "[--data DIR]\n"
-          "  [--limit N] [--test-limit N] [--steps N] [--print-losses] "
+          "  [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--batch N]\n"
+          "  [--seed N] [--data DIR]"
+          " [--limit N] [--test-limit N] [--steps N] [--print-losses] "
           "[--export DIR]\n"
           "  [--bench-infer RUNS] [--expect-accuracy PCT]\n",
           why);
@@ -133,7 +134,9 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--lr") && parse_float(v, &d) && d > 0) {
       o->hyper.lr = (float)d;
       lr_given = true;
-    } else if (!strcmp(a, "--batch") && parse_size(v, &n) && n >= 1 &&
+    } else if (!strcmp(a, "--weight-decay") && parse_float(v, &d) && d >= 0)
+      o->hyper.weight_decay = (float)d;
+    else if (!strcmp(a, "--batch") && parse_size(v, &n) && n >= 1 &&
                n <= 65536)
       o->batch = n;
     else if (!strcmp(a, "--seed") && parse_size(v, &n))
@@ -417,12 +420,12 @@ int main(int argc, char **argv) {
       goto out;
   }
 
-  printf("train_fashion_mnist: %s, %s, %s lr %g, batch %zu, %zu training and "
+  printf("train_fashion_mnist: %s, %s, %s lr %g, weight decay %g, batch %zu, %zu training and "
          "%zu test examples, %zu steps per epoch, seed %" PRIu64 "\n",
          kiln_context_device_info(r.ctx)->name,
          kiln_dtype_name(o.precision),
          o.hyper.optimizer == MLP_SGD ? "sgd (momentum 0.9)" : "adamw",
-         (double)o.hyper.lr, B, train.count, test.count, steps_per_epoch,
+         (double)o.hyper.lr, (double)o.hyper.weight_decay, B, train.count, test.count, steps_per_epoch,
          o.seed);
   const bool bar = isatty(STDERR_FILENO);
   double accuracy = 0.0, last_loss = NAN, epoch_s = 0.0;
