@@ -230,5 +230,8 @@ void kiln__ops_warm_transpose(const kiln_context *ctx, kiln__warm_add_fn add,
                               void *user);
 void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user);
+/* The training ops (ops_train_*.c). */
+void kiln__ops_warm_train_elementwise(const kiln_context *ctx,
+                                      kiln__warm_add_fn add, void *user);
 
 #endif
