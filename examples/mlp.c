@@ -145,22 +145,20 @@ kiln_status mlp_forward(mlp *m, size_t rows, kiln_buffer *x, size_t x_offset,
     const mlp_layer *ly = &m->layer[l];
     size_t in_off;
     kiln_buffer *in = layer_input(m, l, x, x_offset, &in_off);
-    /* z = a W^T + b: W is out x in (nn.Linear's layout), hence TRANS. */
-    TRY(kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, rows, ly->out,
-                  ly->in, 1.0f, dt, in, in_off, ly->in, w, ly->w, ly->in, 0.0f,
-                  m->h[l], 0, ly->out, num_wait, wait_list, NULL),
+    /* h = act(a W^T + b) in one launch: W is out x in (nn.Linear's
+     * layout), hence TRANS; the bias is read from the f32 master copy. */
+    TRY(kiln_gemm_bias_act(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, rows,
+                           ly->out, ly->in, 1.0f, dt, in, in_off, ly->in, w,
+                           ly->w, ly->in, 0.0f, m->h[l], 0, ly->out, m->params,
+                           ly->b,
+                           l == MLP_LAYERS - 1 ? KILN_GEMM_ACT_NONE
+                                               : KILN_GEMM_ACT_RELU,
+                           num_wait, wait_list, NULL),
         done);
     num_wait = 0;
     wait_list = NULL;
-    TRY(kiln_binary_broadcast(q, KILN_BINARY_ADD, KILN_BROADCAST_ROW,
-                              KILN_F32, rows, ly->out, m->h[l], 0, m->params,
-                              ly->b, m->h[l], 0, 0, NULL, NULL),
-        done);
     if (l == MLP_LAYERS - 1)
       break;
-    TRY(kiln_unary(q, KILN_UNARY_RELU, KILN_F32, rows * ly->out, m->h[l], 0,
-                   m->h[l], 0, 0, NULL, NULL),
-        done);
     if (dt == KILN_BF16)
       TRY(kiln_cast(q, rows * ly->out, KILN_F32, m->h[l], 0, KILN_BF16,
                     m->h_lp[l], 0, 0, NULL, NULL),
