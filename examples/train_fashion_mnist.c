@@ -20,7 +20,7 @@
  * --steps N stops after N steps in all; --export DIR writes the initial
  * weights (init.f32: every parameter, mlp.h's layout), the batch order
  * (order.u32: the example indexes of each step used, in order) and the final
- * weights (final.f32), which tools/torch_side_by_side.py reads to train the
+ * weights (final.f32), which examples/torch_side_by_side.py reads to train the
  * same network in PyTorch. --bench-infer RUNS times the trained network's
  * forward pass at batch 1 and 256 (upload, forward, read of the logits).
  * --expect-accuracy PCT exits 1 when the final test accuracy is below PCT

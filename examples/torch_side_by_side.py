@@ -20,7 +20,7 @@ uses --threads threads (default: every core, as PoCL does). Needs torch
 and exits 77. It never runs in the test suite: speed is measured here, by
 hand, on an otherwise idle machine.
 
-usage: tools/torch_side_by_side.py [--trainer PATH] [--device SEL] [--epochs N]
+usage: examples/torch_side_by_side.py [--trainer PATH] [--device SEL] [--epochs N]
          [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--limit N]
          [--threads N] [--bench-infer RUNS] [--precision f32|bf16] [--data DIR]
 """
