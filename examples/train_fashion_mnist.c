@@ -436,6 +436,9 @@ int main(int argc, char **argv) {
                         r.host_x[0], 0, NULL, NULL), kiln_fail);
   TRY(kiln_buffer_write(r.upload, r.labels[0], 0, B * 4, r.host_labels[0], 0,
                         NULL, &up[0]), kiln_fail);
+  /* A queue's commands may not start until it is flushed (rusticl waits
+   * for that), and the compute queue will wait for these. */
+  TRY(kiln_queue_flush(r.upload), kiln_fail);
   for (int e = 0; e < o.epochs && t < total_steps; e++) {
     double t0 = now_s(), last_done = t0;
     size_t first = t;
