@@ -60,7 +60,7 @@ static void broadcast_body(kiln_context *ctx, kiln_queue *q,
               q, (kiln_binary_op)op, (kiln_broadcast)bc, dt, rows, cols, ab,
               AOFF, bb, BOFF, yb, YOFF, 0, NULL, NULL));
           void *y = util_download(q, yb, dt, total);
-          char what[128];
+          char what[80];
           snprintf(what, sizeof what, "%s broadcast %s op %d %s %zux%zu",
                    profile, bc ? "col" : "row", op, kiln_dtype_name(dt), rows,
                    cols);
@@ -154,7 +154,7 @@ static void grad_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
                                              AOFF, dyb, BOFF, dxb, YOFF, 0,
                                              NULL, NULL));
           void *dx = util_download(q, dxb, dt, total);
-          char what[96];
+          char what[80];
           snprintf(what, sizeof what, "%s grad op %d from %s %s n %zu",
                    profile, (int)acts[ai].op, from ? "y" : "x",
                    kiln_dtype_name(dt), n);

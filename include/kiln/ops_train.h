@@ -172,7 +172,8 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
  * having table_rows rows of cols elements. dtype f32, f16, bf16, i32 or u32
  * (moved bit for bit); index_dtype u32 or i32. A row whose index is out of
  * range is written with every bit set (NaN for the float types, -1 or
- * UINT32_MAX for the integers). y must not overlap table or indices. */
+ * UINT32_MAX for the integers). y must not overlap table or indices. rows
+ * and table_rows at most INT32_MAX, for this op and the next. */
 KILN_API kiln_status kiln_gather_rows(
     kiln_queue *queue, kiln_dtype dtype, size_t rows, size_t cols,
     const kiln_buffer *table, size_t table_offset, size_t table_rows,

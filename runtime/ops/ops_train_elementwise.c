@@ -131,8 +131,10 @@ KILN_API kiln_status kiln_unary_backward(
   }
   CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_in(fn, queue, "xy", xy, xy_offset, n, dtype));
-  CHECK(kiln__ops_check_map(fn, queue, "dy", dy, dy_offset, dx, dx_offset, n,
-                            dtype));
+  CHECK(kiln__ops_check_in(fn, queue, "dy", dy, dy_offset, n, dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "dx", dx, dx_offset, n, dtype));
+  CHECK(kiln__ops_check_overlap(fn, "dy", dy, dy_offset, n, dtype, "dx", dx,
+                                dx_offset, n, dtype, true));
   CHECK(kiln__ops_check_overlap(fn, "xy", xy, xy_offset, n, dtype, "dx", dx,
                                 dx_offset, n, dtype, true));
   if (s != KILN_OK)
