@@ -28,6 +28,9 @@
  *
  * Build: cc train_fashion_mnist.c mlp.c fmnist_data.c \
  *          $(pkg-config --cflags --libs kiln zlib) -lm */
+/* clock_gettime and isatty are POSIX, not C11. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
