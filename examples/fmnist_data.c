@@ -17,6 +17,9 @@ enum { MAGIC_LABELS = 0x00000801, MAGIC_IMAGES = 0x00000803 };
  * more is damaged, and is refused before a huge allocation. */
 enum { MAX_COUNT = 1000000 };
 
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
 static void say(char *err, size_t err_size, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
