@@ -4,8 +4,8 @@
  *
  *   train_fashion_mnist [--device SEL] [--epochs N] [--precision f32|bf16]
  *                       [--optimizer adamw|sgd] [--lr X] [--weight-decay X]
- *                       [--batch N]
- *                       [--seed N] [--data DIR] [--limit N] [--test-limit N]
+ *                       [--batch N] [--seed N] [--data DIR] [--limit N]
+ *                       [--test-limit N]
  *                       [--steps N] [--print-losses] [--export DIR]
  *                       [--bench-infer RUNS] [--expect-accuracy PCT]
  *
@@ -411,8 +411,10 @@ int main(int argc, char **argv) {
   TRY(mlp_init(r.model, o.seed), kiln_fail);
   if (o.export_dir) {
     weights = malloc(r.model->nparams * sizeof *weights);
-    if (!weights)
+    if (!weights) {
+      fprintf(stderr, "train_fashion_mnist: out of host memory\n");
       goto out;
+    }
     TRY(kiln_buffer_read_sync(r.q, r.model->params, 0,
                               r.model->nparams * sizeof *weights, weights),
         kiln_fail);
