@@ -6,16 +6,12 @@
  * Build options:
  *   -DGT=n  storage type of the gradients (the ranges of the norm, clip and
  *           check kernels): 0 f32, 1 f16, 2 bf16
- *   -DCT=n  storage type of the optimizer steps' weight copy (same codes)
  * Launches: one work-item per element (FOR_ELEMENT), except sumsq_partial
  * (one per chunk) and the single-item kernels. Offsets and counts are in
  * elements of the buffer's type; typed access goes through byte pointers
  * (uchar), so one kernel serves a pointer of any storage type. */
 #ifndef GT
 #define GT 0
-#endif
-#ifndef CT
-#define CT 0
 #endif
 #include "common.clh"
 
@@ -29,82 +25,130 @@
 #define CAT(a, b) CAT_(a, b)
 #define GLOAD(p, i) CAT(LOAD_, GT)(p, i)
 #define GSTORE(p, i, v) CAT(STORE_, GT)(p, i, v)
-#define CSTORE(p, i, v) CAT(STORE_, CT)(p, i, v)
+#define GSIZE (GT == 0 ? 4 : 2) /* bytes per gradient element */
 
-/* flags of the optimizer steps */
-#define HAS_VELOCITY 1
-#define NESTEROV 2
-#define HAS_COPY 4
-#define HAS_SKIP 8
+/* The step kernels come in variants by name rather than by flags tested
+ * per element: a branch in the body (momentum or not, a copy or not, the
+ * copy's type) kept PoCL from vectorising across work-items, making SGD
+ * with momentum ten times slower than AdamW. Names: sgd_<m>_<c> and
+ * adamw_<c>, m = plain (no velocity) or mom (Nesterov by a select on the
+ * nesterov argument), c = nc (no copy) or the copy's type f32, f16, bf16.
+ *
+ * The skip flag selects the old values rather than returning early: a
+ * branch on memory around the body makes Mesa's rusticl warn that it
+ * treats the kernel arguments read inside as uniform. Every element is
+ * read and written either way. skip is always a valid buffer. */
+#define COPY_nc(p, i, v) ((void)0)
+#define COPY_f32(p, i, v) STORE_0(p, i, v)
+#define COPY_f16(p, i, v) STORE_1(p, i, v)
+#define COPY_bf16(p, i, v) STORE_2(p, i, v)
+#define COPY_SIZE_nc 4
+#define COPY_SIZE_f32 4
+#define COPY_SIZE_f16 2
+#define COPY_SIZE_bf16 2
 
 /* torch.optim.SGD (dampening 0): g += wd w; v = momentum v + g;
  * g = nesterov ? g + momentum v : v; w -= lr g. */
-__kernel void sgd_step(__global float *w, ulong wo, __global const uchar *g,
-                       ulong go, __global float *vel, ulong vo,
-                       __global uchar *wc, ulong co,
-                       __global const uint *skip, ulong so, int flags,
-                       float lr, float momentum, float wd, float gscale,
-                       ulong n) {
-  if ((flags & HAS_SKIP) && skip[so] != 0)
-    return;
-  FOR_ELEMENT(i, n, {
-    float wv = w[wo + i];
-    float gv = GLOAD(g, go + i) * gscale + wd * wv;
-    if (flags & HAS_VELOCITY) {
-      float v = momentum * vel[vo + i] + gv;
-      vel[vo + i] = v;
-      gv = (flags & NESTEROV) ? gv + momentum * v : v;
-    }
-    wv = wv - lr * gv;
-    w[wo + i] = wv;
-    if (flags & HAS_COPY)
-      CSTORE(wc, co + i, wv);
-  })
-}
+#define SGD_plain(vp, i, gv, run, mu, nest) ((void)0)
+#define SGD_mom(vp, i, gv, run, mu, nest)                                      \
+  do {                                                                         \
+    float v0_ = vp[i];                                                         \
+    float v_ = mu * v0_ + gv;                                                  \
+    vp[i] = run ? v_ : v0_;                                                    \
+    gv = nest ? gv + mu * v_ : v_;                                             \
+  } while (0)
+
+#define SGD(M, C)                                                              \
+  __kernel void sgd_##M##_##C(                                                 \
+      __global float *w, ulong wo, __global const uchar *g, ulong go,          \
+      __global float *vel, ulong vo, __global uchar *wc, ulong co,             \
+      __global const uint *skip, ulong so, int has_skip, int nesterov,         \
+      float lr, float momentum, float wd, float gscale, ulong n) {             \
+    __global float *wp = w + wo, *vp = vel + vo;                               \
+    __global const uchar *gp = g + go * GSIZE;                                 \
+    __global uchar *cp = wc + co * COPY_SIZE_##C;                              \
+    const bool nest = nesterov != 0;                                           \
+    const float a = lr, mu = momentum, d = wd, s = gscale;                     \
+    const bool run = !(has_skip && skip[so] != 0);                             \
+    FOR_ELEMENT(i, n, {                                                        \
+      float w0 = wp[i];                                                        \
+      float gv = GLOAD(gp, i) * s + d * w0;                                    \
+      SGD_##M(vp, i, gv, run, mu, nest);                                       \
+      float wv = run ? w0 - a * gv : w0;                                       \
+      wp[i] = wv;                                                              \
+      COPY_##C(cp, i, wv);                                                     \
+    })                                                                         \
+  }
 
 /* torch.optim.AdamW: w *= 1 - lr wd; m += (1 - beta1) (g - m);
  * v = beta2 v + (1 - beta2) g^2; w -= step_size m / (sqrt(v) / bc2 + eps),
  * with step_size = lr / (1 - beta1^t) and bc2 = sqrt(1 - beta2^t) from the
  * host. */
-__kernel void adamw_step(__global float *w, ulong wo, __global const uchar *g,
-                         ulong go, __global float *m, ulong mo,
-                         __global float *v, ulong vo, __global uchar *wc,
-                         ulong co, __global const uint *skip, ulong so,
-                         int flags, float decay, float one_minus_beta1,
-                         float beta2, float one_minus_beta2, float eps,
-                         float step_size, float bc2, float gscale, ulong n) {
-  if ((flags & HAS_SKIP) && skip[so] != 0)
-    return;
-  FOR_ELEMENT(i, n, {
-    float gv = GLOAD(g, go + i) * gscale;
-    float wv = w[wo + i] * decay;
-    float mv = m[mo + i];
-    mv = mv + one_minus_beta1 * (gv - mv);
-    float vv = beta2 * v[vo + i] + one_minus_beta2 * (gv * gv);
-    m[mo + i] = mv;
-    v[vo + i] = vv;
-    wv = wv - step_size * (mv / (sqrt(vv) / bc2 + eps));
-    w[wo + i] = wv;
-    if (flags & HAS_COPY)
-      CSTORE(wc, co + i, wv);
-  })
-}
+#define ADAMW(C)                                                               \
+  __kernel void adamw_##C(                                                     \
+      __global float *w, ulong wo, __global const uchar *g, ulong go,          \
+      __global float *m, ulong mo, __global float *v, ulong vo,                \
+      __global uchar *wc, ulong co, __global const uint *skip, ulong so,       \
+      int has_skip, float decay, float one_minus_beta1, float beta2,           \
+      float one_minus_beta2, float eps, float step_size, float bc2,            \
+      float gscale, ulong n) {                                                 \
+    __global float *wp = w + wo, *mp = m + mo, *vp = v + vo;                   \
+    __global const uchar *gp = g + go * GSIZE;                                 \
+    __global uchar *cp = wc + co * COPY_SIZE_##C;                              \
+    const float dc = decay, ob1 = one_minus_beta1, b2 = beta2;                 \
+    const float ob2 = one_minus_beta2, e = eps, st = step_size, b = bc2;       \
+    const float s = gscale;                                                    \
+    const bool run = !(has_skip && skip[so] != 0);                             \
+    FOR_ELEMENT(i, n, {                                                        \
+      float gv = GLOAD(gp, i) * s;                                             \
+      float w0 = wp[i];                                                        \
+      float m0 = mp[i];                                                        \
+      float v0 = vp[i];                                                        \
+      float mv = m0 + ob1 * (gv - m0);                                         \
+      float vv = b2 * v0 + ob2 * (gv * gv);                                    \
+      mp[i] = run ? mv : m0;                                                   \
+      vp[i] = run ? vv : v0;                                                   \
+      float wv = run ? w0 * dc - st * (mv / (sqrt(vv) / b + e)) : w0;          \
+      wp[i] = wv;                                                              \
+      COPY_##C(cp, i, wv);                                                     \
+    })                                                                         \
+  }
 
-/* part[po + i] = sum of x^2 over elements [i chunk, (i + 1) chunk) of the
- * range, in index order. */
+SGD(plain, nc)
+SGD(plain, f32)
+SGD(plain, f16)
+SGD(plain, bf16)
+SGD(mom, nc)
+SGD(mom, f32)
+SGD(mom, f16)
+SGD(mom, bf16)
+ADAMW(nc)
+ADAMW(f32)
+ADAMW(f16)
+ADAMW(bf16)
+
+/* Partial sums of squares of a range, 64 per chunk: work-item t (t / 64
+ * the chunk, t % 64 the lane) sums x^2 over the chunk's elements lane,
+ * lane + 64, ... in order into part[po + t]. Neighbouring work-items read
+ * neighbouring elements (PoCL vectorises, GPUs coalesce), and the split
+ * depends only on n, never on the device. */
 __kernel void sumsq_partial(__global const uchar *x, ulong xo, ulong n,
-                            ulong chunk, __global float *part, ulong po) {
-  size_t i = get_global_id(0);
-  ulong b = i * chunk;
-  if (b >= n)
+                            ulong chunk, ulong chunks, __global float *part,
+                            ulong po) {
+  size_t t = get_global_id(0);
+  if (t >= chunks * 64)
     return;
-  ulong e = min(b + chunk, n);
+  ulong b = (t / 64) * chunk + t % 64;
   float s = 0.0f;
-  for (ulong k = b; k < e; k++) {
-    float v = GLOAD(x, xo + k);
+  /* The same trip count for every work-item (chunk is a multiple of 64),
+   * the tail masked: a per-item bound kept PoCL from vectorising. */
+  for (ulong j = 0; j < chunk; j += 64) {
+    ulong k = b + j;
+    float v = GLOAD(x, xo + min(k, n - 1));
+    v = k < n ? v : 0.0f;
     s = fma(v, v, s);
   }
-  part[po + i] = s;
+  part[po + t] = s;
 }
 
 /* out[oo] = sqrt of the sum of the np partials, in order. */

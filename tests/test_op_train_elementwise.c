@@ -12,7 +12,7 @@
  * and bf16 add the store's rounding (util_storage_tol). */
 #include "train_test_util.h"
 
-static const size_t shapes[][2] = {{1, 1},   {1, 17},   {17, 1}, {3, 1021},
+static const size_t shapes[][2] = {{1, 1},    {1, 17},   {17, 1}, {3, 1021},
                                    {64, 127}, {300, 33}, {7, 257}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 #define AOFF 3
@@ -79,10 +79,9 @@ static void broadcast_body(kiln_context *ctx, kiln_queue *q,
         }
       }
       /* In place, a bias add: a += b row-wise. */
-      assert_kiln_ok(kiln_binary_broadcast(q, KILN_BINARY_ADD,
-                                           KILN_BROADCAST_ROW, dt, rows, cols,
-                                           ab, AOFF, bb, BOFF, ab, AOFF, 0,
-                                           NULL, NULL));
+      assert_kiln_ok(kiln_binary_broadcast(
+          q, KILN_BINARY_ADD, KILN_BROADCAST_ROW, dt, rows, cols, ab, AOFF, bb,
+          BOFF, ab, AOFF, 0, NULL, NULL));
       void *y = util_download(q, ab, dt, total);
       for (size_t i = 0; i < count; i++) {
         double want = (float)(util_get(dt, a, AOFF + i) +
@@ -146,39 +145,38 @@ static void grad_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
           void *xy = malloc(total * 4);
           for (size_t i = 0; i < total; i++)
             util_set(dt, xy, i,
-                     from ? acts[ai].f(util_get(dt, x, i)) : util_get(dt, x, i));
+                     from ? acts[ai].f(util_get(dt, x, i))
+                          : util_get(dt, x, i));
           kiln_buffer *xyb = util_upload(ctx, q, dt, xy, total);
           kiln_buffer *dxb = util_upload(ctx, q, dt, dx0, total);
-          assert_kiln_ok(kiln_unary_backward(q, acts[ai].op,
-                                             (kiln_grad_from)from, dt, n, xyb,
-                                             AOFF, dyb, BOFF, dxb, YOFF, 0,
-                                             NULL, NULL));
+          assert_kiln_ok(kiln_unary_backward(
+              q, acts[ai].op, (kiln_grad_from)from, dt, n, xyb, AOFF, dyb, BOFF,
+              dxb, YOFF, 0, NULL, NULL));
           void *dx = util_download(q, dxb, dt, total);
           char what[80];
-          snprintf(what, sizeof what, "%s grad op %d from %s %s n %zu",
-                   profile, (int)acts[ai].op, from ? "y" : "x",
-                   kiln_dtype_name(dt), n);
+          snprintf(what, sizeof what, "%s grad op %d from %s %s n %zu", profile,
+                   (int)acts[ai].op, from ? "y" : "x", kiln_dtype_name(dt), n);
           for (size_t i = 0; i < n; i++) {
-            double xv = util_get(dt, x, AOFF + i), v = util_get(dt, xy, AOFF + i);
+            double xv = util_get(dt, x, AOFF + i),
+                   v = util_get(dt, xy, AOFF + i);
             double g = util_get(dt, dy, BOFF + i), deriv;
             if (acts[ai].op == KILN_UNARY_RELU)
               deriv = v > 0 ? 1 : 0; /* the kink: no difference quotient */
             else if (!from)
               deriv = train_fd(acts[ai].f, xv);
             else /* from the stored y, the y-form exactly */
-              deriv = acts[ai].op == KILN_UNARY_SIGMOID ? v * (1 - v)
-                                                        : 1 - v * v;
+              deriv =
+                  acts[ai].op == KILN_UNARY_SIGMOID ? v * (1 - v) : 1 - v * v;
             double want = g * deriv;
             double tol = 64 * u * fabs(g) * (1 + fabs(xv)) + 1e-9 * fabs(g) +
                          util_storage_tol(dt, want);
-            UTIL_CLOSE(util_get(dt, dx, YOFF + i), want, tol, "%s at %zu",
-                       what, i);
+            UTIL_CLOSE(util_get(dt, dx, YOFF + i), want, tol, "%s at %zu", what,
+                       i);
             /* The y-forms agree with the difference quotient of f at x up
              * to the rounding of y. */
             if (from && acts[ai].op != KILN_UNARY_RELU)
               UTIL_CLOSE(deriv, train_fd(acts[ai].f, xv),
-                         4 * util_eps(dt) + 1e-8, "%s y-form at %zu", what,
-                         i);
+                         4 * util_eps(dt) + 1e-8, "%s y-form at %zu", what, i);
           }
           util_check_guard(dt, dx0, dx, YOFF, n, total, what);
           free(dx);
@@ -194,7 +192,8 @@ static void grad_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
                                          0, NULL, NULL));
       void *out = util_download(q, dyb, dt, total);
       for (size_t i = 0; i < n; i++) {
-        double t = tanh(util_get(dt, x, BOFF + i)), g = util_get(dt, dy, BOFF + i);
+        double t = tanh(util_get(dt, x, BOFF + i)),
+               g = util_get(dt, dy, BOFF + i);
         double want = g * (1 - t * t);
         UTIL_CLOSE(util_get(dt, out, BOFF + i), want,
                    64 * u * fabs(g) + util_storage_tol(dt, want),
@@ -253,49 +252,47 @@ static void test_bad_arguments(void **state) {
   kiln_queue *q = env.q;
   kiln_buffer *b = env.b, *ob = env.ob;
   kiln_buffer *c = util_buffer(env.ctx, 64, 0);
-  assert_kiln_error(kiln_binary_broadcast(NULL, KILN_BINARY_ADD,
-                                          KILN_BROADCAST_ROW, KILN_F32, 2, 2,
-                                          b, 0, c, 0, c, 4, 0, NULL, NULL),
-                    KILN_ERR_NULL_POINTER,
-                    "kiln_binary_broadcast: queue is NULL");
+  assert_kiln_error(
+      kiln_binary_broadcast(NULL, KILN_BINARY_ADD, KILN_BROADCAST_ROW, KILN_F32,
+                            2, 2, b, 0, c, 0, c, 4, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "kiln_binary_broadcast: queue is NULL");
   assert_kiln_error(kiln_binary_broadcast(q, (kiln_binary_op)99,
-                                          KILN_BROADCAST_ROW, KILN_F32, 2, 2,
-                                          b, 0, c, 0, c, 4, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "op 99");
-  assert_kiln_error(kiln_binary_broadcast(q, KILN_BINARY_ADD,
-                                          (kiln_broadcast)7, KILN_F32, 2, 2, b,
+                                          KILN_BROADCAST_ROW, KILN_F32, 2, 2, b,
                                           0, c, 0, c, 4, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "op 99");
+  assert_kiln_error(kiln_binary_broadcast(q, KILN_BINARY_ADD, (kiln_broadcast)7,
+                                          KILN_F32, 2, 2, b, 0, c, 0, c, 4, 0,
+                                          NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "broadcast 7");
   assert_kiln_error(kiln_binary_broadcast(q, KILN_BINARY_ADD,
-                                          KILN_BROADCAST_ROW, KILN_I32, 2, 2,
-                                          b, 0, c, 0, c, 4, 0, NULL, NULL),
+                                          KILN_BROADCAST_ROW, KILN_I32, 2, 2, b,
+                                          0, c, 0, c, 4, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "dtype i32");
   assert_kiln_error(kiln_binary_broadcast(q, KILN_BINARY_ADD,
-                                          KILN_BROADCAST_COL, KILN_F32, 2, 2,
-                                          b, 0, c, 15, c, 4, 0, NULL, NULL),
+                                          KILN_BROADCAST_COL, KILN_F32, 2, 2, b,
+                                          0, c, 15, c, 4, 0, NULL, NULL),
                     KILN_ERR_OUT_OF_RANGE, "b range [offset 15, +2");
   assert_kiln_error(kiln_binary_broadcast(q, KILN_BINARY_ADD,
-                                          KILN_BROADCAST_ROW, KILN_F32, 2, 2,
-                                          b, 0, c, 0, c, 1, 0, NULL, NULL),
+                                          KILN_BROADCAST_ROW, KILN_F32, 2, 2, b,
+                                          0, c, 0, c, 1, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(
+      kiln_binary_broadcast(q, KILN_BINARY_ADD, KILN_BROADCAST_ROW, KILN_F32,
+                            SIZE_MAX, 2, b, 0, c, 0, c, 4, 0, NULL, NULL),
+      KILN_ERR_INVALID_SIZE, "overflows");
+  assert_kiln_error(
+      kiln_binary_broadcast(q, KILN_BINARY_ADD, KILN_BROADCAST_ROW, KILN_F32, 2,
+                            2, b, 0, ob, 0, c, 4, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "b belongs to a different context");
   assert_kiln_error(kiln_binary_broadcast(q, KILN_BINARY_ADD,
-                                          KILN_BROADCAST_ROW, KILN_F32,
-                                          SIZE_MAX, 2, b, 0, c, 0, c, 4, 0,
-                                          NULL, NULL),
-                    KILN_ERR_INVALID_SIZE, "overflows");
-  assert_kiln_error(kiln_binary_broadcast(q, KILN_BINARY_ADD,
-                                          KILN_BROADCAST_ROW, KILN_F32, 2, 2,
-                                          b, 0, ob, 0, c, 4, 0, NULL, NULL),
-                    KILN_ERR_SHAPE_MISMATCH, "b belongs to a different context");
-  assert_kiln_error(kiln_binary_broadcast(q, KILN_BINARY_ADD,
-                                          KILN_BROADCAST_ROW, KILN_F32, 2, 2,
-                                          b, 0, NULL, 0, c, 4, 0, NULL, NULL),
+                                          KILN_BROADCAST_ROW, KILN_F32, 2, 2, b,
+                                          0, NULL, 0, c, 4, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "b is NULL");
 
-  assert_kiln_error(kiln_unary_backward(NULL, KILN_UNARY_RELU,
-                                        KILN_GRAD_FROM_X, KILN_F32, 4, b, 0, b,
-                                        0, c, 0, 0, NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "kiln_unary_backward: queue is NULL");
+  assert_kiln_error(
+      kiln_unary_backward(NULL, KILN_UNARY_RELU, KILN_GRAD_FROM_X, KILN_F32, 4,
+                          b, 0, b, 0, c, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "kiln_unary_backward: queue is NULL");
   assert_kiln_error(kiln_unary_backward(q, KILN_UNARY_EXP, KILN_GRAD_FROM_X,
                                         KILN_F32, 4, b, 0, b, 0, c, 0, 0, NULL,
                                         NULL),

@@ -9,8 +9,8 @@
 #include "train_test_util.h"
 
 static const size_t shapes[][3] = {/* rows, cols, table_rows */
-                                   {1, 1, 1},   {5, 3, 2},     {17, 33, 4},
-                                   {64, 1, 7},  {300, 65, 50}, {7, 1021, 3},
+                                   {1, 1, 1},      {5, 3, 2},     {17, 33, 4},
+                                   {64, 1, 7},     {300, 65, 50}, {7, 1021, 3},
                                    {1000, 8, 1000}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 #define TOFF 2
@@ -58,8 +58,8 @@ static void gather_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
           else
             memset(want, 0xff, es);
           if (memcmp(got, want, es) != 0)
-            fail_msg("%s gather %s %zux%zu row %zu (index %u) col %zu",
-                     profile, kiln_dtype_name(dt), rows, cols, r, k, c);
+            fail_msg("%s gather %s %zux%zu row %zu (index %u) col %zu", profile,
+                     kiln_dtype_name(dt), rows, cols, r, k, c);
         }
       }
       util_check_guard(dt, y0, y, YOFF, count, total, "gather");
@@ -156,7 +156,8 @@ static void test_bad_arguments(void **state) {
   struct util_bad_env env = util_bad_env_open();
   kiln_queue *q = env.q;
   kiln_buffer *b = env.b, *ob = env.ob;
-  kiln_buffer *c = util_buffer(env.ctx, 64, 0), *ix = util_buffer(env.ctx, 64, 0);
+  kiln_buffer *c = util_buffer(env.ctx, 64, 0),
+              *ix = util_buffer(env.ctx, 64, 0);
   assert_kiln_error(kiln_gather_rows(NULL, KILN_F32, 2, 2, b, 0, 4, KILN_U32,
                                      ix, 0, c, 0, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "kiln_gather_rows: queue is NULL");
@@ -182,11 +183,11 @@ static void test_bad_arguments(void **state) {
                                           ix, 0, b, 0, 4, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER,
                     "kiln_scatter_add_rows: queue is NULL");
-  assert_kiln_error(kiln_scatter_add_rows(q, KILN_I32, 2, 2, c, 0, KILN_U32,
-                                          ix, 0, b, 0, 4, 0, NULL, NULL),
+  assert_kiln_error(kiln_scatter_add_rows(q, KILN_I32, 2, 2, c, 0, KILN_U32, ix,
+                                          0, b, 0, 4, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "dtype i32");
-  assert_kiln_error(kiln_scatter_add_rows(q, KILN_F32, 2, 2, b, 4, KILN_U32,
-                                          ix, 0, b, 0, 4, 0, NULL, NULL),
+  assert_kiln_error(kiln_scatter_add_rows(q, KILN_F32, 2, 2, b, 4, KILN_U32, ix,
+                                          0, b, 0, 4, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
   assert_kiln_error(kiln_scatter_add_rows(q, KILN_F32, SIZE_MAX, 2, c, 0,
                                           KILN_U32, ix, 0, b, 0, 4, 0, NULL,

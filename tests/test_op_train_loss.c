@@ -27,7 +27,7 @@
  * quotient. */
 #include "train_test_util.h"
 
-static const size_t shapes[][2] = {{1, 1},   {1, 10},  {256, 10}, {17, 3},
+static const size_t shapes[][2] = {{1, 1},    {1, 10},   {256, 10}, {17, 3},
                                    {5, 1021}, {300, 33}, {2, 4099}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 #define XOFF 3
@@ -68,15 +68,14 @@ static void ce_case(kiln_context *ctx, kiln_queue *q, const char *profile,
   for (int variant = 0; variant < 3; variant++) {
     /* 0: loss and mean; 1: mean only (workspace); 2: loss only. */
     assert_kiln_ok(kiln_softmax_cross_entropy(
-        q, dt, rows, cols, xb, XOFF, ldt, lb, LOFF,
-        variant == 1 ? NULL : lossb, YOFF, variant == 2 ? NULL : meanb, 1, 0,
-        NULL, NULL));
+        q, dt, rows, cols, xb, XOFF, ldt, lb, LOFF, variant == 1 ? NULL : lossb,
+        YOFF, variant == 2 ? NULL : meanb, 1, 0, NULL, NULL));
     float *loss = util_download(q, lossb, KILN_F32, YOFF + rows + 3);
     float *mean = util_download(q, meanb, KILN_F32, 3);
     double sum = 0, tsum = 0;
     for (size_t r = 0; r < rows; r++) {
-      double tol, want = ref_loss(dt, x, XOFF + r * cols, cols,
-                                  labels[LOFF + r], &tol);
+      double tol,
+          want = ref_loss(dt, x, XOFF + r * cols, cols, labels[LOFF + r], &tol);
       sum += want;
       tsum += tol;
       if (variant != 1)
@@ -87,8 +86,7 @@ static void ce_case(kiln_context *ctx, kiln_queue *q, const char *profile,
                  tsum / (double)rows + 4 * U * fabs(sum / (double)rows),
                  "%s mean", what);
     assert_true(mean[0] == 7 && mean[2] == 7);
-    util_check_guard(KILN_F32, l0, loss, YOFF, rows,
-                     YOFF + rows + 3, what);
+    util_check_guard(KILN_F32, l0, loss, YOFF, rows, YOFF + rows + 3, what);
     free(loss);
     free(mean);
   }
@@ -112,9 +110,9 @@ static void ce_case(kiln_context *ctx, kiln_queue *q, const char *profile,
       for (size_t c = 0; c < cols; c++) {
         double d = util_get(dt, x, o + c) - m, sm = exp(d) / s;
         double want = (sm - (c == labels[LOFF + r])) * scale;
-        double tol = scale * (sm * (fabs(d) + 1.5 * (double)cols + 12) * U + U) +
-                     U * fabs(want) +
-                     util_storage_tol(dt, want);
+        double tol =
+            scale * (sm * (fabs(d) + 1.5 * (double)cols + 12) * U + U) +
+            U * fabs(want) + util_storage_tol(dt, want);
         UTIL_CLOSE(util_get(dt, g, o + c), want, tol, "%s backward%s %zu,%zu",
                    what, inplace ? " in place" : "", r, c);
       }
@@ -196,9 +194,8 @@ static void ce_bad_label_body(kiln_context *ctx, kiln_queue *q,
   kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, 12);
   kiln_buffer *lb = util_upload(ctx, q, KILN_I32, labels, 3);
   kiln_buffer *ob = util_buffer(ctx, 16 * 4, 0);
-  assert_kiln_ok(kiln_softmax_cross_entropy(q, KILN_F32, 3, 4, xb, 0, KILN_I32,
-                                            lb, 0, ob, 0, ob, 3, 0, NULL,
-                                            NULL));
+  assert_kiln_ok(kiln_softmax_cross_entropy(
+      q, KILN_F32, 3, 4, xb, 0, KILN_I32, lb, 0, ob, 0, ob, 3, 0, NULL, NULL));
   float out[16];
   assert_kiln_ok(kiln_buffer_read_sync(q, ob, 0, 16, out));
   assert_true(isfinite(out[0]) && isnan(out[1]) && isnan(out[2]) &&
@@ -226,14 +223,14 @@ static void ce_bad_label_body(kiln_context *ctx, kiln_queue *q,
   fd_grad(ce_total, xd, R * C, fd);
   xb = util_upload(ctx, q, KILN_F32, xf, R * C);
   lb = util_upload(ctx, q, KILN_U32, lab, R);
-  assert_kiln_ok(kiln_softmax_cross_entropy_backward(
-      q, KILN_F32, R, C, xb, 0, KILN_U32, lb, 0, 1.0f / R, xb, 0, 0, NULL,
-      NULL));
+  assert_kiln_ok(kiln_softmax_cross_entropy_backward(q, KILN_F32, R, C, xb, 0,
+                                                     KILN_U32, lb, 0, 1.0f / R,
+                                                     xb, 0, 0, NULL, NULL));
   float g[R * C];
   assert_kiln_ok(kiln_buffer_read_sync(q, xb, 0, sizeof g, g));
   for (int i = 0; i < R * C; i++)
-    UTIL_CLOSE(g[i], fd[i], 1e-6 * (1 + fabs(fd[i])), "%s ce fd at %d",
-               profile, i);
+    UTIL_CLOSE(g[i], fd[i], 1e-6 * (1 + fabs(fd[i])), "%s ce fd at %d", profile,
+               i);
   assert_kiln_ok(kiln_buffer_destroy(xb));
   assert_kiln_ok(kiln_buffer_destroy(lb));
 }
@@ -286,20 +283,18 @@ static void accuracy_body(kiln_context *ctx, kiln_queue *q,
       kiln_buffer *lb = util_upload(ctx, q, KILN_U32, labels, LOFF + rows);
       uint32_t c0[3] = {9, 1000, 9};
       kiln_buffer *cb = util_upload(ctx, q, KILN_U32, c0, 3);
-      assert_kiln_ok(kiln_accuracy_count(q, dt, rows, cols, xb, XOFF,
-                                         KILN_U32, lb, LOFF, true, cb, 1, 0,
-                                         NULL, NULL));
-      assert_kiln_ok(kiln_accuracy_count(q, dt, rows, cols, xb, XOFF,
-                                         KILN_U32, lb, LOFF, true, cb, 1, 0,
-                                         NULL, NULL));
+      assert_kiln_ok(kiln_accuracy_count(q, dt, rows, cols, xb, XOFF, KILN_U32,
+                                         lb, LOFF, true, cb, 1, 0, NULL, NULL));
+      assert_kiln_ok(kiln_accuracy_count(q, dt, rows, cols, xb, XOFF, KILN_U32,
+                                         lb, LOFF, true, cb, 1, 0, NULL, NULL));
       uint32_t c[3];
       assert_kiln_ok(kiln_buffer_read_sync(q, cb, 0, sizeof c, c));
       if (c[1] != 1000 + 2 * hits)
         fail_msg("%s accuracy %s %zux%zu: %u, want %u", profile,
                  kiln_dtype_name(dt), rows, cols, c[1], 1000 + 2 * hits);
-      assert_kiln_ok(kiln_accuracy_count(q, dt, rows, cols, xb, XOFF,
-                                         KILN_U32, lb, LOFF, false, cb, 1, 0,
-                                         NULL, NULL));
+      assert_kiln_ok(kiln_accuracy_count(q, dt, rows, cols, xb, XOFF, KILN_U32,
+                                         lb, LOFF, false, cb, 1, 0, NULL,
+                                         NULL));
       assert_kiln_ok(kiln_buffer_read_sync(q, cb, 0, sizeof c, c));
       assert_int_equal(c[1], hits);
       assert_true(c[0] == 9 && c[2] == 9);
@@ -348,12 +343,11 @@ static void softmax_bwd_body(kiln_context *ctx, kiln_queue *q,
       kiln_buffer *yb = util_upload(ctx, q, dt, x, total);
       kiln_buffer *gb = util_upload(ctx, q, dt, dy, total);
       kiln_buffer *dxb = util_upload(ctx, q, dt, dx0, total);
-      assert_kiln_ok(kiln_softmax_rows(q, dt, rows, cols, xb, XOFF, yb, XOFF,
-                                       0, NULL, NULL));
+      assert_kiln_ok(kiln_softmax_rows(q, dt, rows, cols, xb, XOFF, yb, XOFF, 0,
+                                       NULL, NULL));
       void *y = util_download(q, yb, dt, total);
-      assert_kiln_ok(kiln_softmax_rows_backward(q, dt, rows, cols, yb, XOFF,
-                                                gb, LOFF, dxb, YOFF, 0, NULL,
-                                                NULL));
+      assert_kiln_ok(kiln_softmax_rows_backward(
+          q, dt, rows, cols, yb, XOFF, gb, LOFF, dxb, YOFF, 0, NULL, NULL));
       void *dx = util_download(q, dxb, dt, total);
       char what[80];
       snprintf(what, sizeof what, "%s softmax backward %s %zux%zu", profile,
@@ -382,8 +376,9 @@ static void softmax_bwd_body(kiln_context *ctx, kiln_queue *q,
           size_t i = r * cols + c;
           double yv = util_get(dt, y, XOFF + i);
           double want = yv * (dyd[i] - dot);
-          double tol = fabs(yv) * ((double)cols + 4) * U * (fabs(dyd[i]) + adot) +
-                       util_storage_tol(dt, want);
+          double tol =
+              fabs(yv) * ((double)cols + 4) * U * (fabs(dyd[i]) + adot) +
+              util_storage_tol(dt, want);
           UTIL_CLOSE(util_get(dt, dx, YOFF + i), want, tol, "%s at %zu", what,
                      i);
           /* Against the derivative of the exact softmax, for f32 (the
@@ -397,9 +392,8 @@ static void softmax_bwd_body(kiln_context *ctx, kiln_queue *q,
       }
       util_check_guard(dt, dx0, dx, YOFF, count, total, what);
       /* In place over dy. */
-      assert_kiln_ok(kiln_softmax_rows_backward(q, dt, rows, cols, yb, XOFF,
-                                                gb, LOFF, gb, LOFF, 0, NULL,
-                                                NULL));
+      assert_kiln_ok(kiln_softmax_rows_backward(q, dt, rows, cols, yb, XOFF, gb,
+                                                LOFF, gb, LOFF, 0, NULL, NULL));
       void *dx2 = util_download(q, gb, dt, total);
       for (size_t i = 0; i < count; i++)
         UTIL_CLOSE(util_get(dt, dx2, LOFF + i), util_get(dt, dx, YOFF + i), 0,
@@ -539,8 +533,8 @@ static void layernorm_bwd_body(kiln_context *ctx, kiln_queue *q,
         }
         for (size_t c = 0; c < cols; c++) {
           double tol = ((double)rows + n + 10) * U;
-          UTIL_CLOSE(v[1 + c], ds[c], tol * dsa[c] + dsd[c] + FLT_MIN, "%s dscale %zu",
-                     what, c);
+          UTIL_CLOSE(v[1 + c], ds[c], tol * dsa[c] + dsd[c] + FLT_MIN,
+                     "%s dscale %zu", what, c);
           UTIL_CLOSE(v[cols + 4 + c], dbs[c], tol * dba[c] + FLT_MIN,
                      "%s dbias %zu", what, c);
         }
@@ -563,10 +557,9 @@ static void layernorm_bwd_body(kiln_context *ctx, kiln_queue *q,
       }
       /* dx only, in place over dy, and sums only: the same numbers. */
       void *dxa = util_download(q, dxb, dt, total);
-      assert_kiln_ok(kiln_layernorm_rows_backward(q, dt, rows, cols, xb, XOFF,
-                                                  sb, 1, eps, gb, LOFF, gb,
-                                                  LOFF, NULL, 0, NULL, 0, 0,
-                                                  NULL, NULL));
+      assert_kiln_ok(kiln_layernorm_rows_backward(
+          q, dt, rows, cols, xb, XOFF, sb, 1, eps, gb, LOFF, gb, LOFF, NULL, 0,
+          NULL, 0, 0, NULL, NULL));
       void *dxi = util_download(q, gb, dt, total);
       for (size_t i = 0; i < count; i++)
         UTIL_CLOSE(util_get(dt, dxi, LOFF + i), util_get(dt, dxa, YOFF + i), 0,
@@ -599,92 +592,89 @@ static void test_bad_arguments(void **state) {
   kiln_buffer *c = util_buffer(env.ctx, 64, 0);
   kiln_buffer *l = util_buffer(env.ctx, 64, 0);
   /* cross-entropy */
-  assert_kiln_error(kiln_softmax_cross_entropy(NULL, KILN_F32, 2, 2, b, 0,
-                                               KILN_U32, l, 0, c, 0, NULL, 0,
-                                               0, NULL, NULL),
-                    KILN_ERR_NULL_POINTER,
-                    "kiln_softmax_cross_entropy: queue is NULL");
+  assert_kiln_error(
+      kiln_softmax_cross_entropy(NULL, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0, c,
+                                 0, NULL, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "kiln_softmax_cross_entropy: queue is NULL");
   assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
-                                               KILN_F32, l, 0, c, 0, NULL, 0,
-                                               0, NULL, NULL),
+                                               KILN_F32, l, 0, c, 0, NULL, 0, 0,
+                                               NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "label_dtype f32");
   assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
-                                               KILN_U32, l, 0, NULL, 0, NULL,
-                                               0, 0, NULL, NULL),
+                                               KILN_U32, l, 0, NULL, 0, NULL, 0,
+                                               0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "loss and mean are both NULL");
   assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 0, b, 0,
-                                               KILN_U32, l, 0, c, 0, NULL, 0,
-                                               0, NULL, NULL),
+                                               KILN_U32, l, 0, c, 0, NULL, 0, 0,
+                                               NULL, NULL),
                     KILN_ERR_INVALID_SIZE, "cols is 0");
   assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 1, 1u << 31, b, 0,
-                                               KILN_U32, l, 0, c, 0, NULL, 0,
-                                               0, NULL, NULL),
+                                               KILN_U32, l, 0, c, 0, NULL, 0, 0,
+                                               NULL, NULL),
                     KILN_ERR_INVALID_SIZE, "exceeds INT32_MAX");
   assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
                                                KILN_U32, l, 15, c, 0, NULL, 0,
                                                0, NULL, NULL),
                     KILN_ERR_OUT_OF_RANGE, "labels range");
   assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
-                                               KILN_U32, l, 0, b, 2, NULL, 0,
-                                               0, NULL, NULL),
+                                               KILN_U32, l, 0, b, 2, NULL, 0, 0,
+                                               NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
   assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
                                                KILN_U32, l, 0, c, 0, ob, 0, 0,
                                                NULL, NULL),
                     KILN_ERR_SHAPE_MISMATCH, "mean belongs");
-  assert_kiln_error(kiln_softmax_cross_entropy_backward(
-                        NULL, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0, 1, c, 0, 0,
-                        NULL, NULL),
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(NULL, KILN_F32, 2, 2, b,
+                                                        0, KILN_U32, l, 0, 1, c,
+                                                        0, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(kiln_softmax_cross_entropy_backward(
-                        q, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0, NAN, c, 0, 0,
-                        NULL, NULL),
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(q, KILN_F32, 2, 2, b, 0,
+                                                        KILN_U32, l, 0, NAN, c,
+                                                        0, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "scale nan must be finite");
-  assert_kiln_error(kiln_softmax_cross_entropy_backward(
-                        q, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0, 1, b, 1, 0,
-                        NULL, NULL),
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(q, KILN_F32, 2, 2, b, 0,
+                                                        KILN_U32, l, 0, 1, b, 1,
+                                                        0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_softmax_cross_entropy_backward(
-                        q, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0, 1, NULL, 0, 0,
-                        NULL, NULL),
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(q, KILN_F32, 2, 2, b, 0,
+                                                        KILN_U32, l, 0, 1, NULL,
+                                                        0, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "dlogits is NULL");
   /* accuracy */
-  assert_kiln_error(kiln_accuracy_count(NULL, KILN_F32, 2, 2, b, 0, KILN_U32,
-                                        l, 0, false, c, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_accuracy_count(NULL, KILN_F32, 2, 2, b, 0, KILN_U32, l,
+                                        0, false, c, 0, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(kiln_accuracy_count(q, KILN_F32, 2, 2, b, 0, KILN_U32, l,
-                                        0, false, NULL, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_accuracy_count(q, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0,
+                                        false, NULL, 0, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "count is NULL");
-  assert_kiln_error(kiln_accuracy_count(q, KILN_F32, 2, 2, b, 0, KILN_U32, l,
-                                        0, false, l, 1, 0, NULL, NULL),
+  assert_kiln_error(kiln_accuracy_count(q, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0,
+                                        false, l, 1, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
   assert_kiln_error(kiln_accuracy_count(q, KILN_F32, SIZE_MAX, 2, b, 0,
                                         KILN_U32, l, 0, false, c, 0, 0, NULL,
                                         NULL),
                     KILN_ERR_INVALID_SIZE, "overflows");
-  assert_kiln_error(kiln_accuracy_count(q, (kiln_dtype)42, 2, 2, b, 0,
-                                        KILN_U32, l, 0, false, c, 0, 0, NULL,
-                                        NULL),
+  assert_kiln_error(kiln_accuracy_count(q, (kiln_dtype)42, 2, 2, b, 0, KILN_U32,
+                                        l, 0, false, c, 0, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "dtype 42");
   /* softmax backward */
-  assert_kiln_error(kiln_softmax_rows_backward(NULL, KILN_F32, 2, 2, b, 0, b,
-                                               0, c, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_softmax_rows_backward(NULL, KILN_F32, 2, 2, b, 0, b, 0,
+                                               c, 0, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "queue is NULL");
   assert_kiln_error(kiln_softmax_rows_backward(q, KILN_F32, 2, 2, b, 0, b, 0,
                                                NULL, 0, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "dx is NULL");
-  assert_kiln_error(kiln_softmax_rows_backward(q, KILN_F32, 2, 2, b, 0, c, 0,
-                                               c, 2, 0, NULL, NULL),
+  assert_kiln_error(kiln_softmax_rows_backward(q, KILN_F32, 2, 2, b, 0, c, 0, c,
+                                               2, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_softmax_rows_backward(q, KILN_F32, 5, 5, b, 0, b, 0,
-                                               c, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_softmax_rows_backward(q, KILN_F32, 5, 5, b, 0, b, 0, c,
+                                               0, 0, NULL, NULL),
                     KILN_ERR_OUT_OF_RANGE, "y range");
   /* layernorm backward */
-  assert_kiln_error(kiln_layernorm_rows_backward(NULL, KILN_F32, 2, 2, b, 0,
-                                                 NULL, 0, 1e-5f, b, 0, c, 0,
-                                                 NULL, 0, NULL, 0, 0, NULL,
-                                                 NULL),
-                    KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(
+      kiln_layernorm_rows_backward(NULL, KILN_F32, 2, 2, b, 0, NULL, 0, 1e-5f,
+                                   b, 0, c, 0, NULL, 0, NULL, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "queue is NULL");
   assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, NULL,
                                                  0, -1, b, 0, c, 0, NULL, 0,
                                                  NULL, 0, 0, NULL, NULL),
@@ -694,11 +684,11 @@ static void test_bad_arguments(void **state) {
                                                  NULL, 0, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
   assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, NULL,
-                                                 0, 1e-5f, b, 0, NULL, 0, c,
-                                                 15, NULL, 0, 0, NULL, NULL),
+                                                 0, 1e-5f, b, 0, NULL, 0, c, 15,
+                                                 NULL, 0, 0, NULL, NULL),
                     KILN_ERR_OUT_OF_RANGE, "dscale range");
-  assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, ob,
-                                                 0, 1e-5f, b, 0, c, 0, NULL, 0,
+  assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, ob, 0,
+                                                 1e-5f, b, 0, c, 0, NULL, 0,
                                                  NULL, 0, 0, NULL, NULL),
                     KILN_ERR_SHAPE_MISMATCH, "scale belongs");
   assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, NULL,

@@ -49,8 +49,8 @@ static void adamw_ref(const kiln_adamw_params *p, size_t n,
 
 /* Compare the f32 array got (at off) with ref, and the copy (if any) with
  * the rounding of got. */
-static void check_f32(const float *got, size_t off, const double *ref,
-                      size_t n, double tol, const char *what) {
+static void check_f32(const float *got, size_t off, const double *ref, size_t n,
+                      double tol, const char *what) {
   for (size_t i = 0; i < n; i++)
     UTIL_CLOSE(got[off + i], ref[i], tol, "%s at %zu", what, i);
 }
@@ -59,12 +59,18 @@ static void step_case(kiln_context *ctx, kiln_queue *q, const char *profile,
                       bool adam, int variant, kiln_dtype gdt, kiln_dtype cdt,
                       size_t n) {
   const size_t OFF = 3, total = n + 7;
-  kiln_sgd_params sp = {.lr = 0.05f, .momentum = variant ? 0.9f : 0,
+  kiln_sgd_params sp = {.lr = 0.05f,
+                        .momentum = variant ? 0.9f : 0,
                         .weight_decay = variant == 2 ? 0.01f : 0,
-                        .nesterov = variant == 2, .grad_scale = 1};
-  kiln_adamw_params ap = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f,
-                          .eps = 1e-8f, .weight_decay = variant ? 0.1f : 0,
-                          .step = 1, .grad_scale = variant == 2 ? 0.25f : 1};
+                        .nesterov = variant == 2,
+                        .grad_scale = 1};
+  kiln_adamw_params ap = {.lr = 1e-2f,
+                          .beta1 = 0.9f,
+                          .beta2 = 0.999f,
+                          .eps = 1e-8f,
+                          .weight_decay = variant ? 0.1f : 0,
+                          .step = 1,
+                          .grad_scale = variant == 2 ? 0.25f : 1};
   float *w0 = util_random(KILN_F32, total, -1, 1, 81 + (uint32_t)n);
   float *z = calloc(total, 4);
   kiln_buffer *wb = util_upload(ctx, q, KILN_F32, w0, total);
@@ -96,13 +102,12 @@ static void step_case(kiln_context *ctx, kiln_queue *q, const char *profile,
       kiln_buffer *wc = step == STEPS ? cb : NULL;
       if (adam)
         assert_kiln_ok(kiln_adamw_step(q, &ap, n, wb, OFF, gdt, gb, 1, ab, OFF,
-                                       bb, OFF, cdt, wc, OFF, fb,
-                                       (size_t)skip, 0, NULL, NULL));
+                                       bb, OFF, cdt, wc, OFF, fb, (size_t)skip,
+                                       0, NULL, NULL));
       else
         assert_kiln_ok(kiln_sgd_step(q, &sp, n, wb, OFF, gdt, gb, 1,
-                                     sp.momentum != 0 ? ab : NULL, OFF, cdt,
-                                     wc, OFF, skip ? fb : NULL, 1, 0, NULL,
-                                     NULL));
+                                     sp.momentum != 0 ? ab : NULL, OFF, cdt, wc,
+                                     OFF, skip ? fb : NULL, 1, 0, NULL, NULL));
     }
     if (adam)
       adamw_ref(&ap, n, &st, g);
@@ -189,15 +194,15 @@ static void norm_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
     assert_kiln_ok(kiln_grad_norm(q, dt, 0, NULL, nb, 3, 0, NULL, NULL));
     assert_kiln_ok(kiln_buffer_read_sync(q, nb, 0, sizeof nf, nf));
     double want = sqrt(ss);
-    UTIL_CLOSE(nf[1], want, (1024 + 1200 + 2) * U * want, "%s norm %s",
-               profile, kiln_dtype_name(dt));
+    UTIL_CLOSE(nf[1], want, (1024 + 1200 + 2) * U * want, "%s norm %s", profile,
+               kiln_dtype_name(dt));
     assert_true(memcmp(&nf[1], &nf[2], 4) == 0); /* run to run */
     assert_true(nf[3] == 0 && nf[0] == 1 && nf[4] == 1);
     /* Clip to half the norm: every element scaled by the coefficient. */
     float max_norm = nf[1] / 2;
     float coef = max_norm / (nf[1] + 1e-6f);
-    assert_kiln_ok(kiln_clip_grad_norm(q, dt, NR, ranges, nb, 1, max_norm, 0,
-                                       NULL, NULL));
+    assert_kiln_ok(
+        kiln_clip_grad_norm(q, dt, NR, ranges, nb, 1, max_norm, 0, NULL, NULL));
     for (int r = 0; r < NR; r++) {
       void *got = util_download(q, ranges[r].buffer, dt, counts[r] + 4);
       for (size_t i = 0; i < counts[r]; i++) {
@@ -213,10 +218,10 @@ static void norm_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
     nf[0] = INFINITY;
     assert_kiln_ok(kiln_buffer_write_sync(q, nb, 0, 4, nf));
     void *before = util_download(q, ranges[2].buffer, dt, counts[2] + 4);
-    assert_kiln_ok(kiln_clip_grad_norm(q, dt, NR, ranges, nb, 0, 1.0f, 0,
-                                       NULL, NULL));
-    assert_kiln_ok(kiln_clip_grad_norm(q, dt, NR, ranges, nb, 2, 1e30f, 0,
-                                       NULL, NULL));
+    assert_kiln_ok(
+        kiln_clip_grad_norm(q, dt, NR, ranges, nb, 0, 1.0f, 0, NULL, NULL));
+    assert_kiln_ok(
+        kiln_clip_grad_norm(q, dt, NR, ranges, nb, 2, 1e30f, 0, NULL, NULL));
     void *after = util_download(q, ranges[2].buffer, dt, counts[2] + 4);
     assert_memory_equal(before, after, (counts[2] + 4) * kiln_dtype_size(dt));
     free(before);
@@ -261,10 +266,15 @@ static void test_bad_arguments(void **state) {
   struct util_bad_env env = util_bad_env_open();
   kiln_queue *q = env.q;
   kiln_buffer *b = env.b, *ob = env.ob;
-  kiln_buffer *c = util_buffer(env.ctx, 64, 0), *d = util_buffer(env.ctx, 64, 0);
+  kiln_buffer *c = util_buffer(env.ctx, 64, 0),
+              *d = util_buffer(env.ctx, 64, 0);
   kiln_sgd_params sp = {.lr = 0.1f, .momentum = 0.9f, .grad_scale = 1};
-  kiln_adamw_params ap = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f,
-                          .eps = 1e-8f, .step = 1, .grad_scale = 1};
+  kiln_adamw_params ap = {.lr = 1e-3f,
+                          .beta1 = 0.9f,
+                          .beta2 = 0.999f,
+                          .eps = 1e-8f,
+                          .step = 1,
+                          .grad_scale = 1};
   assert_kiln_error(kiln_sgd_step(NULL, &sp, 4, b, 0, KILN_F32, c, 0, d, 0,
                                   KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "kiln_sgd_step: queue is NULL");
@@ -297,8 +307,7 @@ static void test_bad_arguments(void **state) {
                                   KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "grad_dtype i32");
   assert_kiln_error(kiln_sgd_step(q, &sp, 4, b, 0, KILN_F32, c, 0, d, 0,
-                                  (kiln_dtype)77, c, 8, NULL, 0, 0, NULL,
-                                  NULL),
+                                  (kiln_dtype)77, c, 8, NULL, 0, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "copy_dtype 77");
   assert_kiln_error(kiln_sgd_step(q, &sp, 4, b, 0, KILN_F32, c, 0, d, 0,
                                   KILN_F32, NULL, 0, ob, 0, 0, NULL, NULL),
@@ -306,38 +315,34 @@ static void test_bad_arguments(void **state) {
   assert_kiln_error(kiln_sgd_step(q, &sp, 40, b, 0, KILN_F32, c, 0, d, 0,
                                   KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
                     KILN_ERR_OUT_OF_RANGE, "w range");
-  assert_kiln_error(kiln_adamw_step(NULL, &ap, 4, b, 0, KILN_F32, c, 0, d, 0,
-                                    d, 4, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
+  assert_kiln_error(kiln_adamw_step(NULL, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d,
+                                    4, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
                                     NULL),
                     KILN_ERR_NULL_POINTER, "kiln_adamw_step: queue is NULL");
   ap.step = 0;
-  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d,
-                                    4, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
-                                    NULL),
+  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d, 4,
+                                    KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "step is 0");
   ap.step = 1;
   ap.eps = 0;
-  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d,
-                                    4, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
-                                    NULL),
+  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d, 4,
+                                    KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "eps 0");
   ap.eps = 1e-8f;
   ap.lr = NAN;
-  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d,
-                                    4, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
-                                    NULL),
+  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d, 4,
+                                    KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "params->lr nan");
   ap.lr = 1e-3f;
-  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, NULL, 0,
-                                    d, 4, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
+  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, NULL, 0, d,
+                                    4, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
                                     NULL),
                     KILN_ERR_NULL_POINTER, "m is NULL");
-  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d,
-                                    2, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
-                                    NULL),
+  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d, 2,
+                                    KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, NULL, 0, d, 0,
-                                    d, 4, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
+  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, NULL, 0, d, 0, d,
+                                    4, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
                                     NULL),
                     KILN_ERR_NULL_POINTER, "grad is NULL");
   /* norm, clip, check */
@@ -356,29 +361,28 @@ static void test_bad_arguments(void **state) {
   assert_kiln_error(kiln_grad_norm(q, KILN_F32, 2, r, d, 0, 0, NULL, NULL),
                     KILN_ERR_OUT_OF_RANGE, "ranges[1].buffer range");
   r[1] = (kiln_buffer_range){b, 2, 4};
-  assert_kiln_error(kiln_clip_grad_norm(q, KILN_F32, 2, r, d, 0, 1, 0, NULL,
-                                        NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(
+      kiln_clip_grad_norm(q, KILN_F32, 2, r, d, 0, 1, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "overlap");
   r[1] = (kiln_buffer_range){ob, 0, 4};
-  assert_kiln_error(kiln_clip_grad_norm(q, KILN_F32, 2, r, d, 0, 1, 0, NULL,
-                                        NULL),
-                    KILN_ERR_SHAPE_MISMATCH, "ranges[1].buffer belongs");
+  assert_kiln_error(
+      kiln_clip_grad_norm(q, KILN_F32, 2, r, d, 0, 1, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "ranges[1].buffer belongs");
   r[1] = (kiln_buffer_range){c, 0, 4};
-  assert_kiln_error(kiln_clip_grad_norm(NULL, KILN_F32, 2, r, d, 0, 1, 0, NULL,
-                                        NULL),
-                    KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(kiln_clip_grad_norm(q, KILN_F32, 2, r, d, 0, -1, 0, NULL,
-                                        NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "max_norm -1");
-  assert_kiln_error(kiln_has_nonfinite(NULL, KILN_F32, 2, r, d, 0, 0, NULL,
-                                       NULL),
-                    KILN_ERR_NULL_POINTER, "kiln_has_nonfinite: queue is NULL");
-  assert_kiln_error(kiln_has_nonfinite(q, KILN_U32, 2, r, d, 0, 0, NULL,
-                                       NULL),
+  assert_kiln_error(
+      kiln_clip_grad_norm(NULL, KILN_F32, 2, r, d, 0, 1, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(
+      kiln_clip_grad_norm(q, KILN_F32, 2, r, d, 0, -1, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "max_norm -1");
+  assert_kiln_error(
+      kiln_has_nonfinite(NULL, KILN_F32, 2, r, d, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "kiln_has_nonfinite: queue is NULL");
+  assert_kiln_error(kiln_has_nonfinite(q, KILN_U32, 2, r, d, 0, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "dtype u32");
-  assert_kiln_error(kiln_has_nonfinite(q, KILN_F32, 2, r, NULL, 0, 0, NULL,
-                                       NULL),
-                    KILN_ERR_NULL_POINTER, "flag is NULL");
+  assert_kiln_error(
+      kiln_has_nonfinite(q, KILN_F32, 2, r, NULL, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "flag is NULL");
   assert_kiln_ok(kiln_buffer_destroy(c));
   assert_kiln_ok(kiln_buffer_destroy(d));
   util_bad_env_close(&env);

@@ -10,7 +10,7 @@
 #include "build/build.h"
 #include "train_test_util.h"
 
-/* ---- host mirror of cl_kernels/train_random.cl ---------------------------- */
+/* ---- host mirror of cl_kernels/train_random.cl --------------------------- */
 
 static void philox(uint32_t ctr[4], const uint32_t key_in[2]) {
   uint32_t k0 = key_in[0], k1 = key_in[1];
@@ -118,7 +118,7 @@ static uint32_t h_bits(uint64_t seed, uint64_t g) {
   return w[g % 4];
 }
 
-/* ---- tests ------------------------------------------------------------------ */
+/* ---- tests --------------------------------------------------------------- */
 
 /* Random123's kat_vectors: counter, key, expected. */
 static const uint32_t kat[3][10] = {
@@ -143,8 +143,8 @@ static void kat_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
   kiln_buffer *out = util_buffer(ctx, 16, 0);
   for (int v = 0; v < 3; v++) {
     cl_kernel k = NULL;
-    assert_kiln_ok(kiln__queue_kernel(q, "train_random", "-DDT=0",
-                                      "philox_block", &k));
+    assert_kiln_ok(
+        kiln__queue_kernel(q, "train_random", "-DDT=0", "philox_block", &k));
     cl_uint ctr[4] = {kat[v][0], kat[v][1], kat[v][2], kat[v][3]};
     cl_uint key[2] = {kat[v][4], kat[v][5]};
     assert_int_equal(clSetKernelArg(k, 0, sizeof ctr, ctr), CL_SUCCESS);
@@ -152,9 +152,9 @@ static void kat_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
     assert_int_equal(clSetKernelArg(k, 2, sizeof out->cl, &out->cl),
                      CL_SUCCESS);
     size_t one = 1;
-    assert_int_equal(clEnqueueNDRangeKernel(q->cl, k, 1, NULL, &one, &one, 0,
-                                            NULL, NULL),
-                     CL_SUCCESS);
+    assert_int_equal(
+        clEnqueueNDRangeKernel(q->cl, k, 1, NULL, &one, &one, 0, NULL, NULL),
+        CL_SUCCESS);
     uint32_t got[4];
     assert_kiln_ok(kiln_buffer_read_sync(q, out, 0, 16, got));
     assert_memory_equal(got, &kat[v][6], 16);
@@ -214,10 +214,10 @@ static void ops_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
                                                 0.02f, ob, YO, 0, NULL, NULL));
             else if (op == 2)
               assert_kiln_ok(kiln_dropout_mask(q, dt, n, p, seed, off, ob, YO,
-                                                0, NULL, NULL));
+                                               0, NULL, NULL));
             else
-              assert_kiln_ok(kiln_dropout(q, dt, n, p, seed, off, xb, 1, ob,
-                                          YO, 0, NULL, NULL));
+              assert_kiln_ok(kiln_dropout(q, dt, n, p, seed, off, xb, 1, ob, YO,
+                                          0, NULL, NULL));
             void *y = util_download(q, ob, dt, total);
             void *want = malloc(total * 4);
             memcpy(want, y, total * kiln_dtype_size(dt));
@@ -231,7 +231,8 @@ static void ops_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
               else if (op == 2)
                 v = u01(w) >= p ? scale : 0.0f;
               else
-                v = (float)util_get(dt, x, 1 + i) * (u01(w) >= p ? scale : 0.0f);
+                v = (float)util_get(dt, x, 1 + i) *
+                    (u01(w) >= p ? scale : 0.0f);
               util_set(dt, want, YO + i, v);
             }
             if (memcmp(y, want, total * kiln_dtype_size(dt)) != 0)
@@ -323,45 +324,45 @@ static void test_bad_arguments(void **state) {
                     KILN_ERR_INVALID_SIZE, "passes the end of the stream");
   assert_kiln_error(kiln_random_bits(q, 40, 0, 0, b, 0, 0, NULL, NULL),
                     KILN_ERR_OUT_OF_RANGE, "y range");
-  assert_kiln_error(kiln_random_uniform(NULL, KILN_F32, 4, 0, 0, 0, 1, b, 0, 0,
-                                        NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(kiln_random_uniform(q, KILN_F32, 4, 0, 0, 2, 1, b, 0, 0,
-                                        NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "lo <= hi");
-  assert_kiln_error(kiln_random_uniform(q, KILN_U32, 4, 0, 0, 0, 1, b, 0, 0,
-                                        NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "dtype u32");
-  assert_kiln_error(kiln_random_normal(NULL, KILN_F32, 4, 0, 0, 0, 1, b, 0, 0,
-                                       NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(kiln_random_normal(q, KILN_F32, 4, 0, 0, 0, -1, b, 0, 0,
-                                       NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "stddev -1");
-  assert_kiln_error(kiln_random_normal(q, KILN_BF16, 4, 0, 0, 0, 1, ob, 0, 0,
-                                       NULL, NULL),
-                    KILN_ERR_SHAPE_MISMATCH, "y belongs");
-  assert_kiln_error(kiln_dropout_mask(NULL, KILN_F32, 4, 0.5f, 0, 0, b, 0, 0,
-                                      NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(kiln_dropout_mask(q, KILN_F32, 4, 1.5f, 0, 0, b, 0, 0,
-                                      NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "p 1.5");
-  assert_kiln_error(kiln_dropout_mask(q, KILN_F32, 4, 0.5f, 0, 0, NULL, 0, 0,
-                                      NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "mask is NULL");
-  assert_kiln_error(kiln_dropout(NULL, KILN_F32, 4, 0.5f, 0, 0, b, 0, b, 8, 0,
-                                 NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(kiln_dropout(q, KILN_F32, 4, 0.5f, 0, 0, NULL, 0, b, 8, 0,
-                                 NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "x is NULL");
-  assert_kiln_error(kiln_dropout(q, KILN_F32, 4, 0.5f, 0, 0, b, 0, b, 2, 0,
-                                 NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_dropout(q, KILN_F32, 4, -1, 0, 0, b, 0, b, 8, 0, NULL,
-                                 NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "p -1");
+  assert_kiln_error(
+      kiln_random_uniform(NULL, KILN_F32, 4, 0, 0, 0, 1, b, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(
+      kiln_random_uniform(q, KILN_F32, 4, 0, 0, 2, 1, b, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "lo <= hi");
+  assert_kiln_error(
+      kiln_random_uniform(q, KILN_U32, 4, 0, 0, 0, 1, b, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "dtype u32");
+  assert_kiln_error(
+      kiln_random_normal(NULL, KILN_F32, 4, 0, 0, 0, 1, b, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(
+      kiln_random_normal(q, KILN_F32, 4, 0, 0, 0, -1, b, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "stddev -1");
+  assert_kiln_error(
+      kiln_random_normal(q, KILN_BF16, 4, 0, 0, 0, 1, ob, 0, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "y belongs");
+  assert_kiln_error(
+      kiln_dropout_mask(NULL, KILN_F32, 4, 0.5f, 0, 0, b, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(
+      kiln_dropout_mask(q, KILN_F32, 4, 1.5f, 0, 0, b, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "p 1.5");
+  assert_kiln_error(
+      kiln_dropout_mask(q, KILN_F32, 4, 0.5f, 0, 0, NULL, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "mask is NULL");
+  assert_kiln_error(
+      kiln_dropout(NULL, KILN_F32, 4, 0.5f, 0, 0, b, 0, b, 8, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(
+      kiln_dropout(q, KILN_F32, 4, 0.5f, 0, 0, NULL, 0, b, 8, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "x is NULL");
+  assert_kiln_error(
+      kiln_dropout(q, KILN_F32, 4, 0.5f, 0, 0, b, 0, b, 2, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(
+      kiln_dropout(q, KILN_F32, 4, -1, 0, 0, b, 0, b, 8, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "p -1");
   util_bad_env_close(&env);
 }
 

@@ -24,8 +24,7 @@ static inline void train_each_profile(void (*body)(kiln_context *ctx,
       kiln_test_open(d, &ctx, &q);
       if (pass == 1) {
         const char *forced =
-            ctx->backend->tuning->family == KILN_FAMILY_CPU ? "nvidia"
-                                                             : "pocl";
+            ctx->backend->tuning->family == KILN_FAMILY_CPU ? "nvidia" : "pocl";
         kiln_test_close(ctx, q);
         kiln_context_options opts = {.profile = forced};
         assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));

@@ -87,7 +87,8 @@ typedef enum kiln_grad_from {
  * - SIGMOID: dy * s (1 - s), s = sigmoid(x) or y.
  * - TANH: dy * (1 - t^2), t = tanh(x) or y.
  * xy holds x or y per from; dx may be the same range as dy or as xy (in
- * place). KILN_ERR_INVALID_ARGUMENT for another op ("op") or an unknown from. */
+ * place). KILN_ERR_INVALID_ARGUMENT for another op ("op") or an unknown from.
+ */
 KILN_API kiln_status kiln_unary_backward(
     kiln_queue *queue, kiln_unary_op op, kiln_grad_from from, kiln_dtype dtype,
     size_t n, const kiln_buffer *xy, size_t xy_offset, const kiln_buffer *dy,
@@ -110,8 +111,8 @@ KILN_API kiln_status kiln_softmax_cross_entropy(
     kiln_queue *queue, kiln_dtype dtype, size_t rows, size_t cols,
     const kiln_buffer *logits, size_t logits_offset, kiln_dtype label_dtype,
     const kiln_buffer *labels, size_t labels_offset, kiln_buffer *loss,
-    size_t loss_offset, kiln_buffer *mean, size_t mean_offset,
-    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event);
+    size_t loss_offset, kiln_buffer *mean, size_t mean_offset, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event);
 
 /* dlogits[r][c] = (softmax(logits[r])[c] - (c == labels[r])) * scale, the
  * gradient of scale * sum_r loss[r]: scale = 1 / rows for the mean loss
@@ -217,26 +218,20 @@ KILN_API kiln_status kiln_random_bits(kiln_queue *queue, size_t n,
 
 /* y = fma(u, hi - lo, lo) in f32: uniform in [lo, hi) (hi only through the
  * final rounding). lo and hi finite, lo <= hi. dtype f32, f16, bf16. */
-KILN_API kiln_status kiln_random_uniform(kiln_queue *queue, kiln_dtype dtype,
-                                         size_t n, uint64_t seed,
-                                         uint64_t offset, float lo, float hi,
-                                         kiln_buffer *y, size_t y_offset,
-                                         size_t num_wait,
-                                         kiln_event *const *wait_list,
-                                         kiln_event **out_event);
+KILN_API kiln_status kiln_random_uniform(
+    kiln_queue *queue, kiln_dtype dtype, size_t n, uint64_t seed,
+    uint64_t offset, float lo, float hi, kiln_buffer *y, size_t y_offset,
+    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event);
 
 /* y = mean + stddev * z, z standard normal by Box-Muller on the block's
  * words: (w0, w1) give elements 4b and 4b+1, (w2, w3) 4b+2 and 4b+3, as
  * r cos t and r sin t with r = sqrt(-2 ln u1), u1 = ((w0 >> 8) + 1) 2^-24 in
  * (0, 1], and t = 2 pi u(w1). |z| < 5.8. mean, stddev finite, stddev >= 0.
  * dtype f32, f16, bf16. */
-KILN_API kiln_status kiln_random_normal(kiln_queue *queue, kiln_dtype dtype,
-                                        size_t n, uint64_t seed,
-                                        uint64_t offset, float mean,
-                                        float stddev, kiln_buffer *y,
-                                        size_t y_offset, size_t num_wait,
-                                        kiln_event *const *wait_list,
-                                        kiln_event **out_event);
+KILN_API kiln_status kiln_random_normal(
+    kiln_queue *queue, kiln_dtype dtype, size_t n, uint64_t seed,
+    uint64_t offset, float mean, float stddev, kiln_buffer *y, size_t y_offset,
+    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event);
 
 /* Inverted dropout with drop probability p in [0, 1]: element g is kept
  * when u(w_g) >= p. kiln_dropout_mask writes 1 / (1 - p) (rounded to f32)
@@ -250,15 +245,14 @@ KILN_API kiln_status kiln_dropout_mask(kiln_queue *queue, kiln_dtype dtype,
                                        size_t mask_offset, size_t num_wait,
                                        kiln_event *const *wait_list,
                                        kiln_event **out_event);
-KILN_API kiln_status kiln_dropout(kiln_queue *queue, kiln_dtype dtype,
-                                  size_t n, float p, uint64_t seed,
-                                  uint64_t offset, const kiln_buffer *x,
-                                  size_t x_offset, kiln_buffer *y,
-                                  size_t y_offset, size_t num_wait,
-                                  kiln_event *const *wait_list,
+KILN_API kiln_status kiln_dropout(kiln_queue *queue, kiln_dtype dtype, size_t n,
+                                  float p, uint64_t seed, uint64_t offset,
+                                  const kiln_buffer *x, size_t x_offset,
+                                  kiln_buffer *y, size_t y_offset,
+                                  size_t num_wait, kiln_event *const *wait_list,
                                   kiln_event **out_event);
 
-/* ---- optimizer steps ------------------------------------------------------ */
+/* ---- optimizer steps ----------------------------------------------------- */
 /* One call updates one parameter tensor of n elements in a single pass:
  * weights w and the optimizer state are f32; grad has grad_dtype (f32, f16,
  * bf16) and is first multiplied by params->grad_scale (1, or 1 / loss scale;
@@ -266,7 +260,8 @@ KILN_API kiln_status kiln_dropout(kiln_queue *queue, kiln_dtype dtype,
  * training nothing). w_copy, when not NULL, receives the updated weights as
  * copy_dtype (f32, f16, bf16): the low-precision weights the next forward
  * pass reads. skip, when not NULL, is a u32 flag (kiln_has_nonfinite's):
- * nonzero makes the step change nothing, without a round trip to the host.
+ * nonzero leaves w and the state unchanged (w_copy is then rewritten from
+ * the unchanged w), without a round trip to the host.
  * No two of w, grad, the state and w_copy may overlap. Scalars must be
  * finite; bad ones are KILN_ERR_INVALID_ARGUMENT naming the field. */
 
@@ -285,12 +280,12 @@ typedef struct kiln_sgd_params {
 } kiln_sgd_params;
 
 KILN_API kiln_status kiln_sgd_step(
-    kiln_queue *queue, const kiln_sgd_params *params, size_t n,
-    kiln_buffer *w, size_t w_offset, kiln_dtype grad_dtype,
-    const kiln_buffer *grad, size_t grad_offset, kiln_buffer *velocity,
-    size_t velocity_offset, kiln_dtype copy_dtype, kiln_buffer *w_copy,
-    size_t w_copy_offset, const kiln_buffer *skip, size_t skip_offset,
-    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event);
+    kiln_queue *queue, const kiln_sgd_params *params, size_t n, kiln_buffer *w,
+    size_t w_offset, kiln_dtype grad_dtype, const kiln_buffer *grad,
+    size_t grad_offset, kiln_buffer *velocity, size_t velocity_offset,
+    kiln_dtype copy_dtype, kiln_buffer *w_copy, size_t w_copy_offset,
+    const kiln_buffer *skip, size_t skip_offset, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event);
 
 /* AdamW (Loshchilov and Hutter), as torch.optim.AdamW (amsgrad off) with
  * moments m and v initialised to zeros, t = params->step (1 for the first
@@ -317,7 +312,7 @@ KILN_API kiln_status kiln_adamw_step(
     size_t skip_offset, size_t num_wait, kiln_event *const *wait_list,
     kiln_event **out_event);
 
-/* ---- gradient norm, clipping, non-finite check ---------------------------- */
+/* ---- gradient norm, clipping, non-finite check --------------------------- */
 
 /* A range of count elements at offset of buffer (of the dtype the call
  * names). The norm and check ops take an array of them, one per parameter
@@ -334,35 +329,29 @@ typedef struct kiln_buffer_range {
  * array order; an inf or NaN element makes the norm inf or NaN. num_ranges
  * 0 (or every count 0) writes 0. ranges may be NULL only when num_ranges is
  * 0; dtype f32, f16, bf16; at most 65536 ranges ("num_ranges"). */
-KILN_API kiln_status kiln_grad_norm(kiln_queue *queue, kiln_dtype dtype,
-                                    size_t num_ranges,
-                                    const kiln_buffer_range *ranges,
-                                    kiln_buffer *norm, size_t norm_offset,
-                                    size_t num_wait,
-                                    kiln_event *const *wait_list,
-                                    kiln_event **out_event);
+KILN_API kiln_status kiln_grad_norm(
+    kiln_queue *queue, kiln_dtype dtype, size_t num_ranges,
+    const kiln_buffer_range *ranges, kiln_buffer *norm, size_t norm_offset,
+    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event);
 
 /* Scale every range in place by max_norm / (norm + 1e-6) when that is below
  * 1 (torch.nn.utils.clip_grad_norm_), norm being the f32 kiln_grad_norm
  * wrote (read on the device: no round trip). A non-finite norm leaves the
  * ranges unchanged. max_norm finite and > 0. Ranges must not overlap each
  * other or the norm. */
-KILN_API kiln_status kiln_clip_grad_norm(
-    kiln_queue *queue, kiln_dtype dtype, size_t num_ranges,
-    const kiln_buffer_range *ranges, const kiln_buffer *norm,
-    size_t norm_offset, float max_norm, size_t num_wait,
-    kiln_event *const *wait_list, kiln_event **out_event);
+KILN_API kiln_status
+kiln_clip_grad_norm(kiln_queue *queue, kiln_dtype dtype, size_t num_ranges,
+                    const kiln_buffer_range *ranges, const kiln_buffer *norm,
+                    size_t norm_offset, float max_norm, size_t num_wait,
+                    kiln_event *const *wait_list, kiln_event **out_event);
 
 /* flag[flag_offset] (one u32) = 1 when any element of any range is inf or
  * NaN, else 0: the overflow check of dynamic loss scaling, and the skip
  * flag of the optimizer steps. Limits as for kiln_grad_norm. */
-KILN_API kiln_status kiln_has_nonfinite(kiln_queue *queue, kiln_dtype dtype,
-                                        size_t num_ranges,
-                                        const kiln_buffer_range *ranges,
-                                        kiln_buffer *flag, size_t flag_offset,
-                                        size_t num_wait,
-                                        kiln_event *const *wait_list,
-                                        kiln_event **out_event);
+KILN_API kiln_status kiln_has_nonfinite(
+    kiln_queue *queue, kiln_dtype dtype, size_t num_ranges,
+    const kiln_buffer_range *ranges, kiln_buffer *flag, size_t flag_offset,
+    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event);
 
 KILN_END_DECLS
 

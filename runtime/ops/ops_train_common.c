@@ -52,8 +52,8 @@ kiln_status kiln__train_launch_rows(struct kiln__op *op,
 kiln_status kiln__train_check_finite(const char *fn, const char *what,
                                      float value) {
   if (!isfinite(value))
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: %s %g must be finite",
-                      fn, what, (double)value);
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: %s %g must be finite", fn,
+                      what, (double)value);
   return KILN_OK;
 }
 
@@ -62,12 +62,11 @@ kiln_status kiln__train_check_ranges(const char *fn, kiln_queue *queue,
                                      const kiln_buffer_range *ranges,
                                      bool write) {
   if (num_ranges > 65536)
-    return kiln__fail(KILN_ERR_INVALID_SIZE,
-                      "%s: num_ranges %zu exceeds 65536", fn, num_ranges);
+    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: num_ranges %zu exceeds 65536",
+                      fn, num_ranges);
   if (num_ranges > 0 && ranges == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER,
-                      "%s: ranges is NULL with num_ranges %zu", fn,
-                      num_ranges);
+                      "%s: ranges is NULL with num_ranges %zu", fn, num_ranges);
   kiln_status s = KILN_OK;
   for (size_t i = 0; i < num_ranges && s == KILN_OK; i++) {
     char what[40];
@@ -79,10 +78,9 @@ kiln_status kiln__train_check_ranges(const char *fn, kiln_queue *queue,
       s = kiln__ops_check_out(fn, queue, what, r->buffer, r->offset, r->count,
                               dtype);
     for (size_t j = 0; write && j < i && s == KILN_OK; j++)
-      s = kiln__ops_check_overlap(fn, what, r->buffer, r->offset, r->count,
-                                  dtype, "an earlier range", ranges[j].buffer,
-                                  ranges[j].offset, ranges[j].count, dtype,
-                                  false);
+      s = kiln__ops_check_overlap(
+          fn, what, r->buffer, r->offset, r->count, dtype, "an earlier range",
+          ranges[j].buffer, ranges[j].offset, ranges[j].count, dtype, false);
   }
   return s;
 }

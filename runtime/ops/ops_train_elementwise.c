@@ -53,8 +53,8 @@ KILN_API kiln_status kiln_binary_broadcast(
   CHECK(kiln__ops_check_overlap(fn, "b", b, b_offset, bn, dtype, "y", y,
                                 y_offset, count, dtype, false));
   if (s == KILN_OK && rows > UINT32_MAX)
-    s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: rows %zu exceeds UINT32_MAX",
-                   fn, rows);
+    s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: rows %zu exceeds UINT32_MAX", fn,
+                   rows);
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -148,8 +148,8 @@ KILN_API kiln_status kiln_unary_backward(
   if (n > 0) {
     cl_kernel k = NULL;
     cl_ulong xo = xy_offset, go = dy_offset, dxo = dx_offset, nn = n;
-    CHECK(kiln__op_kernel(&o, "train_elementwise", dt_options[dtype], kname,
-                          &k, 7, KILN__ARG(xy->cl), KILN__ARG(xo),
+    CHECK(kiln__op_kernel(&o, "train_elementwise", dt_options[dtype], kname, &k,
+                          7, KILN__ARG(xy->cl), KILN__ARG(xo),
                           KILN__ARG(dy->cl), KILN__ARG(go), KILN__ARG(dx->cl),
                           KILN__ARG(dxo), KILN__ARG(nn)));
     CHECK(kiln__train_launch_elems(&o, k, n));

@@ -14,17 +14,14 @@ static const char *const dt_options[] = {
 
 /* Checks shared by both: dtypes, shapes and the index vector. *count and
  * *table_count receive rows * cols and table_rows * cols. */
-static kiln_status check_index(const char *fn, kiln_queue *queue,
-                               kiln_dtype dtype, unsigned dtypes, size_t rows,
-                               size_t cols, size_t table_rows,
-                               kiln_dtype index_dtype,
-                               const kiln_buffer *indices,
-                               size_t indices_offset, size_t *count,
-                               size_t *table_count) {
+static kiln_status
+check_index(const char *fn, kiln_queue *queue, kiln_dtype dtype,
+            unsigned dtypes, size_t rows, size_t cols, size_t table_rows,
+            kiln_dtype index_dtype, const kiln_buffer *indices,
+            size_t indices_offset, size_t *count, size_t *table_count) {
   kiln_status s = kiln__ops_check_queue(fn, queue);
   CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, dtypes));
-  CHECK(kiln__ops_check_dtype(fn, "index_dtype", index_dtype,
-                              KILN__DT_LABELS));
+  CHECK(kiln__ops_check_dtype(fn, "index_dtype", index_dtype, KILN__DT_LABELS));
   CHECK(kiln__ops_check_shape(fn, rows, cols, count));
   CHECK(kiln__ops_check_shape(fn, table_rows, cols, table_count));
   if (s == KILN_OK && (rows > INT32_MAX || table_rows > INT32_MAX))
@@ -32,8 +29,8 @@ static kiln_status check_index(const char *fn, kiln_queue *queue,
                    "%s: rows %zu and table_rows %zu must be at most "
                    "INT32_MAX",
                    fn, rows, table_rows);
-  CHECK(kiln__ops_check_in(fn, queue, "indices", indices, indices_offset,
-                           rows, index_dtype));
+  CHECK(kiln__ops_check_in(fn, queue, "indices", indices, indices_offset, rows,
+                           index_dtype));
   return s;
 }
 
@@ -52,8 +49,8 @@ KILN_API kiln_status kiln_gather_rows(
   CHECK(kiln__ops_check_in(fn, queue, "table", table, table_offset, tcount,
                            dtype));
   CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, count, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "table", table, table_offset, tcount,
-                                dtype, "y", y, y_offset, count, dtype, false));
+  CHECK(kiln__ops_check_overlap(fn, "table", table, table_offset, tcount, dtype,
+                                "y", y, y_offset, count, dtype, false));
   CHECK(kiln__ops_check_overlap(fn, "indices", indices, indices_offset, rows,
                                 index_dtype, "y", y, y_offset, count, dtype,
                                 false));
@@ -72,12 +69,11 @@ KILN_API kiln_status kiln_gather_rows(
     cl_kernel k = NULL;
     cl_ulong to = table_offset, tr = table_rows, io = indices_offset;
     cl_ulong yo = y_offset, nc = cols;
-    CHECK(kiln__op_kernel(&o, "train_index",
-                          dt_options[wide ? KILN_F32 : KILN_F16],
-                          wide ? "gather32" : "gather16", &k, 8,
-                          KILN__ARG(table->cl), KILN__ARG(to), KILN__ARG(tr),
-                          KILN__ARG(indices->cl), KILN__ARG(io),
-                          KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nc)));
+    CHECK(kiln__op_kernel(
+        &o, "train_index", dt_options[wide ? KILN_F32 : KILN_F16],
+        wide ? "gather32" : "gather16", &k, 8, KILN__ARG(table->cl),
+        KILN__ARG(to), KILN__ARG(tr), KILN__ARG(indices->cl), KILN__ARG(io),
+        KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nc)));
     CHECK(kiln__train_launch_matrix(&o, k, rows, cols));
   }
   return kiln__op_end(&o, s, out_event);
@@ -125,11 +121,10 @@ KILN_API kiln_status kiln_scatter_add_rows(
                           KILN__ARG(tr), KILN__ARG(chain)));
     CHECK(kiln__train_launch_elems(&o, kc, rows));
     cl_ulong xo = x_offset, to = table_offset, nc = cols;
-    CHECK(kiln__op_kernel(&o, "train_index", opt, "scatter_add_rows", &ka, 9,
-                          KILN__ARG(x->cl), KILN__ARG(xo),
-                          KILN__ARG(indices->cl), KILN__ARG(io),
-                          KILN__ARG(chain), KILN__ARG(nr), KILN__ARG(table->cl),
-                          KILN__ARG(to), KILN__ARG(nc)));
+    CHECK(kiln__op_kernel(
+        &o, "train_index", opt, "scatter_add_rows", &ka, 9, KILN__ARG(x->cl),
+        KILN__ARG(xo), KILN__ARG(indices->cl), KILN__ARG(io), KILN__ARG(chain),
+        KILN__ARG(nr), KILN__ARG(table->cl), KILN__ARG(to), KILN__ARG(nc)));
     CHECK(kiln__train_launch_matrix(&o, ka, rows, cols));
   }
   return kiln__op_end(&o, s, out_event);

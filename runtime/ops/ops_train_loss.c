@@ -15,25 +15,24 @@
  * accuracy; *count receives rows * cols. */
 static kiln_status check_logits(const char *fn, kiln_queue *queue,
                                 kiln_dtype dtype, size_t rows, size_t cols,
-                                const kiln_buffer *logits,
-                                size_t logits_offset, kiln_dtype label_dtype,
-                                const kiln_buffer *labels,
-                                size_t labels_offset, size_t *count) {
+                                const kiln_buffer *logits, size_t logits_offset,
+                                kiln_dtype label_dtype,
+                                const kiln_buffer *labels, size_t labels_offset,
+                                size_t *count) {
   kiln_status s = kiln__ops_check_queue(fn, queue);
   CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_dtype(fn, "label_dtype", label_dtype,
-                              KILN__DT_LABELS));
+  CHECK(kiln__ops_check_dtype(fn, "label_dtype", label_dtype, KILN__DT_LABELS));
   CHECK(kiln__ops_check_shape(fn, rows, cols, count));
   if (s == KILN_OK && rows > 0 && cols == 0)
     s = kiln__fail(KILN_ERR_INVALID_SIZE,
                    "%s: cols is 0 with rows %zu: a row needs an element", fn,
                    rows);
   if (s == KILN_OK && rows > UINT32_MAX)
-    s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: rows %zu exceeds UINT32_MAX",
-                   fn, rows);
+    s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: rows %zu exceeds UINT32_MAX", fn,
+                   rows);
   if (s == KILN_OK && cols > INT32_MAX)
-    s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: cols %zu exceeds INT32_MAX",
-                   fn, cols);
+    s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: cols %zu exceeds INT32_MAX", fn,
+                   cols);
   CHECK(kiln__ops_check_in(fn, queue, "logits", logits, logits_offset, *count,
                            dtype));
   CHECK(kiln__ops_check_in(fn, queue, "labels", labels, labels_offset, rows,
@@ -45,8 +44,8 @@ KILN_API kiln_status kiln_softmax_cross_entropy(
     kiln_queue *queue, kiln_dtype dtype, size_t rows, size_t cols,
     const kiln_buffer *logits, size_t logits_offset, kiln_dtype label_dtype,
     const kiln_buffer *labels, size_t labels_offset, kiln_buffer *loss,
-    size_t loss_offset, kiln_buffer *mean, size_t mean_offset,
-    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
+    size_t loss_offset, kiln_buffer *mean, size_t mean_offset, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_softmax_cross_entropy";
   size_t count = 0;
   kiln_status s =
@@ -66,8 +65,8 @@ KILN_API kiln_status kiln_softmax_cross_entropy(
                                   KILN_F32, false));
   }
   if (mean != NULL) {
-    CHECK(kiln__ops_check_out(fn, queue, "mean", mean, mean_offset, 1,
-                              KILN_F32));
+    CHECK(
+        kiln__ops_check_out(fn, queue, "mean", mean, mean_offset, 1, KILN_F32));
     if (loss != NULL)
       CHECK(kiln__ops_check_overlap(fn, "loss", loss, loss_offset, rows,
                                     KILN_F32, "mean", mean, mean_offset, 1,
@@ -132,8 +131,8 @@ KILN_API kiln_status kiln_softmax_cross_entropy_backward(
                                 dtype, "dlogits", dlogits, dlogits_offset,
                                 count, dtype, true));
   CHECK(kiln__ops_check_overlap(fn, "labels", labels, labels_offset, rows,
-                                label_dtype, "dlogits", dlogits,
-                                dlogits_offset, count, dtype, false));
+                                label_dtype, "dlogits", dlogits, dlogits_offset,
+                                count, dtype, false));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -170,8 +169,8 @@ KILN_API kiln_status kiln_accuracy_count(
   kiln_status s =
       check_logits(fn, queue, dtype, rows, cols, logits, logits_offset,
                    label_dtype, labels, labels_offset, &elems);
-  CHECK(kiln__ops_check_in(fn, queue, "count", count, count_offset, 1,
-                           KILN_U32));
+  CHECK(
+      kiln__ops_check_in(fn, queue, "count", count, count_offset, 1, KILN_U32));
   CHECK(kiln__ops_check_out(fn, queue, "count", count, count_offset, 1,
                             KILN_U32));
   CHECK(kiln__ops_check_overlap(fn, "logits", logits, logits_offset, elems,
@@ -204,11 +203,10 @@ KILN_API kiln_status kiln_accuracy_count(
   if (rows > 0) {
     cl_ulong xo = logits_offset, lo = labels_offset, nr = rows, nc = cols;
     cl_kernel k = NULL;
-    CHECK(kiln__op_kernel(&o, "train_rows", p.options, "accuracy", &k, 8,
-                          KILN__ARG(logits->cl), KILN__ARG(xo),
-                          KILN__ARG(labels->cl), KILN__ARG(lo),
-                          KILN__ARG(count->cl), KILN__ARG(co), KILN__ARG(nr),
-                          KILN__ARG(nc)));
+    CHECK(kiln__op_kernel(
+        &o, "train_rows", p.options, "accuracy", &k, 8, KILN__ARG(logits->cl),
+        KILN__ARG(xo), KILN__ARG(labels->cl), KILN__ARG(lo),
+        KILN__ARG(count->cl), KILN__ARG(co), KILN__ARG(nr), KILN__ARG(nc)));
     CHECK(kiln__train_launch_rows(&o, &p, k, rows));
   }
   return kiln__op_end(&o, s, out_event);
@@ -227,8 +225,8 @@ KILN_API kiln_status kiln_softmax_rows_backward(
   CHECK(kiln__ops_check_in(fn, queue, "y", y, y_offset, count, dtype));
   CHECK(kiln__ops_check_in(fn, queue, "dy", dy, dy_offset, count, dtype));
   CHECK(kiln__ops_check_out(fn, queue, "dx", dx, dx_offset, count, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "dy", dy, dy_offset, count, dtype, "dx",
-                                dx, dx_offset, count, dtype, true));
+  CHECK(kiln__ops_check_overlap(fn, "dy", dy, dy_offset, count, dtype, "dx", dx,
+                                dx_offset, count, dtype, true));
   CHECK(kiln__ops_check_overlap(fn, "y", y, y_offset, count, dtype, "dx", dx,
                                 dx_offset, count, dtype, true));
   if (s != KILN_OK)
@@ -247,9 +245,9 @@ KILN_API kiln_status kiln_softmax_rows_backward(
     cl_ulong nr = rows, nc = cols;
     cl_kernel k = NULL;
     CHECK(kiln__op_kernel(&o, "train_rows", p.options, "softmax_backward", &k,
-                          8, KILN__ARG(y->cl), KILN__ARG(yo),
-                          KILN__ARG(dy->cl), KILN__ARG(go), KILN__ARG(dx->cl),
-                          KILN__ARG(dxo), KILN__ARG(nr), KILN__ARG(nc)));
+                          8, KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(dy->cl),
+                          KILN__ARG(go), KILN__ARG(dx->cl), KILN__ARG(dxo),
+                          KILN__ARG(nr), KILN__ARG(nc)));
     CHECK(kiln__train_launch_rows(&o, &p, k, rows));
   }
   return kiln__op_end(&o, s, out_event);
@@ -283,8 +281,8 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
     CHECK(kiln__ops_check_out(fn, queue, "dx", dx, dx_offset, count, dtype));
     CHECK(kiln__ops_check_overlap(fn, "dy", dy, dy_offset, count, dtype, "dx",
                                   dx, dx_offset, count, dtype, true));
-    CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "dx",
-                                  dx, dx_offset, count, dtype, false));
+    CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "dx", dx,
+                                  dx_offset, count, dtype, false));
     if (scale != NULL)
       CHECK(kiln__ops_check_overlap(fn, "scale", scale, scale_offset, cols,
                                     dtype, "dx", dx, dx_offset, count, dtype,
@@ -357,13 +355,12 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
       cl_ulong dbo = dbias != NULL ? dbias_offset : 0;
       cl_int has_ds = dscale != NULL, has_db = dbias != NULL;
       cl_kernel kc = NULL;
-      CHECK(kiln__op_kernel(&o, "train_rows", p.options,
-                            "layernorm_backward_cols", &kc, 13,
-                            KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(dy->cl),
-                            KILN__ARG(go), KILN__ARG(st), KILN__ARG(dsm),
-                            KILN__ARG(dso), KILN__ARG(has_ds), KILN__ARG(dbm),
-                            KILN__ARG(dbo), KILN__ARG(has_db), KILN__ARG(nr),
-                            KILN__ARG(nc)));
+      CHECK(kiln__op_kernel(
+          &o, "train_rows", p.options, "layernorm_backward_cols", &kc, 13,
+          KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(dy->cl), KILN__ARG(go),
+          KILN__ARG(st), KILN__ARG(dsm), KILN__ARG(dso), KILN__ARG(has_ds),
+          KILN__ARG(dbm), KILN__ARG(dbo), KILN__ARG(has_db), KILN__ARG(nr),
+          KILN__ARG(nc)));
       CHECK(kiln__train_launch_elems(&o, kc, cols));
     }
   }

@@ -52,13 +52,12 @@ static kiln_status launch_stream(struct kiln__op *op, kiln_dtype dtype,
 /* The checks and launch shared by the five ops: y (count n of y_dtype) is
  * the output; x, when not NULL, an input of the same shape. */
 static kiln_status run(kiln_queue *queue, const char *fn, const char *trace,
-                       const char *kernel, kiln_dtype dtype,
-                       kiln_dtype y_dtype, size_t n, uint64_t seed,
-                       uint64_t offset, const kiln_buffer *x, size_t x_offset,
-                       kiln_buffer *y, size_t y_offset, kiln_status s,
-                       cl_uint count, struct kiln__arg *extra,
-                       size_t num_wait, kiln_event *const *wait_list,
-                       kiln_event **out_event) {
+                       const char *kernel, kiln_dtype dtype, kiln_dtype y_dtype,
+                       size_t n, uint64_t seed, uint64_t offset,
+                       const kiln_buffer *x, size_t x_offset, kiln_buffer *y,
+                       size_t y_offset, kiln_status s, cl_uint count,
+                       struct kiln__arg *extra, size_t num_wait,
+                       kiln_event *const *wait_list, kiln_event **out_event) {
   CHECK(check_stream(fn, offset, n));
   if (x != NULL)
     CHECK(kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
@@ -109,13 +108,10 @@ KILN_API kiln_status kiln_random_bits(kiln_queue *queue, size_t n,
              wait_list, out_event);
 }
 
-KILN_API kiln_status kiln_random_uniform(kiln_queue *queue, kiln_dtype dtype,
-                                         size_t n, uint64_t seed,
-                                         uint64_t offset, float lo, float hi,
-                                         kiln_buffer *y, size_t y_offset,
-                                         size_t num_wait,
-                                         kiln_event *const *wait_list,
-                                         kiln_event **out_event) {
+KILN_API kiln_status kiln_random_uniform(
+    kiln_queue *queue, kiln_dtype dtype, size_t n, uint64_t seed,
+    uint64_t offset, float lo, float hi, kiln_buffer *y, size_t y_offset,
+    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_random_uniform";
   struct kiln__arg extra[8] = {KILN__ARG(lo), KILN__ARG(hi)};
   kiln_status s = kiln__ops_check_queue(fn, queue);
@@ -134,13 +130,10 @@ KILN_API kiln_status kiln_random_uniform(kiln_queue *queue, kiln_dtype dtype,
              wait_list, out_event);
 }
 
-KILN_API kiln_status kiln_random_normal(kiln_queue *queue, kiln_dtype dtype,
-                                        size_t n, uint64_t seed,
-                                        uint64_t offset, float mean,
-                                        float stddev, kiln_buffer *y,
-                                        size_t y_offset, size_t num_wait,
-                                        kiln_event *const *wait_list,
-                                        kiln_event **out_event) {
+KILN_API kiln_status kiln_random_normal(
+    kiln_queue *queue, kiln_dtype dtype, size_t n, uint64_t seed,
+    uint64_t offset, float mean, float stddev, kiln_buffer *y, size_t y_offset,
+    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_random_normal";
   struct kiln__arg extra[8] = {KILN__ARG(mean), KILN__ARG(stddev)};
   kiln_status s = kiln__ops_check_queue(fn, queue);
@@ -148,21 +141,21 @@ KILN_API kiln_status kiln_random_normal(kiln_queue *queue, kiln_dtype dtype,
   CHECK(kiln__train_check_finite(fn, "mean", mean));
   CHECK(kiln__train_check_finite(fn, "stddev", stddev));
   if (s == KILN_OK && stddev < 0)
-    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: stddev %g must be >= 0",
-                   fn, (double)stddev);
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: stddev %g must be >= 0", fn,
+                   (double)stddev);
   if (s != KILN_OK)
     return s;
-  return run(queue, fn, "random.normal", "random_normal", dtype, dtype, n,
-             seed, offset, NULL, 0, y, y_offset, s, 2, extra, num_wait,
-             wait_list, out_event);
+  return run(queue, fn, "random.normal", "random_normal", dtype, dtype, n, seed,
+             offset, NULL, 0, y, y_offset, s, 2, extra, num_wait, wait_list,
+             out_event);
 }
 
 /* p in [0, 1]; the kept elements' scale 1 / (1 - p) rounded to f32 (any
  * value for p = 1, which keeps nothing). */
 static kiln_status dropout_scale(const char *fn, float p, float *scale) {
   if (!(p >= 0 && p <= 1))
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                      "%s: p %g must be in [0, 1]", fn, (double)p);
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: p %g must be in [0, 1]",
+                      fn, (double)p);
   *scale = p < 1 ? (float)(1.0 / (1.0 - (double)p)) : 0.0f;
   return KILN_OK;
 }
@@ -186,12 +179,11 @@ KILN_API kiln_status kiln_dropout_mask(kiln_queue *queue, kiln_dtype dtype,
              wait_list, out_event);
 }
 
-KILN_API kiln_status kiln_dropout(kiln_queue *queue, kiln_dtype dtype,
-                                  size_t n, float p, uint64_t seed,
-                                  uint64_t offset, const kiln_buffer *x,
-                                  size_t x_offset, kiln_buffer *y,
-                                  size_t y_offset, size_t num_wait,
-                                  kiln_event *const *wait_list,
+KILN_API kiln_status kiln_dropout(kiln_queue *queue, kiln_dtype dtype, size_t n,
+                                  float p, uint64_t seed, uint64_t offset,
+                                  const kiln_buffer *x, size_t x_offset,
+                                  kiln_buffer *y, size_t y_offset,
+                                  size_t num_wait, kiln_event *const *wait_list,
                                   kiln_event **out_event) {
   static const char fn[] = "kiln_dropout";
   float scale = 0;
@@ -203,13 +195,13 @@ KILN_API kiln_status kiln_dropout(kiln_queue *queue, kiln_dtype dtype,
     s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: x is NULL", fn);
   if (s != KILN_OK)
     return s;
-  return run(queue, fn, "dropout", "dropout", dtype, dtype, n, seed, offset,
-             x, x_offset, y, y_offset, s, 2, extra, num_wait, wait_list,
+  return run(queue, fn, "dropout", "dropout", dtype, dtype, n, seed, offset, x,
+             x_offset, y, y_offset, s, 2, extra, num_wait, wait_list,
              out_event);
 }
 
-void kiln__ops_warm_train_random(const kiln_context *ctx,
-                                 kiln__warm_add_fn add, void *user) {
+void kiln__ops_warm_train_random(const kiln_context *ctx, kiln__warm_add_fn add,
+                                 void *user) {
   (void)ctx;
   for (int d = KILN_F32; d <= KILN_BF16; d++)
     add(user, "train_random", dt_options[d]);
