@@ -134,24 +134,7 @@ __kernel void layernorm_rows(__global const T *x, ulong xo,
 
 #else /* GPU family */
 
-/* Combine one value per item across the group (tree, fixed order) and
- * return the result to every item. */
-#define GROUP_REDUCE(name, f)                                                  \
-  float name(__local float *buf, float v) {                                    \
-    size_t l = get_local_id(0);                                                \
-    buf[l] = v;                                                                \
-    for (uint h = WG / 2; h > 0; h /= 2) {                                     \
-      barrier(CLK_LOCAL_MEM_FENCE);                                            \
-      if (l < h)                                                               \
-        buf[l] = f(buf[l], buf[l + h]);                                        \
-    }                                                                          \
-    barrier(CLK_LOCAL_MEM_FENCE);                                              \
-    float r = buf[0];                                                          \
-    barrier(CLK_LOCAL_MEM_FENCE);                                              \
-    return r;                                                                  \
-  }
-GROUP_REDUCE(group_max, fmax)
-GROUP_REDUCE(group_sum, KILN_ADD)
+#include "group_reduce.clh"
 
 __kernel void softmax_rows(__global const T *x, ulong xo, __global T *y,
                            ulong yo, ulong rows, ulong cols) {

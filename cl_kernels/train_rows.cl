@@ -51,24 +51,7 @@
 #define ROW_MAX(v) group_max(buf_, (v))
 #define ROW_LEADER (lane == 0)
 
-/* Combine one value per item across the group (tree, fixed order) and
- * return the result to every item. */
-#define GROUP_REDUCE(name, f)                                                  \
-  float name(__local float *buf, float v) {                                    \
-    size_t l = get_local_id(0);                                                \
-    buf[l] = v;                                                                \
-    for (uint h = WG / 2; h > 0; h /= 2) {                                     \
-      barrier(CLK_LOCAL_MEM_FENCE);                                            \
-      if (l < h)                                                               \
-        buf[l] = f(buf[l], buf[l + h]);                                        \
-    }                                                                          \
-    barrier(CLK_LOCAL_MEM_FENCE);                                              \
-    float res = buf[0];                                                        \
-    barrier(CLK_LOCAL_MEM_FENCE);                                              \
-    return res;                                                                \
-  }
-GROUP_REDUCE(group_max, fmax)
-GROUP_REDUCE(group_sum, KILN_ADD)
+#include "group_reduce.clh"
 #endif
 
 /* The row's maximum (NaN ignored) and sum of exp(x - max). */
