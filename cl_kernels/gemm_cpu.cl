@@ -24,6 +24,7 @@
  *   KC  steps of k per pass over a tile (L1 blocking)
  */
 #include "common.clh"
+#include "gemm_epilogue.clh"
 
 /* Eight bf16 at once: widening is a shift (common.clh has 1 and 16). */
 float8 gemm_bf16_to_f32_8(ushort8 h) {
@@ -171,7 +172,12 @@ PACK_KERNEL(gemm_pack_b_bf16, NR, ushort, BF16_LOADF, BF16_LOAD8)
  * (one host chunk of the full k). read_c: whether the first pass reads C
  * (beta != 0); a beta of 0 never reads C, so NaNs there do not leak. Later
  * passes over KC steps (and later host chunks, which pass beta = 1) add to
- * what the earlier ones stored. */
+ * what the earlier ones stored.
+ * Epilogue (kiln_gemm_bias_act): when epi is set (the host's last chunk of
+ * k, with a bias or an activation), the last KC pass adds
+ * bias[bias_off + i * bias_rs + j * bias_cs] and applies act
+ * (gemm_epilogue.clh) to each final value; earlier passes and chunks store
+ * plain partial sums, so the activation sees the whole sum exactly once. */
 /* clang reports a loop hint it could not follow (below: LLVM 15 cannot
  * unroll the k loop 4 times) at the kernel's first line, as -Wpass-failed,
  * and PoCL's clang prints "1 warning generated." to the application's
@@ -184,7 +190,9 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
 gemm_cpu(uint m, uint n, uint k, uint mb, uint nb, float alpha, float beta,
          uint read_c, __global const float *ws, ulong a_off, ulong a_batch,
          ulong b_off, ulong b_batch, __global float *c, ulong c_off,
-         ulong c_batch, ulong ldc) {
+         ulong c_batch, ulong ldc, uint epi, uint act, uint use_bias,
+         __global const float *bias, ulong bias_off, ulong bias_rs,
+         ulong bias_cs) {
   const uint i0 = get_global_id(1) * mb;
   const uint j0 = get_global_id(0) * nb;
   const uint batch = get_global_id(2);
@@ -197,6 +205,7 @@ gemm_cpu(uint m, uint n, uint k, uint mb, uint nb, float alpha, float beta,
     const bool first = pc == 0;
     const bool load_c = !first || read_c != 0;
     const float cscale = first ? beta : 1.0f;
+    const bool epi_now = epi != 0 && pc + KC >= k;
     for (uint j = j0; j < j1; j += NR) {
       __global const VT *bpanel =
           (__global const VT *)(bp + ((ulong)(j / NR) * k + pc) * NR);
@@ -237,7 +246,7 @@ gemm_cpu(uint m, uint n, uint k, uint mb, uint nb, float alpha, float beta,
         }
         const uint rows = min((uint)MR, m - i), cols = min((uint)NR, n - j);
         __global float *ct = c + (ulong)i * ldc + j;
-        if (cols == NR) {
+        if (cols == NR && !epi_now) {
           /* Full-width tile: vector read-modify-write of each row. */
 #if NV > 1
 #define STORE(r)                                                               \
@@ -264,7 +273,9 @@ gemm_cpu(uint m, uint n, uint k, uint mb, uint nb, float alpha, float beta,
           FOR_ROWS(STORE)
 #undef STORE
         } else {
-          /* The right edge: spill the tile and store what lies inside C. */
+          /* The right edge, or the epilogue (once per output, so the
+           * scalar path costs nothing next to the k loop): spill the tile
+           * and store what lies inside C. */
           float t[MR * NR];
 #if NV > 1
 #define SPILL(r)                                                               \
@@ -279,7 +290,14 @@ gemm_cpu(uint m, uint n, uint k, uint mb, uint nb, float alpha, float beta,
             for (uint cc = 0; cc < cols; cc++) {
               __global float *q = ct + (ulong)r * ldc + cc;
               float v = alpha * t[r * NR + cc];
-              *q = load_c ? fma(cscale, *q, v) : v;
+              v = load_c ? fma(cscale, *q, v) : v;
+              if (epi_now) {
+                if (use_bias)
+                  v += bias[bias_off + (ulong)(i + r) * bias_rs +
+                            (ulong)(j + cc) * bias_cs];
+                v = gemm_act(v, act);
+              }
+              *q = v;
             }
         }
       }
@@ -290,15 +308,4 @@ gemm_cpu(uint m, uint n, uint k, uint mb, uint nb, float alpha, float beta,
 #pragma clang diagnostic pop
 #endif
 
-/* C = beta * C over an m x n block (ldc) per batch, for alpha == 0 or
- * k == 0, where A and B are not read. beta == 0 writes zeros without
- * reading C. */
-__kernel void gemm_scale_c(uint m, uint n, float beta, __global float *c,
-                           ulong c_off, ulong c_batch, ulong ldc) {
-  const uint j = get_global_id(0), i = get_global_id(1);
-  if (i >= m || j >= n)
-    return;
-  __global float *q =
-      c + c_off + get_global_id(2) * c_batch + (ulong)i * ldc + j;
-  *q = beta == 0.0f ? 0.0f : beta * *q;
-}
+#include "gemm_scale.clh"

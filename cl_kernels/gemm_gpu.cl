@@ -19,6 +19,7 @@
  * Macros: TS (work-group edge), RB (outputs per work-item per edge).
  */
 #include "common.clh"
+#include "gemm_epilogue.clh"
 
 #ifndef TS
 #define TS 8
@@ -38,7 +39,8 @@
       __global const SRC_T *a, ulong a_off, ulong a_batch, ulong a_rs,         \
       ulong a_cs, __global const SRC_T *b, ulong b_off, ulong b_batch,         \
       ulong b_rs, ulong b_cs, __global float *c, ulong c_off, ulong c_batch,   \
-      ulong ldc) {                                                             \
+      ulong ldc, uint act, uint use_bias, __global const float *bias,          \
+      ulong bias_off, ulong bias_rs, ulong bias_cs) {                          \
     __local float a_tile[TS][BM + 1]; /* [kk][row] */                            \
     __local float b_tile[TS][BM + 1]; /* [kk][col] */                            \
     const uint tx = get_local_id(0), ty = get_local_id(1);                     \
@@ -87,9 +89,12 @@
         const uint gj = j0 + tx + q * TS;                                      \
         if (gi < m && gj < n) {                                                \
           __global float *cp = c + (ulong)gi * ldc + gj;                       \
-          const float v = alpha * acc[r][q];                                   \
+          float v = alpha * acc[r][q];                                         \
           /* beta == 0 never reads C: NaNs there must not leak. */            \
-          *cp = read_c ? fma(beta, *cp, v) : v;                                \
+          v = read_c ? fma(beta, *cp, v) : v;                                  \
+          if (use_bias)                                                        \
+            v += bias[bias_off + gi * bias_rs + gj * bias_cs];                 \
+          *cp = gemm_act(v, act);                                              \
         }                                                                      \
       }                                                                        \
     }                                                                          \
@@ -99,15 +104,4 @@ GPU_GEMM(gemm_gpu_f32, float, LOAD_F32)
 GPU_GEMM(gemm_gpu_f16, half, LOAD_F16)
 GPU_GEMM(gemm_gpu_bf16, ushort, LOAD_BF16)
 
-/* C = beta * C over an m x n block (ldc) per batch, for alpha == 0 or
- * k == 0, where A and B are not read. beta == 0 writes zeros without
- * reading C. */
-__kernel void gemm_scale_c(uint m, uint n, float beta, __global float *c,
-                           ulong c_off, ulong c_batch, ulong ldc) {
-  const uint j = get_global_id(0), i = get_global_id(1);
-  if (i >= m || j >= n)
-    return;
-  __global float *q =
-      c + c_off + get_global_id(2) * c_batch + (ulong)i * ldc + j;
-  *q = beta == 0.0f ? 0.0f : beta * *q;
-}
+#include "gemm_scale.clh"

@@ -14,7 +14,14 @@
  * a lost term is off by about |a||b| itself, far above this bound for the
  * sizes tested. The inputs of f16/bf16 cases are rounded on the host first
  * and the reference uses the rounded values, so storage rounding is not
- * part of the bound. */
+ * part of the bound.
+ *
+ * Epilogue (kiln_gemm_bias_act): the bias adds one rounding (bound gains
+ * |bias|), ReLU is 1-Lipschitz and exact, so the bound passes through it.
+ * GELU's derivative is at most 1.13 in magnitude, so an input error e moves
+ * it by at most 1.13 e; its own f32 evaluation adds OpenCL's tanh error
+ * (<= 5 ulp of a value below 1, 10 u absolute) scaled by 0.5 |x|, and a few
+ * roundings of |x|: 16 u (|x| + 1) covers it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +44,18 @@ struct gcase {
   bool share_a, share_b;    /* stride_a = 0, stride_b = 0 */
   size_t row_step;          /* check every row_step-th row (0: 1) */
   bool nan_a;               /* fill A with NaN (alpha == 0 cases) */
+  /* kiln_gemm_bias_act (batch 0 only): act, and a bias at bias_off when
+   * bias is set. epi selects the entry point even with neither. */
+  bool epi, bias;
+  kiln_gemm_activation act;
+  size_t bias_off;
 };
+
+/* GELU's tanh form in double (the reference of KILN_GEMM_ACT_GELU). */
+static double gelu_ref(double x) {
+  return 0.5 * x *
+         (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
 
 /* Stored shape of a matrix and its minimum leading dimension. */
 static size_t min_ld(kiln_layout layout, size_t rows, size_t cols) {
@@ -87,9 +105,17 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
   kiln_buffer *da = util_upload(ctx, q, gc->dtype, a, a_count);
   kiln_buffer *db = util_upload(ctx, q, gc->dtype, b, b_count);
   kiln_buffer *dc = util_upload(ctx, q, KILN_F32, c0, c_count);
+  const size_t bias_count = gc->bias_off + n + 3;
+  float *bias = util_random(KILN_F32, bias_count, -2.0, 2.0, 41u + (uint32_t)n);
+  kiln_buffer *dbias = util_upload(ctx, q, KILN_F32, bias, bias_count);
 
   kiln_event *ev = NULL;
-  if (gc->batch == 0)
+  if (gc->epi)
+    assert_kiln_ok(kiln_gemm_bias_act(
+        q, L, gc->ta, gc->tb, m, n, k, gc->alpha, gc->dtype, da, gc->a_off, lda,
+        db, gc->b_off, ldb, gc->beta, dc, gc->c_off, ldc,
+        gc->bias ? dbias : NULL, gc->bias_off, gc->act, 0, NULL, &ev));
+  else if (gc->batch == 0)
     assert_kiln_ok(kiln_gemm(q, L, gc->ta, gc->tb, m, n, k, gc->alpha,
                              gc->dtype, da, gc->a_off, lda, db, gc->b_off, ldb,
                              gc->beta, dc, gc->c_off, ldc, 0, NULL, &ev));
@@ -151,7 +177,17 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
           want += gc->beta * (double)c0[ci];
           bound += fabs(gc->beta) * fabs((double)c0[ci]);
         }
+        if (gc->bias) {
+          want += (double)bias[gc->bias_off + j];
+          bound += fabs((double)bias[gc->bias_off + j]);
+        }
         double tol = 2.0 * (double)(k + 4) * u * bound + 1e-30;
+        if (gc->act == KILN_GEMM_ACT_RELU) {
+          want = want < 0.0 ? 0.0 : want;
+        } else if (gc->act == KILN_GEMM_ACT_GELU) {
+          tol = 1.13 * tol + 16.0 * u * (fabs(want) + 1.0);
+          want = gelu_ref(want);
+        }
         UTIL_CLOSE(c[ci], want, tol, "%s: batch %zu C[%zu][%zu]", tag, t, i, j);
       }
       if (i == m - 1)
@@ -164,6 +200,8 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
   free(b);
   free(c0);
   free(c);
+  free(bias);
+  assert_kiln_ok(kiln_buffer_destroy(dbias));
   assert_kiln_ok(kiln_buffer_destroy(da));
   assert_kiln_ok(kiln_buffer_destroy(db));
   assert_kiln_ok(kiln_buffer_destroy(dc));
@@ -430,6 +468,80 @@ static void test_large(void **state) {
   }
 }
 
+/* ---- the fused epilogue (kiln_gemm_bias_act) ---------------------------- */
+
+/* The epilogue: act, bias (or not) and the bias's offset. */
+#define EPI(A, HAS_BIAS, OFF)                                                  \
+  .epi = true, .act = A, .bias = HAS_BIAS, .bias_off = OFF
+#define RELU KILN_GEMM_ACT_RELU
+#define GELU KILN_GEMM_ACT_GELU
+#define NONE KILN_GEMM_ACT_NONE
+
+/* Every activation with and without a bias, both layouts and every
+ * transpose, awkward sizes, padded leading dimensions and offsets (the
+ * guard check sees every gap), every dtype, beta 0 over a C of NaN and beta
+ * != 0, and alpha == 0 / k == 0 (the scale kernel's epilogue); both
+ * families. */
+static void test_bias_act(void **state) {
+  (void)state;
+  static const struct gcase cases[] = {
+      GC(ROW, N, N, 1, 1, 1, 1.0f, 0.0f, KILN_F32, EPI(RELU, true, 0)),
+      GC(ROW, N, N, 37, 45, 29, 1.0f, 0.0f, KILN_F32, EPI(RELU, true, 3)),
+      GC(COL, N, N, 37, 45, 29, 1.0f, 0.5f, KILN_F32, PADS(2, 3, 4, 1, 2, 3),
+         EPI(GELU, true, 5)),
+      GC(ROW, T, N, 61, 19, 131, -1.0f, 0.0f, KILN_F32, PADS(1, 0, 2, 0, 1, 2),
+         EPI(GELU, false, 0)),
+      GC(COL, T, T, 19, 61, 40, 0.5f, -1.0f, KILN_F32, PADS(0, 1, 0, 3, 0, 1),
+         EPI(RELU, false, 0)),
+      GC(ROW, N, T, 33, 70, 17, 2.0f, 1.0f, KILN_F32, EPI(NONE, true, 1)),
+      GC(COL, N, T, 7, 130, 65, 1.0f, 0.0f, KILN_F32, EPI(NONE, false, 0)),
+      GC(ROW, N, N, 67, 45, 80, 1.0f, 0.0f, KILN_F16, PADS(1, 2, 3, 1, 1, 1),
+         EPI(GELU, true, 2)),
+      GC(COL, T, N, 40, 90, 33, -2.0f, 0.5f, KILN_F16, EPI(RELU, true, 0)),
+      GC(ROW, T, T, 45, 67, 80, 0.5f, 0.0f, KILN_BF16, EPI(RELU, true, 4)),
+      GC(COL, N, T, 40, 90, 33, 1.0f, 0.5f, KILN_BF16, PADS(2, 0, 1, 0, 3, 0),
+         EPI(GELU, false, 0)),
+      /* alpha == 0 (A all NaN, not read) and k == 0: act(beta C + bias). */
+      GC(ROW, N, N, 20, 30, 10, 0.0f, 0.5f, KILN_F32, .nan_a = true,
+         EPI(RELU, true, 1)),
+      GC(COL, N, N, 20, 30, 0, 1.0f, 0.0f, KILN_F32, EPI(GELU, true, 2)),
+      GC(ROW, N, N, 20, 30, 0, 1.0f, 2.0f, KILN_F32, EPI(RELU, false, 0)),
+  };
+  run_all(cases, sizeof cases / sizeof cases[0], true);
+}
+
+/* On the CPU family the epilogue applies once, after the last chunk of k
+ * and the last KC pass: a lowered workspace limit splits k into host
+ * chunks, a forced KC shorter than k makes several passes per chunk. A
+ * ReLU or a GELU applied to a partial sum gives a wrong total whenever a
+ * partial is negative, which random inputs make certain. */
+static void test_bias_act_chunks(void **state) {
+  (void)state;
+  static const struct gcase cases[] = {
+      GC(ROW, N, N, 50, 50, 700, 1.0f, 0.5f, KILN_F32, EPI(RELU, true, 1)),
+      GC(COL, T, T, 37, 53, 611, -1.0f, 0.0f, KILN_F32, EPI(GELU, true, 0)),
+      GC(ROW, T, N, 29, 45, 300, 1.0f, 0.0f, KILN_F16, EPI(RELU, false, 0)),
+  };
+  kiln__gemm_set_workspace_limit(64 << 10);
+  run_all(cases, sizeof cases / sizeof cases[0], false);
+  kiln__gemm_set_workspace_limit(0);
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx = NULL;
+    kiln_queue *q = NULL;
+    kiln_test_open(d, &ctx, &q);
+    if (ctx->backend->tuning->family == KILN_FAMILY_CPU) {
+      kiln__gemm_set_cpu_tile(3, 4, 4, 16);
+      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char tag[96];
+        snprintf(tag, sizeof tag, "device %zu kc 16: epilogue case %zu", d, i);
+        run_case(ctx, q, &cases[i], tag);
+      }
+      kiln__gemm_set_cpu_tile(0, 0, 0, 0);
+    }
+    kiln_test_close(ctx, q);
+  }
+}
+
 /* ---- bad input ----------------------------------------------------------- */
 
 static void test_bad_input(void **state) {
@@ -543,6 +655,39 @@ static void test_bad_input(void **state) {
                           0, 4, SIZE_MAX / 2, 0.0f, c, 0, 4, 16, 3),
                     KILN_ERR_INVALID_SIZE, "stride_b");
 #undef GEMMB
+
+  /* kiln_gemm_bias_act: kiln_gemm's checks, plus act and the bias. */
+#define GEMMX(...) kiln_gemm_bias_act(__VA_ARGS__, 0, NULL, NULL)
+  assert_kiln_error(kiln_gemm_bias_act(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32,
+                                       a, 0, 4, b, 0, 4, 0.0f, c, 0, 4, NULL,
+                                       0, NONE, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_gemm_bias_act: queue is NULL");
+  assert_kiln_error(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 3, b, 0,
+                          4, 0.0f, c, 0, 4, NULL, 0, RELU),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "kiln_gemm_bias_act: lda 3 is less than 4");
+  assert_kiln_error(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                          4, 0.0f, c, 0, 4, NULL, 0, (kiln_gemm_activation)3),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "kiln_gemm_bias_act: act 3 is not a valid "
+                    "kiln_gemm_activation");
+  assert_kiln_error(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                          4, 0.0f, c, 0, 4, NULL, 0, (kiln_gemm_activation)-1),
+                    KILN_ERR_INVALID_ARGUMENT, "act -1");
+  /* The bias holds n = 16 floats from its offset: 256 - 241 = 15 do not. */
+  assert_kiln_error(GEMMX(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b,
+                          0, 16, 0.0f, c, 0, 16, b, 241, GELU),
+                    KILN_ERR_OUT_OF_RANGE, "kiln_gemm_bias_act: bias");
+  assert_kiln_ok(GEMMX(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b, 0,
+                       16, 0.0f, c, 0, 16, b, 240, GELU));
+  /* A bias inside C is read while C is written. */
+  assert_kiln_error(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
+                          4, 0.0f, c, 0, 4, c, 10, RELU),
+                    KILN_ERR_INVALID_ARGUMENT, "kiln_gemm_bias_act: bias");
+  assert_kiln_ok(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0, 4,
+                       0.0f, c, 0, 4, c, 16, RELU));
+#undef GEMMX
+  assert_kiln_ok(kiln_queue_finish(q));
   assert_kiln_status(kiln_gemm_batched(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32,
                                        a, 0, 4, 16, b, 0, 4, 16, 0.0f, c, 0, 4,
                                        16, 2, 0, NULL, NULL),
@@ -614,6 +759,8 @@ int main(void) {
       cmocka_unit_test(test_workspace_chunks),
       cmocka_unit_test(test_cpu_tiles),
       cmocka_unit_test(test_workspace_reuse),
+      cmocka_unit_test(test_bias_act),
+      cmocka_unit_test(test_bias_act_chunks),
       cmocka_unit_test(test_large),
   };
   /* KILN_TEST_FILTER=test_sizes runs the matching tests only (cmocka

@@ -42,6 +42,7 @@
 #include "kiln/ops.h"
 #include "kiln/kiln_multi.h"
 #include "kiln/kiln_sequence.h"
+#include "kiln/ops_train.h"
 
 #undef KILN_H_INSIDE
 

@@ -350,6 +350,30 @@ KILN_API kiln_status kiln_gemm(kiln_queue *queue, kiln_layout layout,
                                kiln_event *const *wait_list,
                                kiln_event **out_event);
 
+/* Activation applied by kiln_gemm_bias_act's epilogue. Values are stable. */
+typedef enum kiln_gemm_activation {
+  KILN_GEMM_ACT_NONE = 0,
+  KILN_GEMM_ACT_RELU = 1, /* max(x, 0) */
+  KILN_GEMM_ACT_GELU = 2, /* the tanh form, exactly as KILN_UNARY_GELU */
+} kiln_gemm_activation;
+
+/* C = act(alpha * op(A) * op(B) + beta * C + bias): kiln_gemm with a fused
+ * epilogue, so a dense layer is one launch. bias is an f32 vector of n
+ * elements at bias_offset (one per column of C, broadcast over the m rows),
+ * or NULL for none. All other arguments, rules and errors as kiln_gemm.
+ * Errors besides kiln_gemm's: KILN_ERR_INVALID_ARGUMENT for an act outside
+ * kiln_gemm_activation or a bias overlapping C, KILN_ERR_OUT_OF_RANGE when
+ * the n bias elements do not fit in bias from bias_offset. When k or alpha
+ * is 0, C = act(beta * C + bias). */
+KILN_API kiln_status kiln_gemm_bias_act(
+    kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
+    kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
+    kiln_dtype ab_dtype, const kiln_buffer *a, size_t a_offset, size_t lda,
+    const kiln_buffer *b, size_t b_offset, size_t ldb, float beta,
+    kiln_buffer *c, size_t c_offset, size_t ldc, const kiln_buffer *bias,
+    size_t bias_offset, kiln_gemm_activation act, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event);
+
 /* Strided batched GEMM: for i < batch, C_i = alpha * op(A_i) * op(B_i) +
  * beta * C_i, where A_i starts at a_offset + i * stride_a (likewise B_i and
  * C_i), all other arguments as for kiln_gemm. stride_a or stride_b may be 0

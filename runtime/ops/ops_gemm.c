@@ -16,6 +16,12 @@
  *     bigger problems are packed and multiplied in chunks of the batch, or
  *     of k (later k chunks accumulate into C with beta = 1).
  *   GPU (cl_kernels/gemm_gpu.cl): __local tiles, no workspace.
+ *
+ * Epilogue (kiln_gemm_bias_act): a bias per column of C and an activation,
+ * applied by the kernel that writes the final value of C (the last chunk
+ * of k on the CPU family), so a dense layer is one pass over C. In the
+ * canonical form the bias runs along C's columns (row-major) or rows (a
+ * column-major C, transposed): the kernels take its two strides.
  */
 #include "ops_gemm.h"
 #include "ops_internal.h"
@@ -45,7 +51,33 @@ struct gemm_problem {
   struct operand a, b;
   kiln_buffer *c;
   size_t c_offset, c_stride, ldc;
+  /* Epilogue: act, and the bias (NULL for none) of canonical output (i, j)
+   * at bias_offset + i * bias_rs + j * bias_cs. */
+  kiln_gemm_activation act;
+  const kiln_buffer *bias;
+  size_t bias_offset, bias_rs, bias_cs;
 };
+
+/* The epilogue's kernel arguments: act, use_bias, bias, bias_off, bias_rs,
+ * bias_cs. Without a bias C's buffer stands in for it (never read), since
+ * not every driver takes a NULL buffer argument. */
+struct epilogue_args {
+  cl_uint act, use_bias;
+  cl_mem bias;
+  cl_ulong off, rs, cs;
+};
+
+static struct epilogue_args epilogue_args(const struct gemm_problem *g) {
+  struct epilogue_args e = {(cl_uint)g->act, g->bias != NULL,
+                            g->bias ? g->bias->cl : g->c->cl, g->bias_offset,
+                            g->bias_rs, g->bias_cs};
+  return e;
+}
+
+/* The epilogue does anything. */
+static bool has_epilogue(const struct gemm_problem *g) {
+  return g->bias != NULL || g->act != KILN_GEMM_ACT_NONE;
+}
 
 /* ---- argument checks ----------------------------------------------------- */
 
@@ -257,6 +289,7 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
   const cl_ulong a_bs = g->a.batch_stride, b_bs = g->b.batch_stride,
                  c_bs = g->c_stride;
   const size_t one[3] = {1, 1, 1};
+  struct epilogue_args e = epilogue_args(g);
 
   for (size_t b0 = 0; b0 < g->batch && s == KILN_OK; b0 += bch) {
     const size_t bn = g->batch - b0 < bch ? g->batch - b0 : bch;
@@ -268,6 +301,7 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
       const cl_uint kn32 = (cl_uint)kn, k0_32 = (cl_uint)k0;
       const float beta = k0 == 0 ? g->beta : 1.0f;
       const cl_uint read_c = k0 != 0 || g->beta != 0.0f;
+      const cl_uint epi = has_epilogue(g) && k0 + kn == g->k;
       const size_t ga[3] = {mpan, div_up(kn, 64), a_shared ? 1 : bn};
       const size_t gb[3] = {npan, div_up(kn, 64), b_shared ? 1 : bn};
       const size_t gm[3] = {div_up(g->n, nb), div_up(g->m, mb), bn};
@@ -287,13 +321,15 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
       if (s == KILN_OK)
         s = kiln__op_launch(op, pack_b, 3, gb, one);
       if (s == KILN_OK)
-        s = kiln__op_args(op, mul, 17, KILN__ARG(m32), KILN__ARG(n32),
-                          KILN__ARG(kn32), KILN__ARG(mb32), KILN__ARG(nb32),
-                          KILN__ARG(g->alpha), KILN__ARG(beta),
-                          KILN__ARG(read_c), KILN__ARG(ws), KILN__ARG(zero),
-                          KILN__ARG(a_batch64), KILN__ARG(b_off64),
-                          KILN__ARG(b_batch64), KILN__ARG(c_mem),
-                          KILN__ARG(c_off), KILN__ARG(c_bs), KILN__ARG(ldc64));
+        s = kiln__op_args(
+            op, mul, 24, KILN__ARG(m32), KILN__ARG(n32), KILN__ARG(kn32),
+            KILN__ARG(mb32), KILN__ARG(nb32), KILN__ARG(g->alpha),
+            KILN__ARG(beta), KILN__ARG(read_c), KILN__ARG(ws), KILN__ARG(zero),
+            KILN__ARG(a_batch64), KILN__ARG(b_off64), KILN__ARG(b_batch64),
+            KILN__ARG(c_mem), KILN__ARG(c_off), KILN__ARG(c_bs),
+            KILN__ARG(ldc64), KILN__ARG(epi), KILN__ARG(e.act),
+            KILN__ARG(e.use_bias), KILN__ARG(e.bias), KILN__ARG(e.off),
+            KILN__ARG(e.rs), KILN__ARG(e.cs));
       if (s == KILN_OK)
         s = kiln__op_launch(op, mul, 3, gm, one);
     }
@@ -345,13 +381,16 @@ static kiln_status run_gpu(struct kiln__op *op, const struct gemm_problem *g) {
                  b_rs = g->b.rs, b_cs = g->b.cs, c_off = g->c_offset,
                  c_bs = g->c_stride, ldc = g->ldc;
   cl_mem a_mem = g->a.buf->cl, b_mem = g->b.buf->cl, c_mem = g->c->cl;
-  s = kiln__op_args(op, kernel, 20, KILN__ARG(m32), KILN__ARG(n32),
+  struct epilogue_args e = epilogue_args(g);
+  s = kiln__op_args(op, kernel, 26, KILN__ARG(m32), KILN__ARG(n32),
                     KILN__ARG(k32), KILN__ARG(g->alpha), KILN__ARG(g->beta),
                     KILN__ARG(read_c), KILN__ARG(a_mem), KILN__ARG(a_off),
                     KILN__ARG(a_bs), KILN__ARG(a_rs), KILN__ARG(a_cs),
                     KILN__ARG(b_mem), KILN__ARG(b_off), KILN__ARG(b_bs),
                     KILN__ARG(b_rs), KILN__ARG(b_cs), KILN__ARG(c_mem),
-                    KILN__ARG(c_off), KILN__ARG(c_bs), KILN__ARG(ldc));
+                    KILN__ARG(c_off), KILN__ARG(c_bs), KILN__ARG(ldc),
+                    KILN__ARG(e.act), KILN__ARG(e.use_bias), KILN__ARG(e.bias),
+                    KILN__ARG(e.off), KILN__ARG(e.rs), KILN__ARG(e.cs));
   if (s == KILN_OK)
     s = kiln__op_launch(op, kernel, 3, global, local);
   return s;
@@ -378,7 +417,8 @@ void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
   add(user, source, options);
 }
 
-/* C = beta * C, for alpha == 0 or k == 0: A and B are not read. */
+/* C = act(beta * C + bias), for alpha == 0 or k == 0: A and B are not
+ * read. */
 static kiln_status run_scale(struct kiln__op *op,
                              const struct gemm_problem *g) {
   cl_kernel kernel;
@@ -393,11 +433,14 @@ static kiln_status run_scale(struct kiln__op *op,
   const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n;
   const cl_ulong c_off = g->c_offset, c_bs = g->c_stride, ldc = g->ldc;
   cl_mem c_mem = g->c->cl;
+  struct epilogue_args e = epilogue_args(g);
   const size_t local[3] = {16, 1, 1};
   const size_t global[3] = {div_up(g->n, 16) * 16, g->m, g->batch};
-  s = kiln__op_args(op, kernel, 7, KILN__ARG(m32), KILN__ARG(n32),
+  s = kiln__op_args(op, kernel, 13, KILN__ARG(m32), KILN__ARG(n32),
                     KILN__ARG(g->beta), KILN__ARG(c_mem), KILN__ARG(c_off),
-                    KILN__ARG(c_bs), KILN__ARG(ldc));
+                    KILN__ARG(c_bs), KILN__ARG(ldc), KILN__ARG(e.act),
+                    KILN__ARG(e.use_bias), KILN__ARG(e.bias), KILN__ARG(e.off),
+                    KILN__ARG(e.rs), KILN__ARG(e.cs));
   if (s == KILN_OK)
     s = kiln__op_launch(op, kernel, 3, global, local);
   return s;
@@ -416,8 +459,10 @@ static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
                         size_t stride_a, const kiln_buffer *b, size_t b_offset,
                         size_t ldb, size_t stride_b, float beta, kiln_buffer *c,
                         size_t c_offset, size_t ldc, size_t stride_c,
-                        size_t batch, size_t num_wait,
-                        kiln_event *const *wait_list, kiln_event **out_event) {
+                        size_t batch, const kiln_buffer *bias,
+                        size_t bias_offset, kiln_gemm_activation act,
+                        size_t num_wait, kiln_event *const *wait_list,
+                        kiln_event **out_event) {
   kiln_status s = kiln__ops_check_queue(fn, queue);
   if (s == KILN_OK)
     s = check_enum(fn, "layout", (int)layout, "kiln_layout");
@@ -452,6 +497,18 @@ static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
   if (s == KILN_OK)
     s = check_matrix(fn, queue, "c", "ldc", "stride_c", layout, m, n, c,
                      c_offset, ldc, stride_c, batch, KILN_F32, &c_ext);
+  if (s == KILN_OK && (unsigned)act > KILN_GEMM_ACT_GELU)
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: act %d is not a valid kiln_gemm_activation", fn,
+                   (int)act);
+  /* The bias is read whenever C is written (m, n and batch > 0), even when
+   * k or alpha is 0. */
+  if (s == KILN_OK && bias != NULL)
+    s = kiln__ops_check_in(fn, queue, "bias", bias, bias_offset, n, KILN_F32);
+  /* Other work-items write C while the bias is read. */
+  if (s == KILN_OK && bias != NULL)
+    s = kiln__ops_check_overlap(fn, "bias", bias, bias_offset, n, KILN_F32,
+                                "c", c, c_offset, c_ext, KILN_F32, false);
   if (s != KILN_OK)
     return s;
   if (batch > 1 && c_ext > 0 && stride_c < c_ext)
@@ -499,7 +556,12 @@ static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
                              .c = c,
                              .c_offset = c_offset,
                              .c_stride = stride_c,
-                             .ldc = ldc};
+                             .ldc = ldc,
+                             .act = act,
+                             .bias = bias,
+                             .bias_offset = bias_offset,
+                             .bias_rs = layout == KILN_ROW_MAJOR ? 0 : 1,
+                             .bias_cs = layout == KILN_ROW_MAJOR ? 1 : 0};
     size_t ars, acs, brs, bcs;
     op_strides(layout, trans_a, lda, &ars, &acs);
     op_strides(layout, trans_b, ldb, &brs, &bcs);
@@ -533,7 +595,22 @@ KILN_API kiln_status kiln_gemm(
     kiln_event *const *wait_list, kiln_event **out_event) {
   return gemm("kiln_gemm", queue, layout, trans_a, trans_b, m, n, k, alpha,
               ab_dtype, a, a_offset, lda, 0, b, b_offset, ldb, 0, beta, c,
-              c_offset, ldc, 0, 1, num_wait, wait_list, out_event);
+              c_offset, ldc, 0, 1, NULL, 0, KILN_GEMM_ACT_NONE, num_wait,
+              wait_list, out_event);
+}
+
+KILN_API kiln_status kiln_gemm_bias_act(
+    kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
+    kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
+    kiln_dtype ab_dtype, const kiln_buffer *a, size_t a_offset, size_t lda,
+    const kiln_buffer *b, size_t b_offset, size_t ldb, float beta,
+    kiln_buffer *c, size_t c_offset, size_t ldc, const kiln_buffer *bias,
+    size_t bias_offset, kiln_gemm_activation act, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
+  return gemm("kiln_gemm_bias_act", queue, layout, trans_a, trans_b, m, n, k,
+              alpha, ab_dtype, a, a_offset, lda, 0, b, b_offset, ldb, 0, beta,
+              c, c_offset, ldc, 0, 1, bias, bias_offset, act, num_wait,
+              wait_list, out_event);
 }
 
 KILN_API kiln_status kiln_gemm_batched(
@@ -546,6 +623,6 @@ KILN_API kiln_status kiln_gemm_batched(
     kiln_event *const *wait_list, kiln_event **out_event) {
   return gemm("kiln_gemm_batched", queue, layout, trans_a, trans_b, m, n, k,
               alpha, ab_dtype, a, a_offset, lda, stride_a, b, b_offset, ldb,
-              stride_b, beta, c, c_offset, ldc, stride_c, batch, num_wait,
-              wait_list, out_event);
+              stride_b, beta, c, c_offset, ldc, stride_c, batch, NULL, 0,
+              KILN_GEMM_ACT_NONE, num_wait, wait_list, out_event);
 }

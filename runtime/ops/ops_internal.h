@@ -230,5 +230,16 @@ void kiln__ops_warm_transpose(const kiln_context *ctx, kiln__warm_add_fn add,
                               void *user);
 void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user);
+/* The training ops (ops_train_*.c). */
+void kiln__ops_warm_train_elementwise(const kiln_context *ctx,
+                                      kiln__warm_add_fn add, void *user);
+void kiln__ops_warm_train_loss(const kiln_context *ctx, kiln__warm_add_fn add,
+                               void *user);
+void kiln__ops_warm_train_optim(const kiln_context *ctx, kiln__warm_add_fn add,
+                                void *user);
+void kiln__ops_warm_train_random(const kiln_context *ctx,
+                                 kiln__warm_add_fn add, void *user);
+void kiln__ops_warm_train_index(const kiln_context *ctx, kiln__warm_add_fn add,
+                                void *user);
 
 #endif

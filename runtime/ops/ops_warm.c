@@ -18,6 +18,9 @@ static void (*const op_modules[])(const kiln_context *ctx,
     kiln__ops_warm_elementwise, kiln__ops_warm_reduce,
     kiln__ops_warm_scan,        kiln__ops_warm_rows,
     kiln__ops_warm_transpose,   kiln__ops_warm_gemm,
+    kiln__ops_warm_train_elementwise, kiln__ops_warm_train_loss,
+    kiln__ops_warm_train_optim,       kiln__ops_warm_train_random,
+    kiln__ops_warm_train_index,
 };
 
 /* The (embedded source, options) pairs the op library builds on ctx: call

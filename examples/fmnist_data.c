@@ -1,0 +1,167 @@
+/* fmnist_data.c: read Fashion-MNIST's gzip'd IDX files with zlib (see
+ * fmnist_data.h). The IDX format is a big-endian header, a magic number whose
+ * low byte is the number of dimensions (0x00000801 for a vector of labels,
+ * 0x00000803 for images), one 32-bit size per dimension, then the bytes. */
+#include "fmnist_data.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+
+enum { MAGIC_LABELS = 0x00000801, MAGIC_IMAGES = 0x00000803 };
+/* The real files hold 60000 and 10000 examples; a header that claims far
+ * more is damaged, and is refused before a huge allocation. */
+enum { MAX_COUNT = 1000000 };
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void say(char *err, size_t err_size, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, err_size, fmt, ap);
+  va_end(ap);
+}
+
+/* Read exactly n bytes; 0 on success, else -1 with the reason in err. A
+ * gzip stream cut short shows up either as an early end or as zlib's
+ * "unexpected end of file": both are reported as a truncated file. */
+static int read_exact(gzFile f, const char *path, void *dst, size_t n,
+                      const char *what, char *err, size_t err_size) {
+  unsigned char *p = dst;
+  while (n > 0) {
+    unsigned chunk = n > (1u << 30) ? (1u << 30) : (unsigned)n;
+    int got = gzread(f, p, chunk);
+    if (got <= 0) {
+      int zerr = Z_OK;
+      const char *msg = gzerror(f, &zerr);
+      if (got == 0 || zerr == Z_BUF_ERROR)
+        say(err, err_size, "%s: truncated file: it ends inside the %s", path,
+            what);
+      else
+        say(err, err_size, "%s: cannot decompress the %s: %s", path, what,
+            zerr == Z_ERRNO ? strerror(errno) : msg);
+      return -1;
+    }
+    p += got;
+    n -= (size_t)got;
+  }
+  return 0;
+}
+
+static uint32_t be32(const unsigned char *b) {
+  return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 |
+         (uint32_t)b[3];
+}
+
+/* Open dir/name, read its header (magic, then ndims sizes), check the magic
+ * and return the open file with the sizes in dims. */
+static gzFile open_idx(const char *dir, const char *name, uint32_t magic,
+                       uint32_t *dims, size_t ndims, char *path,
+                       size_t path_size, char *err, size_t err_size) {
+  snprintf(path, path_size, "%s/%s", dir, name);
+  FILE *probe = fopen(path, "rb");
+  if (!probe) {
+    if (errno == ENOENT)
+      say(err, err_size,
+          "%s: no such file; Fashion-MNIST comes from the Debian package %s "
+          "(apt-get install %s), or pass --data DIR",
+          path, FMNIST_PACKAGE, FMNIST_PACKAGE);
+    else
+      say(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  fclose(probe);
+  gzFile f = gzopen(path, "rb");
+  if (!f) {
+    say(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  unsigned char head[16];
+  if (read_exact(f, path, head, 4 * (1 + ndims), "header", err, err_size) != 0)
+    goto fail;
+  uint32_t got = be32(head);
+  if (got != magic) {
+    say(err, err_size,
+        "%s: wrong magic number 0x%08x, expected 0x%08x (an IDX %s file)", path,
+        got, magic, magic == MAGIC_IMAGES ? "image" : "label");
+    goto fail;
+  }
+  for (size_t i = 0; i < ndims; i++)
+    dims[i] = be32(head + 4 * (i + 1));
+  return f;
+fail:
+  gzclose(f);
+  return NULL;
+}
+
+int fmnist_load(const char *dir, const char *split, size_t limit,
+                fmnist_set *out, char *err, size_t err_size) {
+  char name[64], ipath[4096], lpath[4096];
+  uint32_t idims[3] = {0}, ldims[1] = {0};
+  gzFile fi = NULL, fl = NULL;
+  memset(out, 0, sizeof *out);
+
+  snprintf(name, sizeof name, "%s-images-idx3-ubyte.gz", split);
+  fi = open_idx(dir, name, MAGIC_IMAGES, idims, 3, ipath, sizeof ipath, err,
+                err_size);
+  if (!fi)
+    goto fail;
+  snprintf(name, sizeof name, "%s-labels-idx1-ubyte.gz", split);
+  fl = open_idx(dir, name, MAGIC_LABELS, ldims, 1, lpath, sizeof lpath, err,
+                err_size);
+  if (!fl)
+    goto fail;
+  if (idims[1] != FMNIST_ROWS || idims[2] != FMNIST_COLS) {
+    say(err, err_size, "%s: images are %ux%u, expected %dx%d", ipath, idims[1],
+        idims[2], FMNIST_ROWS, FMNIST_COLS);
+    goto fail;
+  }
+  if (idims[0] != ldims[0] || idims[0] == 0 || idims[0] > MAX_COUNT) {
+    say(err, err_size, "%s holds %u images but %s holds %u labels", ipath,
+        idims[0], lpath, ldims[0]);
+    goto fail;
+  }
+  size_t count = idims[0];
+  if (limit > 0 && limit < count)
+    count = limit;
+  out->images = malloc(count * FMNIST_PIXELS);
+  out->labels = malloc(count);
+  if (!out->images || !out->labels) {
+    say(err, err_size, "out of host memory for %zu examples", count);
+    goto fail;
+  }
+  if (read_exact(fi, ipath, out->images, count * FMNIST_PIXELS, "images", err,
+                 err_size) != 0 ||
+      read_exact(fl, lpath, out->labels, count, "labels", err, err_size) != 0)
+    goto fail;
+  for (size_t i = 0; i < count; i++)
+    if (out->labels[i] >= FMNIST_CLASSES) {
+      say(err, err_size, "%s: label %zu is %u, outside 0..%d", lpath, i,
+          out->labels[i], FMNIST_CLASSES - 1);
+      goto fail;
+    }
+  out->count = count;
+  gzclose(fi);
+  gzclose(fl);
+  return 0;
+fail:
+  if (fi)
+    gzclose(fi);
+  if (fl)
+    gzclose(fl);
+  fmnist_free(out);
+  return -1;
+}
+
+void fmnist_free(fmnist_set *set) {
+  free(set->images);
+  free(set->labels);
+  set->images = NULL;
+  set->labels = NULL;
+  set->count = 0;
+}

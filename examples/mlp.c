@@ -1,0 +1,263 @@
+/* mlp.c: forward pass, gradients and optimizer step of the perceptron of
+ * mlp.h, each a short sequence of kiln ops on one in-order queue, so that
+ * the host never waits inside a step: each op reads what the one before it
+ * wrote. */
+#include "mlp.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Every call below returns a kiln_status; the first failure ends the
+ * function with it (kiln_last_error() holds the message). */
+#define TRY(call, label)                                                       \
+  do {                                                                         \
+    st = (call);                                                               \
+    if (st != KILN_OK)                                                         \
+      goto label;                                                              \
+  } while (0)
+
+static const size_t widths[MLP_LAYERS + 1] = {784, 1024, 1024, 10};
+
+static kiln_status make(kiln_context *ctx, size_t elems, size_t elem_size,
+                        kiln_buffer **out) {
+  return kiln_buffer_create(ctx, elems * elem_size, KILN_MEM_READ_WRITE, out);
+}
+
+kiln_status mlp_create(kiln_context *ctx, kiln_queue *queue, size_t batch,
+                       kiln_dtype act_dtype, mlp **out) {
+  kiln_status st = KILN_OK;
+  mlp *m = calloc(1, sizeof *m);
+  if (!m)
+    return KILN_ERR_OUT_OF_HOST_MEMORY;
+  m->ctx = ctx;
+  m->queue = queue;
+  m->batch = batch;
+  m->act_dtype = act_dtype;
+  size_t off = 0, widest = 0;
+  for (int l = 0; l < MLP_LAYERS; l++) {
+    mlp_layer *ly = &m->layer[l];
+    ly->in = widths[l];
+    ly->out = widths[l + 1];
+    ly->w = off;
+    off += ly->in * ly->out;
+    ly->b = off;
+    off += ly->out;
+    if (ly->out > widest)
+      widest = ly->out;
+  }
+  m->nparams = off;
+  size_t lp = kiln_dtype_size(KILN_BF16);
+  TRY(make(ctx, m->nparams, 4, &m->params), fail);
+  TRY(make(ctx, m->nparams, 4, &m->grads), fail);
+  TRY(make(ctx, m->nparams, 4, &m->opt_m), fail);
+  TRY(make(ctx, m->nparams, 4, &m->opt_v), fail);
+  for (int l = 0; l < MLP_LAYERS; l++)
+    TRY(make(ctx, batch * m->layer[l].out, 4, &m->h[l]), fail);
+  TRY(make(ctx, batch * widest, 4, &m->dz), fail);
+  TRY(make(ctx, batch * widest, 4, &m->dh), fail);
+  TRY(make(ctx, batch, 4, &m->row_loss), fail);
+  TRY(make(ctx, 16, 4, &m->scratch), fail);
+  if (act_dtype == KILN_BF16) {
+    TRY(make(ctx, m->nparams, lp, &m->params_lp), fail);
+    for (int l = 0; l < MLP_LAYERS - 1; l++)
+      TRY(make(ctx, batch * m->layer[l].out, lp, &m->h_lp[l]), fail);
+    TRY(make(ctx, batch * widths[0], lp, &m->x_lp), fail);
+    TRY(make(ctx, batch * widest, lp, &m->d_lp), fail);
+  }
+  *out = m;
+  return KILN_OK;
+fail:
+  mlp_destroy(m);
+  return st;
+}
+
+void mlp_destroy(mlp *m) {
+  if (!m)
+    return;
+  kiln_buffer *all[] = {m->params, m->grads, m->opt_m, m->opt_v, m->params_lp,
+                        m->h[0], m->h[1], m->h[2], m->h_lp[0], m->h_lp[1],
+                        m->x_lp, m->dz, m->dh, m->d_lp, m->row_loss,
+                        m->scratch};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    kiln_buffer_destroy(all[i]);
+  free(m);
+}
+
+kiln_status mlp_init(mlp *m, uint64_t seed) {
+  kiln_status st = KILN_OK;
+  /* Each tensor takes the piece of one Philox stream that starts at its
+   * offset in params, so the whole model is a function of the seed alone,
+   * the same bits on every device. */
+  for (int l = 0; l < MLP_LAYERS; l++) {
+    const mlp_layer *ly = &m->layer[l];
+    float bound = 1.0f / sqrtf((float)ly->in);
+    TRY(kiln_random_uniform(m->queue, KILN_F32, ly->in * ly->out, seed, ly->w,
+                            -bound, bound, m->params, ly->w, 0, NULL, NULL),
+        done);
+    TRY(kiln_random_uniform(m->queue, KILN_F32, ly->out, seed, ly->b, -bound,
+                            bound, m->params, ly->b, 0, NULL, NULL),
+        done);
+  }
+  TRY(kiln_fill(m->queue, KILN_F32, m->nparams, 0.0, m->opt_m, 0, 0, NULL,
+                NULL),
+      done);
+  TRY(kiln_fill(m->queue, KILN_F32, m->nparams, 0.0, m->opt_v, 0, 0, NULL,
+                NULL),
+      done);
+  if (m->params_lp)
+    TRY(kiln_cast(m->queue, m->nparams, KILN_F32, m->params, 0, KILN_BF16,
+                  m->params_lp, 0, 0, NULL, NULL),
+        done);
+  m->steps = 0;
+done:
+  return st;
+}
+
+/* The GEMM operand holding layer l's input: the batch itself for the first
+ * layer, the previous layer's output (its bf16 copy in bf16) otherwise. */
+static kiln_buffer *layer_input(mlp *m, int l, kiln_buffer *x,
+                                size_t x_offset, size_t *offset) {
+  *offset = 0;
+  if (l > 0)
+    return m->act_dtype == KILN_BF16 ? m->h_lp[l - 1] : m->h[l - 1];
+  if (m->act_dtype == KILN_BF16)
+    return m->x_lp;
+  *offset = x_offset;
+  return x;
+}
+
+kiln_status mlp_forward(mlp *m, size_t rows, kiln_buffer *x, size_t x_offset,
+                        size_t num_wait, kiln_event *const *wait_list) {
+  kiln_status st = KILN_OK;
+  kiln_queue *q = m->queue;
+  kiln_dtype dt = m->act_dtype;
+  kiln_buffer *w = dt == KILN_BF16 ? m->params_lp : m->params;
+  /* The wait list (the batch's upload, on another queue) goes to the first
+   * op; the queue is in order, so every later op follows it. */
+  if (dt == KILN_BF16) {
+    TRY(kiln_cast(q, rows * widths[0], KILN_F32, x, x_offset, KILN_BF16,
+                  m->x_lp, 0, num_wait, wait_list, NULL),
+        done);
+    num_wait = 0;
+    wait_list = NULL;
+  }
+  for (int l = 0; l < MLP_LAYERS; l++) {
+    const mlp_layer *ly = &m->layer[l];
+    size_t in_off;
+    kiln_buffer *in = layer_input(m, l, x, x_offset, &in_off);
+    /* h = act(a W^T + b) in one launch: W is out x in (nn.Linear's
+     * layout), hence TRANS; the bias is read from the f32 master copy. */
+    TRY(kiln_gemm_bias_act(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, rows,
+                           ly->out, ly->in, 1.0f, dt, in, in_off, ly->in, w,
+                           ly->w, ly->in, 0.0f, m->h[l], 0, ly->out, m->params,
+                           ly->b,
+                           l == MLP_LAYERS - 1 ? KILN_GEMM_ACT_NONE
+                                               : KILN_GEMM_ACT_RELU,
+                           num_wait, wait_list, NULL),
+        done);
+    num_wait = 0;
+    wait_list = NULL;
+    if (l == MLP_LAYERS - 1)
+      break;
+    if (dt == KILN_BF16)
+      TRY(kiln_cast(q, rows * ly->out, KILN_F32, m->h[l], 0, KILN_BF16,
+                    m->h_lp[l], 0, 0, NULL, NULL),
+          done);
+  }
+done:
+  return st;
+}
+
+kiln_status mlp_gradients(mlp *m, size_t rows, kiln_buffer *x,
+                          size_t x_offset, kiln_buffer *labels,
+                          size_t labels_offset, kiln_buffer *loss,
+                          size_t loss_offset, size_t num_wait,
+                          kiln_event *const *wait_list) {
+  kiln_status st = KILN_OK;
+  kiln_queue *q = m->queue;
+  kiln_dtype dt = m->act_dtype;
+  kiln_buffer *w = dt == KILN_BF16 ? m->params_lp : m->params;
+  const int last = MLP_LAYERS - 1;
+  TRY(mlp_forward(m, rows, x, x_offset, num_wait, wait_list), done);
+  TRY(kiln_softmax_cross_entropy(q, KILN_F32, rows, m->layer[last].out,
+                                 m->h[last], 0, KILN_U32, labels,
+                                 labels_offset, NULL, 0, loss, loss_offset, 0,
+                                 NULL, NULL),
+      done);
+  /* d(mean loss)/d(logits) into dz; then down the layers, dz always holds
+   * the gradient of layer l's pre-activation output. */
+  TRY(kiln_softmax_cross_entropy_backward(
+          q, KILN_F32, rows, m->layer[last].out, m->h[last], 0, KILN_U32,
+          labels, labels_offset, 1.0f / (float)rows, m->dz, 0, 0, NULL, NULL),
+      done);
+  for (int l = last; l >= 0; l--) {
+    const mlp_layer *ly = &m->layer[l];
+    size_t in_off;
+    kiln_buffer *in = layer_input(m, l, x, x_offset, &in_off);
+    kiln_buffer *d = m->dz;
+    if (dt == KILN_BF16) {
+      TRY(kiln_cast(q, rows * ly->out, KILN_F32, m->dz, 0, KILN_BF16, m->d_lp,
+                    0, 0, NULL, NULL),
+          done);
+      d = m->d_lp;
+    }
+    /* dW = dz^T a (out x in), db = the column sums of dz. */
+    TRY(kiln_gemm(q, KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, ly->out,
+                  ly->in, rows, 1.0f, dt, d, 0, ly->out, in, in_off, ly->in,
+                  0.0f, m->grads, ly->w, ly->in, 0, NULL, NULL),
+        done);
+    TRY(kiln_reduce_cols(q, KILN_REDUCE_SUM, KILN_F32, rows, ly->out, m->dz, 0,
+                         m->grads, ly->b, 0, NULL, NULL),
+        done);
+    if (l == 0)
+      break;
+    /* da = dz W (rows x in), then through the previous layer's ReLU, from
+     * its output (kept in h): dz = da where h > 0. */
+    TRY(kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, rows,
+                  ly->in, ly->out, 1.0f, dt, d, 0, ly->out, w, ly->w, ly->in,
+                  0.0f, m->dh, 0, ly->in, 0, NULL, NULL),
+        done);
+    TRY(kiln_unary_backward(q, KILN_UNARY_RELU, KILN_GRAD_FROM_Y, KILN_F32,
+                            rows * ly->in, m->h[l - 1], 0, m->dh, 0, m->dz, 0,
+                            0, NULL, NULL),
+        done);
+  }
+done:
+  return st;
+}
+
+kiln_status mlp_step(mlp *m, const mlp_hyper *hp) {
+  kiln_dtype copy_dtype = m->params_lp ? KILN_BF16 : KILN_F32;
+  m->steps++;
+  /* One launch updates every parameter: they are one contiguous range,
+   * and both optimizers act element by element. */
+  if (hp->optimizer == MLP_SGD) {
+    kiln_sgd_params p = {.lr = hp->lr,
+                         .momentum = hp->momentum,
+                         .weight_decay = hp->weight_decay,
+                         .nesterov = false,
+                         .grad_scale = 1.0f};
+    return kiln_sgd_step(m->queue, &p, m->nparams, m->params, 0, KILN_F32,
+                         m->grads, 0, m->opt_m, 0, copy_dtype, m->params_lp, 0,
+                         NULL, 0, 0, NULL, NULL);
+  }
+  kiln_adamw_params p = {.lr = hp->lr,
+                         .beta1 = hp->beta1,
+                         .beta2 = hp->beta2,
+                         .eps = hp->eps,
+                         .weight_decay = hp->weight_decay,
+                         .step = m->steps,
+                         .grad_scale = 1.0f};
+  return kiln_adamw_step(m->queue, &p, m->nparams, m->params, 0, KILN_F32,
+                         m->grads, 0, m->opt_m, 0, m->opt_v, 0, copy_dtype,
+                         m->params_lp, 0, NULL, 0, 0, NULL, NULL);
+}
+
+kiln_status mlp_count_correct(mlp *m, size_t rows, kiln_buffer *labels,
+                              size_t labels_offset, kiln_buffer *correct,
+                              size_t correct_offset) {
+  const int last = MLP_LAYERS - 1;
+  return kiln_accuracy_count(m->queue, KILN_F32, rows, m->layer[last].out,
+                             m->h[last], 0, KILN_U32, labels, labels_offset,
+                             true, correct, correct_offset, 0, NULL, NULL);
+}

@@ -1,0 +1,550 @@
+/* train_fashion_mnist.c: train a multilayer perceptron (784 -> 1024 -> 1024
+ * -> 10, ReLU; mlp.c) on Fashion-MNIST with kiln's op library, and report
+ * per epoch the mean training loss, the test accuracy and the time.
+ *
+ *   train_fashion_mnist [--device SEL] [--epochs N] [--precision f32|bf16]
+ *                       [--optimizer adamw|sgd] [--lr X] [--weight-decay X]
+ *                       [--batch N] [--seed N] [--data DIR] [--limit N]
+ *                       [--test-limit N]
+ *                       [--steps N] [--print-losses] [--export DIR]
+ *                       [--bench-infer RUNS] [--expect-accuracy PCT]
+ *
+ * The data is the gzip'd IDX files of Debian's package dataset-fashion-mnist
+ * (fmnist_data.c), pixels scaled to [0, 1]. Each epoch visits the training
+ * set in an order shuffled from the seed and drops the last partial batch;
+ * the same seed gives the same weights, batches and so the same losses on
+ * one device. While the device computes a step, the host prepares the next
+ * batch and a second queue uploads it (two input slots, ordered by events),
+ * so the compute queue never waits for a transfer it could have overlapped.
+ *
+ * --steps N stops after N steps in all; --export DIR writes the initial
+ * weights (init.f32: every parameter, mlp.h's layout), the batch order
+ * (order.u32: the example indexes of each step used, in order) and the final
+ * weights (final.f32), which examples/torch_side_by_side.py reads to train the
+ * same network in PyTorch. --bench-infer RUNS times the trained network's
+ * forward pass at batch 1 and 256 (upload, forward, read of the logits).
+ * --expect-accuracy PCT exits 1 when the final test accuracy is below PCT
+ * (the test suite's short run uses it).
+ *
+ * Build: cc train_fashion_mnist.c mlp.c fmnist_data.c \
+ *          $(pkg-config --cflags --libs kiln zlib) -lm */
+/* clock_gettime and isatty are POSIX, not C11. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <kiln/kiln.h>
+
+#include "fmnist_data.h"
+#include "mlp.h"
+
+typedef struct options {
+  const char *device, *data, *export_dir;
+  int epochs;
+  kiln_dtype precision;
+  mlp_hyper hyper;
+  size_t batch, limit, test_limit, max_steps, bench_runs;
+  uint64_t seed;
+  bool print_losses;
+  double expect_accuracy;
+} options;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int usage(const char *why) {
+  fprintf(stderr,
+          "train_fashion_mnist: %s\n"
+          "usage: train_fashion_mnist [--device SEL] [--epochs N] "
+          "[--precision f32|bf16]\n"
+          "  [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--batch N]\n"
+          "  [--seed N] [--data DIR]"
+          " [--limit N] [--test-limit N] [--steps N] [--print-losses] "
+          "[--export DIR]\n"
+          "  [--bench-infer RUNS] [--expect-accuracy PCT]\n",
+          why);
+  return 2;
+}
+
+static bool parse_size(const char *s, size_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end || s[0] == '-')
+    return false;
+  *out = (size_t)v;
+  return true;
+}
+
+static bool parse_float(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !isfinite(v))
+    return false;
+  *out = v;
+  return true;
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+  *o = (options){.data = FMNIST_DEFAULT_DIR,
+                 .epochs = 1,
+                 .precision = KILN_F32,
+                 .hyper = {.optimizer = MLP_ADAMW, .lr = 1e-3f,
+                           .momentum = 0.9f, .beta1 = 0.9f, .beta2 = 0.999f,
+                           .eps = 1e-8f, .weight_decay = 0.0f},
+                 .batch = 256,
+                 .seed = 42};
+  bool lr_given = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    size_t n;
+    double d;
+    if (!strcmp(a, "--print-losses")) {
+      o->print_losses = true;
+      continue;
+    }
+    if (!v)
+      return usage("an option is missing its value");
+    i++;
+    if (!strcmp(a, "--device"))
+      o->device = v;
+    else if (!strcmp(a, "--data"))
+      o->data = v;
+    else if (!strcmp(a, "--export"))
+      o->export_dir = v;
+    else if (!strcmp(a, "--epochs") && parse_size(v, &n) && n >= 1 && n <= 1000)
+      o->epochs = (int)n;
+    else if (!strcmp(a, "--precision") && !strcmp(v, "f32"))
+      o->precision = KILN_F32;
+    else if (!strcmp(a, "--precision") && !strcmp(v, "bf16"))
+      o->precision = KILN_BF16;
+    else if (!strcmp(a, "--optimizer") && !strcmp(v, "adamw"))
+      o->hyper.optimizer = MLP_ADAMW;
+    else if (!strcmp(a, "--optimizer") && !strcmp(v, "sgd"))
+      o->hyper.optimizer = MLP_SGD;
+    else if (!strcmp(a, "--lr") && parse_float(v, &d) && d > 0) {
+      o->hyper.lr = (float)d;
+      lr_given = true;
+    } else if (!strcmp(a, "--weight-decay") && parse_float(v, &d) && d >= 0)
+      o->hyper.weight_decay = (float)d;
+    else if (!strcmp(a, "--batch") && parse_size(v, &n) && n >= 1 &&
+               n <= 65536)
+      o->batch = n;
+    else if (!strcmp(a, "--seed") && parse_size(v, &n))
+      o->seed = n;
+    else if (!strcmp(a, "--limit") && parse_size(v, &n))
+      o->limit = n;
+    else if (!strcmp(a, "--test-limit") && parse_size(v, &n))
+      o->test_limit = n;
+    else if (!strcmp(a, "--steps") && parse_size(v, &n) && n >= 1)
+      o->max_steps = n;
+    else if (!strcmp(a, "--bench-infer") && parse_size(v, &n) && n >= 1)
+      o->bench_runs = n;
+    else if (!strcmp(a, "--expect-accuracy") && parse_float(v, &d))
+      o->expect_accuracy = d;
+    else {
+      char why[256];
+      snprintf(why, sizeof why, "bad option or value: %s %s", a, v);
+      return usage(why);
+    }
+  }
+  if (!lr_given && o->hyper.optimizer == MLP_SGD)
+    o->hyper.lr = 0.05f;
+  return 0;
+}
+
+/* splitmix64: the host's generator for the batch order (the weights come
+ * from kiln's Philox op). */
+static uint64_t next_random(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Fisher-Yates shuffle of 0..n-1 for one epoch, from the seed and the
+ * epoch's number alone. */
+static void shuffle(uint32_t *order, size_t n, uint64_t seed, int epoch) {
+  uint64_t state = seed * 0x100000001b3ull + (uint64_t)epoch;
+  for (size_t i = 0; i < n; i++)
+    order[i] = (uint32_t)i;
+  for (size_t i = n; i > 1; i--) {
+    size_t j = (size_t)(next_random(&state) % i);
+    uint32_t t = order[i - 1];
+    order[i - 1] = order[j];
+    order[j] = t;
+  }
+}
+
+/* Pixels as f32 in [0, 1] and labels as u32, for examples idx[0..rows). */
+static void stage(const fmnist_set *set, const uint32_t *idx, size_t rows,
+                  float *x, uint32_t *labels) {
+  for (size_t r = 0; r < rows; r++) {
+    const uint8_t *img = set->images + (size_t)idx[r] * FMNIST_PIXELS;
+    for (size_t p = 0; p < FMNIST_PIXELS; p++)
+      x[r * FMNIST_PIXELS + p] = (float)img[p] * (1.0f / 255.0f);
+    labels[r] = set->labels[idx[r]];
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n) {
+  if (n == 0)
+    return 0.0;
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void progress(int epoch, int epochs, size_t done, size_t total) {
+  int width = 40, fill = (int)(width * done / (total ? total : 1));
+  fprintf(stderr, "\repoch %d/%d [%.*s%*s] %zu/%zu", epoch, epochs, fill,
+          "########################################", width - fill, "", done,
+          total);
+  fflush(stderr);
+}
+
+static int write_file(const char *dir, const char *name, const void *data,
+                      size_t bytes) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(data, 1, bytes, f) != bytes || fclose(f) != 0) {
+    fprintf(stderr, "train_fashion_mnist: cannot write %s: %s\n", path,
+            strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* Everything the run owns on the device, released in one place. */
+typedef struct run {
+  kiln_context *ctx;
+  kiln_queue *q, *upload;
+  mlp *model;
+  kiln_buffer *x[2], *labels[2]; /* the two input slots */
+  kiln_buffer *test_x, *test_labels, *losses, *correct;
+  float *host_x[2];
+  uint32_t *host_labels[2];
+} run;
+
+static void run_free(run *r) {
+  kiln_queue_destroy(r->upload);
+  kiln_queue_destroy(r->q);
+  mlp_destroy(r->model);
+  for (int s = 0; s < 2; s++) {
+    kiln_buffer_destroy(r->x[s]);
+    kiln_buffer_destroy(r->labels[s]);
+    free(r->host_x[s]);
+    free(r->host_labels[s]);
+  }
+  kiln_buffer_destroy(r->test_x);
+  kiln_buffer_destroy(r->test_labels);
+  kiln_buffer_destroy(r->losses);
+  kiln_buffer_destroy(r->correct);
+  kiln_context_destroy(r->ctx);
+}
+
+#define TRY(call, label)                                                       \
+  do {                                                                         \
+    if ((call) != KILN_OK)                                                     \
+      goto label;                                                              \
+  } while (0)
+
+/* Test accuracy in percent (a negative value on a kiln error). */
+static double evaluate(run *r, size_t count, size_t batch) {
+  uint32_t correct = 0;
+  TRY(kiln_fill(r->q, KILN_U32, 1, 0.0, r->correct, 0, 0, NULL, NULL), fail);
+  for (size_t start = 0; start < count; start += batch) {
+    size_t rows = count - start < batch ? count - start : batch;
+    TRY(mlp_forward(r->model, rows, r->test_x, start * FMNIST_PIXELS, 0, NULL),
+        fail);
+    TRY(mlp_count_correct(r->model, rows, r->test_labels, start, r->correct,
+                          0),
+        fail);
+  }
+  TRY(kiln_buffer_read_sync(r->q, r->correct, 0, sizeof correct, &correct),
+      fail);
+  return 100.0 * correct / (double)count;
+fail:
+  return -1.0;
+}
+
+/* Median latency in ms of one inference at `rows` rows: upload, forward,
+ * read the logits back (what a caller serving requests waits for). */
+static double bench_infer(run *r, const fmnist_set *test, size_t rows,
+                          size_t runs) {
+  uint32_t *idx = malloc(rows * sizeof *idx);
+  double *times = malloc((runs + 1) * sizeof *times), result = -1.0;
+  float *logits = malloc(rows * FMNIST_CLASSES * sizeof *logits);
+  if (!idx || !times || !logits)
+    goto done;
+  for (size_t i = 0; i < rows; i++)
+    idx[i] = (uint32_t)(i % test->count);
+  stage(test, idx, rows, r->host_x[0], r->host_labels[0]);
+  for (size_t k = 0; k <= runs; k++) { /* run 0 warms up */
+    double t0 = now_s();
+    TRY(kiln_buffer_write(r->q, r->x[0], 0, rows * FMNIST_PIXELS * 4,
+                          r->host_x[0], 0, NULL, NULL),
+        done);
+    TRY(mlp_forward(r->model, rows, r->x[0], 0, 0, NULL), done);
+    TRY(kiln_buffer_read_sync(r->q, r->model->h[MLP_LAYERS - 1], 0,
+                              rows * FMNIST_CLASSES * sizeof *logits, logits),
+        done);
+    times[k] = (now_s() - t0) * 1e3;
+  }
+  result = median(times + 1, runs);
+done:
+  free(idx);
+  free(times);
+  free(logits);
+  return result;
+}
+
+int main(int argc, char **argv) {
+  options o;
+  int rc = parse_args(argc, argv, &o);
+  if (rc)
+    return rc;
+  char err[4352];
+  fmnist_set train = {0}, test = {0};
+  run r = {0};
+  uint32_t *order = NULL, *used = NULL;
+  float *step_loss = NULL, *weights = NULL;
+  double *step_ms = NULL;
+  kiln_event *up[2] = {NULL, NULL}, *done[2] = {NULL, NULL};
+  rc = EXIT_FAILURE;
+
+  /* The data first: a missing or damaged file is reported before any
+   * device is touched. */
+  if (fmnist_load(o.data, "train", o.limit, &train, err, sizeof err) != 0 ||
+      fmnist_load(o.data, "t10k", o.test_limit, &test, err, sizeof err) != 0) {
+    fprintf(stderr, "train_fashion_mnist: %s\n", err);
+    goto out;
+  }
+  if (train.count < o.batch) {
+    fprintf(stderr, "train_fashion_mnist: %zu training examples, fewer than "
+            "one batch of %zu\n", train.count, o.batch);
+    goto out;
+  }
+  const size_t B = o.batch, steps_per_epoch = train.count / B;
+  size_t total_steps = steps_per_epoch * (size_t)o.epochs;
+  if (o.max_steps && o.max_steps < total_steps)
+    total_steps = o.max_steps;
+  order = malloc(train.count * sizeof *order);
+  used = malloc(total_steps * B * sizeof *used);
+  step_loss = malloc(steps_per_epoch * sizeof *step_loss);
+  step_ms = malloc(total_steps * sizeof *step_ms);
+  for (int s = 0; s < 2; s++) {
+    r.host_x[s] = malloc(B * FMNIST_PIXELS * sizeof(float));
+    r.host_labels[s] = malloc(B * sizeof(uint32_t));
+  }
+  if (!order || !used || !step_loss || !step_ms || !r.host_x[0] ||
+      !r.host_x[1] || !r.host_labels[0] || !r.host_labels[1]) {
+    fprintf(stderr, "train_fashion_mnist: out of host memory\n");
+    goto out;
+  }
+  /* The whole run's batch order, fixed before the first step. */
+  for (int e = 0; e < o.epochs; e++) {
+    size_t first = (size_t)e * steps_per_epoch * B;
+    if (first >= total_steps * B)
+      break;
+    shuffle(order, train.count, o.seed, e);
+    size_t take = total_steps * B - first;
+    if (take > steps_per_epoch * B)
+      take = steps_per_epoch * B;
+    memcpy(used + first, order, take * sizeof *used);
+  }
+
+  TRY(kiln_context_create_default(o.device, &r.ctx), kiln_fail);
+  TRY(kiln_queue_create(r.ctx, 0, &r.q), kiln_fail);
+  TRY(kiln_queue_create(r.ctx, 0, &r.upload), kiln_fail);
+  TRY(mlp_create(r.ctx, r.q, B, o.precision, &r.model), kiln_fail);
+  for (int s = 0; s < 2; s++) {
+    TRY(kiln_buffer_create(r.ctx, B * FMNIST_PIXELS * 4, KILN_MEM_READ_ONLY,
+                           &r.x[s]), kiln_fail);
+    TRY(kiln_buffer_create(r.ctx, B * 4, KILN_MEM_READ_ONLY, &r.labels[s]),
+        kiln_fail);
+  }
+  TRY(kiln_buffer_create(r.ctx, test.count * FMNIST_PIXELS * 4,
+                         KILN_MEM_READ_ONLY, &r.test_x), kiln_fail);
+  TRY(kiln_buffer_create(r.ctx, test.count * 4, KILN_MEM_READ_ONLY,
+                         &r.test_labels), kiln_fail);
+  TRY(kiln_buffer_create(r.ctx, steps_per_epoch * 4, KILN_MEM_READ_WRITE,
+                         &r.losses), kiln_fail);
+  TRY(kiln_buffer_create(r.ctx, 4, KILN_MEM_READ_WRITE, &r.correct),
+      kiln_fail);
+  {
+    /* The test set goes up once, converted like the training batches. */
+    float *tx = malloc(test.count * FMNIST_PIXELS * sizeof *tx);
+    uint32_t *tl = malloc(test.count * sizeof *tl), *ti = malloc(test.count * 4);
+    kiln_status st = KILN_ERR_OUT_OF_HOST_MEMORY;
+    if (tx && tl && ti) {
+      for (size_t i = 0; i < test.count; i++)
+        ti[i] = (uint32_t)i;
+      stage(&test, ti, test.count, tx, tl);
+      st = kiln_buffer_write_sync(r.q, r.test_x, 0,
+                                  test.count * FMNIST_PIXELS * 4, tx);
+      if (st == KILN_OK)
+        st = kiln_buffer_write_sync(r.q, r.test_labels, 0, test.count * 4, tl);
+    }
+    free(tx);
+    free(tl);
+    free(ti);
+    TRY(st, kiln_fail);
+  }
+  TRY(mlp_init(r.model, o.seed), kiln_fail);
+  if (o.export_dir) {
+    weights = malloc(r.model->nparams * sizeof *weights);
+    if (!weights) {
+      fprintf(stderr, "train_fashion_mnist: out of host memory\n");
+      goto out;
+    }
+    TRY(kiln_buffer_read_sync(r.q, r.model->params, 0,
+                              r.model->nparams * sizeof *weights, weights),
+        kiln_fail);
+    if (write_file(o.export_dir, "init.f32", weights,
+                   r.model->nparams * sizeof *weights) != 0 ||
+        write_file(o.export_dir, "order.u32", used,
+                   total_steps * B * sizeof *used) != 0)
+      goto out;
+  }
+
+  printf("train_fashion_mnist: %s, %s, %s lr %g, weight decay %g, batch %zu, %zu training and "
+         "%zu test examples, %zu steps per epoch, seed %" PRIu64 "\n",
+         kiln_context_device_info(r.ctx)->name,
+         kiln_dtype_name(o.precision),
+         o.hyper.optimizer == MLP_SGD ? "sgd (momentum 0.9)" : "adamw",
+         (double)o.hyper.lr, (double)o.hyper.weight_decay, B, train.count, test.count, steps_per_epoch,
+         o.seed);
+  const bool bar = isatty(STDERR_FILENO);
+  double accuracy = 0.0, last_loss = NAN, epoch_s = 0.0;
+  size_t t = 0, timed = 0;
+  /* Prologue: the first batch into slot 0. */
+  stage(&train, used, B, r.host_x[0], r.host_labels[0]);
+  TRY(kiln_buffer_write(r.upload, r.x[0], 0, B * FMNIST_PIXELS * 4,
+                        r.host_x[0], 0, NULL, NULL), kiln_fail);
+  TRY(kiln_buffer_write(r.upload, r.labels[0], 0, B * 4, r.host_labels[0], 0,
+                        NULL, &up[0]), kiln_fail);
+  /* A queue's commands may not start until it is flushed (rusticl waits
+   * for that), and the compute queue will wait for these. */
+  TRY(kiln_queue_flush(r.upload), kiln_fail);
+  for (int e = 0; e < o.epochs && t < total_steps; e++) {
+    double t0 = now_s(), last_done = t0;
+    size_t first = t;
+    for (size_t k = 0; k < steps_per_epoch && t < total_steps; k++, t++) {
+      int s = (int)(t % 2), ns = 1 - s;
+      TRY(mlp_gradients(r.model, B, r.x[s], 0, r.labels[s], 0, r.losses, k, 1,
+                        &up[s]), kiln_fail);
+      TRY(mlp_step(r.model, &o.hyper), kiln_fail);
+      kiln_event_release(up[s]);
+      up[s] = NULL;
+      TRY(kiln_queue_marker(r.q, 0, NULL, &done[s]), kiln_fail);
+      TRY(kiln_queue_flush(r.q), kiln_fail);
+      /* While step t runs: wait for step t - 1, which read slot ns, then
+       * fill slot ns with batch t + 1 and upload it on the other queue. */
+      if (done[ns]) {
+        TRY(kiln_event_wait(done[ns]), kiln_fail);
+        kiln_event_release(done[ns]);
+        done[ns] = NULL;
+        double now = now_s();
+        if (k > 0)
+          step_ms[timed++] = (now - last_done) * 1e3;
+        last_done = now;
+      }
+      if (t + 1 < total_steps) {
+        stage(&train, used + (t + 1) * B, B, r.host_x[ns], r.host_labels[ns]);
+        TRY(kiln_buffer_write(r.upload, r.x[ns], 0, B * FMNIST_PIXELS * 4,
+                              r.host_x[ns], 0, NULL, NULL), kiln_fail);
+        TRY(kiln_buffer_write(r.upload, r.labels[ns], 0, B * 4,
+                              r.host_labels[ns], 0, NULL, &up[ns]),
+            kiln_fail);
+        TRY(kiln_queue_flush(r.upload), kiln_fail);
+      }
+      if (bar)
+        progress(e + 1, o.epochs, k + 1, steps_per_epoch);
+    }
+    TRY(kiln_queue_finish(r.q), kiln_fail);
+    for (int s = 0; s < 2; s++) {
+      kiln_event_release(done[s]);
+      done[s] = NULL;
+    }
+    epoch_s = now_s() - t0;
+    size_t n = t - first;
+    TRY(kiln_buffer_read_sync(r.q, r.losses, 0, n * sizeof *step_loss,
+                              step_loss), kiln_fail);
+    double sum = 0.0;
+    for (size_t k = 0; k < n; k++) {
+      sum += step_loss[k];
+      if (o.print_losses)
+        printf("step %zu loss %.9g\n", first + k + 1, (double)step_loss[k]);
+    }
+    last_loss = sum / (double)n;
+    accuracy = evaluate(&r, test.count, B);
+    if (accuracy < 0)
+      goto kiln_fail;
+    if (bar)
+      fprintf(stderr, "\r%*s\r", 70, "");
+    printf("epoch %d/%d: loss %.6f, test accuracy %.2f%%, %.2f s (%zu steps)\n",
+           e + 1, o.epochs, last_loss, accuracy, epoch_s, n);
+    fflush(stdout);
+  }
+  double median_step = median(step_ms, timed);
+  if (o.export_dir) {
+    TRY(kiln_buffer_read_sync(r.q, r.model->params, 0,
+                              r.model->nparams * sizeof *weights, weights),
+        kiln_fail);
+    if (write_file(o.export_dir, "final.f32", weights,
+                   r.model->nparams * sizeof *weights) != 0)
+      goto out;
+  }
+  printf("summary: steps %zu, median step %.3f ms, last epoch %.3f s, "
+         "loss %.6f, test accuracy %.2f%%\n",
+         t, median_step, epoch_s, last_loss, accuracy);
+  if (o.bench_runs) {
+    double b1 = bench_infer(&r, &test, 1, o.bench_runs);
+    double bb = bench_infer(&r, &test, B, o.bench_runs);
+    if (b1 < 0 || bb < 0)
+      goto kiln_fail;
+    printf("inference: batch 1 %.3f ms, batch %zu %.3f ms (median of %zu)\n",
+           b1, B, bb, o.bench_runs);
+  }
+  if (accuracy < o.expect_accuracy) {
+    fprintf(stderr, "train_fashion_mnist: test accuracy %.2f%% is below the "
+            "expected %.2f%%\n", accuracy, o.expect_accuracy);
+    goto out;
+  }
+  rc = EXIT_SUCCESS;
+  goto out;
+kiln_fail:
+  fprintf(stderr, "train_fashion_mnist: %s\n", kiln_last_error());
+out:
+  for (int s = 0; s < 2; s++) {
+    kiln_event_release(up[s]);
+    kiln_event_release(done[s]);
+  }
+  run_free(&r);
+  fmnist_free(&train);
+  fmnist_free(&test);
+  free(order);
+  free(used);
+  free(step_loss);
+  free(step_ms);
+  free(weights);
+  return rc;
+}

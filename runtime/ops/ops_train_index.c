@@ -1,0 +1,138 @@
+/* Training ops, rows by index: kiln_gather_rows and kiln_scatter_add_rows
+ * (contracts in kiln/ops_train.h; kernels in cl_kernels/train_index.cl).
+ * Scatter-add links repeated indices in the queue's workspace (8 bytes per
+ * row) and sums each chain in one work-item per column, so no atomics and
+ * no run-to-run differences. */
+#include "ops_train_internal.h"
+
+#include <stdio.h>
+
+#define CHECK(expr) KILN__CHECK(s, expr)
+
+static const char *const dt_options[] = {
+    [KILN_F32] = "-DDT=0", [KILN_F16] = "-DDT=1", [KILN_BF16] = "-DDT=2"};
+
+/* Checks shared by both: dtypes, shapes and the index vector. *count and
+ * *table_count receive rows * cols and table_rows * cols. */
+static kiln_status
+check_index(const char *fn, kiln_queue *queue, kiln_dtype dtype,
+            unsigned dtypes, size_t rows, size_t cols, size_t table_rows,
+            kiln_dtype index_dtype, const kiln_buffer *indices,
+            size_t indices_offset, size_t *count, size_t *table_count) {
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, dtypes));
+  CHECK(kiln__ops_check_dtype(fn, "index_dtype", index_dtype, KILN__DT_LABELS));
+  CHECK(kiln__ops_check_shape(fn, rows, cols, count));
+  CHECK(kiln__ops_check_shape(fn, table_rows, cols, table_count));
+  if (s == KILN_OK && (rows > INT32_MAX || table_rows > INT32_MAX))
+    s = kiln__fail(KILN_ERR_INVALID_SIZE,
+                   "%s: rows %zu and table_rows %zu must be at most "
+                   "INT32_MAX",
+                   fn, rows, table_rows);
+  CHECK(kiln__ops_check_in(fn, queue, "indices", indices, indices_offset, rows,
+                           index_dtype));
+  return s;
+}
+
+KILN_API kiln_status kiln_gather_rows(
+    kiln_queue *queue, kiln_dtype dtype, size_t rows, size_t cols,
+    const kiln_buffer *table, size_t table_offset, size_t table_rows,
+    kiln_dtype index_dtype, const kiln_buffer *indices, size_t indices_offset,
+    kiln_buffer *y, size_t y_offset, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
+  static const char fn[] = "kiln_gather_rows";
+  size_t count = 0, tcount = 0;
+  kiln_status s = check_index(
+      fn, queue, dtype,
+      KILN__DT_FLOATS | KILN__DT(KILN_I32) | KILN__DT(KILN_U32), rows, cols,
+      table_rows, index_dtype, indices, indices_offset, &count, &tcount);
+  CHECK(kiln__ops_check_in(fn, queue, "table", table, table_offset, tcount,
+                           dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, count, dtype));
+  CHECK(kiln__ops_check_overlap(fn, "table", table, table_offset, tcount, dtype,
+                                "y", y, y_offset, count, dtype, false));
+  CHECK(kiln__ops_check_overlap(fn, "indices", indices, indices_offset, rows,
+                                index_dtype, "y", y, y_offset, count, dtype,
+                                false));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  size_t shape[2] = {rows, cols};
+  kiln__op_describe(&o, "gather_rows", dtype, 2, shape,
+                    2.0 * (double)kiln_dtype_size(dtype) * (double)count +
+                        4.0 * (double)rows,
+                    0);
+  if (count > 0) {
+    bool wide = kiln_dtype_size(dtype) == 4;
+    cl_kernel k = NULL;
+    cl_ulong to = table_offset, tr = table_rows, io = indices_offset;
+    cl_ulong yo = y_offset, nc = cols;
+    CHECK(kiln__op_kernel(
+        &o, "train_index", dt_options[wide ? KILN_F32 : KILN_F16],
+        wide ? "gather32" : "gather16", &k, 8, KILN__ARG(table->cl),
+        KILN__ARG(to), KILN__ARG(tr), KILN__ARG(indices->cl), KILN__ARG(io),
+        KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nc)));
+    CHECK(kiln__train_launch_matrix(&o, k, rows, cols));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+KILN_API kiln_status kiln_scatter_add_rows(
+    kiln_queue *queue, kiln_dtype dtype, size_t rows, size_t cols,
+    const kiln_buffer *x, size_t x_offset, kiln_dtype index_dtype,
+    const kiln_buffer *indices, size_t indices_offset, kiln_buffer *table,
+    size_t table_offset, size_t table_rows, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
+  static const char fn[] = "kiln_scatter_add_rows";
+  size_t count = 0, tcount = 0;
+  kiln_status s =
+      check_index(fn, queue, dtype, KILN__DT_FLOATS, rows, cols, table_rows,
+                  index_dtype, indices, indices_offset, &count, &tcount);
+  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, count, dtype));
+  CHECK(kiln__ops_check_in(fn, queue, "table", table, table_offset, tcount,
+                           dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "table", table, table_offset, tcount,
+                            dtype));
+  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "table",
+                                table, table_offset, tcount, dtype, false));
+  CHECK(kiln__ops_check_overlap(fn, "indices", indices, indices_offset, rows,
+                                index_dtype, "table", table, table_offset,
+                                tcount, dtype, false));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  size_t shape[2] = {rows, cols};
+  kiln__op_describe(&o, "scatter_add_rows", dtype, 2, shape,
+                    3.0 * (double)kiln_dtype_size(dtype) * (double)count +
+                        12.0 * (double)rows,
+                    (double)count);
+  if (count > 0) {
+    cl_mem chain = NULL;
+    CHECK(kiln__op_workspace(&o, rows * 8, &chain)); /* rows <= INT32_MAX */
+    const char *opt = dt_options[dtype];
+    cl_kernel kc = NULL, ka = NULL;
+    cl_ulong io = indices_offset, nr = rows, tr = table_rows;
+    CHECK(kiln__op_kernel(&o, "train_index", opt, "scatter_chain", &kc, 5,
+                          KILN__ARG(indices->cl), KILN__ARG(io), KILN__ARG(nr),
+                          KILN__ARG(tr), KILN__ARG(chain)));
+    CHECK(kiln__train_launch_elems(&o, kc, rows));
+    cl_ulong xo = x_offset, to = table_offset, nc = cols;
+    CHECK(kiln__op_kernel(
+        &o, "train_index", opt, "scatter_add_rows", &ka, 9, KILN__ARG(x->cl),
+        KILN__ARG(xo), KILN__ARG(indices->cl), KILN__ARG(io), KILN__ARG(chain),
+        KILN__ARG(nr), KILN__ARG(table->cl), KILN__ARG(to), KILN__ARG(nc)));
+    CHECK(kiln__train_launch_matrix(&o, ka, rows, cols));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+void kiln__ops_warm_train_index(const kiln_context *ctx, kiln__warm_add_fn add,
+                                void *user) {
+  (void)ctx;
+  for (int d = KILN_F32; d <= KILN_BF16; d++)
+    add(user, "train_index", dt_options[d]);
+}

@@ -1,0 +1,377 @@
+/* Training ops over rows: kiln_softmax_cross_entropy (+ _backward),
+ * kiln_accuracy_count, kiln_softmax_rows_backward,
+ * kiln_layernorm_rows_backward (contracts in kiln/ops_train.h; kernels in
+ * cl_kernels/train_rows.cl, built per storage dtype and kernel family like
+ * rows.cl). One worker per row as in ops_rows.c; the batch mean and
+ * layernorm's column sums run in a second, fixed-order kernel. */
+#include "ops_train_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#define CHECK(expr) KILN__CHECK(s, expr)
+
+/* Shape, dtype, logits and labels checks shared by the cross-entropy ops and
+ * accuracy; *count receives rows * cols. */
+static kiln_status check_logits(const char *fn, kiln_queue *queue,
+                                kiln_dtype dtype, size_t rows, size_t cols,
+                                const kiln_buffer *logits, size_t logits_offset,
+                                kiln_dtype label_dtype,
+                                const kiln_buffer *labels, size_t labels_offset,
+                                size_t *count) {
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_dtype(fn, "label_dtype", label_dtype, KILN__DT_LABELS));
+  CHECK(kiln__ops_check_shape(fn, rows, cols, count));
+  if (s == KILN_OK && rows > 0 && cols == 0)
+    s = kiln__fail(KILN_ERR_INVALID_SIZE,
+                   "%s: cols is 0 with rows %zu: a row needs an element", fn,
+                   rows);
+  if (s == KILN_OK && rows > UINT32_MAX)
+    s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: rows %zu exceeds UINT32_MAX", fn,
+                   rows);
+  if (s == KILN_OK && cols > INT32_MAX)
+    s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: cols %zu exceeds INT32_MAX", fn,
+                   cols);
+  CHECK(kiln__ops_check_in(fn, queue, "logits", logits, logits_offset, *count,
+                           dtype));
+  CHECK(kiln__ops_check_in(fn, queue, "labels", labels, labels_offset, rows,
+                           label_dtype));
+  return s;
+}
+
+KILN_API kiln_status kiln_softmax_cross_entropy(
+    kiln_queue *queue, kiln_dtype dtype, size_t rows, size_t cols,
+    const kiln_buffer *logits, size_t logits_offset, kiln_dtype label_dtype,
+    const kiln_buffer *labels, size_t labels_offset, kiln_buffer *loss,
+    size_t loss_offset, kiln_buffer *mean, size_t mean_offset, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
+  static const char fn[] = "kiln_softmax_cross_entropy";
+  size_t count = 0;
+  kiln_status s =
+      check_logits(fn, queue, dtype, rows, cols, logits, logits_offset,
+                   label_dtype, labels, labels_offset, &count);
+  if (s == KILN_OK && loss == NULL && mean == NULL)
+    s = kiln__fail(KILN_ERR_NULL_POINTER,
+                   "%s: loss and mean are both NULL: nothing to compute", fn);
+  if (loss != NULL) {
+    CHECK(kiln__ops_check_out(fn, queue, "loss", loss, loss_offset, rows,
+                              KILN_F32));
+    CHECK(kiln__ops_check_overlap(fn, "logits", logits, logits_offset, count,
+                                  dtype, "loss", loss, loss_offset, rows,
+                                  KILN_F32, false));
+    CHECK(kiln__ops_check_overlap(fn, "labels", labels, labels_offset, rows,
+                                  label_dtype, "loss", loss, loss_offset, rows,
+                                  KILN_F32, false));
+  }
+  if (mean != NULL) {
+    CHECK(
+        kiln__ops_check_out(fn, queue, "mean", mean, mean_offset, 1, KILN_F32));
+    if (loss != NULL)
+      CHECK(kiln__ops_check_overlap(fn, "loss", loss, loss_offset, rows,
+                                    KILN_F32, "mean", mean, mean_offset, 1,
+                                    KILN_F32, false));
+  }
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  size_t shape[2] = {rows, cols};
+  kiln__op_describe(&o, "softmax_cross_entropy", dtype, 2, shape,
+                    (double)kiln_dtype_size(dtype) * (double)count +
+                        8.0 * (double)rows,
+                    12.0 * (double)count);
+  if (rows > 0) {
+    struct kiln__train_rows p;
+    kiln__train_rows_params(queue->ctx, dtype, &p);
+    cl_mem lm = loss != NULL ? loss->cl : NULL;
+    cl_ulong xo = logits_offset, lo = labels_offset;
+    cl_ulong so = loss != NULL ? loss_offset : 0, nr = rows, nc = cols;
+    if (loss == NULL) {
+      size_t bytes;
+      if (kiln__mul_overflows(rows, 4, &bytes))
+        s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: rows %zu", fn, rows);
+      CHECK(kiln__op_workspace(&o, bytes, &lm));
+    }
+    cl_kernel k = NULL;
+    CHECK(kiln__op_kernel(&o, "train_rows", p.options, "ce_forward", &k, 8,
+                          KILN__ARG(logits->cl), KILN__ARG(xo),
+                          KILN__ARG(labels->cl), KILN__ARG(lo), KILN__ARG(lm),
+                          KILN__ARG(so), KILN__ARG(nr), KILN__ARG(nc)));
+    CHECK(kiln__train_launch_rows(&o, &p, k, rows));
+    if (mean != NULL) {
+      cl_kernel km = NULL;
+      cl_ulong mo = mean_offset;
+      size_t one = 1;
+      CHECK(kiln__op_kernel(&o, "train_rows", p.options, "mean_f32", &km, 5,
+                            KILN__ARG(lm), KILN__ARG(so), KILN__ARG(nr),
+                            KILN__ARG(mean->cl), KILN__ARG(mo)));
+      CHECK(kiln__op_launch(&o, km, 1, &one, &one));
+    }
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+KILN_API kiln_status kiln_softmax_cross_entropy_backward(
+    kiln_queue *queue, kiln_dtype dtype, size_t rows, size_t cols,
+    const kiln_buffer *logits, size_t logits_offset, kiln_dtype label_dtype,
+    const kiln_buffer *labels, size_t labels_offset, float scale,
+    kiln_buffer *dlogits, size_t dlogits_offset, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
+  static const char fn[] = "kiln_softmax_cross_entropy_backward";
+  size_t count = 0;
+  kiln_status s =
+      check_logits(fn, queue, dtype, rows, cols, logits, logits_offset,
+                   label_dtype, labels, labels_offset, &count);
+  CHECK(kiln__train_check_finite(fn, "scale", scale));
+  CHECK(kiln__ops_check_out(fn, queue, "dlogits", dlogits, dlogits_offset,
+                            count, dtype));
+  CHECK(kiln__ops_check_overlap(fn, "logits", logits, logits_offset, count,
+                                dtype, "dlogits", dlogits, dlogits_offset,
+                                count, dtype, true));
+  CHECK(kiln__ops_check_overlap(fn, "labels", labels, labels_offset, rows,
+                                label_dtype, "dlogits", dlogits, dlogits_offset,
+                                count, dtype, false));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  size_t shape[2] = {rows, cols};
+  kiln__op_describe(&o, "softmax_cross_entropy_backward", dtype, 2, shape,
+                    2.0 * (double)kiln_dtype_size(dtype) * (double)count,
+                    20.0 * (double)count);
+  if (rows > 0) {
+    struct kiln__train_rows p;
+    kiln__train_rows_params(queue->ctx, dtype, &p);
+    cl_ulong xo = logits_offset, lo = labels_offset, dxo = dlogits_offset;
+    cl_ulong nr = rows, nc = cols;
+    cl_kernel k = NULL;
+    CHECK(kiln__op_kernel(&o, "train_rows", p.options, "ce_backward", &k, 9,
+                          KILN__ARG(logits->cl), KILN__ARG(xo),
+                          KILN__ARG(labels->cl), KILN__ARG(lo),
+                          KILN__ARG(scale), KILN__ARG(dlogits->cl),
+                          KILN__ARG(dxo), KILN__ARG(nr), KILN__ARG(nc)));
+    CHECK(kiln__train_launch_rows(&o, &p, k, rows));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+KILN_API kiln_status kiln_accuracy_count(
+    kiln_queue *queue, kiln_dtype dtype, size_t rows, size_t cols,
+    const kiln_buffer *logits, size_t logits_offset, kiln_dtype label_dtype,
+    const kiln_buffer *labels, size_t labels_offset, bool accumulate,
+    kiln_buffer *count, size_t count_offset, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
+  static const char fn[] = "kiln_accuracy_count";
+  size_t elems = 0;
+  kiln_status s =
+      check_logits(fn, queue, dtype, rows, cols, logits, logits_offset,
+                   label_dtype, labels, labels_offset, &elems);
+  CHECK(
+      kiln__ops_check_in(fn, queue, "count", count, count_offset, 1, KILN_U32));
+  CHECK(kiln__ops_check_out(fn, queue, "count", count, count_offset, 1,
+                            KILN_U32));
+  CHECK(kiln__ops_check_overlap(fn, "logits", logits, logits_offset, elems,
+                                dtype, "count", count, count_offset, 1,
+                                KILN_U32, false));
+  CHECK(kiln__ops_check_overlap(fn, "labels", labels, labels_offset, rows,
+                                label_dtype, "count", count, count_offset, 1,
+                                KILN_U32, false));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  size_t shape[2] = {rows, cols};
+  kiln__op_describe(&o, "accuracy_count", dtype, 2, shape,
+                    (double)kiln_dtype_size(dtype) * (double)elems +
+                        4.0 * (double)rows,
+                    (double)elems);
+  struct kiln__train_rows p;
+  kiln__train_rows_params(queue->ctx, dtype, &p);
+  cl_ulong co = count_offset;
+  if (!accumulate) {
+    /* Zero rows still set the count to 0. */
+    cl_kernel kz = NULL;
+    size_t one = 1;
+    CHECK(kiln__op_kernel(&o, "train_rows", p.options, "zero_u32", &kz, 2,
+                          KILN__ARG(count->cl), KILN__ARG(co)));
+    CHECK(kiln__op_launch(&o, kz, 1, &one, &one));
+  }
+  if (rows > 0) {
+    cl_ulong xo = logits_offset, lo = labels_offset, nr = rows, nc = cols;
+    cl_kernel k = NULL;
+    CHECK(kiln__op_kernel(
+        &o, "train_rows", p.options, "accuracy", &k, 8, KILN__ARG(logits->cl),
+        KILN__ARG(xo), KILN__ARG(labels->cl), KILN__ARG(lo),
+        KILN__ARG(count->cl), KILN__ARG(co), KILN__ARG(nr), KILN__ARG(nc)));
+    CHECK(kiln__train_launch_rows(&o, &p, k, rows));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+KILN_API kiln_status kiln_softmax_rows_backward(
+    kiln_queue *queue, kiln_dtype dtype, size_t rows, size_t cols,
+    const kiln_buffer *y, size_t y_offset, const kiln_buffer *dy,
+    size_t dy_offset, kiln_buffer *dx, size_t dx_offset, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
+  static const char fn[] = "kiln_softmax_rows_backward";
+  size_t count = 0;
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_shape(fn, rows, cols, &count));
+  CHECK(kiln__ops_check_in(fn, queue, "y", y, y_offset, count, dtype));
+  CHECK(kiln__ops_check_in(fn, queue, "dy", dy, dy_offset, count, dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "dx", dx, dx_offset, count, dtype));
+  CHECK(kiln__ops_check_overlap(fn, "dy", dy, dy_offset, count, dtype, "dx", dx,
+                                dx_offset, count, dtype, true));
+  CHECK(kiln__ops_check_overlap(fn, "y", y, y_offset, count, dtype, "dx", dx,
+                                dx_offset, count, dtype, true));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  size_t shape[2] = {rows, cols};
+  kiln__op_describe(&o, "softmax_rows_backward", dtype, 2, shape,
+                    3.0 * (double)kiln_dtype_size(dtype) * (double)count,
+                    4.0 * (double)count);
+  if (count > 0) {
+    struct kiln__train_rows p;
+    kiln__train_rows_params(queue->ctx, dtype, &p);
+    cl_ulong yo = y_offset, go = dy_offset, dxo = dx_offset;
+    cl_ulong nr = rows, nc = cols;
+    cl_kernel k = NULL;
+    CHECK(kiln__op_kernel(&o, "train_rows", p.options, "softmax_backward", &k,
+                          8, KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(dy->cl),
+                          KILN__ARG(go), KILN__ARG(dx->cl), KILN__ARG(dxo),
+                          KILN__ARG(nr), KILN__ARG(nc)));
+    CHECK(kiln__train_launch_rows(&o, &p, k, rows));
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+KILN_API kiln_status kiln_layernorm_rows_backward(
+    kiln_queue *queue, kiln_dtype dtype, size_t rows, size_t cols,
+    const kiln_buffer *x, size_t x_offset, const kiln_buffer *scale,
+    size_t scale_offset, float eps, const kiln_buffer *dy, size_t dy_offset,
+    kiln_buffer *dx, size_t dx_offset, kiln_buffer *dscale,
+    size_t dscale_offset, kiln_buffer *dbias, size_t dbias_offset,
+    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
+  static const char fn[] = "kiln_layernorm_rows_backward";
+  size_t count = 0;
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_shape(fn, rows, cols, &count));
+  if (s == KILN_OK && rows > 0 && cols == 0)
+    s = kiln__fail(KILN_ERR_INVALID_SIZE,
+                   "%s: cols is 0 with rows %zu: a row needs an element", fn,
+                   rows);
+  if (s == KILN_OK && !(isfinite(eps) && eps >= 0))
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: eps %g must be finite and >= 0", fn, (double)eps);
+  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, count, dtype));
+  CHECK(kiln__ops_check_in(fn, queue, "dy", dy, dy_offset, count, dtype));
+  if (scale != NULL)
+    CHECK(kiln__ops_check_in(fn, queue, "scale", scale, scale_offset, cols,
+                             dtype));
+  if (dx != NULL) {
+    CHECK(kiln__ops_check_out(fn, queue, "dx", dx, dx_offset, count, dtype));
+    CHECK(kiln__ops_check_overlap(fn, "dy", dy, dy_offset, count, dtype, "dx",
+                                  dx, dx_offset, count, dtype, true));
+    CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "dx", dx,
+                                  dx_offset, count, dtype, false));
+    if (scale != NULL)
+      CHECK(kiln__ops_check_overlap(fn, "scale", scale, scale_offset, cols,
+                                    dtype, "dx", dx, dx_offset, count, dtype,
+                                    false));
+  }
+  /* dscale and dbias are f32 outputs that nothing else may share. */
+  const struct {
+    const char *what;
+    const kiln_buffer *b;
+    size_t off, n;
+    kiln_dtype dt;
+  } others[] = {{"x", x, x_offset, count, dtype},
+                {"dy", dy, dy_offset, count, dtype},
+                {"scale", scale, scale_offset, cols, dtype},
+                {"dx", dx, dx_offset, count, dtype}};
+  kiln_buffer *const outs[2] = {dscale, dbias};
+  const size_t out_offs[2] = {dscale_offset, dbias_offset};
+  const char *const out_names[2] = {"dscale", "dbias"};
+  for (int i = 0; i < 2; i++) {
+    if (outs[i] == NULL)
+      continue;
+    CHECK(kiln__ops_check_out(fn, queue, out_names[i], outs[i], out_offs[i],
+                              cols, KILN_F32));
+    for (size_t j = 0; j < sizeof others / sizeof others[0]; j++)
+      if (others[j].b != NULL)
+        CHECK(kiln__ops_check_overlap(fn, others[j].what, others[j].b,
+                                      others[j].off, others[j].n, others[j].dt,
+                                      out_names[i], outs[i], out_offs[i], cols,
+                                      KILN_F32, false));
+  }
+  if (dscale != NULL && dbias != NULL)
+    CHECK(kiln__ops_check_overlap(fn, "dscale", dscale, dscale_offset, cols,
+                                  KILN_F32, "dbias", dbias, dbias_offset, cols,
+                                  KILN_F32, false));
+  if (s != KILN_OK)
+    return s;
+  struct kiln__op o;
+  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+    return s;
+  size_t shape[2] = {rows, cols};
+  kiln__op_describe(&o, "layernorm_rows_backward", dtype, 2, shape,
+                    3.0 * (double)kiln_dtype_size(dtype) * (double)count,
+                    16.0 * (double)count);
+  bool sums = dscale != NULL || dbias != NULL;
+  if (count > 0 && (dx != NULL || sums)) {
+    struct kiln__train_rows p;
+    kiln__train_rows_params(queue->ctx, dtype, &p);
+    cl_mem stats = NULL;
+    if (sums)
+      CHECK(kiln__op_workspace(&o, rows * 8, &stats)); /* rows*cols fits */
+    cl_mem sc = scale != NULL ? scale->cl : x->cl;
+    cl_mem dxm = dx != NULL ? dx->cl : x->cl;
+    cl_mem st = stats != NULL ? stats : x->cl;
+    cl_ulong xo = x_offset, so = scale != NULL ? scale_offset : 0;
+    cl_ulong go = dy_offset, dxo = dx != NULL ? dx_offset : 0;
+    cl_ulong nr = rows, nc = cols;
+    cl_int has_scale = scale != NULL, has_dx = dx != NULL, has_stats = sums;
+    cl_kernel k = NULL;
+    CHECK(kiln__op_kernel(
+        &o, "train_rows", p.options, "layernorm_backward_rows", &k, 15,
+        KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(sc), KILN__ARG(so),
+        KILN__ARG(has_scale), KILN__ARG(eps), KILN__ARG(dy->cl), KILN__ARG(go),
+        KILN__ARG(dxm), KILN__ARG(dxo), KILN__ARG(has_dx), KILN__ARG(st),
+        KILN__ARG(has_stats), KILN__ARG(nr), KILN__ARG(nc)));
+    CHECK(kiln__train_launch_rows(&o, &p, k, rows));
+    if (sums) {
+      cl_mem dsm = dscale != NULL ? dscale->cl : st;
+      cl_mem dbm = dbias != NULL ? dbias->cl : st;
+      cl_ulong dso = dscale != NULL ? dscale_offset : 0;
+      cl_ulong dbo = dbias != NULL ? dbias_offset : 0;
+      cl_int has_ds = dscale != NULL, has_db = dbias != NULL;
+      cl_kernel kc = NULL;
+      CHECK(kiln__op_kernel(
+          &o, "train_rows", p.options, "layernorm_backward_cols", &kc, 13,
+          KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(dy->cl), KILN__ARG(go),
+          KILN__ARG(st), KILN__ARG(dsm), KILN__ARG(dso), KILN__ARG(has_ds),
+          KILN__ARG(dbm), KILN__ARG(dbo), KILN__ARG(has_db), KILN__ARG(nr),
+          KILN__ARG(nc)));
+      CHECK(kiln__train_launch_elems(&o, kc, cols));
+    }
+  }
+  return kiln__op_end(&o, s, out_event);
+}
+
+void kiln__ops_warm_train_loss(const kiln_context *ctx, kiln__warm_add_fn add,
+                               void *user) {
+  for (int d = KILN_F32; d <= KILN_BF16; d++) {
+    struct kiln__train_rows p;
+    kiln__train_rows_params(ctx, (kiln_dtype)d, &p);
+    add(user, "train_rows", p.options);
+  }
+}

@@ -1,0 +1,713 @@
+/* Softmax cross-entropy (forward, backward), accuracy, softmax backward and
+ * layernorm backward against float64 host references on awkward shapes,
+ * every float dtype, u32 and i32 labels, offsets with guard elements, in
+ * place where allowed, both kernel families; the backward ops also against
+ * float64 finite differences of the forward function; logits of +-1e4; bad
+ * labels; bad input.
+ *
+ * Error bounds (u = 2^-24, n = cols, d = x - max):
+ * - loss = (max - x_l) + log(sum exp d): the subtraction rounds once
+ *   (u |max - x_l|); each exp term errs relatively by (|d| + 4) u, which
+ *   weighted by exp(d) / sum stays below (1/e + 4) u per term, so the sum
+ *   errs by at most (1.5 n + 8) u relatively and log(sum) absolutely by
+ *   that plus u |log sum|: tol = (1.5 n + 8) u + 2 u (|max - x_l| + |loss|).
+ *   The mean adds Kahan summation's 2u and the division's u.
+ * - dlogits = (exp(d) / sum - onehot) scale: relative (|d| + 1.5 n + 12) u
+ *   on the softmax term, plus u for the subtraction, times |scale|, plus
+ *   u |dlogits| for the product.
+ * - softmax backward: dot = sum dy y in f32 (n u sum |dy y|), then
+ *   y (dy - dot): |y| (n + 4) u (|dy| + sum |dy y|).
+ * - layernorm backward: the statistics as in the forward op ((n/2 + 4) u
+ *   relative on rstd), the two row means of g and g xhat within n u of
+ *   their absolute sums: |dx| error <= (2n + 20) u rstd (|g| + mean|g| +
+ *   |xhat| mean|g xhat|); dscale, dbias within (rows + n + 10) u of the
+ *   sums of |dy xhat| and |dy|.
+ * f16/bf16 outputs add the store's rounding (util_storage_tol); the
+ * finite-difference comparisons add 1e-6 relative for the difference
+ * quotient. */
+#include "train_test_util.h"
+
+static const size_t shapes[][2] = {{1, 1},    {1, 10},   {256, 10}, {17, 3},
+                                   {5, 1021}, {300, 33}, {2, 4099}};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+#define XOFF 3
+#define LOFF 2
+#define YOFF 5
+static const double U = 0x1p-24;
+
+/* Reference loss of one row of stored logits, in double. */
+static double ref_loss(kiln_dtype dt, const void *x, size_t off, size_t cols,
+                       uint32_t label, double *tol) {
+  double m = -INFINITY, s = 0;
+  for (size_t c = 0; c < cols; c++)
+    m = fmax(m, util_get(dt, x, off + c));
+  for (size_t c = 0; c < cols; c++)
+    s += exp(util_get(dt, x, off + c) - m);
+  if (label >= cols) {
+    *tol = 0;
+    return NAN;
+  }
+  double a = m - util_get(dt, x, off + label), loss = a + log(s);
+  *tol = (1.5 * (double)cols + 8) * U + 2 * U * (fabs(a) + fabs(loss));
+  return loss;
+}
+
+static void ce_case(kiln_context *ctx, kiln_queue *q, const char *profile,
+                    kiln_dtype dt, kiln_dtype ldt, size_t rows, size_t cols,
+                    void *x, uint32_t *labels) {
+  size_t count = rows * cols, total = XOFF + count + 3;
+  kiln_buffer *xb = util_upload(ctx, q, dt, x, total);
+  kiln_buffer *lb = util_upload(ctx, q, ldt, labels, LOFF + rows);
+  float *l0 = util_random(KILN_F32, YOFF + rows + 3, -1, 1, 5);
+  kiln_buffer *lossb = util_upload(ctx, q, KILN_F32, l0, YOFF + rows + 3);
+  float m0[3] = {7, 7, 7};
+  kiln_buffer *meanb = util_upload(ctx, q, KILN_F32, m0, 3);
+  char what[80];
+  snprintf(what, sizeof what, "%s ce %s labels %s %zux%zu", profile,
+           kiln_dtype_name(dt), kiln_dtype_name(ldt), rows, cols);
+  for (int variant = 0; variant < 3; variant++) {
+    /* 0: loss and mean; 1: mean only (workspace); 2: loss only. */
+    assert_kiln_ok(kiln_softmax_cross_entropy(
+        q, dt, rows, cols, xb, XOFF, ldt, lb, LOFF, variant == 1 ? NULL : lossb,
+        YOFF, variant == 2 ? NULL : meanb, 1, 0, NULL, NULL));
+    float *loss = util_download(q, lossb, KILN_F32, YOFF + rows + 3);
+    float *mean = util_download(q, meanb, KILN_F32, 3);
+    double sum = 0, tsum = 0;
+    for (size_t r = 0; r < rows; r++) {
+      double tol,
+          want = ref_loss(dt, x, XOFF + r * cols, cols, labels[LOFF + r], &tol);
+      sum += want;
+      tsum += tol;
+      if (variant != 1)
+        UTIL_CLOSE(loss[YOFF + r], want, tol, "%s row %zu", what, r);
+    }
+    if (variant != 2)
+      UTIL_CLOSE(mean[1], sum / (double)rows,
+                 tsum / (double)rows + 4 * U * fabs(sum / (double)rows),
+                 "%s mean", what);
+    assert_true(mean[0] == 7 && mean[2] == 7);
+    util_check_guard(KILN_F32, l0, loss, YOFF, rows, YOFF + rows + 3, what);
+    free(loss);
+    free(mean);
+  }
+  /* Backward, into a fresh buffer and in place. */
+  const float scale = 1.0f / (float)rows;
+  void *d0 = util_random(dt, total, -1, 1, 6);
+  kiln_buffer *db = util_upload(ctx, q, dt, d0, total);
+  for (int inplace = 0; inplace < 2; inplace++) {
+    kiln_buffer *out = inplace ? xb : db;
+    assert_kiln_ok(kiln_softmax_cross_entropy_backward(
+        q, dt, rows, cols, xb, XOFF, ldt, lb, LOFF, scale, out, XOFF, 0, NULL,
+        NULL));
+    void *g = util_download(q, out, dt, total);
+    for (size_t r = 0; r < rows; r++) {
+      const size_t o = XOFF + r * cols;
+      double m = -INFINITY, s = 0;
+      for (size_t c = 0; c < cols; c++)
+        m = fmax(m, util_get(dt, x, o + c));
+      for (size_t c = 0; c < cols; c++)
+        s += exp(util_get(dt, x, o + c) - m);
+      for (size_t c = 0; c < cols; c++) {
+        double d = util_get(dt, x, o + c) - m, sm = exp(d) / s;
+        double want = (sm - (c == labels[LOFF + r])) * scale;
+        double tol =
+            scale * (sm * (fabs(d) + 1.5 * (double)cols + 12) * U + U) +
+            U * fabs(want) + util_storage_tol(dt, want);
+        UTIL_CLOSE(util_get(dt, g, o + c), want, tol, "%s backward%s %zu,%zu",
+                   what, inplace ? " in place" : "", r, c);
+      }
+    }
+    util_check_guard(dt, inplace ? x : d0, g, XOFF, count, total, what);
+    free(g);
+  }
+  free(d0);
+  free(l0);
+  assert_kiln_ok(kiln_buffer_destroy(db));
+  assert_kiln_ok(kiln_buffer_destroy(xb));
+  assert_kiln_ok(kiln_buffer_destroy(lb));
+  assert_kiln_ok(kiln_buffer_destroy(lossb));
+  assert_kiln_ok(kiln_buffer_destroy(meanb));
+}
+
+static void ce_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
+  size_t ndt;
+  const kiln_dtype *dts = util_float_dtypes(&ndt);
+  for (size_t d = 0; d < ndt; d++)
+    for (size_t si = 0; si < NSHAPES; si++) {
+      size_t rows = shapes[si][0], cols = shapes[si][1];
+      size_t total = XOFF + rows * cols + 3;
+      kiln_dtype ldt = si % 2 ? KILN_I32 : KILN_U32;
+      void *x = util_random(dts[d], total, -6, 6, 31 + (uint32_t)si);
+      uint32_t *labels = train_labels(ldt, LOFF + rows, cols, 32);
+      ce_case(ctx, q, profile, dts[d], ldt, rows, cols, x, labels);
+      /* Logits of +-1e4: a naive exp overflows, log(softmax) underflows. */
+      for (size_t i = 0; i < total; i++)
+        util_set(dts[d], x, i, util_get(dts[d], x, i) < 0 ? -1e4 : 1e4 + i % 3);
+      ce_case(ctx, q, profile, dts[d], ldt, rows, cols, x, labels);
+      free(x);
+      free(labels);
+    }
+}
+
+static void test_cross_entropy(void **state) {
+  (void)state;
+  train_each_profile(ce_body);
+}
+
+/* Sum over rows of scale * loss, the function ce_backward differentiates. */
+static size_t g_rows, g_cols;
+static const uint32_t *g_labels;
+static double ce_total(const double *x) {
+  double t = 0;
+  for (size_t r = 0; r < g_rows; r++) {
+    double m = -INFINITY, s = 0;
+    for (size_t c = 0; c < g_cols; c++)
+      m = fmax(m, x[r * g_cols + c]);
+    for (size_t c = 0; c < g_cols; c++)
+      s += exp(x[r * g_cols + c] - m);
+    t += m + log(s) - x[r * g_cols + g_labels[r]];
+  }
+  return t / (double)g_rows;
+}
+
+/* Finite differences of f at every element of x (n of them), in double. */
+static void fd_grad(double (*f)(const double *), double *x, size_t n,
+                    double *g) {
+  for (size_t i = 0; i < n; i++) {
+    double keep = x[i], h = 1e-6 * (1 + fabs(keep));
+    x[i] = keep + h;
+    double fp = f(x);
+    x[i] = keep - h;
+    double fm = f(x);
+    x[i] = keep;
+    g[i] = (fp - fm) / (2 * h);
+  }
+}
+
+/* Labels out of range: NaN loss and mean, a NaN gradient row; the other
+ * rows unaffected. Then the backward op against finite differences. */
+static void ce_bad_label_body(kiln_context *ctx, kiln_queue *q,
+                              const char *profile) {
+  float x[12];
+  kiln_test_fill_random(x, 12, -2, 2, 3);
+  int32_t labels[3] = {1, -1, 4};
+  kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, 12);
+  kiln_buffer *lb = util_upload(ctx, q, KILN_I32, labels, 3);
+  kiln_buffer *ob = util_buffer(ctx, 16 * 4, 0);
+  assert_kiln_ok(kiln_softmax_cross_entropy(
+      q, KILN_F32, 3, 4, xb, 0, KILN_I32, lb, 0, ob, 0, ob, 3, 0, NULL, NULL));
+  float out[16];
+  assert_kiln_ok(kiln_buffer_read_sync(q, ob, 0, 16, out));
+  assert_true(isfinite(out[0]) && isnan(out[1]) && isnan(out[2]) &&
+              isnan(out[3]));
+  assert_kiln_ok(kiln_softmax_cross_entropy_backward(
+      q, KILN_F32, 3, 4, xb, 0, KILN_I32, lb, 0, 0.5f, ob, 0, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, ob, 0, 48, out));
+  for (int c = 0; c < 4; c++)
+    assert_true(isfinite(out[c]) && isnan(out[4 + c]) && isnan(out[8 + c]));
+  assert_kiln_ok(kiln_buffer_destroy(xb));
+  assert_kiln_ok(kiln_buffer_destroy(lb));
+  assert_kiln_ok(kiln_buffer_destroy(ob));
+
+  /* Finite differences, f32 (the float64 quotient is the reference). */
+  enum { R = 5, C = 7 };
+  float xf[R * C];
+  double xd[R * C], fd[R * C];
+  uint32_t lab[R] = {0, 6, 3, 3, 1};
+  kiln_test_fill_random(xf, R * C, -3, 3, 44);
+  for (int i = 0; i < R * C; i++)
+    xd[i] = xf[i];
+  g_rows = R;
+  g_cols = C;
+  g_labels = lab;
+  fd_grad(ce_total, xd, R * C, fd);
+  xb = util_upload(ctx, q, KILN_F32, xf, R * C);
+  lb = util_upload(ctx, q, KILN_U32, lab, R);
+  assert_kiln_ok(kiln_softmax_cross_entropy_backward(q, KILN_F32, R, C, xb, 0,
+                                                     KILN_U32, lb, 0, 1.0f / R,
+                                                     xb, 0, 0, NULL, NULL));
+  float g[R * C];
+  assert_kiln_ok(kiln_buffer_read_sync(q, xb, 0, sizeof g, g));
+  for (int i = 0; i < R * C; i++)
+    UTIL_CLOSE(g[i], fd[i], 1e-6 * (1 + fabs(fd[i])), "%s ce fd at %d", profile,
+               i);
+  assert_kiln_ok(kiln_buffer_destroy(xb));
+  assert_kiln_ok(kiln_buffer_destroy(lb));
+}
+
+static void test_cross_entropy_labels_and_fd(void **state) {
+  (void)state;
+  train_each_profile(ce_bad_label_body);
+}
+
+static uint32_t ref_argmax(kiln_dtype dt, const void *x, size_t off,
+                           size_t cols) {
+  uint32_t best = UINT32_MAX;
+  for (size_t c = 0; c < cols; c++) {
+    double v = util_get(dt, x, off + c);
+    if (!isnan(v) && (best == UINT32_MAX || v > util_get(dt, x, off + best)))
+      best = (uint32_t)c;
+  }
+  return best == UINT32_MAX ? 0 : best;
+}
+
+static void accuracy_body(kiln_context *ctx, kiln_queue *q,
+                          const char *profile) {
+  size_t ndt;
+  const kiln_dtype *dts = util_float_dtypes(&ndt);
+  for (size_t d = 0; d < ndt; d++)
+    for (size_t si = 0; si < NSHAPES; si++) {
+      kiln_dtype dt = dts[d];
+      size_t rows = shapes[si][0], cols = shapes[si][1];
+      size_t total = XOFF + rows * cols + 3;
+      /* Few distinct values, so rows have ties; some NaN and whole-NaN
+       * rows. */
+      void *x = util_random(dt, total, 0, 4, 51 + (uint32_t)si);
+      for (size_t i = 0; i < total; i++)
+        util_set(dt, x, i, floor(util_get(dt, x, i)));
+      for (size_t i = 0; i < total; i += 7)
+        util_set(dt, x, i, NAN);
+      if (rows > 2)
+        for (size_t c = 0; c < cols; c++)
+          util_set(dt, x, XOFF + 2 * cols + c, NAN);
+      uint32_t *labels = train_labels(KILN_U32, LOFF + rows, cols, 52);
+      uint32_t hits = 0;
+      for (size_t r = 0; r < rows; r++) {
+        if (r % 3 == 0) /* make some rows right */
+          labels[LOFF + r] = ref_argmax(dt, x, XOFF + r * cols, cols);
+        if (r % 11 == 5)
+          labels[LOFF + r] = (uint32_t)cols; /* out of range */
+        hits += labels[LOFF + r] == ref_argmax(dt, x, XOFF + r * cols, cols);
+      }
+      kiln_buffer *xb = util_upload(ctx, q, dt, x, total);
+      kiln_buffer *lb = util_upload(ctx, q, KILN_U32, labels, LOFF + rows);
+      uint32_t c0[3] = {9, 1000, 9};
+      kiln_buffer *cb = util_upload(ctx, q, KILN_U32, c0, 3);
+      assert_kiln_ok(kiln_accuracy_count(q, dt, rows, cols, xb, XOFF, KILN_U32,
+                                         lb, LOFF, true, cb, 1, 0, NULL, NULL));
+      assert_kiln_ok(kiln_accuracy_count(q, dt, rows, cols, xb, XOFF, KILN_U32,
+                                         lb, LOFF, true, cb, 1, 0, NULL, NULL));
+      uint32_t c[3];
+      assert_kiln_ok(kiln_buffer_read_sync(q, cb, 0, sizeof c, c));
+      if (c[1] != 1000 + 2 * hits)
+        fail_msg("%s accuracy %s %zux%zu: %u, want %u", profile,
+                 kiln_dtype_name(dt), rows, cols, c[1], 1000 + 2 * hits);
+      assert_kiln_ok(kiln_accuracy_count(q, dt, rows, cols, xb, XOFF, KILN_U32,
+                                         lb, LOFF, false, cb, 1, 0, NULL,
+                                         NULL));
+      assert_kiln_ok(kiln_buffer_read_sync(q, cb, 0, sizeof c, c));
+      assert_int_equal(c[1], hits);
+      assert_true(c[0] == 9 && c[2] == 9);
+      free(x);
+      free(labels);
+      assert_kiln_ok(kiln_buffer_destroy(xb));
+      assert_kiln_ok(kiln_buffer_destroy(lb));
+      assert_kiln_ok(kiln_buffer_destroy(cb));
+    }
+}
+
+static void test_accuracy(void **state) {
+  (void)state;
+  train_each_profile(accuracy_body);
+}
+
+/* softmax backward: L = sum dy . softmax(x), differentiated at x. */
+static const double *g_dy;
+static double softmax_dot(const double *x) {
+  double t = 0;
+  for (size_t r = 0; r < g_rows; r++) {
+    double m = -INFINITY, s = 0;
+    for (size_t c = 0; c < g_cols; c++)
+      m = fmax(m, x[r * g_cols + c]);
+    for (size_t c = 0; c < g_cols; c++)
+      s += exp(x[r * g_cols + c] - m);
+    for (size_t c = 0; c < g_cols; c++)
+      t += g_dy[r * g_cols + c] * exp(x[r * g_cols + c] - m) / s;
+  }
+  return t;
+}
+
+static void softmax_bwd_body(kiln_context *ctx, kiln_queue *q,
+                             const char *profile) {
+  size_t ndt;
+  const kiln_dtype *dts = util_float_dtypes(&ndt);
+  for (size_t d = 0; d < ndt; d++)
+    for (size_t si = 0; si < NSHAPES; si++) {
+      kiln_dtype dt = dts[d];
+      size_t rows = shapes[si][0], cols = shapes[si][1], count = rows * cols;
+      size_t total = YOFF + count + 3;
+      void *x = util_random(dt, total, -3, 3, 61 + (uint32_t)si);
+      void *dy = util_random(dt, total, -1, 1, 62 + (uint32_t)si);
+      void *dx0 = util_random(dt, total, -1, 1, 63);
+      kiln_buffer *xb = util_upload(ctx, q, dt, x, total);
+      kiln_buffer *yb = util_upload(ctx, q, dt, x, total);
+      kiln_buffer *gb = util_upload(ctx, q, dt, dy, total);
+      kiln_buffer *dxb = util_upload(ctx, q, dt, dx0, total);
+      assert_kiln_ok(kiln_softmax_rows(q, dt, rows, cols, xb, XOFF, yb, XOFF, 0,
+                                       NULL, NULL));
+      void *y = util_download(q, yb, dt, total);
+      assert_kiln_ok(kiln_softmax_rows_backward(
+          q, dt, rows, cols, yb, XOFF, gb, LOFF, dxb, YOFF, 0, NULL, NULL));
+      void *dx = util_download(q, dxb, dt, total);
+      char what[80];
+      snprintf(what, sizeof what, "%s softmax backward %s %zux%zu", profile,
+               kiln_dtype_name(dt), rows, cols);
+      double *xd = malloc(count * 8), *dyd = malloc(count * 8);
+      double *fd = malloc(count * 8);
+      for (size_t i = 0; i < count; i++) {
+        xd[i] = util_get(dt, x, XOFF + i);
+        dyd[i] = util_get(dt, dy, LOFF + i);
+      }
+      bool small = count <= 2000;
+      if (small) {
+        g_rows = rows;
+        g_cols = cols;
+        g_dy = dyd;
+        fd_grad(softmax_dot, xd, count, fd);
+      }
+      for (size_t r = 0; r < rows; r++) {
+        double dot = 0, adot = 0;
+        for (size_t c = 0; c < cols; c++) {
+          double yv = util_get(dt, y, XOFF + r * cols + c);
+          dot += dyd[r * cols + c] * yv;
+          adot += fabs(dyd[r * cols + c] * yv);
+        }
+        for (size_t c = 0; c < cols; c++) {
+          size_t i = r * cols + c;
+          double yv = util_get(dt, y, XOFF + i);
+          double want = yv * (dyd[i] - dot);
+          double tol =
+              fabs(yv) * ((double)cols + 4) * U * (fabs(dyd[i]) + adot) +
+              util_storage_tol(dt, want);
+          UTIL_CLOSE(util_get(dt, dx, YOFF + i), want, tol, "%s at %zu", what,
+                     i);
+          /* Against the derivative of the exact softmax, for f32 (the
+           * stored y of f16/bf16 is itself rounded). */
+          if (small && dt == KILN_F32)
+            UTIL_CLOSE(util_get(dt, dx, YOFF + i), fd[i],
+                       tol + 1e-6 * (fabs(fd[i]) + adot) +
+                           ((double)cols + 8) * U * fabs(yv) * adot,
+                       "%s fd at %zu", what, i);
+        }
+      }
+      util_check_guard(dt, dx0, dx, YOFF, count, total, what);
+      /* In place over dy. */
+      assert_kiln_ok(kiln_softmax_rows_backward(q, dt, rows, cols, yb, XOFF, gb,
+                                                LOFF, gb, LOFF, 0, NULL, NULL));
+      void *dx2 = util_download(q, gb, dt, total);
+      for (size_t i = 0; i < count; i++)
+        UTIL_CLOSE(util_get(dt, dx2, LOFF + i), util_get(dt, dx, YOFF + i), 0,
+                   "%s in place at %zu", what, i);
+      free(dx2);
+      free(xd);
+      free(dyd);
+      free(fd);
+      free(x);
+      free(dy);
+      free(dx0);
+      free(y);
+      free(dx);
+      assert_kiln_ok(kiln_buffer_destroy(xb));
+      assert_kiln_ok(kiln_buffer_destroy(yb));
+      assert_kiln_ok(kiln_buffer_destroy(gb));
+      assert_kiln_ok(kiln_buffer_destroy(dxb));
+    }
+}
+
+static void test_softmax_backward(void **state) {
+  (void)state;
+  train_each_profile(softmax_bwd_body);
+}
+
+/* layernorm: L = sum dy . (xhat scale + bias) with xhat from x and eps. */
+static double g_eps;
+static const double *g_scale;
+static double ln_loss_x(const double *x) {
+  double t = 0;
+  for (size_t r = 0; r < g_rows; r++) {
+    double s = 0, v = 0;
+    for (size_t c = 0; c < g_cols; c++)
+      s += x[r * g_cols + c];
+    double mean = s / (double)g_cols;
+    for (size_t c = 0; c < g_cols; c++)
+      v += (x[r * g_cols + c] - mean) * (x[r * g_cols + c] - mean);
+    double rstd = 1 / sqrt(v / (double)g_cols + g_eps);
+    for (size_t c = 0; c < g_cols; c++)
+      t += g_dy[r * g_cols + c] * (x[r * g_cols + c] - mean) * rstd *
+           (g_scale ? g_scale[c] : 1);
+  }
+  return t;
+}
+
+static void layernorm_bwd_body(kiln_context *ctx, kiln_queue *q,
+                               const char *profile) {
+  const float eps = 1e-5f;
+  size_t ndt;
+  const kiln_dtype *dts = util_float_dtypes(&ndt);
+  for (size_t d = 0; d < ndt; d++)
+    for (size_t si = 0; si < NSHAPES; si++) {
+      kiln_dtype dt = dts[d];
+      size_t rows = shapes[si][0], cols = shapes[si][1], count = rows * cols;
+      size_t total = YOFF + count + 3;
+      if (cols == 1)
+        continue; /* xhat is 0: nothing to differentiate but dbias */
+      void *x = util_random(dt, total, 3, 7, 71 + (uint32_t)si);
+      void *dy = util_random(dt, total, -1, 1, 72 + (uint32_t)si);
+      void *sc = util_random(dt, cols + 2, 0.5, 1.5, 73);
+      void *dx0 = util_random(dt, total, -1, 1, 74);
+      float *v0 = util_random(KILN_F32, 2 * cols + 6, -1, 1, 75);
+      kiln_buffer *xb = util_upload(ctx, q, dt, x, total);
+      kiln_buffer *gb = util_upload(ctx, q, dt, dy, total);
+      kiln_buffer *sb = util_upload(ctx, q, dt, sc, cols + 2);
+      kiln_buffer *dxb = util_upload(ctx, q, dt, dx0, total);
+      kiln_buffer *vb = util_upload(ctx, q, KILN_F32, v0, 2 * cols + 6);
+      for (int has_scale = 0; has_scale < 2; has_scale++) {
+        assert_kiln_ok(kiln_layernorm_rows_backward(
+            q, dt, rows, cols, xb, XOFF, has_scale ? sb : NULL, 1, eps, gb,
+            LOFF, dxb, YOFF, vb, 1, vb, cols + 4, 0, NULL, NULL));
+        void *dx = util_download(q, dxb, dt, total);
+        float *v = util_download(q, vb, KILN_F32, 2 * cols + 6);
+        char what[80];
+        snprintf(what, sizeof what, "%s layernorm backward %s %zux%zu%s",
+                 profile, kiln_dtype_name(dt), rows, cols,
+                 has_scale ? " scale" : "");
+        double *xd = malloc(count * 8), *dyd = malloc(count * 8);
+        double *scd = malloc(cols * 8), *fd = malloc(count * 8);
+        for (size_t i = 0; i < count; i++) {
+          xd[i] = util_get(dt, x, XOFF + i);
+          dyd[i] = util_get(dt, dy, LOFF + i);
+        }
+        for (size_t c = 0; c < cols; c++)
+          scd[c] = has_scale ? util_get(dt, sc, 1 + c) : 1;
+        bool small = count <= 2000;
+        g_rows = rows;
+        g_cols = cols;
+        g_dy = dyd;
+        g_eps = eps;
+        g_scale = scd;
+        if (small)
+          fd_grad(ln_loss_x, xd, count, fd);
+        double *ds = calloc(cols, 8), *dbs = calloc(cols, 8);
+        double *dsa = calloc(cols, 8), *dba = calloc(cols, 8);
+        double *dsd = calloc(cols, 8);
+        const double n = (double)cols;
+        for (size_t r = 0; r < rows; r++) {
+          const double *xr = xd + r * cols, *gr = dyd + r * cols;
+          double s = 0, var = 0, sg = 0, sgx = 0, ag = 0, agx = 0;
+          for (size_t c = 0; c < cols; c++)
+            s += xr[c];
+          double mean = s / n;
+          for (size_t c = 0; c < cols; c++)
+            var += (xr[c] - mean) * (xr[c] - mean);
+          double rstd = 1 / sqrt(var / n + eps), sx = 0;
+          for (size_t c = 0; c < cols; c++)
+            sx += fabs(xr[c]);
+          /* The f32 mean's error (n u mean|x|) moves every xhat by
+           * delta rstd. */
+          double delta = n * U * sx / n;
+          for (size_t c = 0; c < cols; c++) {
+            double xh = (xr[c] - mean) * rstd, g = gr[c] * scd[c];
+            sg += g;
+            sgx += g * xh;
+            ag += fabs(g);
+            agx += fabs(g * xh);
+            ds[c] += gr[c] * xh;
+            dbs[c] += gr[c];
+            dsa[c] += fabs(gr[c] * xh);
+            dsd[c] += fabs(gr[c]) * delta * rstd;
+            dba[c] += fabs(gr[c]);
+          }
+          for (size_t c = 0; c < cols; c++) {
+            double xh = (xr[c] - mean) * rstd, g = gr[c] * scd[c];
+            double want = rstd * (g - sg / n - xh * sgx / n);
+            double tol = (2 * n + 20) * U * rstd *
+                             (fabs(g) + ag / n + fabs(xh) * agx / n) +
+                         util_storage_tol(dt, want);
+            size_t i = r * cols + c;
+            UTIL_CLOSE(util_get(dt, dx, YOFF + i), want, tol, "%s dx %zu,%zu",
+                       what, r, c);
+            if (small)
+              UTIL_CLOSE(want, fd[i], 1e-6 * (1 + fabs(fd[i])) * rstd,
+                         "%s formula vs fd at %zu,%zu", what, r, c);
+          }
+        }
+        for (size_t c = 0; c < cols; c++) {
+          double tol = ((double)rows + n + 10) * U;
+          UTIL_CLOSE(v[1 + c], ds[c], tol * dsa[c] + dsd[c] + FLT_MIN,
+                     "%s dscale %zu", what, c);
+          UTIL_CLOSE(v[cols + 4 + c], dbs[c], tol * dba[c] + FLT_MIN,
+                     "%s dbias %zu", what, c);
+        }
+        /* The guards of the f32 vectors: 0, cols+1..cols+3, the end. */
+        assert_true(v[0] == v0[0] && v[cols + 1] == v0[cols + 1] &&
+                    v[cols + 3] == v0[cols + 3] &&
+                    v[2 * cols + 5] == v0[2 * cols + 5]);
+        util_check_guard(dt, dx0, dx, YOFF, count, total, what);
+        free(xd);
+        free(dyd);
+        free(scd);
+        free(fd);
+        free(ds);
+        free(dbs);
+        free(dsa);
+        free(dsd);
+        free(dba);
+        free(dx);
+        free(v);
+      }
+      /* dx only, in place over dy, and sums only: the same numbers. */
+      void *dxa = util_download(q, dxb, dt, total);
+      assert_kiln_ok(kiln_layernorm_rows_backward(
+          q, dt, rows, cols, xb, XOFF, sb, 1, eps, gb, LOFF, gb, LOFF, NULL, 0,
+          NULL, 0, 0, NULL, NULL));
+      void *dxi = util_download(q, gb, dt, total);
+      for (size_t i = 0; i < count; i++)
+        UTIL_CLOSE(util_get(dt, dxi, LOFF + i), util_get(dt, dxa, YOFF + i), 0,
+                   "%s in place at %zu", profile, i);
+      free(dxa);
+      free(dxi);
+      free(x);
+      free(dy);
+      free(sc);
+      free(dx0);
+      free(v0);
+      assert_kiln_ok(kiln_buffer_destroy(xb));
+      assert_kiln_ok(kiln_buffer_destroy(gb));
+      assert_kiln_ok(kiln_buffer_destroy(sb));
+      assert_kiln_ok(kiln_buffer_destroy(dxb));
+      assert_kiln_ok(kiln_buffer_destroy(vb));
+    }
+}
+
+static void test_layernorm_backward(void **state) {
+  (void)state;
+  train_each_profile(layernorm_bwd_body);
+}
+
+static void test_bad_arguments(void **state) {
+  (void)state;
+  struct util_bad_env env = util_bad_env_open();
+  kiln_queue *q = env.q;
+  kiln_buffer *b = env.b, *ob = env.ob;
+  kiln_buffer *c = util_buffer(env.ctx, 64, 0);
+  kiln_buffer *l = util_buffer(env.ctx, 64, 0);
+  /* cross-entropy */
+  assert_kiln_error(
+      kiln_softmax_cross_entropy(NULL, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0, c,
+                                 0, NULL, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "kiln_softmax_cross_entropy: queue is NULL");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
+                                               KILN_F32, l, 0, c, 0, NULL, 0, 0,
+                                               NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "label_dtype f32");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
+                                               KILN_U32, l, 0, NULL, 0, NULL, 0,
+                                               0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "loss and mean are both NULL");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 0, b, 0,
+                                               KILN_U32, l, 0, c, 0, NULL, 0, 0,
+                                               NULL, NULL),
+                    KILN_ERR_INVALID_SIZE, "cols is 0");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 1, 1u << 31, b, 0,
+                                               KILN_U32, l, 0, c, 0, NULL, 0, 0,
+                                               NULL, NULL),
+                    KILN_ERR_INVALID_SIZE, "exceeds INT32_MAX");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
+                                               KILN_U32, l, 15, c, 0, NULL, 0,
+                                               0, NULL, NULL),
+                    KILN_ERR_OUT_OF_RANGE, "labels range");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
+                                               KILN_U32, l, 0, b, 2, NULL, 0, 0,
+                                               NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
+                                               KILN_U32, l, 0, c, 0, ob, 0, 0,
+                                               NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "mean belongs");
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(NULL, KILN_F32, 2, 2, b,
+                                                        0, KILN_U32, l, 0, 1, c,
+                                                        0, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(q, KILN_F32, 2, 2, b, 0,
+                                                        KILN_U32, l, 0, NAN, c,
+                                                        0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "scale nan must be finite");
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(q, KILN_F32, 2, 2, b, 0,
+                                                        KILN_U32, l, 0, 1, b, 1,
+                                                        0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(q, KILN_F32, 2, 2, b, 0,
+                                                        KILN_U32, l, 0, 1, NULL,
+                                                        0, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "dlogits is NULL");
+  /* accuracy */
+  assert_kiln_error(kiln_accuracy_count(NULL, KILN_F32, 2, 2, b, 0, KILN_U32, l,
+                                        0, false, c, 0, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(kiln_accuracy_count(q, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0,
+                                        false, NULL, 0, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "count is NULL");
+  assert_kiln_error(kiln_accuracy_count(q, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0,
+                                        false, l, 1, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(kiln_accuracy_count(q, KILN_F32, SIZE_MAX, 2, b, 0,
+                                        KILN_U32, l, 0, false, c, 0, 0, NULL,
+                                        NULL),
+                    KILN_ERR_INVALID_SIZE, "overflows");
+  assert_kiln_error(kiln_accuracy_count(q, (kiln_dtype)42, 2, 2, b, 0, KILN_U32,
+                                        l, 0, false, c, 0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "dtype 42");
+  /* softmax backward */
+  assert_kiln_error(kiln_softmax_rows_backward(NULL, KILN_F32, 2, 2, b, 0, b, 0,
+                                               c, 0, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(kiln_softmax_rows_backward(q, KILN_F32, 2, 2, b, 0, b, 0,
+                                               NULL, 0, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "dx is NULL");
+  assert_kiln_error(kiln_softmax_rows_backward(q, KILN_F32, 2, 2, b, 0, c, 0, c,
+                                               2, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(kiln_softmax_rows_backward(q, KILN_F32, 5, 5, b, 0, b, 0, c,
+                                               0, 0, NULL, NULL),
+                    KILN_ERR_OUT_OF_RANGE, "y range");
+  /* layernorm backward */
+  assert_kiln_error(
+      kiln_layernorm_rows_backward(NULL, KILN_F32, 2, 2, b, 0, NULL, 0, 1e-5f,
+                                   b, 0, c, 0, NULL, 0, NULL, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, NULL,
+                                                 0, -1, b, 0, c, 0, NULL, 0,
+                                                 NULL, 0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "eps -1");
+  assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, NULL,
+                                                 0, 1e-5f, b, 0, c, 0, c, 2,
+                                                 NULL, 0, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, NULL,
+                                                 0, 1e-5f, b, 0, NULL, 0, c, 15,
+                                                 NULL, 0, 0, NULL, NULL),
+                    KILN_ERR_OUT_OF_RANGE, "dscale range");
+  assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, ob, 0,
+                                                 1e-5f, b, 0, c, 0, NULL, 0,
+                                                 NULL, 0, 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "scale belongs");
+  assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, NULL,
+                                                 0, 1e-5f, NULL, 0, c, 0, NULL,
+                                                 0, NULL, 0, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "dy is NULL");
+  assert_kiln_ok(kiln_buffer_destroy(c));
+  assert_kiln_ok(kiln_buffer_destroy(l));
+  util_bad_env_close(&env);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cross_entropy),
+      cmocka_unit_test(test_cross_entropy_labels_and_fd),
+      cmocka_unit_test(test_accuracy),
+      cmocka_unit_test(test_softmax_backward),
+      cmocka_unit_test(test_layernorm_backward),
+      cmocka_unit_test(test_bad_arguments),
+  };
+  return KILN_TEST_RUN("op_train_loss", tests, true);
+}
