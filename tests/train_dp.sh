@@ -11,7 +11,11 @@
 # trainer's final-model check fail. Skipped (77) without an OpenCL
 # device unless KILN_REQUIRE_DEVICE=1, as tests/run_example.sh does.
 #
-# usage: train_dp.sh MPI_RUN TRAINER_MPI NP [--faults]
+# With --single TRAINER (the one-process train_fashion_mnist), the 1-rank
+# run must also give that trainer's losses bit for bit: with one rank the
+# averaging is a mean over one value, so nothing may change.
+#
+# usage: train_dp.sh MPI_RUN TRAINER_MPI NP [--faults] [--single TRAINER]
 #
 # Tolerance. One process computes the gradient as a mean over the B rows of
 # the batch; NP ranks compute NP means over B/NP rows and average them. Both
@@ -33,7 +37,16 @@
 # changes its steps only through eps, and the comparison would barely see
 # the mistake it must catch.
 set -uo pipefail
-mpi_run=$1 trainer=$2 np=$3 faults=${4:-}
+mpi_run=$1 trainer=$2 np=$3
+shift 3
+faults= single=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --faults) faults=--faults; shift ;;
+    --single) single=$2; shift 2 ;;
+    *) echo "train_dp.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
 tol=1e-4
 dir=$(mktemp -d "${TMPDIR:-/tmp}/kiln-train-dp-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
@@ -68,6 +81,15 @@ if ! train "$dir/one" 1; then
   fi
   echo "FAIL: the 1-rank run failed"
   exit 1
+fi
+if [ -n "$single" ]; then
+  "$single" "${args[@]}" > "$dir/single" 2>&1 || {
+    cat "$dir/single"; echo "FAIL: the one-process trainer failed"; exit 1; }
+  if ! diff <(grep '^step ' "$dir/single") <(grep '^step ' "$dir/one"); then
+    echo "FAIL: 1 rank and the one-process trainer gave different losses"
+    exit 1
+  fi
+  echo "ok: 1 rank gives the one-process trainer's 20 losses bit for bit"
 fi
 if ! train "$dir/many" "$np"; then
   cat "$dir/many"
