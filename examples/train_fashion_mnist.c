@@ -26,8 +26,15 @@
  * --expect-accuracy PCT exits 1 when the final test accuracy is below PCT
  * (the test suite's short run uses it).
  *
+ * Data-parallel mode (train_dp.h): train_fashion_mnist_mpi, the same source
+ * built with -DKILN_TRAIN_MPI and train_mpi.c, runs under `mpirun -np N`:
+ * each rank trains on N-th of every batch (--batch a multiple of N) and the
+ * gradients are averaged over the ranks before every step; rank 0 prints,
+ * and at the end the ranks check that their models are bit-identical.
+ *
  * Build: cc train_fashion_mnist.c mlp.c fmnist_data.c \
- *          $(pkg-config --cflags --libs kiln zlib) -lm */
+ *          $(pkg-config --cflags --libs kiln zlib) -lm
+ *   (data-parallel: mpicc -DKILN_TRAIN_MPI ... train_mpi.c, and kiln-mpi) */
 /* clock_gettime and isatty are POSIX, not C11. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -45,6 +52,7 @@
 
 #include "fmnist_data.h"
 #include "mlp.h"
+#include "train_dp.h"
 
 typedef struct options {
   const char *device, *data, *export_dir;
@@ -321,6 +329,11 @@ int main(int argc, char **argv) {
   int rc = parse_args(argc, argv, &o);
   if (rc)
     return rc;
+  dp *par = NULL; /* data-parallel hooks; no-ops in the one-process build */
+  if (dp_init(&argc, &argv, &par) != 0)
+    return EXIT_FAILURE;
+  const bool root = dp_rank(par) == 0; /* the rank that prints */
+  size_t row0 = 0, rows = 0; /* this rank's rows of every batch */
   char err[4352];
   fmnist_set train = {0}, test = {0};
   run r = {0};
@@ -343,6 +356,7 @@ int main(int argc, char **argv) {
     goto out;
   }
   const size_t B = o.batch, steps_per_epoch = train.count / B;
+  TRY(dp_slice(par, B, &row0, &rows), kiln_fail);
   size_t total_steps = steps_per_epoch * (size_t)o.epochs;
   if (o.max_steps && o.max_steps < total_steps)
     total_steps = o.max_steps;
@@ -371,7 +385,7 @@ int main(int argc, char **argv) {
     memcpy(used + first, order, take * sizeof *used);
   }
 
-  TRY(kiln_context_create_default(o.device, &r.ctx), kiln_fail);
+  TRY(dp_context(par, o.device, &r.ctx), kiln_fail);
   TRY(kiln_queue_create(r.ctx, 0, &r.q), kiln_fail);
   TRY(kiln_queue_create(r.ctx, 0, &r.upload), kiln_fail);
   TRY(mlp_create(r.ctx, r.q, B, o.precision, &r.model), kiln_fail);
@@ -409,7 +423,7 @@ int main(int argc, char **argv) {
     TRY(st, kiln_fail);
   }
   TRY(mlp_init(r.model, o.seed), kiln_fail);
-  if (o.export_dir) {
+  if (o.export_dir && root) {
     weights = malloc(r.model->nparams * sizeof *weights);
     if (!weights) {
       fprintf(stderr, "train_fashion_mnist: out of host memory\n");
@@ -425,22 +439,23 @@ int main(int argc, char **argv) {
       goto out;
   }
 
-  printf("train_fashion_mnist: %s, %s, %s lr %g, weight decay %g, batch %zu, %zu training and "
+  if (root)
+    printf("train_fashion_mnist: %s, %s, %s lr %g, weight decay %g, batch %zu, %zu training and "
          "%zu test examples, %zu steps per epoch, seed %" PRIu64 "\n",
          kiln_context_device_info(r.ctx)->name,
          kiln_dtype_name(o.precision),
          o.hyper.optimizer == MLP_SGD ? "sgd (momentum 0.9)" : "adamw",
          (double)o.hyper.lr, (double)o.hyper.weight_decay, B, train.count, test.count, steps_per_epoch,
          o.seed);
-  const bool bar = isatty(STDERR_FILENO);
+  const bool bar = root && isatty(STDERR_FILENO);
   double accuracy = 0.0, last_loss = NAN, epoch_s = 0.0;
   size_t t = 0, timed = 0;
-  /* Prologue: the first batch into slot 0. */
-  stage(&train, used, B, r.host_x[0], r.host_labels[0]);
-  TRY(kiln_buffer_write(r.upload, r.x[0], 0, B * FMNIST_PIXELS * 4,
+  /* Prologue: the first batch (this rank's rows of it) into slot 0. */
+  stage(&train, used + row0, rows, r.host_x[0], r.host_labels[0]);
+  TRY(kiln_buffer_write(r.upload, r.x[0], 0, rows * FMNIST_PIXELS * 4,
                         r.host_x[0], 0, NULL, NULL), kiln_fail);
-  TRY(kiln_buffer_write(r.upload, r.labels[0], 0, B * 4, r.host_labels[0], 0,
-                        NULL, &up[0]), kiln_fail);
+  TRY(kiln_buffer_write(r.upload, r.labels[0], 0, rows * 4, r.host_labels[0],
+                        0, NULL, &up[0]), kiln_fail);
   /* A queue's commands may not start until it is flushed (rusticl waits
    * for that), and the compute queue will wait for these. */
   TRY(kiln_queue_flush(r.upload), kiln_fail);
@@ -449,8 +464,9 @@ int main(int argc, char **argv) {
     size_t first = t;
     for (size_t k = 0; k < steps_per_epoch && t < total_steps; k++, t++) {
       int s = (int)(t % 2), ns = 1 - s;
-      TRY(mlp_gradients(r.model, B, r.x[s], 0, r.labels[s], 0, r.losses, k, 1,
-                        &up[s]), kiln_fail);
+      TRY(mlp_gradients(r.model, rows, r.x[s], 0, r.labels[s], 0, r.losses, k,
+                        1, &up[s]), kiln_fail);
+      TRY(dp_average_grads(par, r.model), kiln_fail);
       TRY(mlp_step(r.model, &o.hyper), kiln_fail);
       kiln_event_release(up[s]);
       up[s] = NULL;
@@ -468,10 +484,11 @@ int main(int argc, char **argv) {
         last_done = now;
       }
       if (t + 1 < total_steps) {
-        stage(&train, used + (t + 1) * B, B, r.host_x[ns], r.host_labels[ns]);
-        TRY(kiln_buffer_write(r.upload, r.x[ns], 0, B * FMNIST_PIXELS * 4,
+        stage(&train, used + (t + 1) * B + row0, rows, r.host_x[ns],
+              r.host_labels[ns]);
+        TRY(kiln_buffer_write(r.upload, r.x[ns], 0, rows * FMNIST_PIXELS * 4,
                               r.host_x[ns], 0, NULL, NULL), kiln_fail);
-        TRY(kiln_buffer_write(r.upload, r.labels[ns], 0, B * 4,
+        TRY(kiln_buffer_write(r.upload, r.labels[ns], 0, rows * 4,
                               r.host_labels[ns], 0, NULL, &up[ns]),
             kiln_fail);
         TRY(kiln_queue_flush(r.upload), kiln_fail);
@@ -486,12 +503,13 @@ int main(int argc, char **argv) {
     }
     epoch_s = now_s() - t0;
     size_t n = t - first;
+    TRY(dp_average_losses(par, r.q, r.losses, n), kiln_fail);
     TRY(kiln_buffer_read_sync(r.q, r.losses, 0, n * sizeof *step_loss,
                               step_loss), kiln_fail);
     double sum = 0.0;
     for (size_t k = 0; k < n; k++) {
       sum += step_loss[k];
-      if (o.print_losses)
+      if (o.print_losses && root)
         printf("step %zu loss %.9g\n", first + k + 1, (double)step_loss[k]);
     }
     last_loss = sum / (double)n;
@@ -500,12 +518,14 @@ int main(int argc, char **argv) {
       goto kiln_fail;
     if (bar)
       fprintf(stderr, "\r%*s\r", 70, "");
-    printf("epoch %d/%d: loss %.6f, test accuracy %.2f%%, %.2f s (%zu steps)\n",
+    if (root)
+      printf("epoch %d/%d: loss %.6f, test accuracy %.2f%%, %.2f s (%zu steps)\n",
            e + 1, o.epochs, last_loss, accuracy, epoch_s, n);
     fflush(stdout);
   }
   double median_step = median(step_ms, timed);
-  if (o.export_dir) {
+  TRY(dp_check_params(par, r.model), kiln_fail);
+  if (o.export_dir && root) {
     TRY(kiln_buffer_read_sync(r.q, r.model->params, 0,
                               r.model->nparams * sizeof *weights, weights),
         kiln_fail);
@@ -513,7 +533,8 @@ int main(int argc, char **argv) {
                    r.model->nparams * sizeof *weights) != 0)
       goto out;
   }
-  printf("summary: steps %zu, median step %.3f ms, last epoch %.3f s, "
+  if (root)
+    printf("summary: steps %zu, median step %.3f ms, last epoch %.3f s, "
          "loss %.6f, test accuracy %.2f%%\n",
          t, median_step, epoch_s, last_loss, accuracy);
   if (o.bench_runs) {
@@ -521,7 +542,8 @@ int main(int argc, char **argv) {
     double bb = bench_infer(&r, &test, B, o.bench_runs);
     if (b1 < 0 || bb < 0)
       goto kiln_fail;
-    printf("inference: batch 1 %.3f ms, batch %zu %.3f ms (median of %zu)\n",
+    if (root)
+      printf("inference: batch 1 %.3f ms, batch %zu %.3f ms (median of %zu)\n",
            b1, B, bb, o.bench_runs);
   }
   if (accuracy < o.expect_accuracy) {
@@ -546,5 +568,6 @@ out:
   free(step_loss);
   free(step_ms);
   free(weights);
+  dp_finish(par, rc == EXIT_SUCCESS);
   return rc;
 }

@@ -45,7 +45,10 @@ failed=0
 # check: memory errors and undefined behaviour are still fatal, and the
 # code they exercise (the cache, GEMM's host side) also runs, leak-checked,
 # in program, kernel, memo, resources and threads.
+# The MPI tests (mpi_*, train_dp_*) are here too: Open MPI's own allocations
+# at MPI_Init are not ours to leak-check.
 asan_heavy="cache cache_warm op_gemm mpi_np1 mpi_np2 mpi_np3 mpi_killed_rank"
+asan_heavy+=" train_dp_np2 train_dp_np3"
 # Not meaningful under a sanitizer build: readme_example compiles the README
 # example with plain cc against the installed (here: instrumented) library;
 # the bad-input checks are Python scripts reading the sources.
