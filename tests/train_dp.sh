@@ -54,8 +54,12 @@ trap 'rm -rf "$dir"' EXIT
 # modulo the devices), as on a machine with several GPUs.
 export POCL_DEVICES="${POCL_DEVICES:-pthread pthread}"
 # batch 240 is a multiple of 1, 2 and 3 ranks; 20 steps on 4800 examples.
-args=(--steps 20 --limit 4800 --test-limit 256 --batch 240 --optimizer sgd
-      --lr 0.02 --seed 1 --print-losses)
+# Every rank on PoCL: ranks on devices of different drivers (CI's rusticl
+# stage also offers llvmpipe, which a third rank would take) apply the same
+# averaged gradients with different compilers' rounding, so their models
+# differ in the last bits (README, Data-parallel training).
+args=(--device pocl --steps 20 --limit 4800 --test-limit 256 --batch 240
+      --optimizer sgd --lr 0.02 --seed 1 --print-losses)
 
 train() { # train OUT NP: the run's output in OUT, its status returned
   "$mpi_run" "$2" "$trainer" "${args[@]}" > "$1" 2>&1
