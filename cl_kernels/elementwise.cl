@@ -7,16 +7,73 @@
  *   -DVEC=16  CPU family: each work-item handles 16 consecutive elements
  *             with vector loads and stores (interleaved timings on PoCL put
  *             it at or above one element per item, which PoCL vectorises
- *             across the group itself); default 1, one element per
- *             work-item, consecutive items on consecutive addresses (GPU).
- * Launch: ceil(n / VEC) work-items rounded up to the local size.
- * FOR_ELEMENTS (common.clh) checks the bounds in the last work-group only. Offsets and n are
- * in elements. Every op macro below works on float and float16 alike. */
+ *             across the group itself).
+ *   -DWG=n -DWPT=n -DVW=n  GPU family, a point of the space in
+ *             runtime/ops/ops_elementwise.c: work-groups of WG items, each
+ *             taking WPT vectors of VW consecutive elements, the vectors
+ *             of a group's items side by side (coalesced). WPT = VW = 1 is
+ *             one element per work-item, the kernel before it had a space.
+ * Launch: CPU, ceil(n / 16) work-items; GPU, ceil(n / (WG WPT VW)) groups of
+ * WG. Every group but the last runs without bounds checks (FOR_ELEMENTS).
+ * Offsets and n are in elements, and any offset works: the GPU family uses
+ * aligned vector accesses only when every pointer of the call is aligned to
+ * a whole vector (vec_access.clh). Every op macro below works on float and
+ * float vectors alike. */
 #ifndef DT
 #define DT 0
 #endif
 #include "common.clh"
 
+#ifdef VW
+#include "vec_access.clh"
+#if WPT == 1 && VW == 1
+/* The space's default point: exactly the kernel before the space. */
+#define FOR_VECTORS(i, n, VSTMT, STMT) FOR_ELEMENT(i, n, STMT)
+#else
+#define FOR_VECTORS(i, n, VSTMT, STMT)                                         \
+  const size_t b_ = get_group_id(0) * (size_t)(WG * WPT * VW) +                \
+                    get_local_id(0) * VW;                                      \
+  if (get_group_id(0) + 1 < get_num_groups(0)) {                               \
+    for (uint j_ = 0; j_ < WPT; j_++) {                                        \
+      size_t i = b_ + j_ * (size_t)(WG * VW);                                  \
+      VSTMT;                                                                   \
+    }                                                                          \
+  } else {                                                                     \
+    for (uint j_ = 0; j_ < WPT; j_++) {                                        \
+      size_t i = b_ + j_ * (size_t)(WG * VW);                                  \
+      if (i + VW <= (n)) {                                                     \
+        VSTMT;                                                                 \
+      } else {                                                                 \
+        for (; i < (n); i++) {                                                 \
+          STMT;                                                                \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
+  }
+#endif
+#undef FOR_ELEMENTS
+#define FOR_ELEMENTS(i, n, VSTMT, STMT) FOR_VECTORS(i, n, VSTMT, STMT)
+#define VLOAD(p) LOADV(p, al_)
+#define VSTORE(p, v) STOREV(p, v, al_)
+/* VW raw words of type TY (uint, ushort) set to v at q. */
+#if VW == 1
+#define VFILL(TY, q, v) (*(q) = (v))
+#else
+#define VFILL(TY, q, v)                                                        \
+  do {                                                                         \
+    if (al_)                                                                   \
+      *(__global KILN_CAT(TY, VW) *)(q) = (KILN_CAT(TY, VW))(v);               \
+    else                                                                       \
+      KILN_CAT(vstore, VW)((KILN_CAT(TY, VW))(v), 0, (q));                     \
+  } while (0)
+#endif
+#else /* CPU family: 16 elements per work-item (or one, VEC 1) */
+#define ALIGNED(p) true
+#define VF float16
+#define VLOAD(p) LOAD16(p)
+#define VSTORE(p, v) STORE16(p, v)
+#define VFILL(TY, q, v) vstore16((TY##16)(v), 0, (q))
+#endif
 
 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). tanh saturates to +-1
  * for large |x|, so the tanh form never overflows. */
@@ -44,13 +101,15 @@
 #define OP_max(a, b) fmax((a), (b))
 #define OP_min(a, b) fmin((a), (b))
 
+/* al_: every pointer of the call is aligned to a whole vector. */
 #define UNARY(op)                                                              \
   __kernel void unary_##op(__global const T *x, ulong xo, __global T *y,       \
                            ulong yo, ulong n) {                                \
     __global const T *p = x + xo;                                              \
     __global T *q = y + yo;                                                    \
-    FOR_ELEMENTS(i, n, { float16 v = LOAD16(p + i); STORE16(q + i, OP_##op(v)); }, \
-                 { float v = LOAD(p, i); STORE(q, i, OP_##op(v)); })            \
+    const bool al_ __attribute__((unused)) = ALIGNED(p) && ALIGNED(q);         \
+    FOR_ELEMENTS(i, n, { VF v = OP_##op(VLOAD(p + i)); VSTORE(q + i, v); },    \
+                 { float v = LOAD(p, i); STORE(q, i, OP_##op(v)); })           \
   }
 
 #define BINARY(op)                                                             \
@@ -59,14 +118,20 @@
                             ulong yo, ulong n) {                               \
     __global const T *p = a + ao, *r = b + bo;                                 \
     __global T *q = y + yo;                                                    \
-    FOR_ELEMENTS(i, n, STORE16(q + i, OP_##op(LOAD16(p + i), LOAD16(r + i))),  \
+    const bool al_ __attribute__((unused)) =                                   \
+        ALIGNED(p) && ALIGNED(r) && ALIGNED(q);                                \
+    FOR_ELEMENTS(i, n,                                                         \
+                 { VF v = OP_##op(VLOAD(p + i), VLOAD(r + i));                 \
+                   VSTORE(q + i, v); },                                        \
                  STORE(q, i, OP_##op(LOAD(p, i), LOAD(r, i))))                 \
   }                                                                            \
   __kernel void binary_scalar_##op(__global const T *a, ulong ao, float s,     \
                                    __global T *y, ulong yo, ulong n) {         \
     __global const T *p = a + ao;                                              \
     __global T *q = y + yo;                                                    \
-    FOR_ELEMENTS(i, n, STORE16(q + i, OP_##op(LOAD16(p + i), (float16)s)),     \
+    const bool al_ __attribute__((unused)) = ALIGNED(p) && ALIGNED(q);         \
+    FOR_ELEMENTS(i, n,                                                         \
+                 { VF v = OP_##op(VLOAD(p + i), (VF)s); VSTORE(q + i, v); },   \
                  STORE(q, i, OP_##op(LOAD(p, i), s)))                          \
   }
 
@@ -92,14 +157,17 @@ __kernel void axpy(float alpha, __global const T *restrict x, ulong xo,
                    __global T *restrict y, ulong yo, ulong n) {
   __global const T *p = x + xo;
   __global T *q = y + yo;
+  const bool al_ __attribute__((unused)) = ALIGNED(p) && ALIGNED(q);
   FOR_ELEMENTS(i, n,
-               STORE16(q + i, fma((float16)alpha, LOAD16(p + i), LOAD16(q + i))),
+               { VF v = fma((VF)alpha, VLOAD(p + i), VLOAD(q + i));
+                 VSTORE(q + i, v); },
                STORE(q, i, fma(alpha, LOAD(p, i), LOAD(q, i))))
 }
 
 __kernel void scale(float alpha, __global T *x, ulong xo, ulong n) {
   __global T *q = x + xo;
-  FOR_ELEMENTS(i, n, STORE16(q + i, alpha * LOAD16(q + i)),
+  const bool al_ __attribute__((unused)) = ALIGNED(q);
+  FOR_ELEMENTS(i, n, { VF v = alpha * VLOAD(q + i); VSTORE(q + i, v); },
                STORE(q, i, alpha * LOAD(q, i)))
 }
 
@@ -107,10 +175,12 @@ __kernel void scale(float alpha, __global T *x, ulong xo, ulong n) {
  * so no half arithmetic is needed on the device. */
 __kernel void fill32(uint value, __global uint *y, ulong yo, ulong n) {
   __global uint *q = y + yo;
-  FOR_ELEMENTS(i, n, vstore16((uint16)value, 0, q + i), q[i] = value)
+  const bool al_ __attribute__((unused)) = ALIGNED(q);
+  FOR_ELEMENTS(i, n, VFILL(uint, q + i, value), q[i] = value)
 }
 
 __kernel void fill16(ushort value, __global ushort *y, ulong yo, ulong n) {
   __global ushort *q = y + yo;
-  FOR_ELEMENTS(i, n, vstore16((ushort16)value, 0, q + i), q[i] = value)
+  const bool al_ __attribute__((unused)) = ALIGNED(q);
+  FOR_ELEMENTS(i, n, VFILL(ushort, q + i, value), q[i] = value)
 }

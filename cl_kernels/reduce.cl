@@ -7,6 +7,12 @@
  *   -DFAMILY=n   0: GPU family, 1: CPU family (enum kiln_kernel_family)
  *   -DWG=n       GPU family: the work-group size (a power of two), which
  *                sizes the __local tree
+ *   -DWPT=n -DVW=n  GPU family, row kernels: each pass over a segment has
+ *                every item take WPT vectors of VW consecutive elements,
+ *                the vectors of a group's items side by side (coalesced);
+ *                the rest of the segment goes element by element. 1 and 1
+ *                (the defaults) are the kernel before it had a space
+ *                (runtime/ops/ops_reduce.c holds the space)
  *   -DCB=n       columns per work-item in the column kernels (CPU: 16 so one
  *                work-item reads 64 contiguous bytes per row; GPU: 1)
  *
@@ -40,7 +46,16 @@
 #ifndef CB
 #define CB 16
 #endif
+#ifndef WPT
+#define WPT 1
+#endif
+#ifndef VW
+#define VW 1
+#endif
 #include "common.clh"
+#if FAMILY == 0
+#include "vec_access.clh"
+#endif
 
 #define NONE 0xffffffffu /* argmax: no element seen yet */
 
@@ -290,7 +305,27 @@ st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
 /* ---- GPU family: a work-group per segment, a __local tree --------------- */
 
 /* Item l adds elements l, l + WG, ... (coalesced), then the group combines
- * its WG states pairwise, lower half with upper half, log2(WG) levels. */
+ * its WG states pairwise, lower half with upper half, log2(WG) levels.
+ * With vectors (WPT or VW above 1) a pass of the group covers WG x WPT x VW
+ * elements, item l taking vectors l, l + WG, ...; the segment's rest goes
+ * element by element after the passes. An item meets its elements in
+ * increasing order either way (argmax keeps the first of equal maxima).
+ * al: x (and y) at the segment's start are aligned to whole vectors, so
+ * aligned vector loads may be used (any offset works without). */
+#if WPT == 1 && VW == 1
+#define ROW_PASSES(OP, s, p, q, len, start, k0) ulong k0 = 0;
+#else
+#define ROW_PASSES(OP, s, p, q, len, start, k0)                                \
+  ulong k0 = 0;                                                                \
+  {                                                                            \
+    const bool al = ALIGNED(p) && ALIGNED(q);                                  \
+    for (; k0 + WG * WPT * VW <= len; k0 += WG * WPT * VW)                     \
+      for (uint j = 0; j < WPT; j++) {                                         \
+        const ulong k = k0 + (j * WG + l) * VW;                                \
+        VADD_##OP(s, p, q, k, (uint)(start + k), al);                          \
+      }                                                                        \
+  }
+#endif
 #define ROWS_KERNEL(OP)                                                        \
   __kernel void rows_##OP(__global const T *x, ulong xo,                       \
                           __global const T *y, ulong yo, ulong rows,           \
@@ -306,13 +341,14 @@ st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
     __global const T *p = x + xo + at;                                         \
     __global const T *q = y + yo + at;                                         \
     st_t s = init_##OP();                                                      \
-    for (ulong k = l; k < len; k += WG)                                        \
+    ROW_PASSES(OP, s, p, q, len, start, k0)                                    \
+    for (ulong k = k0 + l; k < len; k += WG)                                   \
       s = ADD_##OP(s, p, q, k, (uint)(start + k));                             \
     tree[l] = pack(s);                                                         \
-    for (uint h = WG / 2; h > 0; h /= 2) {                            \
+    for (uint h = WG / 2; h > 0; h /= 2) {                                     \
       barrier(CLK_LOCAL_MEM_FENCE);                                            \
       if (l < h)                                                               \
-        tree[l] = pack(comb_##OP(unpack(tree[l]), unpack(tree[l + h])));   \
+        tree[l] = pack(comb_##OP(unpack(tree[l]), unpack(tree[l + h])));       \
     }                                                                          \
     if (l == 0) {                                                              \
       s = unpack(tree[0]);                                                     \
@@ -322,12 +358,80 @@ st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
         part[w] = pack(s);                                                     \
     }                                                                          \
   }
+/* Each lane of the VFs v and w, in order: F(v's lane, w's lane, index). */
+#if VW == 1
+#define LANES(v, w, F) F(v, w, 0)
+#elif VW == 2
+#define LANES(v, w, F) F((v).s0, (w).s0, 0) F((v).s1, (w).s1, 1)
+#elif VW == 4
+#define LANES(v, w, F)                                                         \
+  F((v).s0, (w).s0, 0) F((v).s1, (w).s1, 1) F((v).s2, (w).s2, 2)               \
+      F((v).s3, (w).s3, 3)
+#else
+#define LANES(v, w, F)                                                         \
+  F((v).s0, (w).s0, 0) F((v).s1, (w).s1, 1) F((v).s2, (w).s2, 2)               \
+      F((v).s3, (w).s3, 3) F((v).s4, (w).s4, 4) F((v).s5, (w).s5, 5)           \
+          F((v).s6, (w).s6, 6) F((v).s7, (w).s7, 7)
+#endif
+/* The VW elements at p + k (and q + k for dot) into state s; i is the
+ * first one's index in the row. */
+#define VADD(OP, s, p, q, k, i, al)                                            \
+  {                                                                            \
+    const uint i_ = (i);                                                       \
+    const VF v_ = LOADV(p + k, al);                                            \
+    const VF w_ = DOT_ONLY_##OP(LOADV(q + k, al), v_);                         \
+    LANES(v_, w_, LANE_##OP)                                                   \
+    (void)i_;                                                                  \
+    (void)w_;                                                                  \
+  }
+#define VADD_sum(s, p, q, k, i, al) VADD(sum, s, p, q, k, i, al)
+#define VADD_mean(s, p, q, k, i, al) VADD(sum, s, p, q, k, i, al)
+#define VADD_min(s, p, q, k, i, al) VADD(min, s, p, q, k, i, al)
+#define VADD_max(s, p, q, k, i, al) VADD(max, s, p, q, k, i, al)
+#define VADD_argmax(s, p, q, k, i, al) VADD(argmax, s, p, q, k, i, al)
+#define VADD_dot(s, p, q, k, i, al) VADD(dot, s, p, q, k, i, al)
+/* y is read by dot only (the others pass x as y, never read). */
+#define DOT_ONLY_dot(yv, xv) yv
+#define DOT_ONLY_sum(yv, xv) xv
+#define DOT_ONLY_min(yv, xv) xv
+#define DOT_ONLY_max(yv, xv) xv
+#define DOT_ONLY_argmax(yv, xv) xv
+#define LANE_sum(e, f, j) s = add_sum(s, e, 0);
+#define LANE_min(e, f, j) s = add_min(s, e, 0);
+#define LANE_max(e, f, j) s = add_max(s, e, 0);
+#define LANE_argmax(e, f, j) s = add_argmax(s, e, i_ + j);
+#define LANE_dot(e, f, j) s = st(fma(e, f, s.v), 0);
 #define ADD_sum(s, p, q, k, i) add_sum(s, LOAD(p, k), i)
 #define ADD_mean ADD_sum
 #define ADD_min(s, p, q, k, i) add_min(s, LOAD(p, k), i)
 #define ADD_max(s, p, q, k, i) add_max(s, LOAD(p, k), i)
 #define ADD_argmax(s, p, q, k, i) add_argmax(s, LOAD(p, k), i)
 #define ADD_dot(s, p, q, k, i) st(fma(LOAD(p, k), LOAD(q, k), (s).v), 0)
+
+/* nrm2's passes over whole vectors (as ROW_PASSES), each lane through F;
+ * k0 is where the element by element rest starts. */
+#if WPT == 1 && VW == 1
+#define NRM2_PASSES(F) ulong k0 = 0;
+#else
+#define NRM2_PASSES(F)                                                         \
+  ulong k0 = 0;                                                                \
+  {                                                                            \
+    const bool al = ALIGNED(p);                                                \
+    for (; k0 + WG * WPT * VW <= len; k0 += WG * WPT * VW)                     \
+      for (uint j = 0; j < WPT; j++) {                                         \
+        const VF v_ = LOADV(p + k0 + (j * WG + l) * VW, al);                   \
+        LANES(v_, v_, F)                                                       \
+      }                                                                        \
+  }
+#endif
+#define LANE_nrm2(e, f, j)                                                     \
+  m = fmax(m, fabs(e));                                                        \
+  a = fma(e, e, a);
+#define LANE_nrm2_scaled(e, f, j)                                              \
+  {                                                                            \
+    const float t_ = (e) * scale;                                              \
+    a = fma(t_, t_, a);                                                        \
+  }
 
 /* nrm2 without per-element rescaling: items accumulate the largest |x| and
  * the plain sum of squares together; when the segment's largest |x| lies in
@@ -345,7 +449,8 @@ __kernel void rows_nrm2(__global const T *x, ulong xo, __global const T *y,
   ulong len = min(seg_len, cols - start);
   __global const T *p = x + xo + row * cols + start;
   float m = 0.0f, a = 0.0f;
-  for (ulong k = l; k < len; k += WG) {
+  NRM2_PASSES(LANE_nrm2)
+  for (ulong k = k0 + l; k < len; k += WG) {
     float v = LOAD(p, k);
     m = fmax(m, fabs(v));
     a = fma(v, v, a);
@@ -365,7 +470,8 @@ __kernel void rows_nrm2(__global const T *x, ulong xo, __global const T *y,
     e = nrm2_exp(gm);
     float scale = ldexp(1.0f, -e);
     a = 0.0f;
-    for (ulong k = l; k < len; k += WG) {
+    NRM2_PASSES(LANE_nrm2_scaled)
+    for (ulong k = k0 + l; k < len; k += WG) {
       float v = LOAD(p, k) * scale;
       a = fma(v, v, a);
     }

@@ -2,23 +2,36 @@
  * x[r][c], moving elements bit for bit (32-bit and 16-bit elements).
  *
  * Two families, picked by the device's profile (runtime/ops/ops_transpose.c):
- *   transpose_gpu_*: one work-item per element through a __local tile padded
- *     by one column, so that the column-wise reads of the tile hit distinct
- *     banks; reads and writes of global memory are both row-wise
- *     (coalesced). A work-group is TILE x TILE_ROWS items, each moving
- *     TILE / TILE_ROWS elements, so TILE = 32 stays within 256 items.
+ *   transpose_gpu_*: a TILE x TILE tile per work-group through __local
+ *     memory padded by PAD columns, so that the column-wise reads of the
+ *     tile hit distinct banks; reads and writes of global memory are both
+ *     row-wise (coalesced). A work-group is TILE x (TILE / WPT) items, each
+ *     moving WPT elements of a column of the tile (rows TILE / WPT apart).
  *   transpose_cpu_*: one work-item per TILE x TILE tile, moved in 16 x 16
  *     blocks of four 8 x 8 in-register transposes (8 vector loads of 8
  *     along the rows of x, 24 shuffles, 8 vector stores of 8 along the rows
  *     of y each). No __local memory (on CPU OpenCL it is ordinary memory
  *     plus barriers) and no cross-work-item vectorisation.
  *
- * Macros: TILE (tile edge; a multiple of 16 for the CPU family).
+ * Macros: TILE (tile edge; a multiple of 16 for the CPU family); GPU family
+ * only, PAD (columns of padding, 0 or more) and WPT (elements per
+ * work-item, dividing TILE): the knobs of the space in
+ * runtime/ops/ops_transpose.c, whose defaults (PAD 1, groups of TILE x
+ * min(TILE, 8) items) are the kernel's historic shape.
  */
 #ifndef TILE
 #define TILE 32
 #endif
-#define TILE_ROWS (TILE < 8 ? TILE : 8)
+#ifndef PAD
+#define PAD 1
+#endif
+#ifndef WPT
+#define WPT (TILE < 8 ? 1 : TILE / 8)
+#endif
+#if TILE % WPT != 0
+#error "WPT must divide TILE"
+#endif
+#define TILE_ROWS (TILE / WPT)
 
 /* Two-input shuffle with constant lanes. Clang (PoCL, rusticl, the Intel
  * and AMD compilers) gets __builtin_shufflevector, which LLVM lowers to
@@ -110,7 +123,7 @@
   __kernel __attribute__((reqd_work_group_size(TILE, TILE_ROWS, 1))) void      \
   NAME(uint rows, uint cols, __global const T *x, ulong x_off, ulong ldx,      \
        __global T *y, ulong y_off, ulong ldy) {                                \
-    __local T tile[TILE][TILE + 1];                                            \
+    __local T tile[TILE][TILE + PAD];                                          \
     const uint lx = get_local_id(0), ly = get_local_id(1);                     \
     const uint bc = get_group_id(0) * TILE, br = get_group_id(1) * TILE;       \
     x += x_off;                                                                \

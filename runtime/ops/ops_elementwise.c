@@ -1,12 +1,16 @@
 /* Elementwise ops and casts: kiln_unary, kiln_binary, kiln_binary_scalar,
  * kiln_axpy, kiln_scale, kiln_fill, kiln_cast (contracts in kiln/ops.h).
  *
- * Every kernel here maps one work-item to one element on the GPU family and
- * to 16 consecutive elements on the CPU family (cl_kernels/elementwise.cl,
- * cast.cl); the work-group size is the profile's elementwise_wg. elementwise.cl
- * is built once per storage dtype (-DDT=n), so a program holding only f32 code
- * is all an f32 user ever compiles. */
+ * On the CPU family every kernel here maps a work-item to 16 consecutive
+ * elements, in groups of the profile's elementwise_wg (cl_kernels/
+ * elementwise.cl, cast.cl). On the GPU family elementwise.cl's kernels have
+ * a parameter space (work-group size, vectors per work-item, vector width:
+ * below), whose point comes from a tuning file or the profile (one element
+ * per work-item in groups of elementwise_wg); casts keep that default.
+ * elementwise.cl is built once per storage dtype (-DDT=n), so a program
+ * holding only f32 code is all an f32 user ever compiles. */
 #include "ops_internal.h"
+#include "ops_space.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -53,13 +57,63 @@ static const struct {
                          "binary_scalar.min"},
 };
 
-/* Build options of elementwise.cl per storage dtype and kernel family:
- * static strings, since formatting them on every call showed up in the
- * launch cost. The CPU family has each work-item take 16 elements. */
-static const char *const gpu_options[] = {
-    [KILN_F32] = "-DDT=0", [KILN_F16] = "-DDT=1", [KILN_BF16] = "-DDT=2",
-    [KILN_I32] = "-DDT=3", [KILN_U32] = "-DDT=4",
+/* ---- the GPU family's space ---------------------------------------------- */
+
+enum { K_WG, K_WPT, K_VW };
+
+/* Any point runs where its work-group does: the kernel has no __local
+ * memory and handles every length and offset. */
+static bool check(const struct kiln__point *p, const kiln_device_info *info,
+                  char *reason, size_t size) {
+  const unsigned wg = p->v[K_WG];
+  if (wg & (wg - 1)) {
+    snprintf(reason, size, "WG %u is not a power of two", wg);
+    return false;
+  }
+  if (wg > info->max_work_group_size || wg > info->max_work_item_sizes[0]) {
+    snprintf(reason, size,
+             "work-groups of %u work-items exceed the device's %zu", wg,
+             info->max_work_group_size < info->max_work_item_sizes[0]
+                 ? info->max_work_group_size
+                 : info->max_work_item_sizes[0]);
+    return false;
+  }
+  return true;
+}
+
+/* The profile's work-group size and one element per work-item: the
+ * kernel before it had a space. */
+static void defaults(const kiln_context *ctx, struct kiln__point *p) {
+  p->v[K_WG] = (unsigned)kiln__ops_local_size(
+      ctx, kiln__ops_tune(kiln__ops_tuning(ctx)->elementwise_wg, 256));
+  p->v[K_WPT] = 1;
+  p->v[K_VW] = 1;
+}
+
+const struct kiln__space kiln__elementwise_space = {
+    .name = "elementwise",
+    .count = 3,
+    .knob = {{"WG", "work-group size", 6, {32, 64, 128, 256, 512, 1024}},
+             {"WPT", "vectors per work-item", 4, {1, 2, 4, 8}},
+             {"VW", "elements per vector (aligned vector accesses when every "
+                    "pointer allows)",
+              4, {1, 2, 4, 8}}},
+    .check = check,
+    .defaults = defaults,
 };
+
+/* How a call of an elementwise.cl kernel runs: its program's options and
+ * the shape of its launch. */
+struct config {
+  const char *options; /* a static string or buf */
+  char buf[96];
+  size_t local;    /* work-group size */
+  size_t per_item; /* elements per work-item */
+};
+
+/* The CPU family's options per storage dtype: static strings, since
+ * formatting them on every call showed up in PoCL's launch cost. Each
+ * work-item takes 16 elements. */
 static const char *const cpu_options[] = {
     [KILN_F32] = "-DDT=0 -DVEC=16", [KILN_F16] = "-DDT=1 -DVEC=16",
     [KILN_BF16] = "-DDT=2 -DVEC=16", [KILN_I32] = "-DDT=3 -DVEC=16",
@@ -70,28 +124,37 @@ static bool cpu_family(const kiln_context *ctx) {
   return kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU;
 }
 
-/* Build options of elementwise.cl for dtype, and of cast.cl (whose only
- * option is the vector width), as the ops and cache warming pass them. */
-static const char *elementwise_options(const kiln_context *ctx,
-                                       kiln_dtype dtype) {
-  return cpu_family(ctx) ? cpu_options[dtype] : gpu_options[dtype];
-}
-static const char *cast_options(const kiln_context *ctx) {
-  return cpu_family(ctx) ? "-DVEC=16" : NULL;
+/* elementwise.cl's configuration for dtype on ctx: the CPU family's fixed
+ * one, or the GPU family's point in effect (ops_space.h). */
+static kiln_status get_config(const kiln_context *ctx, kiln_dtype dtype,
+                              struct config *c) {
+  if (cpu_family(ctx)) {
+    c->options = cpu_options[dtype];
+    c->local = kiln__ops_local_size(
+        ctx, kiln__ops_tune(kiln__ops_tuning(ctx)->elementwise_wg, 256));
+    c->per_item = 16;
+    return KILN_OK;
+  }
+  struct kiln__point p;
+  const char *source;
+  kiln_status s = kiln__space_params(ctx, &kiln__elementwise_space, &p, &source);
+  snprintf(c->buf, sizeof c->buf, "-DDT=%d", (int)dtype);
+  kiln__space_options(&kiln__elementwise_space, &p, c->buf, sizeof c->buf);
+  c->options = c->buf;
+  c->local = p.v[K_WG];
+  c->per_item = (size_t)p.v[K_WPT] * p.v[K_VW];
+  return s;
 }
 
-/* Work-items of 1 (GPU) or 16 (CPU) elements, in groups of the profile's
- * elementwise_wg. */
-static kiln_status launch_1d(struct kiln__op *op, cl_kernel k, size_t n) {
-  const struct kiln_tuning *t = kiln__ops_tuning(op->queue->ctx);
-  size_t local = kiln__ops_local_size(op->queue->ctx,
-                                      kiln__ops_tune(t->elementwise_wg, 256));
-  size_t items = t->family == KILN_FAMILY_CPU ? n / 16 + (n % 16 != 0) : n;
+/* Work-items of c->per_item elements, in groups of c->local. */
+static kiln_status launch(struct kiln__op *op, cl_kernel k, size_t n,
+                          const struct config *c) {
+  size_t items = n / c->per_item + (n % c->per_item != 0);
   size_t global;
-  if (!kiln__ops_round_up(items, local, &global))
+  if (!kiln__ops_round_up(items, c->local, &global))
     return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: n %zu is too large", op->fn,
                       n);
-  return kiln__op_launch(op, k, 1, &global, &local);
+  return kiln__op_launch(op, k, 1, &global, &c->local);
 }
 
 static double dsize(kiln_dtype dtype) { return (double)kiln_dtype_size(dtype); }
@@ -119,12 +182,14 @@ KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
                     unary_ops[op].flops * n);
   if (n > 0) {
     cl_kernel k = NULL;
+    struct config c;
+    s = get_config(queue->ctx, dtype, &c);
     cl_ulong xo = x_offset, yo = y_offset, nn = n;
     CHECK(kiln__op_kernel(
-        &o, "elementwise", elementwise_options(queue->ctx, dtype),
+        &o, "elementwise", c.options,
         unary_ops[op].kernel, &k, 5, KILN__ARG(x->cl), KILN__ARG(xo),
         KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
-    CHECK(launch_1d(&o, k, n));
+    CHECK(launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -163,13 +228,15 @@ KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
                     3 * dsize(dtype) * n, (double)n);
   if (n > 0) {
     cl_kernel k = NULL;
+    struct config c;
+    s = get_config(queue->ctx, dtype, &c);
     cl_ulong ao = a_offset, bo = b_offset, yo = y_offset, nn = n;
     CHECK(kiln__op_kernel(&o, "elementwise",
-                          elementwise_options(queue->ctx, dtype),
+                          c.options,
                           binary_ops[op].kernel, &k, 7, KILN__ARG(a->cl),
                           KILN__ARG(ao), KILN__ARG(b->cl), KILN__ARG(bo),
                           KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
-    CHECK(launch_1d(&o, k, n));
+    CHECK(launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -196,12 +263,14 @@ KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
                     2 * dsize(dtype) * n, (double)n);
   if (n > 0) {
     cl_kernel k = NULL;
+    struct config c;
+    s = get_config(queue->ctx, dtype, &c);
     cl_ulong ao = a_offset, yo = y_offset, nn = n;
     CHECK(kiln__op_kernel(
-        &o, "elementwise", elementwise_options(queue->ctx, dtype),
+        &o, "elementwise", c.options,
         binary_ops[op].scalar_kernel, &k, 6, KILN__ARG(a->cl), KILN__ARG(ao),
         KILN__ARG(scalar), KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
-    CHECK(launch_1d(&o, k, n));
+    CHECK(launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -229,12 +298,14 @@ KILN_API kiln_status kiln_axpy(kiln_queue *queue, kiln_dtype dtype, size_t n,
                     2.0 * (double)n);
   if (n > 0) {
     cl_kernel k = NULL;
+    struct config c;
+    s = get_config(queue->ctx, dtype, &c);
     cl_ulong xo = x_offset, yo = y_offset, nn = n;
     CHECK(kiln__op_kernel(&o, "elementwise",
-                          elementwise_options(queue->ctx, dtype), "axpy", &k, 6,
+                          c.options, "axpy", &k, 6,
                           KILN__ARG(alpha), KILN__ARG(x->cl), KILN__ARG(xo),
                           KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
-    CHECK(launch_1d(&o, k, n));
+    CHECK(launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -257,11 +328,13 @@ KILN_API kiln_status kiln_scale(kiln_queue *queue, kiln_dtype dtype, size_t n,
                     (double)n);
   if (n > 0) {
     cl_kernel k = NULL;
+    struct config c;
+    s = get_config(queue->ctx, dtype, &c);
     cl_ulong xo = x_offset, nn = n;
     CHECK(kiln__op_kernel(
-        &o, "elementwise", elementwise_options(queue->ctx, dtype), "scale", &k,
+        &o, "elementwise", c.options, "scale", &k,
         4, KILN__ARG(alpha), KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(nn)));
-    CHECK(launch_1d(&o, k, n));
+    CHECK(launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -356,6 +429,8 @@ KILN_API kiln_status kiln_fill(kiln_queue *queue, kiln_dtype dtype, size_t n,
   kiln__op_describe(&o, "fill", dtype, 1, &n, dsize(dtype) * n, 0);
   if (n > 0) {
     cl_kernel k = NULL;
+    struct config c;
+    s = get_config(queue->ctx, KILN_F32, &c);
     cl_ulong yo = y_offset, nn = n;
     /* The fill kernels move raw bits: any build of elementwise.cl has them,
      * and the f32 one is the likeliest to exist already. */
@@ -363,11 +438,11 @@ KILN_API kiln_status kiln_fill(kiln_queue *queue, kiln_dtype dtype, size_t n,
     cl_uint v32 = bits;
     cl_ushort v16 = (cl_ushort)bits;
     CHECK(kiln__op_kernel(&o, "elementwise",
-                          elementwise_options(queue->ctx, KILN_F32),
+                          c.options,
                           wide ? "fill32" : "fill16", &k, 4,
                           wide ? KILN__ARG(v32) : KILN__ARG(v16),
                           KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
-    CHECK(launch_1d(&o, k, n));
+    CHECK(launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -399,10 +474,16 @@ KILN_API kiln_status kiln_cast(kiln_queue *queue, size_t n, kiln_dtype x_dtype,
              kiln_dtype_name(y_dtype));
     cl_kernel k = NULL;
     cl_ulong xo = x_offset, yo = y_offset, nn = n;
-    CHECK(kiln__op_kernel(&o, "cast", cast_options(queue->ctx), kname, &k, 5,
+    const bool cpu = cpu_family(queue->ctx);
+    const struct config c = {
+        .local = kiln__ops_local_size(
+            queue->ctx,
+            kiln__ops_tune(kiln__ops_tuning(queue->ctx)->elementwise_wg, 256)),
+        .per_item = cpu ? 16 : 1};
+    CHECK(kiln__op_kernel(&o, "cast", cpu ? "-DVEC=16" : NULL, kname, &k, 5,
                           KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(y->cl),
                           KILN__ARG(yo), KILN__ARG(nn)));
-    CHECK(launch_1d(&o, k, n));
+    CHECK(launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -410,7 +491,10 @@ KILN_API kiln_status kiln_cast(kiln_queue *queue, size_t n, kiln_dtype x_dtype,
 void kiln__ops_warm_elementwise(const kiln_context *ctx, kiln__warm_add_fn add,
                                 void *user) {
   const kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_BF16};
-  for (size_t i = 0; i < sizeof dts / sizeof *dts; i++)
-    add(user, "elementwise", elementwise_options(ctx, dts[i]));
-  add(user, "cast", cast_options(ctx));
+  for (size_t i = 0; i < sizeof dts / sizeof *dts; i++) {
+    struct config c;
+    if (get_config(ctx, dts[i], &c) == KILN_OK)
+      add(user, "elementwise", c.options);
+  }
+  add(user, "cast", cpu_family(ctx) ? "-DVEC=16" : NULL);
 }

@@ -11,7 +11,10 @@
  *   explicit local size, because PoCL's default puts a small range in one
  *   group on one thread.
  * - GPU family: a worker is a work-group whose items stride through the
- *   segment (coalesced loads) and combine in a __local tree.
+ *   segment (coalesced loads) and combine in a __local tree. Its kernels
+ *   have a parameter space (work-group size, vectors per work-item, vector
+ *   width, partials per compute unit: below) whose point comes from a
+ *   tuning file or the profile (ops_space.h).
  * With one segment per row the row kernel writes the result itself;
  * otherwise it writes one partial state per segment into the queue's
  * workspace and a final kernel combines them in segment order. The split
@@ -22,6 +25,7 @@
  * most 4 x compute units x reduce_wg states (4 KiB on a 2-core PoCL), more
  * only when there are few long columns. */
 #include "ops_internal.h"
+#include "ops_space.h"
 
 #include <stdio.h>
 
@@ -65,31 +69,107 @@ static const char *const trace_cols[] = {
     [KILN_REDUCE_ARGMAX] = "reduce_cols.argmax",
 };
 
-/* What the profile asks for, defaults applied. */
+/* ---- the GPU family's space ---------------------------------------------- */
+
+enum { K_WG, K_WPT, K_VW, K_PARTS };
+
+/* A point runs where its work-group and its __local tree (WG states of 8
+ * bytes) fit: the kernels handle every length, offset and split. */
+static bool check(const struct kiln__point *p, const kiln_device_info *info,
+                  char *reason, size_t size) {
+  const size_t wg = p->v[K_WG];
+  if (wg & (wg - 1)) {
+    snprintf(reason, size, "WG %zu is not a power of two", wg);
+    return false;
+  }
+  if (wg > info->max_work_group_size || wg > info->max_work_item_sizes[0]) {
+    snprintf(reason, size,
+             "work-groups of %zu work-items exceed the device's %zu", wg,
+             info->max_work_group_size < info->max_work_item_sizes[0]
+                 ? info->max_work_group_size
+                 : info->max_work_item_sizes[0]);
+    return false;
+  }
+  if (wg * 8 > info->local_mem_bytes) {
+    snprintf(reason, size,
+             "a __local tree of %zu bytes (WG x 8) exceeds the device's %llu",
+             wg * 8, (unsigned long long)info->local_mem_bytes);
+    return false;
+  }
+  return true;
+}
+
+static size_t compute_units(const kiln_context *ctx) {
+  return ctx->device != NULL && ctx->device->info.compute_units
+             ? ctx->device->info.compute_units
+             : 1;
+}
+
+/* The profile's work-group size, one element per work-item per step, and
+ * reduce_workers (default four per compute unit) as partials per compute
+ * unit: the kernels before they had a space. */
+static void defaults(const kiln_context *ctx, struct kiln__point *p) {
+  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
+  const size_t cus = compute_units(ctx);
+  p->v[K_WG] = (unsigned)kiln__ops_local_size(ctx,
+                                              kiln__ops_tune(t->reduce_wg, 256));
+  p->v[K_WPT] = 1;
+  p->v[K_VW] = 1;
+  p->v[K_PARTS] = t->reduce_workers
+                      ? (unsigned)((t->reduce_workers + cus - 1) / cus)
+                      : 4;
+}
+
+const struct kiln__space kiln__reduce_space = {
+    .name = "reduce",
+    .count = 4,
+    .knob = {{"WG", "work-group size (items sharing a __local tree)", 6,
+              {32, 64, 128, 256, 512, 1024}},
+             {"WPT", "vectors per work-item per pass (row kernels)", 4,
+              {1, 2, 4, 8}},
+             {"VW", "elements per vector (row kernels; aligned vector loads "
+                    "when the data allows)",
+              4, {1, 2, 4, 8}},
+             {"PARTS", "partial results (work-groups) per compute unit", 6,
+              {1, 2, 4, 8, 16, 32}}},
+    .check = check,
+    .defaults = defaults,
+};
+
+/* What the profile (CPU family) or the point in effect (GPU family) asks
+ * for, defaults applied. */
 struct params {
   bool cpu;
   size_t wg;        /* CPU: items per group; GPU: items per worker group */
   size_t min_chunk; /* fewest elements worth a worker of their own */
   size_t target;    /* workers wanted in flight */
-  char options[96];
+  char options[128];
 };
 
-static void get_params(const kiln_context *ctx, kiln_dtype dtype,
-                       struct params *p) {
+static kiln_status get_params(const kiln_context *ctx, kiln_dtype dtype,
+                              struct params *p) {
   const struct kiln_tuning *t = kiln__ops_tuning(ctx);
+  const size_t cus = compute_units(ctx);
   p->cpu = t->family == KILN_FAMILY_CPU;
-  p->wg = kiln__ops_local_size(ctx, kiln__ops_tune(t->reduce_wg,
-                                                   p->cpu ? 16 : 256));
   p->min_chunk = kiln__ops_tune(t->reduce_chunk, 4096);
-  size_t cus = ctx->device != NULL && ctx->device->info.compute_units
-                   ? ctx->device->info.compute_units
-                   : 1;
-  /* CPU: four groups of items per core balance uneven cores; GPU: four
-   * work-groups per compute unit hide memory latency. */
-  p->target = kiln__ops_tune(t->reduce_workers,
-                             (unsigned)(p->cpu ? 4 * cus * p->wg : 4 * cus));
-  snprintf(p->options, sizeof p->options, "-DDT=%d -DFAMILY=%d -DWG=%zu -DCB=%d",
-           (int)dtype, p->cpu ? 1 : 0, p->wg, p->cpu ? CPU_CB : 1);
+  if (p->cpu) {
+    p->wg = kiln__ops_local_size(ctx, kiln__ops_tune(t->reduce_wg, 16));
+    /* Four groups of items per core balance uneven cores. */
+    p->target = kiln__ops_tune(t->reduce_workers, (unsigned)(4 * cus * p->wg));
+    snprintf(p->options, sizeof p->options,
+             "-DDT=%d -DFAMILY=1 -DWG=%zu -DCB=%d", (int)dtype, p->wg, CPU_CB);
+    return KILN_OK;
+  }
+  /* GPU: PARTS work-groups per compute unit hide memory latency. */
+  struct kiln__point pt;
+  const char *source;
+  kiln_status s = kiln__space_params(ctx, &kiln__reduce_space, &pt, &source);
+  p->wg = pt.v[K_WG];
+  p->target = (size_t)pt.v[K_PARTS] * cus;
+  snprintf(p->options, sizeof p->options,
+           "-DDT=%d -DFAMILY=0 -DWG=%u -DCB=1 -DWPT=%u -DVW=%u", (int)dtype,
+           pt.v[K_WG], pt.v[K_WPT], pt.v[K_VW]);
+  return s;
 }
 
 static size_t ceil_div(size_t a, size_t b) { return a / b + (a % b != 0); }
@@ -134,13 +214,14 @@ static kiln_status run_rows(struct kiln__op *op, int opi, kiln_dtype dtype,
                             size_t y_offset, const kiln_buffer *result,
                             size_t result_offset) {
   struct params p;
-  get_params(op->queue->ctx, dtype, &p);
+  kiln_status s = get_params(op->queue->ctx, dtype, &p);
+  if (s != KILN_OK)
+    return s;
   size_t segs, seg_len;
   split(rows, cols, p.target, p.min_chunk, 16, &segs, &seg_len);
   if (segs > UINT32_MAX)
     return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many segments", op->fn);
   cl_mem part = NULL;
-  kiln_status s = KILN_OK;
   size_t states = rows * segs, bytes = 0; /* rows * segs <= about target */
   if (segs > 1) {
     CHECK(kiln__mul_overflows(states, 8, &bytes)
@@ -182,7 +263,9 @@ static kiln_status run_cols(struct kiln__op *op, int opi, kiln_dtype dtype,
                             size_t x_offset, const kiln_buffer *result,
                             size_t result_offset) {
   struct params p;
-  get_params(op->queue->ctx, dtype, &p);
+  kiln_status s = get_params(op->queue->ctx, dtype, &p);
+  if (s != KILN_OK)
+    return s;
   size_t cb = p.cpu ? CPU_CB : 1;
   size_t blocks = ceil_div(cols, cb);
   /* GPU: workers are single items here, so want a group's worth per
@@ -194,7 +277,6 @@ static kiln_status run_cols(struct kiln__op *op, int opi, kiln_dtype dtype,
   if (segs > UINT32_MAX)
     return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many segments", op->fn);
   cl_mem part = NULL;
-  kiln_status s = KILN_OK;
   size_t bytes = 0;
   if (segs > 1) {
     CHECK(kiln__mul_overflows(cols, segs * 8, &bytes)
@@ -395,7 +477,7 @@ void kiln__ops_warm_reduce(const kiln_context *ctx, kiln__warm_add_fn add,
   const kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_BF16};
   for (size_t i = 0; i < sizeof dts / sizeof *dts; i++) {
     struct params p;
-    get_params(ctx, dts[i], &p);
-    add(user, "reduce", p.options);
+    if (get_params(ctx, dts[i], &p) == KILN_OK)
+      add(user, "reduce", p.options);
   }
 }

@@ -1,8 +1,11 @@
 /* Out-of-place matrix transpose (cl_kernels/transpose.cl). Elements are moved
  * as 32-bit or 16-bit words, so one kernel per element size serves every
  * dtype. The profile's family picks the kernel: __local tiles for GPUs, one
- * register-blocked tile per work-item for CPUs. */
+ * register-blocked tile per work-item for CPUs. The GPU family's kernel has
+ * a parameter space (tile, padding, elements per work-item: below), whose
+ * point comes from a tuning file or the profile (ops_space.h). */
 #include "ops_internal.h"
+#include "ops_space.h"
 
 #include <stdio.h>
 
@@ -20,31 +23,92 @@ static bool extent(size_t rows, size_t cols, size_t ld, size_t *out) {
          !kiln__add_overflows(span, cols, out);
 }
 
-/* The family's tile edge, whether it is the CPU family, and the program's
- * options. One program serves every element size, so the GPU tile is sized
- * for the largest (4-byte) elements. */
-static size_t config(const kiln_context *ctx, bool *cpu, char *options,
-                     size_t size) {
+/* ---- the GPU family's space ---------------------------------------------- */
+
+enum { K_TILE, K_PAD, K_WPT };
+
+/* The kernel's rules and the device's limits: WPT divides TILE, and a
+ * group (TILE x TILE / WPT items, TILE x (TILE + PAD) elements of
+ * __local memory, sized for 4-byte elements since one program serves every
+ * element size) fits the device. */
+static bool check(const struct kiln__point *p, const kiln_device_info *info,
+                  char *reason, size_t size) {
+  const size_t tile = p->v[K_TILE], pad = p->v[K_PAD], wpt = p->v[K_WPT];
+  if (wpt > tile || tile % wpt) {
+    snprintf(reason, size, "WPT %zu does not divide TILE %zu", wpt, tile);
+    return false;
+  }
+  const size_t items = tile * (tile / wpt), local = tile * (tile + pad) * 4;
+  if (items > info->max_work_group_size || tile > info->max_work_item_sizes[0] ||
+      tile / wpt > info->max_work_item_sizes[1]) {
+    snprintf(reason, size,
+             "work-groups of %zu x %zu work-items (TILE x TILE / WPT) exceed "
+             "the device's %zu (%zu x %zu)",
+             tile, tile / wpt, info->max_work_group_size,
+             info->max_work_item_sizes[0], info->max_work_item_sizes[1]);
+    return false;
+  }
+  if (local > info->local_mem_bytes) {
+    snprintf(reason, size,
+             "%zu bytes of __local tile (TILE x (TILE + PAD) x 4) exceed the "
+             "device's %llu",
+             local, (unsigned long long)info->local_mem_bytes);
+    return false;
+  }
+  return true;
+}
+
+/* The profile's tile, one column of padding and groups of TILE x min(TILE,
+ * 8) items (the kernel before it had a space), halved until it fits. */
+static void defaults(const kiln_context *ctx, struct kiln__point *p) {
+  unsigned tile = kiln__ops_tune(kiln__ops_tuning(ctx)->transpose_tile, 16);
+  char reason[8];
+  for (;;) {
+    p->v[K_TILE] = tile;
+    p->v[K_PAD] = 1;
+    p->v[K_WPT] = tile < 8 ? 1 : tile / 8;
+    if (tile == 1 || check(p, &ctx->device->info, reason, sizeof reason))
+      return;
+    tile /= 2;
+  }
+}
+
+const struct kiln__space kiln__transpose_space = {
+    .name = "transpose",
+    .count = 3,
+    .knob = {{"TILE", "edge of the work-group's __local tile", 4,
+              {8, 16, 32, 64}},
+             {"PAD", "columns of padding per __local tile row (bank "
+                     "conflicts)",
+              2, {0, 1}},
+             {"WPT", "elements per work-item (a group is TILE x TILE / WPT)",
+              4, {1, 2, 4, 8}}},
+    .check = check,
+    .defaults = defaults,
+};
+
+/* The family's tile edge and rows per group (GPU), whether it is the CPU
+ * family, and the program's options. */
+static kiln_status config(const kiln_context *ctx, bool *cpu, size_t *tile,
+                          size_t *rows, char *options, size_t size) {
   const struct kiln_tuning *t = kiln__ops_tuning(ctx);
-  const kiln_device_info *info = &ctx->device->info;
-  size_t tile;
   *cpu = t->family == KILN_FAMILY_CPU;
   if (*cpu) {
     /* A multiple of the 16 x 16 register block. */
-    tile = kiln__ops_tune(t->transpose_tile, 128);
-    tile = tile < 16 ? 16 : tile / 16 * 16;
-  } else {
-    tile = kiln__ops_tune(t->transpose_tile, 16);
-    /* Shrink until a group (tile x min(tile, 8) items, tile x (tile + 1)
-     * elements of __local memory) fits the device. */
-    while (tile > 1 &&
-           (tile * (tile < 8 ? tile : 8) > info->max_work_group_size ||
-            tile > info->max_work_item_sizes[0] ||
-            tile * (tile + 1) * 4 > info->local_mem_bytes))
-      tile /= 2;
+    *tile = kiln__ops_tune(t->transpose_tile, 128);
+    *tile = *tile < 16 ? 16 : *tile / 16 * 16;
+    *rows = 1;
+    snprintf(options, size, "-DTILE=%zu", *tile);
+    return KILN_OK;
   }
-  snprintf(options, size, "-DTILE=%zu", tile);
-  return tile;
+  struct kiln__point p;
+  const char *source;
+  kiln_status s = kiln__space_params(ctx, &kiln__transpose_space, &p, &source);
+  *tile = p.v[K_TILE];
+  *rows = p.v[K_TILE] / p.v[K_WPT];
+  options[0] = '\0';
+  kiln__space_options(&kiln__transpose_space, &p, options, size);
+  return s;
 }
 
 KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
@@ -99,8 +163,9 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
                     2.0 * (double)rows * (double)cols * (double)esize, 0.0);
   if (rows > 0 && cols > 0) {
     bool cpu;
-    char options[32];
-    const size_t tile = config(queue->ctx, &cpu, options, sizeof options);
+    char options[64];
+    size_t tile, group_rows;
+    s = config(queue->ctx, &cpu, &tile, &group_rows, options, sizeof options);
     size_t global[2], local[2];
     if (cpu) {
       global[0] = div_up(cols, tile);
@@ -108,7 +173,7 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
       local[0] = local[1] = 1;
     } else {
       local[0] = tile;
-      local[1] = tile < 8 ? tile : 8;
+      local[1] = group_rows;
       global[0] = div_up(cols, tile) * local[0];
       global[1] = div_up(rows, tile) * local[1];
     }
@@ -119,7 +184,8 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
     const cl_ulong xo = x_offset, yo = y_offset, lx = ldx, ly = ldy;
     cl_mem xm = x->cl, ym = y->cl;
     cl_kernel kernel;
-    s = kiln__op_kernel(&op, "transpose", options, name, &kernel, 8,
+    if (s == KILN_OK)
+      s = kiln__op_kernel(&op, "transpose", options, name, &kernel, 8,
                         KILN__ARG(rows32), KILN__ARG(cols32), KILN__ARG(xm),
                         KILN__ARG(xo), KILN__ARG(lx), KILN__ARG(ym),
                         KILN__ARG(yo), KILN__ARG(ly));
@@ -132,7 +198,8 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
 void kiln__ops_warm_transpose(const kiln_context *ctx, kiln__warm_add_fn add,
                               void *user) {
   bool cpu;
-  char options[32];
-  config(ctx, &cpu, options, sizeof options);
-  add(user, "transpose", options);
+  char options[64];
+  size_t tile, rows;
+  if (config(ctx, &cpu, &tile, &rows, options, sizeof options) == KILN_OK)
+    add(user, "transpose", options);
 }

@@ -1,0 +1,170 @@
+/* The small parameter spaces' shared machinery (ops_space.h): checking a
+ * point against its space and a device, its text forms, and the point in
+ * effect on a context (test override, then kiln_tuning_set or the tuning
+ * file, then the profile). The spaces themselves are data in the modules
+ * of their kernels. */
+#include "ops_space.h"
+#include "ops_tuning.h"
+
+#include <stdio.h>
+#include <string.h>
+
+bool kiln__space_outside(const struct kiln__space *sp,
+                         const struct kiln__point *p, char *reason,
+                         size_t size) {
+  for (size_t i = 0; i < sp->count; i++) {
+    const struct kiln__space_knob *k = &sp->knob[i];
+    bool found = false;
+    for (unsigned j = 0; j < k->count; j++)
+      found = found || k->values[j] == p->v[i];
+    if (!found) {
+      snprintf(reason, size, "%s %u is not one of the values of the space",
+               k->name, p->v[i]);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool kiln__space_check(const struct kiln__space *sp,
+                       const struct kiln__point *p,
+                       const kiln_device_info *info, bool in_space,
+                       char *reason, size_t size) {
+  for (size_t i = 0; i < sp->count; i++)
+    if (p->v[i] == 0 && sp->knob[i].values[0] != 0) {
+      snprintf(reason, size, "%s is 0", sp->knob[i].name);
+      return false;
+    }
+  if (in_space && kiln__space_outside(sp, p, reason, size))
+    return false;
+  return sp->check(p, info, reason, size);
+}
+
+int kiln__space_format(const struct kiln__space *sp,
+                       const struct kiln__point *p, char *buf, size_t size) {
+  size_t used = 0;
+  for (size_t i = 0; i < sp->count; i++) {
+    int n = snprintf(buf + used, used < size ? size - used : 0, "%s%s=%u",
+                     i ? " " : "", sp->knob[i].name, p->v[i]);
+    if (n < 0)
+      return n;
+    used += (size_t)n;
+  }
+  if (sp->count == 0 && size > 0)
+    buf[0] = '\0';
+  return (int)used;
+}
+
+bool kiln__space_parse(const struct kiln__space *sp, const char *text,
+                       struct kiln__point *p, char *reason, size_t size) {
+  bool seen[KILN__SPACE_KNOBS] = {false};
+  const char *s = text;
+  for (;;) {
+    s += strspn(s, " ,");
+    if (*s == '\0')
+      break;
+    const size_t len = strcspn(s, "=, ");
+    size_t i = 0;
+    while (i < sp->count && !(strlen(sp->knob[i].name) == len &&
+                              strncmp(sp->knob[i].name, s, len) == 0))
+      i++;
+    if (i == sp->count || s[len] != '=') {
+      snprintf(reason, size, "\"%.*s\" is not NAME=VALUE for a %s knob",
+               (int)(len < 40 ? len : 40), s, sp->name);
+      return false;
+    }
+    s += len + 1;
+    unsigned long v = 0;
+    size_t digits = 0;
+    while (s[digits] >= '0' && s[digits] <= '9' && digits < 6)
+      v = v * 10 + (unsigned long)(s[digits++] - '0');
+    if (digits == 0 || (s[digits] && s[digits] != ' ' && s[digits] != ',')) {
+      snprintf(reason, size, "the value of %s is not a small number",
+               sp->knob[i].name);
+      return false;
+    }
+    p->v[i] = (unsigned)v;
+    seen[i] = true;
+    s += digits;
+  }
+  for (size_t i = 0; i < sp->count; i++)
+    if (!seen[i]) {
+      snprintf(reason, size, "%s is missing", sp->knob[i].name);
+      return false;
+    }
+  return true;
+}
+
+void kiln__space_options(const struct kiln__space *sp,
+                         const struct kiln__point *p, char *buf, size_t size) {
+  size_t used = strlen(buf);
+  for (size_t i = 0; i < sp->count && used < size; i++) {
+    int n = snprintf(buf + used, size - used, "%s-D%s=%u", used ? " " : "",
+                     sp->knob[i].name, p->v[i]);
+    if (n < 0)
+      break;
+    used += (size_t)n;
+  }
+}
+
+/* ---- the point in effect -------------------------------------------------- */
+
+/* Tests' overrides, one slot per space: flag and point set under no lock,
+ * since tests set them between ops on one thread; atomic only so that it
+ * is not a data race. */
+#define SLOTS 4
+static const struct kiln__space *_Atomic override_space[SLOTS];
+static _Atomic bool override_set[SLOTS];
+static struct kiln__point override_point[SLOTS];
+
+static size_t slot_of(const struct kiln__space *sp) {
+  size_t i = 0;
+  while (i < SLOTS && atomic_load(&override_space[i]) != sp &&
+         atomic_load(&override_space[i]) != NULL)
+    i++;
+  return i;
+}
+
+void kiln__space_set_override(const struct kiln__space *sp,
+                              const struct kiln__point *p) {
+  const size_t i = slot_of(sp);
+  if (i == SLOTS)
+    return; /* more spaces than slots: a bug caught by the space tests */
+  atomic_store(&override_set[i], false);
+  atomic_store(&override_space[i], sp);
+  if (p != NULL) {
+    override_point[i] = *p;
+    atomic_store(&override_set[i], true);
+  }
+}
+
+kiln_status kiln__space_params(const kiln_context *ctx,
+                               const struct kiln__space *sp,
+                               struct kiln__point *p, const char **source) {
+  const kiln_device_info *info = &ctx->device->info;
+  char reason[256];
+  const size_t i = slot_of(sp);
+  if (i < SLOTS && atomic_load(&override_set[i])) {
+    *source = "test override";
+    *p = override_point[i];
+    if (!kiln__space_check(sp, p, info, false, reason, sizeof reason))
+      return kiln__fail(KILN_ERR_UNSUPPORTED,
+                        "%s parameters rejected for %s: %s", sp->name,
+                        info->name, reason);
+    return KILN_OK;
+  }
+  char text[KILN_TUNING_TEXT_CAPACITY];
+  bool from_set = false;
+  if (kiln__tuning_params(ctx, sp->name, text, sizeof text, &from_set)) {
+    if (kiln__space_parse(sp, text, p, reason, sizeof reason) &&
+        kiln__space_check(sp, p, info, true, reason, sizeof reason)) {
+      *source = from_set ? "set" : "file";
+      return KILN_OK;
+    }
+    /* kiln_tuning_set checks before it records, so this is the file. */
+    kiln__tuning_reject(ctx, sp->name, reason);
+  }
+  *source = "profile";
+  sp->defaults(ctx, p);
+  return KILN_OK;
+}

@@ -1,0 +1,89 @@
+/* Small parameter spaces of the GPU-family kernels other than GEMM's
+ * (transpose, the reductions, elementwise): the machinery they share
+ * (ops_space.c). GEMM's 18-knob space has its own (ops_gemm_gpu.c).
+ *
+ * A space is data: its knobs (each a build macro of the op's kernel, with
+ * the values a tuner tries), a check of the kernel's rules and the device's
+ * limits that gives its reason, and the profile's default point. The op
+ * module that owns the kernel defines its space; this module resolves the
+ * point in effect on a context, and the tuning API (ops_tune_api.c) lists
+ * the spaces by name. */
+#ifndef KILN_OPS_SPACE_H
+#define KILN_OPS_SPACE_H
+
+#include "ops_internal.h"
+
+#define KILN__SPACE_KNOBS 4  /* at most, per space */
+#define KILN__SPACE_VALUES 8 /* at most, per knob */
+
+struct kiln__space_knob {
+  const char *name;   /* the build macro, and the name in text forms */
+  const char *what;   /* one line for people */
+  unsigned count;     /* values below */
+  unsigned values[KILN__SPACE_VALUES]; /* those a tuner tries, ascending */
+};
+
+/* A point: the value of each knob, in the space's knob order. */
+struct kiln__point {
+  unsigned v[KILN__SPACE_KNOBS];
+};
+
+struct kiln__space {
+  const char *name; /* the op's name in tuning files, kiln tune and the API */
+  size_t count;     /* knobs */
+  struct kiln__space_knob knob[KILN__SPACE_KNOBS];
+  /* The kernel's rules and the device's limits (not the listed values):
+   * true, or false with a one-line reason. Knobs are non-zero here. */
+  bool (*check)(const struct kiln__point *p, const kiln_device_info *info,
+                char *reason, size_t size);
+  /* The profile's row as a point that runs on ctx's device (shrunk until
+   * it does); it need not hold listed values. */
+  void (*defaults)(const kiln_context *ctx, struct kiln__point *p);
+};
+
+/* Whether p runs on info's device; in_space also requires every knob to
+ * hold one of its listed values (tuned or imported points). false with a
+ * one-line reason otherwise. */
+bool kiln__space_check(const struct kiln__space *sp,
+                       const struct kiln__point *p,
+                       const kiln_device_info *info, bool in_space,
+                       char *reason, size_t size);
+/* true when a value is outside the listed ones (reason says which). */
+bool kiln__space_outside(const struct kiln__space *sp,
+                         const struct kiln__point *p, char *reason,
+                         size_t size);
+
+/* "TILE=32 PAD=1 WPT=4": every knob in order, snprintf's contract. */
+int kiln__space_format(const struct kiln__space *sp,
+                       const struct kiln__point *p, char *buf, size_t size);
+/* The inverse: every knob at least once, NAME=VALUE separated by spaces or
+ * commas; unknown names, bad numbers and missing knobs give false with a
+ * reason. Values are not checked here (kiln__space_check). */
+bool kiln__space_parse(const struct kiln__space *sp, const char *text,
+                       struct kiln__point *p, char *reason, size_t size);
+/* "-DTILE=32 -DPAD=1 -DWPT=4", appended to buf after its current text. */
+void kiln__space_options(const struct kiln__space *sp,
+                         const struct kiln__point *p, char *buf, size_t size);
+
+/* The point in effect on ctx, first that applies: a test's override
+ * (kiln__space_set_override); kiln_tuning_set's or the device's tuning
+ * file's, when it is a point of the space that the device runs (a file's
+ * that is not is dropped, with the reason, through kiln__tuning_reject);
+ * the profile's default. *source: "test override", "set", "file" or
+ * "profile". KILN_ERR_UNSUPPORTED naming the reason when an override does
+ * not run on the device: it never reaches the driver. */
+kiln_status kiln__space_params(const kiln_context *ctx,
+                               const struct kiln__space *sp,
+                               struct kiln__point *p, const char **source);
+
+/* Force sp's point in this process (NULL: back to the file or profile).
+ * Tests only, set between ops on one thread, like GEMM's override. */
+void kiln__space_set_override(const struct kiln__space *sp,
+                              const struct kiln__point *p);
+
+/* The spaces, defined by the modules of their kernels. */
+extern const struct kiln__space kiln__transpose_space; /* ops_transpose.c */
+extern const struct kiln__space kiln__reduce_space;    /* ops_reduce.c */
+extern const struct kiln__space kiln__elementwise_space; /* ops_elementwise.c */
+
+#endif
