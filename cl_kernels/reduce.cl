@@ -311,18 +311,20 @@ st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
  * element by element after the passes. An item meets its elements in
  * increasing order either way (argmax keeps the first of equal maxima).
  * al: x (and y) at the segment's start are aligned to whole vectors, so
- * aligned vector loads may be used (any offset works without). */
+ * aligned vector loads may be used (any offset works without). The op's
+ * VADD is pasted here, not in ROW_PASSES: an argument passed on is
+ * expanded first, and `dot` is a macro in some compilers' headers. */
 #if WPT == 1 && VW == 1
-#define ROW_PASSES(OP, s, p, q, len, start, k0) ulong k0 = 0;
+#define ROW_PASSES(VADD_OP, s, p, q, len, start, k0) ulong k0 = 0;
 #else
-#define ROW_PASSES(OP, s, p, q, len, start, k0)                                \
+#define ROW_PASSES(VADD_OP, s, p, q, len, start, k0)                           \
   ulong k0 = 0;                                                                \
   {                                                                            \
     const bool al = ALIGNED(p) && ALIGNED(q);                                  \
     for (; k0 + WG * WPT * VW <= len; k0 += WG * WPT * VW)                     \
       for (uint j = 0; j < WPT; j++) {                                         \
         const ulong k = k0 + (j * WG + l) * VW;                                \
-        VADD_##OP(s, p, q, k, (uint)(start + k), al);                          \
+        VADD_OP(s, p, q, k, (uint)(start + k), al);                            \
       }                                                                        \
   }
 #endif
@@ -341,7 +343,7 @@ st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
     __global const T *p = x + xo + at;                                         \
     __global const T *q = y + yo + at;                                         \
     st_t s = init_##OP();                                                      \
-    ROW_PASSES(OP, s, p, q, len, start, k0)                                    \
+    ROW_PASSES(VADD_##OP, s, p, q, len, start, k0)                             \
     for (ulong k = k0 + l; k < len; k += WG)                                   \
       s = ADD_##OP(s, p, q, k, (uint)(start + k));                             \
     tree[l] = pack(s);                                                         \

@@ -27,11 +27,17 @@
 #include "harness.h"
 #include "op_test_util.h"
 
-static const size_t sizes[] = {0, 1, 3, 17, 127, 1021, 4099};
+/* 70001: whole work-groups of the GPU family's largest (1024 items of 8
+ * vectors of 8) before the cut one. */
+static const size_t sizes[] = {0, 1, 3, 17, 127, 1021, 4099, 70001};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
-#define MAXN 4099
-#define XOFF 3 /* element offsets into the larger buffers */
-#define YOFF 5
+#define MAXN 70001
+/* Element offsets into the larger buffers (XOFF < YOFF): test_space_
+ * elementwise.c also runs the checks at offsets aligned to the GPU
+ * family's vectors. */
+static size_t xoff_ = 3, yoff_ = 5;
+#define XOFF xoff_
+#define YOFF yoff_
 #define GUARD 7 /* elements after the range that must stay untouched */
 
 struct unary_case {
@@ -566,6 +572,8 @@ static void test_bad_arguments(void **state) {
   util_bad_env_close(&env);
 }
 
+/* test_space_elementwise.c runs the checks above with its own main. */
+#ifndef KILN_OP_TEST_NO_MAIN
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unary),
@@ -579,3 +587,4 @@ int main(void) {
   };
   return KILN_TEST_RUN("op_elementwise", tests, true);
 }
+#endif

@@ -67,10 +67,8 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct tcase *tc,
 }
 
 /* Sizes: 1, primes, both sides of the 8 x 8 register block, the GPU tiles
- * (8 to 32) and the CPU tile (64), long thin shapes. */
-static void test_shapes(void **state) {
-  (void)state;
-  static const struct tcase cases[] = {
+ * (8 to 64) and the CPU tile (64), long thin shapes. */
+static const struct tcase shape_cases[] = {
       {1, 1, 0, 0, 0, 0, KILN_F32},
       {3, 17, 0, 0, 0, 0, KILN_F32},
       {17, 3, 0, 0, 0, 0, KILN_F32},
@@ -94,7 +92,15 @@ static void test_shapes(void **state) {
       {9, 7, 0, 0, 3, 0, KILN_F16},
       {200, 136, 0, 0, 0, 0, KILN_BF16},
       {70, 90, 0, 0, 0, 0, KILN_U32},
-  };
+};
+
+static void shapes_on_device(kiln_context *ctx, kiln_queue *q) {
+  for (size_t i = 0; i < sizeof shape_cases / sizeof shape_cases[0]; i++)
+    run_case(ctx, q, &shape_cases[i], kiln_context_profile(ctx));
+}
+
+static void test_shapes(void **state) {
+  (void)state;
   FOR_EACH_TEST_DEVICE(d) {
     for (int pass = 0; pass < 2; pass++) {
       kiln_context *ctx = NULL;
@@ -109,8 +115,7 @@ static void test_shapes(void **state) {
         assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
         assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
       }
-      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        run_case(ctx, q, &cases[i], kiln_context_profile(ctx));
+      shapes_on_device(ctx, q);
       kiln_test_close(ctx, q);
     }
   }
@@ -223,6 +228,8 @@ static void test_bad_input(void **state) {
   kiln_test_close(ctx, q);
 }
 
+/* test_space_transpose.c runs the checks above with its own main. */
+#ifndef KILN_OP_TEST_NO_MAIN
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_input),
@@ -231,3 +238,4 @@ int main(void) {
   };
   return KILN_TEST_RUN("op_transpose", tests, true);
 }
+#endif

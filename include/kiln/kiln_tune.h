@@ -1,7 +1,9 @@
 /* Tuned kernel parameters: the parameter spaces of the ops that have one,
  * and the tuning files that `kiln tune` writes and every context reads.
  *
- * An op with a space ("gemm": the GPU-family GEMM kernel) runs with the
+ * An op with a space ("gemm": the GPU-family GEMM kernel; "transpose",
+ * "reduce" (every reduction) and "elementwise" (the maps, axpy, scale and
+ * fill): the GPU-family kernels of those ops) runs with the
  * parameters of, first that applies: kiln_tuning_set() in this process;
  * the device's tuning file (in the cache directory's tuning/ folder, keyed
  * by the device's stable id, its driver version and kiln's version); the
@@ -33,7 +35,7 @@ typedef struct kiln_tuning_knob {
   unsigned values[8];  /* the values a tuner tries, ascending */
 } kiln_tuning_knob;
 
-/* Knob index of op's space ("gemm"). KILN_ERR_NOT_FOUND for an op without
+/* Knob index of op's space ("gemm", ...). KILN_ERR_NOT_FOUND for an op without
  * a space, KILN_ERR_OUT_OF_RANGE past the last knob (so a loop from 0 ends
  * there), KILN_ERR_NULL_POINTER. */
 KILN_API kiln_status kiln_tuning_knob_get(const char *op, size_t index,

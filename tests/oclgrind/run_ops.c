@@ -14,7 +14,7 @@
  * The profile (so the kernel family): KILN_PROFILE, as for every context.
  * RUN_OPS_ONLY and RUN_OPS_SKIP (comma-separated groups: probe, unary,
  * binary, axpy, cast, reduce, reduce_large, scan, rows, transpose, gemm,
- * gemm_space, train)
+ * gemm_space, spaces, train)
  * choose what
  * runs, so a run can leave out a kernel a checking tool cannot handle.
  * Exit status 0 when every check passed, 1 otherwise. */
@@ -525,6 +525,52 @@ static void run_gemm_space(void) {
   CHECK_OK(kiln_tuning_set(ctx, "gemm", NULL));
 }
 
+/* Samples of the small spaces (kiln/kiln_tune.h: transpose, reduce,
+ * elementwise) under the same checks: every knob off its default, vector
+ * passes over several groups' worth of elements, misaligned offsets. Only
+ * where the GPU family runs, like gemm_space. */
+static void run_small_spaces(void) {
+  static const struct {
+    const char *op, *params;
+  } points[] = {
+      {"transpose", "TILE=8 PAD=0 WPT=2"},
+      {"transpose", "TILE=16 PAD=1 WPT=8"},
+      {"reduce", "WG=32 WPT=2 VW=4 PARTS=2"},
+      {"reduce", "WG=64 WPT=1 VW=8 PARTS=8"},
+      {"elementwise", "WG=32 WPT=2 VW=4"},
+      {"elementwise", "WG=64 WPT=4 VW=8"},
+  };
+  kiln_tuning_info info;
+  CHECK_OK(kiln_tuning_get_info(ctx, "reduce", &info));
+  if (info.params[0] == '\0') {
+    printf("skip spaces: the CPU family has no parameter space\n");
+    return;
+  }
+  for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+    char why[512];
+    if (kiln_tuning_check(ctx, points[i].op, points[i].params, why,
+                          sizeof why) != KILN_OK) {
+      printf("skip %s point %s: %s\n", points[i].op, points[i].params, why);
+      continue;
+    }
+    CHECK_OK(kiln_tuning_set(ctx, points[i].op, points[i].params));
+    printf("# %s point: %s\n", points[i].op, points[i].params);
+    if (strcmp(points[i].op, "transpose") == 0) {
+      run_transpose(KILN_F32, 37, 21);
+      run_transpose(KILN_F16, 9, 40);
+    } else if (strcmp(points[i].op, "reduce") == 0) {
+      run_reductions(KILN_F32, 777);
+      run_reductions(KILN_BF16, 301);
+      run_matrix_reductions(7, 45);
+    } else {
+      run_unary(KILN_UNARY_EXP, KILN_F16, 301);
+      run_binary(KILN_BINARY_ADD, KILN_BF16, 517, false);
+      run_axpy_scale_fill();
+    }
+    CHECK_OK(kiln_tuning_set(ctx, points[i].op, NULL));
+  }
+}
+
 int main(void) {
   const char *selector = getenv("KILN_TEST_DEVICE");
   if (kiln_context_create_default(selector, &ctx) != KILN_OK ||
@@ -604,6 +650,8 @@ int main(void) {
 
   if (selected("gemm_space"))
     run_gemm_space();
+  if (selected("spaces"))
+    run_small_spaces();
 
   kiln_status s = kiln_queue_destroy(q);
   if (s == KILN_OK)

@@ -31,11 +31,15 @@ static void usage(FILE *out) {
           "\n"
           "options:\n"
           "  -d, --device SEL     device selector (as KILN_DEVICE)\n"
-          "  -o, --op NAMES       ops to tune (default and only: gemm, the\n"
-          "                       GPU-family kernel: on a CPU device, set\n"
-          "                       KILN_PROFILE to a GPU profile to tune it)\n"
+          "  -o, --op NAMES       ops to tune, comma-separated (default gemm):\n"
+          "                       gemm, transpose, reduce (also sum, dot,\n"
+          "                       nrm2), elementwise (also axpy, scale); the\n"
+          "                       GPU-family kernels: on a CPU device, set\n"
+          "                       KILN_PROFILE to a GPU profile to tune them\n"
           "  -s, --size SPECS     sizes to time, N or MxNxK, comma-separated\n"
-          "                       (default 512,1024)\n"
+          "                       (default per op: gemm 512,1024; transpose\n"
+          "                       N x N 1024,2048; others N elements\n"
+          "                       4194304,16777216)\n"
           "  -b, --budget SECONDS search time per op (default 120)\n"
           "  -j, --json           print a kiln-tune/1 JSON document\n"
           "  -e, --export FILE    also write the result to FILE (to send)\n"
@@ -77,6 +81,7 @@ static void watch_sigint(void) {
 }
 
 struct progress {
+  const tune_op *op;
   bool tty;
   int columns;
   size_t last_line;
@@ -88,9 +93,9 @@ static void show_progress(void *user, size_t tried, size_t rejected,
   struct progress *pr = user;
   (void)params;
   char line[256];
-  snprintf(line, sizeof line,
-           "tried %zu, rejected %zu, skipped %zu, best %.2f GFLOP/s", tried,
-           rejected, skipped, best);
+  snprintf(line, sizeof line, "%s: tried %zu, rejected %zu, skipped %zu, "
+           "best %.2f %s", pr->op->name, tried, rejected, skipped, best,
+           pr->op->unit);
   if (pr->tty) {
     /* One line rewritten in place, never wider than the terminal (a
      * wrapped line cannot be rewritten). */
@@ -128,17 +133,19 @@ static bool parse_sizes(const char *text, tune_options *o) {
   return o->nsizes > 0;
 }
 
-static void list_space(kiln_context *ctx) {
-  printf("gemm (the GPU-family kernel):\n");
+static void list_space(kiln_context *ctx, const tune_op *op) {
+  printf("%s (%s%s%sthe GPU-family kernel; timed: %s):\n", op->name,
+         op->aliases[0] ? "also " : "", op->aliases,
+         op->aliases[0] ? "; " : "", op->timed);
   kiln_tuning_knob k;
-  for (size_t i = 0; kiln_tuning_knob_get("gemm", i, &k) == KILN_OK; i++) {
+  for (size_t i = 0; kiln_tuning_knob_get(op->name, i, &k) == KILN_OK; i++) {
     printf("  %-7s", k.name);
     for (size_t j = 0; j < k.count; j++)
       printf("%s%u", j ? "," : " ", k.values[j]);
     printf("  %s\n", k.what);
   }
   kiln_tuning_info t;
-  if (kiln_tuning_get_info(ctx, "gemm", &t) == KILN_OK) {
+  if (kiln_tuning_get_info(ctx, op->name, &t) == KILN_OK) {
     printf("in effect: %s%s%s\n", t.source, t.params[0] ? ": " : "",
            t.params);
     printf("tuning file: %s\n", t.path[0] ? t.path : "(none)");
@@ -149,19 +156,22 @@ static void list_space(kiln_context *ctx) {
   }
 }
 
-static void report(const tune_options *o, const tune_result *r,
-                   const char *device, bool json, const char *saved) {
+static void report(const tune_op *op, const tune_options *o,
+                   const tune_result *r, const char *device, bool json,
+                   const char *saved) {
   if (json) {
     printf("{\"schema\": \"kiln-tune/1\", \"device\": \"");
     for (const char *c = device; *c; c++)
       if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20)
         putchar(*c);
-    printf("\", \"op\": \"gemm\", \"before\": \"%s\", \"tuned\": \"%s\", "
+    printf("\", \"op\": \"%s\", \"unit\": \"%s\", \"before\": \"%s\", "
+           "\"tuned\": \"%s\", "
            "\"tried\": %zu, \"rejected\": %zu, \"rejected_gate\": %zu, "
            "\"rejected_slow\": %zu, \"skipped\": %zu, "
            "\"exhaustive\": %s, \"interrupted\": %s, \"file\": \"%s\", "
            "\"sizes\": [",
-           r->default_params, r->best_params, r->tried, r->rejected,
+           op->name, op->unit, r->default_params, r->best_params, r->tried,
+           r->rejected,
            r->rejected_gate, r->rejected_slow, r->skipped, r->exhaustive ? "true" : "false",
            r->interrupted ? "true" : "false", saved);
     for (size_t i = 0; i < o->nsizes; i++)
@@ -172,17 +182,20 @@ static void report(const tune_options *o, const tune_result *r,
     printf("]}\n");
     return;
   }
-  printf("device: %s\nop gemm: %zu candidates tried, %zu rejected (%zu by the "
-         "gate or a failed build, %zu too slow), %zu skipped (invalid on the "
-         "device)%s%s\n",
-         device, r->tried, r->rejected, r->rejected_gate, r->rejected_slow,
+  printf("device: %s\nop %s (timed: %s): %zu candidates tried, %zu rejected "
+         "(%zu by the gate or a failed build, %zu too slow), %zu skipped "
+         "(invalid on the device)%s%s\n",
+         device, op->name, op->timed, r->tried, r->rejected, r->rejected_gate, r->rejected_slow,
          r->skipped,
          r->exhaustive ? ", exhaustive" : ", random + local search",
          r->interrupted ? ", interrupted" : "");
   if (r->last_rejection[0])
     printf("last rejection: %s\n", r->last_rejection);
+  char before[32], tuned[32];
+  snprintf(before, sizeof before, "before %s", op->unit);
+  snprintf(tuned, sizeof tuned, "tuned %s", op->unit);
   printf("before: %s\ntuned:  %s\n\n%-16s %14s %14s %7s\n", r->default_params,
-         r->best_params, "size", "before GFLOP/s", "tuned GFLOP/s", "ratio");
+         r->best_params, "size", before, tuned, "ratio");
   for (size_t i = 0; i < o->nsizes; i++) {
     char size[64];
     snprintf(size, sizeof size, "%zux%zux%zu", o->sizes[i][0], o->sizes[i][1],
@@ -193,6 +206,91 @@ static void report(const tune_options *o, const tune_result *r,
   printf("saved: %s\n", saved);
 }
 
+/* The ops named by text (comma-separated names or aliases), each once. */
+static bool parse_ops(const char *text, const tune_op **out, size_t *count) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", text);
+  *count = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok != NULL;
+       tok = strtok_r(NULL, ",", &save)) {
+    const tune_op *op = tune_op_find(tok);
+    if (op == NULL) {
+      fprintf(stderr, "kiln tune: --op '%s': no parameter space (ops: gemm, "
+                      "transpose, reduce or sum, dot, nrm2, elementwise or "
+                      "axpy, scale)\n", tok);
+      return false;
+    }
+    bool seen = false;
+    for (size_t i = 0; i < *count; i++)
+      seen = seen || out[i] == op;
+    if (!seen && *count < 8)
+      out[(*count)++] = op;
+  }
+  if (*count == 0)
+    fprintf(stderr, "kiln tune: --op '%s' names no op\n", text);
+  return *count > 0;
+}
+
+/* Search op's space on ctx, save the best to the device's tuning file (and
+ * export_path), and report. 0, or 1 with the message printed. */
+static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
+                    tune_options *o, bool json, const char *export_path) {
+  const char *name = kiln_context_device_info(ctx)->name;
+  kiln_tuning_info t;
+  if (kiln_tuning_get_info(ctx, op->name, &t) != KILN_OK) {
+    fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
+    return 1;
+  }
+  if (t.params[0] == '\0') {
+    fprintf(stderr, "kiln tune: %s runs the CPU-family %s kernels (profile "
+                    "%s), which have no parameter space; set KILN_PROFILE to "
+                    "a GPU profile (nvidia, amd, intel) to tune the "
+                    "GPU-family kernels on it\n",
+            name, op->name, kiln_context_profile(ctx));
+    return 1;
+  }
+  struct progress pr = {.op = op, .tty = isatty(STDERR_FILENO) == 1,
+                        .columns = 80};
+  struct winsize ws;
+  if (pr.tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    pr.columns = ws.ws_col;
+  o->progress = show_progress;
+  o->progress_user = &pr;
+  o->stop = &stop_flag;
+  tune_result r;
+  char why[512];
+  const bool ok = tune_search(ctx, q, op, o, &r, why, sizeof why);
+  if (pr.tty)
+    fprintf(stderr, "\r%*s\r", pr.columns > 1 ? pr.columns - 1 : 79, "");
+  if (!ok) {
+    fprintf(stderr, "kiln tune: %s: %s\n", op->name, why);
+    return 1;
+  }
+  char figures[KILN_TUNING_TEXT_CAPACITY];
+  size_t used = (size_t)snprintf(figures, sizeof figures,
+                                 "%s before -> tuned:", op->unit);
+  for (size_t i = 0; i < o->nsizes && used < sizeof figures; i++)
+    used += (size_t)snprintf(figures + used, sizeof figures - used,
+                             " %zux%zux%zu %.2f -> %.2f;", o->sizes[i][0],
+                             o->sizes[i][1], o->sizes[i][2],
+                             r.default_gflops[i], r.best_gflops[i]);
+  if (used < sizeof figures)
+    snprintf(figures + used, sizeof figures - used,
+             " %zu tried, %zu rejected", r.tried, r.rejected);
+  if (kiln_tuning_save(ctx, op->name, r.best_params, figures, NULL) !=
+          KILN_OK ||
+      (export_path != NULL &&
+       kiln_tuning_save(ctx, op->name, r.best_params, figures, export_path) !=
+           KILN_OK)) {
+    fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
+    return 1;
+  }
+  kiln_tuning_set(ctx, op->name, NULL);
+  kiln_tuning_get_info(ctx, op->name, &t);
+  report(op, o, &r, name, json, t.path);
+  return 0;
+}
+
 int kiln_cmd_tune(int argc, char **argv) {
   static const struct option long_opts[] = {
       {"device", required_argument, 0, 'd'}, {"op", required_argument, 0, 'o'},
@@ -201,7 +299,7 @@ int kiln_cmd_tune(int argc, char **argv) {
       {"list", no_argument, 0, 'l'},         {"reset", no_argument, 0, 'r'},
       {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   const char *selector = NULL, *ops = "gemm", *export_path = NULL;
-  bool json = false, list = false, reset = false;
+  bool json = false, list = false, reset = false, sizes_given = false;
   tune_options o;
   memset(&o, 0, sizeof o);
   o.budget_s = 120.0;
@@ -215,6 +313,7 @@ int kiln_cmd_tune(int argc, char **argv) {
     case 'd': selector = optarg; break;
     case 'o': ops = optarg; break;
     case 's':
+      sizes_given = true;
       if (!parse_sizes(optarg, &o)) {
         fprintf(stderr, "kiln tune: --size '%s' is not N or MxNxK, "
                         "comma-separated (at most %d, each 1 to 16384)\n",
@@ -240,14 +339,14 @@ int kiln_cmd_tune(int argc, char **argv) {
     default: usage(stderr); return 2;
     }
   }
-  if (optind < argc || strcmp(ops, "gemm") != 0) {
-    if (optind < argc)
-      fprintf(stderr, "kiln tune: unexpected argument '%s'\n", argv[optind]);
-    else
-      fprintf(stderr, "kiln tune: --op '%s': only gemm has a parameter space "
-                      "so far\n", ops);
+  if (optind < argc) {
+    fprintf(stderr, "kiln tune: unexpected argument '%s'\n", argv[optind]);
     return 2;
   }
+  const tune_op *todo[8];
+  size_t ntodo = 0;
+  if (!parse_ops(ops, todo, &ntodo))
+    return 2;
 
   /* Before the driver starts any thread (see sigint_thread). */
   if (!list && !reset)
@@ -266,7 +365,8 @@ int kiln_cmd_tune(int argc, char **argv) {
   }
   const char *name = kiln_context_device_info(ctx)->name;
   if (list) {
-    list_space(ctx);
+    for (size_t i = 0; tune_op_at(i) != NULL; i++)
+      list_space(ctx, tune_op_at(i));
     status = 0;
     goto done;
   }
@@ -279,57 +379,15 @@ int kiln_cmd_tune(int argc, char **argv) {
     status = 0;
     goto done;
   }
-  kiln_tuning_info t;
-  if (kiln_tuning_get_info(ctx, "gemm", &t) != KILN_OK) {
-    fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
-    goto done;
-  }
-  if (t.params[0] == '\0') {
-    fprintf(stderr, "kiln tune: %s runs GEMM's CPU-family kernel (profile "
-                    "%s), which has no parameter space; set KILN_PROFILE to "
-                    "a GPU profile (nvidia, amd, intel) to tune the GPU-family "
-                    "kernel on it\n",
-            name, kiln_context_profile(ctx));
-    goto done;
-  }
-  struct progress pr = {.tty = isatty(STDERR_FILENO) == 1, .columns = 80};
-  struct winsize ws;
-  if (pr.tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-    pr.columns = ws.ws_col;
-  o.progress = show_progress;
-  o.progress_user = &pr;
-  o.stop = &stop_flag;
-  tune_result r;
-  char why[512];
-  const bool ok = tune_gemm(ctx, q, &o, &r, why, sizeof why);
-  if (pr.tty)
-    fprintf(stderr, "\r%*s\r", pr.columns > 1 ? pr.columns - 1 : 79, "");
-  if (!ok) {
-    fprintf(stderr, "kiln tune: %s\n", why);
-    goto done;
-  }
-  char figures[KILN_TUNING_TEXT_CAPACITY];
-  size_t used = (size_t)snprintf(figures, sizeof figures,
-                                 "GFLOP/s before -> tuned:");
-  for (size_t i = 0; i < o.nsizes && used < sizeof figures; i++)
-    used += (size_t)snprintf(figures + used, sizeof figures - used,
-                             " %zux%zux%zu %.2f -> %.2f;", o.sizes[i][0],
-                             o.sizes[i][1], o.sizes[i][2], r.default_gflops[i],
-                             r.best_gflops[i]);
-  if (used < sizeof figures)
-    snprintf(figures + used, sizeof figures - used,
-             " %zu tried, %zu rejected", r.tried, r.rejected);
-  if (kiln_tuning_save(ctx, "gemm", r.best_params, figures, NULL) != KILN_OK ||
-      (export_path != NULL &&
-       kiln_tuning_save(ctx, "gemm", r.best_params, figures, export_path) !=
-           KILN_OK)) {
-    fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
-    goto done;
-  }
-  kiln_tuning_set(ctx, "gemm", NULL);
-  kiln_tuning_get_info(ctx, "gemm", &t);
-  report(&o, &r, name, json, t.path);
   status = 0;
+  for (size_t i = 0; i < ntodo && status == 0 && !stop_flag; i++) {
+    tune_options oi = o;
+    if (!sizes_given)
+      parse_sizes(todo[i]->sizes, &oi);
+    if (i > 0 && !json)
+      printf("\n");
+    status = tune_one(ctx, q, todo[i], &oi, json, export_path);
+  }
 done:
   if (q != NULL)
     kiln_queue_destroy(q);

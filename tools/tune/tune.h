@@ -1,6 +1,7 @@
-/* kiln tune: the search (tune_search.c) and its correctness gate
- * (tune_gate.c), shared by the subcommand (cmd_tune.c) and the gate's test
- * (tests/test_tune_gate.c). Public kiln API only. */
+/* kiln tune: the search (tune_search.c), the ops it knows (tune_ops.c)
+ * and GEMM's correctness gate (tune_gate.c), shared by the subcommand
+ * (cmd_tune.c) and the gate's test (tests/test_tune_gate.c). Public kiln
+ * API only. */
 #ifndef KILN_TOOLS_TUNE_H
 #define KILN_TOOLS_TUNE_H
 
@@ -43,6 +44,34 @@ double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
                       size_t k, int runs, double stop_above,
                       const tune_hooks *hooks, const char *params);
 
+/* ---- the ops (tune_ops.c) ------------------------------------------------ */
+
+/* An op kiln tune searches: its space, its gate, and how to time it. A size
+ * is three numbers (m, n, k for GEMM; rows, cols for transpose; elements
+ * first for the others). */
+typedef struct tune_op {
+  const char *name;    /* the space (kiln_tuning_knob_get), the file's op */
+  const char *aliases; /* more --op names for it ("sum,dot,nrm2"), or "" */
+  const char *timed;   /* what one timed run does, for people */
+  const char *unit;    /* of the figures: "GFLOP/s", "GB/s" */
+  const char *sizes;   /* --size's default for the op */
+  /* The gate: the op with the parameters now set on awkward shapes against
+   * a float64 host reference (tune_gate above, for GEMM). */
+  bool (*gate)(kiln_context *ctx, kiln_queue *q, const char *params,
+               const tune_hooks *hooks, double *seconds, char *why,
+               size_t why_size);
+  /* Seconds of one run at size, as tune_time_gemm; < 0 on failure. */
+  double (*time)(kiln_context *ctx, kiln_queue *q, const size_t *size,
+                 int runs, double stop_above, const tune_hooks *hooks,
+                 const char *params);
+  double (*work)(const size_t *size); /* FLOPs or bytes of one timed run */
+} tune_op;
+
+/* The op called name or one of its aliases; NULL when none. */
+const tune_op *tune_op_find(const char *name);
+/* The ops, in the order kiln tune --list shows them. */
+const tune_op *tune_op_at(size_t index); /* NULL past the last */
+
 /* ---- the search (tune_search.c) ------------------------------------------ */
 
 typedef struct tune_options {
@@ -66,6 +95,7 @@ typedef struct tune_options {
   const tune_hooks *hooks;
 } tune_options;
 
+/* Figures are in the op's unit (GFLOP/s for GEMM, hence the names). */
 typedef struct tune_result {
   char default_params[KILN_TUNING_TEXT_CAPACITY];
   char best_params[KILN_TUNING_TEXT_CAPACITY];
@@ -87,5 +117,10 @@ typedef struct tune_result {
  * when the default itself fails the gate or cannot be timed. */
 bool tune_gemm(kiln_context *ctx, kiln_queue *q, const tune_options *opts,
                tune_result *result, char *why, size_t why_size);
+/* The same for any op of tune_ops.c (its kernel family must have a space on
+ * ctx's device). */
+bool tune_search(kiln_context *ctx, kiln_queue *q, const tune_op *op,
+                 const tune_options *opts, tune_result *result, char *why,
+                 size_t why_size);
 
 #endif

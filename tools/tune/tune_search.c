@@ -1,4 +1,4 @@
-/* The tuner's search over GEMM's space (kiln_tuning_knob_get): exhaustive
+/* The tuner's search over an op's space (kiln_tuning_knob_get): exhaustive
  * when the searched space is small, else seeded random points (half the
  * budget) and then local search from the best (each knob one value up or
  * down, keeping every improvement; a random restart when no neighbour
@@ -7,7 +7,8 @@
  * there), then passes the correctness gate (tune_gate.c) or is rejected,
  * then is timed at every size, stopping at the first size where it is
  * clearly slower (over 1.5 times) than the best so far. The score is the
- * geometric mean of GFLOP/s over the sizes. */
+ * geometric mean of the op's figure (GFLOP/s, GB/s) over the sizes. The op
+ * (tune_ops.c) says how to gate and time a candidate. */
 #include "tune.h"
 
 #include <math.h>
@@ -69,6 +70,7 @@ static bool parse(const struct space *sp, const char *text, point *p) {
 }
 
 struct search {
+  const tune_op *op;
   kiln_context *ctx;
   kiln_queue *q;
   const tune_options *o;
@@ -109,16 +111,17 @@ static bool evaluate(struct search *s, const point *p) {
     return false;
   char text[KILN_TUNING_TEXT_CAPACITY], why[512];
   format(s->sp, p, text, sizeof text);
-  if (kiln_tuning_check(s->ctx, "gemm", text, why, sizeof why) != KILN_OK) {
+  if (kiln_tuning_check(s->ctx, s->op->name, text, why, sizeof why) !=
+      KILN_OK) {
     s->r->skipped++;
     return false;
   }
   s->r->tried++;
   double gate_s = 0.0;
   bool improved = false;
-  if (kiln_tuning_set(s->ctx, "gemm", text) != KILN_OK ||
-      !tune_gate(s->ctx, s->q, text, s->o->hooks, &gate_s, why,
-                 sizeof why)) {
+  if (kiln_tuning_set(s->ctx, s->op->name, text) != KILN_OK ||
+      !s->op->gate(s->ctx, s->q, text, s->o->hooks, &gate_s, why,
+                   sizeof why)) {
     s->r->rejected++;
     s->r->rejected_gate++;
     snprintf(s->r->last_rejection, sizeof s->r->last_rejection,
@@ -129,8 +132,7 @@ static bool evaluate(struct search *s, const point *p) {
     for (size_t i = 0; i < s->o->nsizes && !slower && !failed; i++) {
       const size_t *z = s->o->sizes[i];
       const double stop = s->have_best ? 1.5 * s->best_t[i] : 0.0;
-      t[i] = tune_time_gemm(s->ctx, s->q, z[0], z[1], z[2], 3, stop,
-                            s->o->hooks, text);
+      t[i] = s->op->time(s->ctx, s->q, z, 3, stop, s->o->hooks, text);
       /* A candidate slower than 20 times the best is as good as hung. */
       if (t[i] < 0.0 || (s->have_best && t[i] > 20.0 * s->best_t[i])) {
         failed = true;
@@ -140,8 +142,7 @@ static bool evaluate(struct search *s, const point *p) {
       } else if (s->have_best && t[i] > stop) {
         slower = true; /* clearly slower: stop timing it */
       } else {
-        log_sum += log(2.0 * (double)z[0] * (double)z[1] * (double)z[2] /
-                       t[i] * 1e-9);
+        log_sum += log(s->op->work(z) / t[i] * 1e-9);
       }
     }
     if (failed) {
@@ -157,8 +158,7 @@ static bool evaluate(struct search *s, const point *p) {
         for (size_t i = 0; i < s->o->nsizes; i++) {
           s->best_t[i] = t[i];
           const size_t *z = s->o->sizes[i];
-          s->r->best_gflops[i] =
-              2.0 * (double)z[0] * (double)z[1] * (double)z[2] / t[i] * 1e-9;
+          s->r->best_gflops[i] = s->op->work(z) / t[i] * 1e-9;
         }
       }
     }
@@ -176,11 +176,18 @@ static unsigned long rng_next(unsigned long *state) {
 
 bool tune_gemm(kiln_context *ctx, kiln_queue *q, const tune_options *o,
                tune_result *r, char *why, size_t why_size) {
+  return tune_search(ctx, q, tune_op_find("gemm"), o, r, why, why_size);
+}
+
+bool tune_search(kiln_context *ctx, kiln_queue *q, const tune_op *op,
+                 const tune_options *o, tune_result *r, char *why,
+                 size_t why_size) {
   struct space sp;
   memset(&sp, 0, sizeof sp);
   memset(r, 0, sizeof *r);
   while (sp.count < TUNE_MAX_KNOBS &&
-         kiln_tuning_knob_get("gemm", sp.count, &sp.knob[sp.count]) == KILN_OK)
+         kiln_tuning_knob_get(op->name, sp.count, &sp.knob[sp.count]) ==
+             KILN_OK)
     sp.count++;
   double points = 1.0;
   for (size_t i = 0; i < sp.count; i++) {
@@ -192,8 +199,8 @@ bool tune_gemm(kiln_context *ctx, kiln_queue *q, const tune_options *o,
   }
   /* The default: the parameters in effect before any tuner's setting. */
   kiln_tuning_info info;
-  if (kiln_tuning_set(ctx, "gemm", NULL) != KILN_OK ||
-      kiln_tuning_get_info(ctx, "gemm", &info) != KILN_OK) {
+  if (kiln_tuning_set(ctx, op->name, NULL) != KILN_OK ||
+      kiln_tuning_get_info(ctx, op->name, &info) != KILN_OK) {
     snprintf(why, why_size, "%s", kiln_last_error());
     return false;
   }
@@ -205,24 +212,22 @@ bool tune_gemm(kiln_context *ctx, kiln_queue *q, const tune_options *o,
      * point instead, and time the default on its own below. */
     memset(&start, 0, sizeof start);
   }
-  struct search s = {.ctx = ctx, .q = q, .o = o, .sp = &sp, .r = r,
+  struct search s = {.op = op, .ctx = ctx, .q = q, .o = o, .sp = &sp, .r = r,
                      .t_end = now() + o->budget_s};
   /* The default first, always timed in full: the figure to beat. */
   double gate_s;
-  if (!tune_gate(ctx, q, info.params, NULL, &gate_s, why, why_size))
+  if (!op->gate(ctx, q, info.params, NULL, &gate_s, why, why_size))
     return false;
   double log_sum = 0.0;
   for (size_t i = 0; i < o->nsizes; i++) {
     const size_t *z = o->sizes[i];
-    const double t = tune_time_gemm(ctx, q, z[0], z[1], z[2], 3, 0.0, NULL,
-                                    info.params);
+    const double t = op->time(ctx, q, z, 3, 0.0, NULL, info.params);
     if (t < 0.0) {
       snprintf(why, why_size, "the default does not run: %s",
                kiln_last_error());
       return false;
     }
-    r->default_gflops[i] = r->best_gflops[i] =
-        2.0 * (double)z[0] * (double)z[1] * (double)z[2] / t * 1e-9;
+    r->default_gflops[i] = r->best_gflops[i] = op->work(z) / t * 1e-9;
     s.best_t[i] = t;
     log_sum += log(r->default_gflops[i]);
   }
@@ -290,7 +295,7 @@ bool tune_gemm(kiln_context *ctx, kiln_queue *q, const tune_options *o,
   }
   r->interrupted = o->stop != NULL && *o->stop;
   free(s.seen);
-  kiln_status st = kiln_tuning_set(ctx, "gemm", r->best_params);
+  kiln_status st = kiln_tuning_set(ctx, op->name, r->best_params);
   if (st != KILN_OK) {
     snprintf(why, why_size, "%s", kiln_last_error());
     return false;

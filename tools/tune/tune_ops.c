@@ -1,0 +1,527 @@
+/* The ops kiln tune searches: GEMM (its gate and timing in tune_gate.c)
+ * and the GPU family's bandwidth-bound kernels with small spaces
+ * (transpose; the reductions, timed on sum, dot and nrm2; elementwise,
+ * timed on axpy and scale), with their correctness gates and timings.
+ *
+ * The bandwidth gates run the op on awkward shapes (1, primes, lengths past
+ * whole work-groups of the largest point, offsets both off and on every
+ * vector width, f32, f16 and bf16) and compare every element, and the
+ * guard elements around the output, against a float64 host reference:
+ * - transpose moves bits: exact;
+ * - elementwise: one f32 rounding (fma for axpy) and the store's rounding
+ *   to the storage format: within an ulp of the format (relative 2^-23,
+ *   2^-10, 2^-7), plus f16's subnormal step;
+ * - reductions: the bound of tests/test_op_reduce.c, (n/16 + 2^13) u
+ *   sum|x| for sum and dot (u = 2^-24), half that relative for nrm2, exact
+ *   for max and argmax (first index of equal maxima).
+ * Inputs are exact in every storage format (bf16: f32 cut to 16 bits; f16:
+ * multiples of 2^-10 below 2), so the reference needs no rounding. */
+#include "tune.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- host data in any storage format ------------------------------------- */
+
+static const kiln_dtype float_types[] = {KILN_F32, KILN_F16, KILN_BF16};
+
+static uint32_t lcg(uint32_t *s) {
+  *s = *s * 1664525u + 1013904223u;
+  return *s >> 8;
+}
+
+/* A value in [-2, 2) exact in dt (see the opening comment). */
+static float draw(uint32_t *s, kiln_dtype dt) {
+  const int k = (int)(lcg(s) % 4096) - 2048;
+  if (dt == KILN_F16)
+    return (float)k / 1024.0f;
+  float v = (float)lcg(s) / (float)(1u << 24) * 4.0f - 2.0f;
+  if (dt == KILN_BF16) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    u &= 0xffff0000u;
+    memcpy(&v, &u, 4);
+  }
+  return v;
+}
+
+/* Store v (exact in dt) as element i of buf. */
+static void put(kiln_dtype dt, void *buf, size_t i, float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  if (dt == KILN_F32) {
+    memcpy((char *)buf + 4 * i, &u, 4);
+    return;
+  }
+  uint16_t h = (uint16_t)(u >> 16); /* bf16 */
+  if (dt == KILN_F16) {
+    const int e = (int)((u >> 23) & 0xff) - 127 + 15;
+    h = (uint16_t)((u >> 16) & 0x8000u);
+    if ((u & 0x7fffffffu) != 0)
+      h |= (uint16_t)((unsigned)e << 10 | ((u >> 13) & 0x3ffu));
+  }
+  memcpy((char *)buf + 2 * i, &h, 2);
+}
+
+static double get(kiln_dtype dt, const void *buf, size_t i) {
+  if (dt == KILN_F32) {
+    float v;
+    memcpy(&v, (const char *)buf + 4 * i, 4);
+    return v;
+  }
+  uint16_t h;
+  memcpy(&h, (const char *)buf + 2 * i, 2);
+  if (dt == KILN_BF16) {
+    const uint32_t u = (uint32_t)h << 16;
+    float v;
+    memcpy(&v, &u, 4);
+    return v;
+  }
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const double v = e == 0    ? ldexp(m, -24)
+                   : e == 31 ? (m ? NAN : INFINITY)
+                             : ldexp(m + 1024, e - 25);
+  return h & 0x8000u ? -v : v;
+}
+
+/* count random elements of dt, and a device buffer holding them. */
+static void *random_data(kiln_context *ctx, kiln_queue *q, kiln_dtype dt,
+                         size_t count, uint32_t seed, kiln_buffer **out) {
+  const size_t bytes = count * kiln_dtype_size(dt);
+  void *h = malloc(bytes);
+  *out = NULL;
+  if (h == NULL)
+    return NULL;
+  for (size_t i = 0; i < count; i++)
+    put(dt, h, i, draw(&seed, dt));
+  if (kiln_buffer_create(ctx, bytes, 0, out) != KILN_OK ||
+      kiln_buffer_write_sync(q, *out, 0, bytes, h) != KILN_OK) {
+    kiln_buffer_destroy(*out);
+    *out = NULL;
+    free(h);
+    return NULL;
+  }
+  return h;
+}
+
+/* The device buffer's contents, or NULL (why set). */
+static void *download(kiln_queue *q, kiln_buffer *b, size_t bytes, char *why,
+                      size_t size) {
+  void *h = malloc(bytes);
+  if (h == NULL || kiln_buffer_read_sync(q, b, 0, bytes, h) != KILN_OK) {
+    snprintf(why, size, "%s", h ? kiln_last_error() : "out of host memory");
+    free(h);
+    return NULL;
+  }
+  return h;
+}
+
+/* ---- transpose ------------------------------------------------------------ */
+
+struct tcase {
+  size_t rows, cols, ldx_pad, ldy_pad, x_off, y_off;
+  kiln_dtype dtype;
+};
+static const struct tcase tcases[] = {
+    {1, 1, 0, 0, 0, 0, KILN_F32},      {37, 45, 3, 5, 1, 2, KILN_F32},
+    {129, 67, 0, 1, 7, 0, KILN_F16},   {65, 130, 2, 0, 8, 8, KILN_BF16},
+    {200, 71, 0, 0, 0, 3, KILN_U32},   {3, 257, 1, 1, 5, 1, KILN_F32},
+};
+
+static bool transpose_case(kiln_context *ctx, kiln_queue *q,
+                           const struct tcase *t, char *why, size_t size) {
+  const size_t es = kiln_dtype_size(t->dtype), ldx = t->cols + t->ldx_pad,
+               ldy = t->rows + t->ldy_pad;
+  const size_t nx = t->x_off + (t->rows - 1) * ldx + t->cols + 3,
+               ny = t->y_off + (t->cols - 1) * ldy + t->rows + 3;
+  kiln_buffer *dx = NULL, *dy = NULL;
+  void *x = random_data(ctx, q, KILN_F32, nx * es / 4 + 1, 7, &dx);
+  void *y0 = random_data(ctx, q, KILN_F32, ny * es / 4 + 1, 9, &dy);
+  void *y = NULL;
+  bool ok = false;
+  if (x == NULL || y0 == NULL) {
+    snprintf(why, size, "%s", kiln_last_error());
+  } else if (kiln_transpose(q, t->dtype, t->rows, t->cols, dx, t->x_off, ldx,
+                            dy, t->y_off, ldy, 0, NULL, NULL) != KILN_OK) {
+    snprintf(why, size, "%s", kiln_last_error());
+  } else if ((y = download(q, dy, ny * es, why, size)) != NULL) {
+    ok = true;
+    for (size_t r = 0; r < t->rows && ok; r++)
+      for (size_t c = 0; c < t->cols && ok; c++) {
+        const size_t yi = t->y_off + c * ldy + r;
+        ok = memcmp((char *)y + yi * es,
+                    (char *)x + (t->x_off + r * ldx + c) * es, es) == 0;
+        if (!ok)
+          snprintf(why, size, "transpose %zux%zu %s: y[%zu][%zu] wrong",
+                   t->rows, t->cols, kiln_dtype_name(t->dtype), c, r);
+      }
+    /* Outside the transposed elements y is untouched. */
+    for (size_t i = 0; i < ny && ok; i++) {
+      const size_t e = i - t->y_off;
+      const bool inside =
+          i >= t->y_off && e / ldy < t->cols && e % ldy < t->rows;
+      if (!inside && memcmp((char *)y + i * es, (char *)y0 + i * es, es)) {
+        snprintf(why, size, "transpose %zux%zu: element %zu outside y changed",
+                 t->rows, t->cols, i);
+        ok = false;
+      }
+    }
+  }
+  free(x);
+  free(y0);
+  free(y);
+  kiln_buffer_destroy(dx);
+  kiln_buffer_destroy(dy);
+  return ok;
+}
+
+static bool gate_transpose(kiln_context *ctx, kiln_queue *q,
+                           const char *params, const tune_hooks *hooks,
+                           double *seconds, char *why, size_t size) {
+  (void)params;
+  (void)hooks;
+  const double t0 = now();
+  bool ok = true;
+  for (size_t i = 0; i < sizeof tcases / sizeof tcases[0] && ok; i++)
+    ok = transpose_case(ctx, q, &tcases[i], why, size);
+  *seconds = now() - t0;
+  return ok;
+}
+
+/* ---- elementwise ---------------------------------------------------------- */
+
+enum { EW_AXPY, EW_ADD, EW_SCALE, EW_NEG };
+static const char *const ew_names[] = {"axpy", "add", "scale", "neg"};
+
+/* Op on n elements: y (at yo) from x (at xo), as the kernels compute it. */
+static bool ew_case(kiln_context *ctx, kiln_queue *q, int op, kiln_dtype dt,
+                    size_t n, size_t xo, size_t yo, char *why, size_t size) {
+  const size_t total = yo + n + 5, es = kiln_dtype_size(dt);
+  kiln_buffer *dx = NULL, *dy = NULL;
+  void *x = random_data(ctx, q, dt, total, 3 + (uint32_t)n, &dx);
+  void *y0 = random_data(ctx, q, dt, total, 4 + (uint32_t)op, &dy);
+  void *y = NULL;
+  kiln_status s = x && y0 ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
+  if (s == KILN_OK && op == EW_AXPY)
+    s = kiln_axpy(q, dt, n, 1.5f, dx, xo, dy, yo, 0, NULL, NULL);
+  else if (s == KILN_OK && op == EW_ADD)
+    s = kiln_binary(q, KILN_BINARY_ADD, dt, n, dx, xo, dx, yo, dy, yo, 0,
+                    NULL, NULL);
+  else if (s == KILN_OK && op == EW_SCALE)
+    s = kiln_scale(q, dt, n, -0.75f, dy, yo, 0, NULL, NULL);
+  else if (s == KILN_OK)
+    s = kiln_unary(q, KILN_UNARY_NEG, dt, n, dx, xo, dy, yo, 0, NULL, NULL);
+  bool ok = false;
+  if (s != KILN_OK)
+    snprintf(why, size, "%s", x && y0 ? kiln_last_error() : "out of memory");
+  else if ((y = download(q, dy, total * es, why, size)) != NULL) {
+    const double rel = dt == KILN_F32 ? 0x1p-23 : dt == KILN_F16 ? 0x1p-10
+                                                                 : 0x1p-7;
+    const double abs_tol = dt == KILN_F16 ? 0x1p-24 : 1e-38;
+    ok = true;
+    for (size_t i = 0; i < total && ok; i++) {
+      const bool inside = i >= yo && i < yo + n;
+      const double a = inside ? get(dt, x, xo + i - yo) : 0.0,
+                   b = get(dt, y0, i);
+      double want = b;
+      if (inside)
+        want = op == EW_AXPY    ? 1.5 * a + b
+               : op == EW_ADD   ? a + get(dt, x, i)
+               : op == EW_SCALE ? -0.75 * b
+                                : -a;
+      const double got = get(dt, y, i);
+      if (!(fabs(got - want) <= (inside ? rel * fabs(want) + abs_tol : 0.0))) {
+        snprintf(why, size,
+                 "%s %s n=%zu offsets %zu, %zu: y[%zu] = %.9g, want %.9g",
+                 ew_names[op], kiln_dtype_name(dt), n, xo, yo, i, got, want);
+        ok = false;
+      }
+    }
+  }
+  free(x);
+  free(y0);
+  free(y);
+  kiln_buffer_destroy(dx);
+  kiln_buffer_destroy(dy);
+  return ok;
+}
+
+static bool gate_elementwise(kiln_context *ctx, kiln_queue *q,
+                             const char *params, const tune_hooks *hooks,
+                             double *seconds, char *why, size_t size) {
+  (void)params;
+  (void)hooks;
+  /* 70001: past whole groups of the largest point (65536 elements). */
+  static const size_t sizes[] = {1, 37, 70001};
+  static const size_t offs[][2] = {{3, 5}, {8, 16}};
+  const double t0 = now();
+  bool ok = true;
+  for (size_t d = 0; d < 3 && ok; d++)
+    for (int op = EW_AXPY; op <= EW_NEG && ok; op++)
+      for (size_t i = 0; i < 3 && ok; i++)
+        for (size_t o = 0; o < 2 && ok; o++)
+          ok = ew_case(ctx, q, op, float_types[d], sizes[i], offs[o][0],
+                       offs[o][1], why, size);
+  *seconds = now() - t0;
+  return ok;
+}
+
+/* ---- reductions ----------------------------------------------------------- */
+
+/* kiln_reduce's op (0..5: sum, min, max, mean, nrm2, argmax) or dot (6) of
+ * n elements of dt at offset off, checked. */
+static bool reduce_case(kiln_context *ctx, kiln_queue *q, int op,
+                        kiln_dtype dt, size_t n, size_t off, char *why,
+                        size_t size) {
+  static const char *const names[] = {"sum",  "min",    "max", "mean",
+                                      "nrm2", "argmax", "dot"};
+  kiln_buffer *dx = NULL, *dy = NULL, *dr = NULL;
+  void *x = random_data(ctx, q, dt, off + n, 11 + (uint32_t)n, &dx);
+  void *y = op == 6 ? random_data(ctx, q, dt, off + n, 12, &dy) : x;
+  uint32_t res[3] = {0xdeadbeefu, 0xdeadbeefu, 0xdeadbeefu};
+  kiln_status s = x && y ? kiln_buffer_create(ctx, sizeof res, 0, &dr)
+                         : KILN_ERR_OUT_OF_HOST_MEMORY;
+  if (s == KILN_OK)
+    s = kiln_buffer_write_sync(q, dr, 0, sizeof res, res);
+  if (s == KILN_OK && op == 6)
+    s = kiln_dot(q, dt, n, dx, off, dy, off, dr, 1, 0, NULL, NULL);
+  else if (s == KILN_OK)
+    s = kiln_reduce(q, (kiln_reduce_op)op, dt, n, dx, off, dr, 1, 0, NULL,
+                    NULL);
+  if (s == KILN_OK)
+    s = kiln_buffer_read_sync(q, dr, 0, sizeof res, res);
+  bool ok = s == KILN_OK && res[0] == 0xdeadbeefu && res[2] == 0xdeadbeefu;
+  if (s != KILN_OK)
+    snprintf(why, size, "%s", x && y ? kiln_last_error() : "out of memory");
+  else if (!ok)
+    snprintf(why, size, "%s n=%zu: wrote outside its result", names[op], n);
+  if (ok) {
+    double sum = 0, sabs = 0, sq = 0, best = -INFINITY;
+    size_t arg = 0;
+    for (size_t i = 0; i < n; i++) {
+      const double v = get(dt, x, off + i);
+      const double t = op == 6 ? v * get(dt, y, off + i) : v;
+      sum += t;
+      sabs += fabs(t);
+      sq += v * v;
+      if (v > best) {
+        best = v;
+        arg = i;
+      }
+    }
+    float got;
+    memcpy(&got, &res[1], 4);
+    const double u = 0x1p-24, d = (double)n / 16 + 8192;
+    double want = sum, tol = (d + 1) * u * sabs;
+    if (op == KILN_REDUCE_MEAN) {
+      want = sum / (double)n;
+      tol = tol / (double)n + u * fabs(want);
+    } else if (op == KILN_REDUCE_NRM2) {
+      want = sqrt(sq);
+      tol = (d / 2 + 3) * u * want;
+    } else if (op == KILN_REDUCE_MAX) {
+      want = best;
+      tol = 0;
+    } else if (op == KILN_REDUCE_MIN) {
+      want = best;
+      for (size_t i = 0; i < n; i++)
+        want = fmin(want, get(dt, x, off + i));
+      tol = 0;
+    }
+    if (op == KILN_REDUCE_ARGMAX)
+      ok = res[1] == arg;
+    else
+      ok = fabs(got - want) <= tol;
+    if (!ok)
+      snprintf(why, size, "%s %s n=%zu offset %zu: got %.9g (%u), want %.9g",
+               names[op], kiln_dtype_name(dt), n, off, (double)got, res[1],
+               op == KILN_REDUCE_ARGMAX ? (double)arg : want);
+  }
+  if (y != x)
+    free(y);
+  free(x);
+  kiln_buffer_destroy(dx);
+  kiln_buffer_destroy(dy);
+  kiln_buffer_destroy(dr);
+  return ok;
+}
+
+static bool gate_reduce(kiln_context *ctx, kiln_queue *q, const char *params,
+                        const tune_hooks *hooks, double *seconds, char *why,
+                        size_t size) {
+  (void)params;
+  (void)hooks;
+  static const size_t sizes[] = {1, 37, 4099, 70001};
+  const double t0 = now();
+  bool ok = true;
+  for (size_t d = 0; d < 3 && ok; d++)
+    for (int op = 0; op <= 6 && ok; op++)
+      for (size_t i = 0; i < 4 && ok; i++)
+        ok = reduce_case(ctx, q, op, float_types[d], sizes[i], i % 2 ? 8 : 3,
+                         why, size);
+  /* 2^22 + 3 in f32: segments of at least 65536 elements on devices of up
+   * to 2 compute units (32 partials each), whole passes of every point. */
+  static const int long_ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_NRM2,
+                                 KILN_REDUCE_ARGMAX, 6};
+  for (size_t i = 0; i < 4 && ok; i++)
+    ok = reduce_case(ctx, q, long_ops[i], KILN_F32, (1u << 22) + 3, i % 2 ? 8 : 3,
+                     why, size);
+  *seconds = now() - t0;
+  return ok;
+}
+
+/* ---- timing --------------------------------------------------------------- */
+
+typedef kiln_status (*run_fn)(kiln_queue *q, const size_t *z, kiln_buffer *a,
+                              kiln_buffer *b, kiln_buffer *c);
+
+static kiln_status run_transpose(kiln_queue *q, const size_t *z,
+                                 kiln_buffer *a, kiln_buffer *b,
+                                 kiln_buffer *c) {
+  (void)c;
+  return kiln_transpose(q, KILN_F32, z[0], z[1], a, 0, z[1], b, 0, z[0], 0,
+                        NULL, NULL);
+}
+
+/* sum, dot and nrm2 of z[0] elements. */
+static kiln_status run_reduce(kiln_queue *q, const size_t *z, kiln_buffer *a,
+                              kiln_buffer *b, kiln_buffer *c) {
+  kiln_status s = kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, z[0], a, 0, c, 0,
+                              0, NULL, NULL);
+  if (s == KILN_OK)
+    s = kiln_dot(q, KILN_F32, z[0], a, 0, b, 0, c, 1, 0, NULL, NULL);
+  if (s == KILN_OK)
+    s = kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, z[0], a, 0, c, 2, 0, NULL,
+                    NULL);
+  return s;
+}
+
+/* axpy and scale of z[0] elements. */
+static kiln_status run_elementwise(kiln_queue *q, const size_t *z,
+                                   kiln_buffer *a, kiln_buffer *b,
+                                   kiln_buffer *c) {
+  (void)c;
+  kiln_status s = kiln_axpy(q, KILN_F32, z[0], 0.5f, a, 0, b, 0, 0, NULL, NULL);
+  if (s == KILN_OK)
+    s = kiln_scale(q, KILN_F32, z[0], 0.5f, b, 0, 0, NULL, NULL);
+  return s;
+}
+
+/* As tune_time_gemm: a warm-up, then the best of runs, stopping early once
+ * a run is slower than stop_above. */
+static double time_runs(kiln_context *ctx, kiln_queue *q, const size_t *z,
+                        size_t elements, run_fn run, int runs,
+                        double stop_above, const tune_hooks *hooks,
+                        const char *params) {
+  kiln_buffer *a = NULL, *b = NULL, *c = NULL;
+  double best = -1.0;
+  const float one = 1.0f;
+  if (kiln_buffer_create(ctx, elements * 4, 0, &a) != KILN_OK ||
+      kiln_buffer_create(ctx, elements * 4, 0, &b) != KILN_OK ||
+      kiln_buffer_create(ctx, 16, 0, &c) != KILN_OK ||
+      kiln_buffer_fill(q, a, &one, 4, 0, elements * 4, 0, NULL, NULL) !=
+          KILN_OK ||
+      kiln_buffer_fill(q, b, &one, 4, 0, elements * 4, 0, NULL, NULL) !=
+          KILN_OK ||
+      kiln_queue_finish(q) != KILN_OK)
+    goto done;
+  for (int r = -1; r < runs; r++) {
+    const double t0 = now();
+    if (run(q, z, a, b, c) != KILN_OK || kiln_queue_finish(q) != KILN_OK) {
+      best = -1.0;
+      goto done;
+    }
+    double t = now() - t0;
+    if (hooks != NULL && hooks->time_scale != NULL)
+      t *= hooks->time_scale(hooks->user, params);
+    if (r < 0 && !(stop_above > 0.0 && t > stop_above))
+      continue;
+    if (best < 0.0 || t < best)
+      best = t;
+    if (stop_above > 0.0 && t > stop_above)
+      break;
+  }
+done:
+  kiln_buffer_destroy(a);
+  kiln_buffer_destroy(b);
+  kiln_buffer_destroy(c);
+  return best;
+}
+
+static double time_gemm(kiln_context *ctx, kiln_queue *q, const size_t *z,
+                        int runs, double stop_above, const tune_hooks *hooks,
+                        const char *params) {
+  return tune_time_gemm(ctx, q, z[0], z[1], z[2], runs, stop_above, hooks,
+                        params);
+}
+static double time_transpose(kiln_context *ctx, kiln_queue *q,
+                             const size_t *z, int runs, double stop_above,
+                             const tune_hooks *hooks, const char *params) {
+  return time_runs(ctx, q, z, z[0] * z[1], run_transpose, runs, stop_above,
+                   hooks, params);
+}
+static double time_reduce(kiln_context *ctx, kiln_queue *q, const size_t *z,
+                          int runs, double stop_above,
+                          const tune_hooks *hooks, const char *params) {
+  return time_runs(ctx, q, z, z[0], run_reduce, runs, stop_above, hooks,
+                   params);
+}
+static double time_elementwise(kiln_context *ctx, kiln_queue *q,
+                               const size_t *z, int runs, double stop_above,
+                               const tune_hooks *hooks, const char *params) {
+  return time_runs(ctx, q, z, z[0], run_elementwise, runs, stop_above, hooks,
+                   params);
+}
+
+static double work_gemm(const size_t *z) {
+  return 2.0 * (double)z[0] * (double)z[1] * (double)z[2];
+}
+/* Bytes read and written once each, as kiln bench counts them. */
+static double work_transpose(const size_t *z) {
+  return 8.0 * (double)z[0] * (double)z[1];
+}
+static double work_reduce(const size_t *z) { return 16.0 * (double)z[0]; }
+static double work_elementwise(const size_t *z) { return 20.0 * (double)z[0]; }
+
+/* ---- the table ------------------------------------------------------------ */
+
+static const tune_op ops[] = {
+    {"gemm", "", "f32 C = A B", "GFLOP/s", "512,1024", tune_gate, time_gemm,
+     work_gemm},
+    {"transpose", "", "f32 N x N transpose", "GB/s", "1024,2048",
+     gate_transpose, time_transpose, work_transpose},
+    {"reduce", "sum,dot,nrm2", "f32 sum, dot and nrm2 of N", "GB/s",
+     "4194304,16777216", gate_reduce, time_reduce, work_reduce},
+    {"elementwise", "axpy,scale", "f32 axpy and scale of N", "GB/s",
+     "4194304,16777216", gate_elementwise, time_elementwise,
+     work_elementwise},
+};
+
+const tune_op *tune_op_at(size_t index) {
+  return index < sizeof ops / sizeof ops[0] ? &ops[index] : NULL;
+}
+
+const tune_op *tune_op_find(const char *name) {
+  const size_t len = strlen(name);
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    if (strcmp(ops[i].name, name) == 0)
+      return &ops[i];
+    for (const char *a = ops[i].aliases; *a;) {
+      const size_t n = strcspn(a, ",");
+      if (n == len && strncmp(a, name, n) == 0)
+        return &ops[i];
+      a += n + (a[n] == ',');
+    }
+  }
+  return NULL;
+}
