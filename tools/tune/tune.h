@@ -16,7 +16,9 @@
 
 /* Test hooks: after the gate's or the timing's GEMM of a candidate, hook
  * may change C (to inject a wrong candidate) and scale its measured time
- * (to make it look fastest). NULL in the tool. */
+ * (to make it look fastest). NULL in the tool. The other ops' gates
+ * (tune_ops.c) call after_gemm on their output buffer too, count being its
+ * size in 4-byte words. */
 typedef struct tune_hooks {
   void (*after_gemm)(void *user, const char *params, kiln_queue *q,
                      kiln_buffer *c, size_t count);

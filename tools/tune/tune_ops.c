@@ -126,6 +126,13 @@ static void *download(kiln_queue *q, kiln_buffer *b, size_t bytes, char *why,
   return h;
 }
 
+/* The test hook (tune.h) on an op's output buffer of bytes. */
+static void hook(const tune_hooks *hooks, const char *params, kiln_queue *q,
+                 kiln_buffer *out, size_t bytes) {
+  if (hooks != NULL && hooks->after_gemm != NULL)
+    hooks->after_gemm(hooks->user, params, q, out, bytes / 4);
+}
+
 /* ---- transpose ------------------------------------------------------------ */
 
 struct tcase {
@@ -139,7 +146,8 @@ static const struct tcase tcases[] = {
 };
 
 static bool transpose_case(kiln_context *ctx, kiln_queue *q,
-                           const struct tcase *t, char *why, size_t size) {
+                           const struct tcase *t, const char *params,
+                           const tune_hooks *hooks, char *why, size_t size) {
   const size_t es = kiln_dtype_size(t->dtype), ldx = t->cols + t->ldx_pad,
                ldy = t->rows + t->ldy_pad;
   const size_t nx = t->x_off + (t->rows - 1) * ldx + t->cols + 3,
@@ -154,7 +162,8 @@ static bool transpose_case(kiln_context *ctx, kiln_queue *q,
   } else if (kiln_transpose(q, t->dtype, t->rows, t->cols, dx, t->x_off, ldx,
                             dy, t->y_off, ldy, 0, NULL, NULL) != KILN_OK) {
     snprintf(why, size, "%s", kiln_last_error());
-  } else if ((y = download(q, dy, ny * es, why, size)) != NULL) {
+  } else if (hook(hooks, params, q, dy, ny * es),
+             (y = download(q, dy, ny * es, why, size)) != NULL) {
     ok = true;
     for (size_t r = 0; r < t->rows && ok; r++)
       for (size_t c = 0; c < t->cols && ok; c++) {
@@ -188,12 +197,10 @@ static bool transpose_case(kiln_context *ctx, kiln_queue *q,
 static bool gate_transpose(kiln_context *ctx, kiln_queue *q,
                            const char *params, const tune_hooks *hooks,
                            double *seconds, char *why, size_t size) {
-  (void)params;
-  (void)hooks;
   const double t0 = now();
   bool ok = true;
   for (size_t i = 0; i < sizeof tcases / sizeof tcases[0] && ok; i++)
-    ok = transpose_case(ctx, q, &tcases[i], why, size);
+    ok = transpose_case(ctx, q, &tcases[i], params, hooks, why, size);
   *seconds = now() - t0;
   return ok;
 }
@@ -205,7 +212,8 @@ static const char *const ew_names[] = {"axpy", "add", "scale", "neg"};
 
 /* Op on n elements: y (at yo) from x (at xo), as the kernels compute it. */
 static bool ew_case(kiln_context *ctx, kiln_queue *q, int op, kiln_dtype dt,
-                    size_t n, size_t xo, size_t yo, char *why, size_t size) {
+                    size_t n, size_t xo, size_t yo, const char *params,
+                    const tune_hooks *hooks, char *why, size_t size) {
   const size_t total = yo + n + 5, es = kiln_dtype_size(dt);
   kiln_buffer *dx = NULL, *dy = NULL;
   void *x = random_data(ctx, q, dt, total, 3 + (uint32_t)n, &dx);
@@ -224,7 +232,8 @@ static bool ew_case(kiln_context *ctx, kiln_queue *q, int op, kiln_dtype dt,
   bool ok = false;
   if (s != KILN_OK)
     snprintf(why, size, "%s", x && y0 ? kiln_last_error() : "out of memory");
-  else if ((y = download(q, dy, total * es, why, size)) != NULL) {
+  else if (hook(hooks, params, q, dy, total * es),
+           (y = download(q, dy, total * es, why, size)) != NULL) {
     const double rel = dt == KILN_F32 ? 0x1p-23 : dt == KILN_F16 ? 0x1p-10
                                                                  : 0x1p-7;
     const double abs_tol = dt == KILN_F16 ? 0x1p-24 : 1e-38;
@@ -259,8 +268,6 @@ static bool ew_case(kiln_context *ctx, kiln_queue *q, int op, kiln_dtype dt,
 static bool gate_elementwise(kiln_context *ctx, kiln_queue *q,
                              const char *params, const tune_hooks *hooks,
                              double *seconds, char *why, size_t size) {
-  (void)params;
-  (void)hooks;
   /* 70001: past whole groups of the largest point (65536 elements). */
   static const size_t sizes[] = {1, 37, 70001};
   static const size_t offs[][2] = {{3, 5}, {8, 16}};
@@ -271,7 +278,7 @@ static bool gate_elementwise(kiln_context *ctx, kiln_queue *q,
       for (size_t i = 0; i < 3 && ok; i++)
         for (size_t o = 0; o < 2 && ok; o++)
           ok = ew_case(ctx, q, op, float_types[d], sizes[i], offs[o][0],
-                       offs[o][1], why, size);
+                       offs[o][1], params, hooks, why, size);
   *seconds = now() - t0;
   return ok;
 }
@@ -281,8 +288,9 @@ static bool gate_elementwise(kiln_context *ctx, kiln_queue *q,
 /* kiln_reduce's op (0..5: sum, min, max, mean, nrm2, argmax) or dot (6) of
  * n elements of dt at offset off, checked. */
 static bool reduce_case(kiln_context *ctx, kiln_queue *q, int op,
-                        kiln_dtype dt, size_t n, size_t off, char *why,
-                        size_t size) {
+                        kiln_dtype dt, size_t n, size_t off,
+                        const char *params, const tune_hooks *hooks,
+                        char *why, size_t size) {
   static const char *const names[] = {"sum",  "min",    "max", "mean",
                                       "nrm2", "argmax", "dot"};
   kiln_buffer *dx = NULL, *dy = NULL, *dr = NULL;
@@ -298,8 +306,10 @@ static bool reduce_case(kiln_context *ctx, kiln_queue *q, int op,
   else if (s == KILN_OK)
     s = kiln_reduce(q, (kiln_reduce_op)op, dt, n, dx, off, dr, 1, 0, NULL,
                     NULL);
-  if (s == KILN_OK)
+  if (s == KILN_OK) {
+    hook(hooks, params, q, dr, sizeof res);
     s = kiln_buffer_read_sync(q, dr, 0, sizeof res, res);
+  }
   bool ok = s == KILN_OK && res[0] == 0xdeadbeefu && res[2] == 0xdeadbeefu;
   if (s != KILN_OK)
     snprintf(why, size, "%s", x && y ? kiln_last_error() : "out of memory");
@@ -359,8 +369,6 @@ static bool reduce_case(kiln_context *ctx, kiln_queue *q, int op,
 static bool gate_reduce(kiln_context *ctx, kiln_queue *q, const char *params,
                         const tune_hooks *hooks, double *seconds, char *why,
                         size_t size) {
-  (void)params;
-  (void)hooks;
   static const size_t sizes[] = {1, 37, 4099, 70001};
   const double t0 = now();
   bool ok = true;
@@ -368,14 +376,14 @@ static bool gate_reduce(kiln_context *ctx, kiln_queue *q, const char *params,
     for (int op = 0; op <= 6 && ok; op++)
       for (size_t i = 0; i < 4 && ok; i++)
         ok = reduce_case(ctx, q, op, float_types[d], sizes[i], i % 2 ? 8 : 3,
-                         why, size);
+                         params, hooks, why, size);
   /* 2^22 + 3 in f32: segments of at least 65536 elements on devices of up
    * to 2 compute units (32 partials each), whole passes of every point. */
   static const int long_ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_NRM2,
                                  KILN_REDUCE_ARGMAX, 6};
   for (size_t i = 0; i < 4 && ok; i++)
-    ok = reduce_case(ctx, q, long_ops[i], KILN_F32, (1u << 22) + 3, i % 2 ? 8 : 3,
-                     why, size);
+    ok = reduce_case(ctx, q, long_ops[i], KILN_F32, (1u << 22) + 3,
+                     i % 2 ? 8 : 3, params, hooks, why, size);
   *seconds = now() - t0;
   return ok;
 }
