@@ -144,12 +144,14 @@ static const kiln_device_info *space_gpu_like_info(void) {
 /* The public API's view of sp: the knobs listed, text that is not a point
  * refused as invalid, a point beyond the device refused as unsupported
  * (both with reasons), a good point set and reported as in effect, and an
- * override the device cannot run refused before launch by call (which
- * must fail with KILN_ERR_UNSUPPORTED naming the space). */
+ * override the device cannot run refused before launch by call (an op on
+ * buffers a and b of 64 floats, which must fail with KILN_ERR_UNSUPPORTED
+ * naming the space, and succeed without the override). */
 static void space_check_api(const struct kiln__space *sp, const char *good,
                             const char *beyond, const char *beyond_why,
                             const struct kiln__point *broken,
-                            kiln_status (*call)(kiln_queue *q)) {
+                            kiln_status (*call)(kiln_queue *q, kiln_buffer *a,
+                                                kiln_buffer *b)) {
   kiln_tuning_knob k;
   for (size_t i = 0; i < sp->count; i++) {
     assert_kiln_ok(kiln_tuning_knob_get(sp->name, i, &k));
@@ -194,11 +196,30 @@ static void space_check_api(const struct kiln__space *sp, const char *good,
   kiln__space_set_override(sp, broken);
   char name[64];
   snprintf(name, sizeof name, "%s parameters rejected", sp->name);
-  assert_kiln_error(call(q), KILN_ERR_UNSUPPORTED, name);
+  kiln_buffer *a = util_buffer(ctx, 64 * 4, 0), *b = util_buffer(ctx, 64 * 4, 0);
+  assert_kiln_error(call(q, a, b), KILN_ERR_UNSUPPORTED, name);
   kiln__space_set_override(sp, NULL);
-  assert_kiln_ok(call(q));
+  assert_kiln_ok(call(q, a, b));
   assert_kiln_ok(kiln_queue_finish(q));
+  assert_kiln_ok(kiln_buffer_destroy(a));
+  assert_kiln_ok(kiln_buffer_destroy(b));
   kiln_test_close(ctx, q);
 }
+
+/* A space test program: test_validation (the file's), then the sample
+ * through the file's checks(ctx, q) with prepare(index) before each point
+ * (NULL: none). */
+#define SPACE_TEST_MAIN(name, prepare, checks)                                 \
+  static void test_sample(void **state) {                                      \
+    (void)state;                                                               \
+    space_run_sample(sp, prepare, checks);                                     \
+  }                                                                            \
+  int main(void) {                                                             \
+    const struct CMUnitTest tests[] = {                                        \
+        cmocka_unit_test(test_validation),                                     \
+        cmocka_unit_test(test_sample),                                         \
+    };                                                                         \
+    return KILN_TEST_RUN(name, tests, true);                                   \
+  }
 
 #endif

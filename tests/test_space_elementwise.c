@@ -15,13 +15,8 @@
 
 static const struct kiln__space *sp = &kiln__elementwise_space;
 
-static kiln_status axpy_17(kiln_queue *q) {
-  kiln_buffer *x = util_buffer(q->ctx, 17 * 4, 0), *y = util_buffer(q->ctx, 17 * 4, 0);
-  kiln_status s = kiln_axpy(q, KILN_F32, 17, 1.0f, x, 0, y, 0, 0, NULL, NULL);
-  assert_kiln_ok(kiln_queue_finish(q));
-  assert_kiln_ok(kiln_buffer_destroy(x));
-  assert_kiln_ok(kiln_buffer_destroy(y));
-  return s;
+static kiln_status axpy_17(kiln_queue *q, kiln_buffer *x, kiln_buffer *y) {
+  return kiln_axpy(q, KILN_F32, 17, 1.0f, x, 0, y, 0, 0, NULL, NULL);
 }
 
 static void test_validation(void **state) {
@@ -59,15 +54,4 @@ static void checks(kiln_context *ctx, kiln_queue *q) {
   zero_size_on_device(ctx, q);
 }
 
-static void test_sample(void **state) {
-  (void)state;
-  space_run_sample(sp, prepare, checks);
-}
-
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_validation),
-      cmocka_unit_test(test_sample),
-  };
-  return KILN_TEST_RUN("space_elementwise", tests, true);
-}
+SPACE_TEST_MAIN("space_elementwise", prepare, checks)

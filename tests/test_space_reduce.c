@@ -16,14 +16,9 @@
 
 static const struct kiln__space *sp = &kiln__reduce_space;
 
-static kiln_status sum_17(kiln_queue *q) {
-  kiln_buffer *x = util_buffer(q->ctx, 17 * 4, 0), *r = util_buffer(q->ctx, 4, 0);
-  kiln_status s =
-      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 17, x, 0, r, 0, 0, NULL, NULL);
-  assert_kiln_ok(kiln_queue_finish(q));
-  assert_kiln_ok(kiln_buffer_destroy(x));
-  assert_kiln_ok(kiln_buffer_destroy(r));
-  return s;
+static kiln_status sum_17(kiln_queue *q, kiln_buffer *x, kiln_buffer *r) {
+  return kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 17, x, 0, r, 0, 0, NULL,
+                     NULL);
 }
 
 static void test_validation(void **state) {
@@ -94,15 +89,4 @@ static void checks(kiln_context *ctx, kiln_queue *q) {
   long_on_device(ctx, q);
 }
 
-static void test_sample(void **state) {
-  (void)state;
-  space_run_sample(sp, prepare, checks);
-}
-
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_validation),
-      cmocka_unit_test(test_sample),
-  };
-  return KILN_TEST_RUN("space_reduce", tests, true);
-}
+SPACE_TEST_MAIN("space_reduce", prepare, checks)

@@ -13,14 +13,9 @@
 
 static const struct kiln__space *sp = &kiln__transpose_space;
 
-static kiln_status transpose_8x8(kiln_queue *q) {
-  kiln_buffer *x = util_buffer(q->ctx, 64 * 4, 0), *y = util_buffer(q->ctx, 64 * 4, 0);
-  kiln_status s =
-      kiln_transpose(q, KILN_F32, 8, 8, x, 0, 8, y, 0, 8, 0, NULL, NULL);
-  assert_kiln_ok(kiln_queue_finish(q));
-  assert_kiln_ok(kiln_buffer_destroy(x));
-  assert_kiln_ok(kiln_buffer_destroy(y));
-  return s;
+static kiln_status transpose_8x8(kiln_queue *q, kiln_buffer *x,
+                                 kiln_buffer *y) {
+  return kiln_transpose(q, KILN_F32, 8, 8, x, 0, 8, y, 0, 8, 0, NULL, NULL);
 }
 
 static void test_validation(void **state) {
@@ -61,15 +56,4 @@ static void test_validation(void **state) {
                   NULL, NULL, &broken, transpose_8x8);
 }
 
-static void test_sample(void **state) {
-  (void)state;
-  space_run_sample(sp, NULL, shapes_on_device);
-}
-
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_validation),
-      cmocka_unit_test(test_sample),
-  };
-  return KILN_TEST_RUN("space_transpose", tests, true);
-}
+SPACE_TEST_MAIN("space_transpose", NULL, shapes_on_device)

@@ -65,20 +65,7 @@ enum { K_WG, K_WPT, K_VW };
  * memory and handles every length and offset. */
 static bool check(const struct kiln__point *p, const kiln_device_info *info,
                   char *reason, size_t size) {
-  const unsigned wg = p->v[K_WG];
-  if (wg & (wg - 1)) {
-    snprintf(reason, size, "WG %u is not a power of two", wg);
-    return false;
-  }
-  if (wg > info->max_work_group_size || wg > info->max_work_item_sizes[0]) {
-    snprintf(reason, size,
-             "work-groups of %u work-items exceed the device's %zu", wg,
-             info->max_work_group_size < info->max_work_item_sizes[0]
-                 ? info->max_work_group_size
-                 : info->max_work_item_sizes[0]);
-    return false;
-  }
-  return true;
+  return kiln__space_check_wg(p->v[K_WG], info, reason, size);
 }
 
 /* The profile's work-group size and one element per work-item: the

@@ -20,6 +20,7 @@
  */
 #include "ops_gemm.h"
 #include "ops_internal.h"
+#include "ops_space.h"
 #include "ops_tuning.h"
 
 #include <stdio.h>
@@ -212,43 +213,15 @@ int kiln__gemm_gpu_format(const struct kiln__gemm_gpu_params *p, char *buf,
 
 bool kiln__gemm_gpu_parse(const char *text, struct kiln__gemm_gpu_params *p,
                           char *reason, size_t size) {
-  bool seen[KILN__GEMM_GPU_KNOBS] = {false};
-  const char *s = text;
-  while (*s) {
-    while (*s == ' ' || *s == ',')
-      s++;
-    if (!*s)
-      break;
-    size_t len = strcspn(s, "=, ");
-    size_t i = 0;
-    while (i < KILN__GEMM_GPU_KNOBS &&
-           !(strlen(kiln__gemm_gpu_knobs[i].name) == len &&
-             strncmp(kiln__gemm_gpu_knobs[i].name, s, len) == 0))
-      i++;
-    if (i == KILN__GEMM_GPU_KNOBS || s[len] != '=') {
-      snprintf(reason, size, "\"%.*s\" is not NAME=VALUE for a GEMM knob",
-               (int)(len < 40 ? len : 40), s);
-      return false;
-    }
-    s += len + 1;
-    unsigned long v = 0;
-    size_t digits = 0;
-    while (s[digits] >= '0' && s[digits] <= '9' && digits < 6)
-      v = v * 10 + (unsigned long)(s[digits++] - '0');
-    if (digits == 0 || (s[digits] && s[digits] != ' ' && s[digits] != ',')) {
-      snprintf(reason, size, "the value of %s is not a small number",
-               kiln__gemm_gpu_knobs[i].name);
-      return false;
-    }
-    kiln__gemm_gpu_put(p, i, (unsigned)v);
-    seen[i] = true;
-    s += digits;
-  }
+  const char *names[KILN__GEMM_GPU_KNOBS];
+  unsigned values[KILN__GEMM_GPU_KNOBS];
   for (size_t i = 0; i < KILN__GEMM_GPU_KNOBS; i++)
-    if (!seen[i]) {
-      snprintf(reason, size, "%s is missing", kiln__gemm_gpu_knobs[i].name);
-      return false;
-    }
+    names[i] = kiln__gemm_gpu_knobs[i].name;
+  if (!kiln__knobs_parse(text, "GEMM", names, KILN__GEMM_GPU_KNOBS, values,
+                         reason, size))
+    return false;
+  for (size_t i = 0; i < KILN__GEMM_GPU_KNOBS; i++)
+    kiln__gemm_gpu_put(p, i, values[i]);
   return true;
 }
 

@@ -78,18 +78,8 @@ enum { K_WG, K_WPT, K_VW, K_PARTS };
 static bool check(const struct kiln__point *p, const kiln_device_info *info,
                   char *reason, size_t size) {
   const size_t wg = p->v[K_WG];
-  if (wg & (wg - 1)) {
-    snprintf(reason, size, "WG %zu is not a power of two", wg);
+  if (!kiln__space_check_wg(p->v[K_WG], info, reason, size))
     return false;
-  }
-  if (wg > info->max_work_group_size || wg > info->max_work_item_sizes[0]) {
-    snprintf(reason, size,
-             "work-groups of %zu work-items exceed the device's %zu", wg,
-             info->max_work_group_size < info->max_work_item_sizes[0]
-                 ? info->max_work_group_size
-                 : info->max_work_item_sizes[0]);
-    return false;
-  }
   if (wg * 8 > info->local_mem_bytes) {
     snprintf(reason, size,
              "a __local tree of %zu bytes (WG x 8) exceeds the device's %llu",

@@ -40,6 +40,24 @@ bool kiln__space_check(const struct kiln__space *sp,
   return sp->check(p, info, reason, size);
 }
 
+bool kiln__space_check_wg(unsigned wg, const kiln_device_info *info,
+                          char *reason, size_t size) {
+  if (wg & (wg - 1)) {
+    snprintf(reason, size, "WG %u is not a power of two", wg);
+    return false;
+  }
+  const size_t most = info->max_work_group_size < info->max_work_item_sizes[0]
+                          ? info->max_work_group_size
+                          : info->max_work_item_sizes[0];
+  if (wg > most) {
+    snprintf(reason, size,
+             "work-groups of %u work-items exceed the device's %zu", wg,
+             most);
+    return false;
+  }
+  return true;
+}
+
 int kiln__space_format(const struct kiln__space *sp,
                        const struct kiln__point *p, char *buf, size_t size) {
   size_t used = 0;
@@ -55,9 +73,14 @@ int kiln__space_format(const struct kiln__space *sp,
   return (int)used;
 }
 
-bool kiln__space_parse(const struct kiln__space *sp, const char *text,
-                       struct kiln__point *p, char *reason, size_t size) {
-  bool seen[KILN__SPACE_KNOBS] = {false};
+bool kiln__knobs_parse(const char *text, const char *what,
+                       const char *const *names, size_t count,
+                       unsigned *values, char *reason, size_t size) {
+  bool seen[64] = {false};
+  if (count > 64) {
+    snprintf(reason, size, "%s: too many knobs", what);
+    return false;
+  }
   const char *s = text;
   for (;;) {
     s += strspn(s, " ,");
@@ -65,12 +88,12 @@ bool kiln__space_parse(const struct kiln__space *sp, const char *text,
       break;
     const size_t len = strcspn(s, "=, ");
     size_t i = 0;
-    while (i < sp->count && !(strlen(sp->knob[i].name) == len &&
-                              strncmp(sp->knob[i].name, s, len) == 0))
+    while (i < count &&
+           !(strlen(names[i]) == len && strncmp(names[i], s, len) == 0))
       i++;
-    if (i == sp->count || s[len] != '=') {
+    if (i == count || s[len] != '=') {
       snprintf(reason, size, "\"%.*s\" is not NAME=VALUE for a %s knob",
-               (int)(len < 40 ? len : 40), s, sp->name);
+               (int)(len < 40 ? len : 40), s, what);
       return false;
     }
     s += len + 1;
@@ -80,19 +103,28 @@ bool kiln__space_parse(const struct kiln__space *sp, const char *text,
       v = v * 10 + (unsigned long)(s[digits++] - '0');
     if (digits == 0 || (s[digits] && s[digits] != ' ' && s[digits] != ',')) {
       snprintf(reason, size, "the value of %s is not a small number",
-               sp->knob[i].name);
+               names[i]);
       return false;
     }
-    p->v[i] = (unsigned)v;
+    values[i] = (unsigned)v;
     seen[i] = true;
     s += digits;
   }
-  for (size_t i = 0; i < sp->count; i++)
+  for (size_t i = 0; i < count; i++)
     if (!seen[i]) {
-      snprintf(reason, size, "%s is missing", sp->knob[i].name);
+      snprintf(reason, size, "%s is missing", names[i]);
       return false;
     }
   return true;
+}
+
+bool kiln__space_parse(const struct kiln__space *sp, const char *text,
+                       struct kiln__point *p, char *reason, size_t size) {
+  const char *names[KILN__SPACE_KNOBS];
+  for (size_t i = 0; i < sp->count; i++)
+    names[i] = sp->knob[i].name;
+  return kiln__knobs_parse(text, sp->name, names, sp->count, p->v, reason,
+                           size);
 }
 
 void kiln__space_options(const struct kiln__space *sp,

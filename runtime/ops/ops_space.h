@@ -53,6 +53,11 @@ bool kiln__space_outside(const struct kiln__space *sp,
                          const struct kiln__point *p, char *reason,
                          size_t size);
 
+/* For the spaces' checks: wg is a power of two that info's device takes in
+ * one dimension; false with a reason naming it otherwise. */
+bool kiln__space_check_wg(unsigned wg, const kiln_device_info *info,
+                          char *reason, size_t size);
+
 /* "TILE=32 PAD=1 WPT=4": every knob in order, snprintf's contract. */
 int kiln__space_format(const struct kiln__space *sp,
                        const struct kiln__point *p, char *buf, size_t size);
@@ -61,6 +66,12 @@ int kiln__space_format(const struct kiln__space *sp,
  * reason. Values are not checked here (kiln__space_check). */
 bool kiln__space_parse(const struct kiln__space *sp, const char *text,
                        struct kiln__point *p, char *reason, size_t size);
+/* The parser under kiln__space_parse, shared with GEMM's space: values[i]
+ * gets knob names[i]'s value (count knobs, what names the space in
+ * messages). */
+bool kiln__knobs_parse(const char *text, const char *what,
+                       const char *const *names, size_t count,
+                       unsigned *values, char *reason, size_t size);
 /* "-DTILE=32 -DPAD=1 -DWPT=4", appended to buf after its current text. */
 void kiln__space_options(const struct kiln__space *sp,
                          const struct kiln__point *p, char *buf, size_t size);

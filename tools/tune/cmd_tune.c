@@ -122,8 +122,9 @@ static bool parse_sizes(const char *text, tune_options *o) {
       b = c = a;
     else if (n != 3)
       return false;
+    /* Each op has its own limit (tune_op.max_size, checked per op). */
     if (o->nsizes == TUNE_MAX_SIZES || a == 0 || b == 0 || c == 0 ||
-        a > 16384 || b > 16384 || c > 16384)
+        a > (1ul << 30) || b > (1ul << 30) || c > (1ul << 30))
       return false;
     o->sizes[o->nsizes][0] = a;
     o->sizes[o->nsizes][1] = b;
@@ -249,6 +250,14 @@ static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
             name, op->name, kiln_context_profile(ctx));
     return 1;
   }
+  for (size_t i = 0; i < o->nsizes; i++)
+    if (o->sizes[i][0] > op->max_size || o->sizes[i][1] > op->max_size ||
+        o->sizes[i][2] > op->max_size) {
+      fprintf(stderr, "kiln tune: %s: --size %zux%zux%zu: each at most %zu "
+                      "for this op\n", op->name, o->sizes[i][0],
+              o->sizes[i][1], o->sizes[i][2], op->max_size);
+      return 1;
+    }
   struct progress pr = {.op = op, .tty = isatty(STDERR_FILENO) == 1,
                         .columns = 80};
   struct winsize ws;
@@ -316,7 +325,7 @@ int kiln_cmd_tune(int argc, char **argv) {
       sizes_given = true;
       if (!parse_sizes(optarg, &o)) {
         fprintf(stderr, "kiln tune: --size '%s' is not N or MxNxK, "
-                        "comma-separated (at most %d, each 1 to 16384)\n",
+                        "comma-separated (at most %d, each 1 to 2^30)\n",
                 optarg, TUNE_MAX_SIZES);
         return 2;
       }
