@@ -144,7 +144,8 @@ static const kiln_device_info *space_gpu_like_info(void) {
 /* The public API's view of sp: the knobs listed, text that is not a point
  * refused as invalid, a point beyond the device refused as unsupported
  * (both with reasons), a good point set and reported as in effect, and an
- * override the device cannot run refused before launch by call (an op on
+ * override the device cannot run (and one with a knob at 0) refused before
+ * launch by call (an op on
  * buffers a and b of 64 floats, which must fail with KILN_ERR_UNSUPPORTED
  * naming the space, and succeed without the override). */
 static void space_check_api(const struct kiln__space *sp, const char *good,
@@ -198,6 +199,14 @@ static void space_check_api(const struct kiln__space *sp, const char *good,
   snprintf(name, sizeof name, "%s parameters rejected", sp->name);
   kiln_buffer *a = util_buffer(ctx, 64 * 4, 0), *b = util_buffer(ctx, 64 * 4, 0);
   assert_kiln_error(call(q, a, b), KILN_ERR_UNSUPPORTED, name);
+  /* A knob at 0 is refused the same way (never divided by). */
+  struct kiln__point zero;
+  assert_true(kiln__space_parse(sp, good, &zero, why, sizeof why));
+  zero.v[sp->count - 1] = 0;
+  kiln__space_set_override(sp, &zero);
+  char zero_why[64];
+  snprintf(zero_why, sizeof zero_why, "%s is 0", sp->knob[sp->count - 1].name);
+  assert_kiln_error(call(q, a, b), KILN_ERR_UNSUPPORTED, zero_why);
   kiln__space_set_override(sp, NULL);
   assert_kiln_ok(call(q, a, b));
   assert_kiln_ok(kiln_queue_finish(q));

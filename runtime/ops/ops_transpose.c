@@ -104,6 +104,8 @@ static kiln_status config(const kiln_context *ctx, bool *cpu, size_t *tile,
   struct kiln__point p;
   const char *source;
   kiln_status s = kiln__space_params(ctx, &kiln__transpose_space, &p, &source);
+  if (s != KILN_OK)
+    return s; /* a test's override the device cannot run */
   *tile = p.v[K_TILE];
   *rows = p.v[K_TILE] / p.v[K_WPT];
   options[0] = '\0';
@@ -164,7 +166,7 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
   if (rows > 0 && cols > 0) {
     bool cpu;
     char options[64];
-    size_t tile, group_rows;
+    size_t tile = 1, group_rows = 1; /* stay 1 when config fails */
     s = config(queue->ctx, &cpu, &tile, &group_rows, options, sizeof options);
     size_t global[2], local[2];
     if (cpu) {
