@@ -53,7 +53,7 @@
 #endif
 #undef FOR_ELEMENTS
 #define FOR_ELEMENTS(i, n, VSTMT, STMT) FOR_VECTORS(i, n, VSTMT, STMT)
-#define VLOAD(p) LOADV(p, al_)
+#define VLOAD_DECL(v, p) LOADV_DECL(v, p, al_)
 #define VSTORE(p, v) STOREV(p, v, al_)
 /* VW raw words of type TY (uint, ushort) set to v at q. */
 #if VW == 1
@@ -70,7 +70,7 @@
 #else /* CPU family: 16 elements per work-item (or one, VEC 1) */
 #define ALIGNED(p) true
 #define VF float16
-#define VLOAD(p) LOAD16(p)
+#define VLOAD_DECL(v, p) const float16 v = LOAD16(p);
 #define VSTORE(p, v) STORE16(p, v)
 #define VFILL(TY, q, v) vstore16((TY##16)(v), 0, (q))
 #endif
@@ -108,7 +108,8 @@
     __global const T *p = x + xo;                                              \
     __global T *q = y + yo;                                                    \
     const bool al_ __attribute__((unused)) = ALIGNED(p) && ALIGNED(q);         \
-    FOR_ELEMENTS(i, n, { VF v = OP_##op(VLOAD(p + i)); VSTORE(q + i, v); },    \
+    FOR_ELEMENTS(i, n,                                                         \
+                 { VLOAD_DECL(a_, p + i) VF v = OP_##op(a_); VSTORE(q + i, v); }, \
                  { float v = LOAD(p, i); STORE(q, i, OP_##op(v)); })           \
   }
 
@@ -121,7 +122,8 @@
     const bool al_ __attribute__((unused)) =                                   \
         ALIGNED(p) && ALIGNED(r) && ALIGNED(q);                                \
     FOR_ELEMENTS(i, n,                                                         \
-                 { VF v = OP_##op(VLOAD(p + i), VLOAD(r + i));                 \
+                 { VLOAD_DECL(a_, p + i) VLOAD_DECL(b_, r + i)                 \
+                   VF v = OP_##op(a_, b_);                                     \
                    VSTORE(q + i, v); },                                        \
                  STORE(q, i, OP_##op(LOAD(p, i), LOAD(r, i))))                 \
   }                                                                            \
@@ -131,7 +133,8 @@
     __global T *q = y + yo;                                                    \
     const bool al_ __attribute__((unused)) = ALIGNED(p) && ALIGNED(q);         \
     FOR_ELEMENTS(i, n,                                                         \
-                 { VF v = OP_##op(VLOAD(p + i), (VF)s); VSTORE(q + i, v); },   \
+                 { VLOAD_DECL(a_, p + i) VF v = OP_##op(a_, (VF)s);            \
+                   VSTORE(q + i, v); },                                        \
                  STORE(q, i, OP_##op(LOAD(p, i), s)))                          \
   }
 
@@ -159,7 +162,8 @@ __kernel void axpy(float alpha, __global const T *restrict x, ulong xo,
   __global T *q = y + yo;
   const bool al_ __attribute__((unused)) = ALIGNED(p) && ALIGNED(q);
   FOR_ELEMENTS(i, n,
-               { VF v = fma((VF)alpha, VLOAD(p + i), VLOAD(q + i));
+               { VLOAD_DECL(a_, p + i) VLOAD_DECL(b_, q + i)
+                 VF v = fma((VF)alpha, a_, b_);
                  VSTORE(q + i, v); },
                STORE(q, i, fma(alpha, LOAD(p, i), LOAD(q, i))))
 }
@@ -167,7 +171,8 @@ __kernel void axpy(float alpha, __global const T *restrict x, ulong xo,
 __kernel void scale(float alpha, __global T *x, ulong xo, ulong n) {
   __global T *q = x + xo;
   const bool al_ __attribute__((unused)) = ALIGNED(q);
-  FOR_ELEMENTS(i, n, { VF v = alpha * VLOAD(q + i); VSTORE(q + i, v); },
+  FOR_ELEMENTS(i, n, { VLOAD_DECL(a_, q + i) VF v = alpha * a_;
+                       VSTORE(q + i, v); },
                STORE(q, i, alpha * LOAD(q, i)))
 }
 

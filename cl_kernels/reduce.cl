@@ -380,8 +380,8 @@ st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
 #define VADD(OP, s, p, q, k, i, al)                                            \
   {                                                                            \
     const uint i_ = (i);                                                       \
-    const VF v_ = LOADV(p + k, al);                                            \
-    const VF w_ = DOT_ONLY_##OP(LOADV(q + k, al), v_);                         \
+    LOADV_DECL(v_, p + k, al)                                                  \
+    DOT_ONLY_##OP(LOADV_DECL(w_, q + k, al), const VF w_ = v_;)                \
     LANES(v_, w_, LANE_##OP)                                                   \
     (void)i_;                                                                  \
     (void)w_;                                                                  \
@@ -392,12 +392,13 @@ st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
 #define VADD_max(s, p, q, k, i, al) VADD(max, s, p, q, k, i, al)
 #define VADD_argmax(s, p, q, k, i, al) VADD(argmax, s, p, q, k, i, al)
 #define VADD_dot(s, p, q, k, i, al) VADD(dot, s, p, q, k, i, al)
-/* y is read by dot only (the others pass x as y, never read). */
-#define DOT_ONLY_dot(yv, xv) yv
-#define DOT_ONLY_sum(yv, xv) xv
-#define DOT_ONLY_min(yv, xv) xv
-#define DOT_ONLY_max(yv, xv) xv
-#define DOT_ONLY_argmax(yv, xv) xv
+/* y is read by dot only (the others pass x as y, not read again): the
+ * first declaration for dot, the second for the others. */
+#define DOT_ONLY_dot(load_y, same_x) load_y
+#define DOT_ONLY_sum(load_y, same_x) same_x
+#define DOT_ONLY_min(load_y, same_x) same_x
+#define DOT_ONLY_max(load_y, same_x) same_x
+#define DOT_ONLY_argmax(load_y, same_x) same_x
 #define LANE_sum(e, f, j) s = add_sum(s, e, 0);
 #define LANE_min(e, f, j) s = add_min(s, e, 0);
 #define LANE_max(e, f, j) s = add_max(s, e, 0);
@@ -421,7 +422,7 @@ st_t chunk_nrm2(__global const T *p, __global const T *q, ulong n,
     const bool al = ALIGNED(p);                                                \
     for (; k0 + WG * WPT * VW <= len; k0 += WG * WPT * VW)                     \
       for (uint j = 0; j < WPT; j++) {                                         \
-        const VF v_ = LOADV(p + k0 + (j * WG + l) * VW, al);                   \
+        LOADV_DECL(v_, p + k0 + (j * WG + l) * VW, al)                         \
         LANES(v_, v_, F)                                                       \
       }                                                                        \
   }

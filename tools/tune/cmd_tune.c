@@ -297,6 +297,7 @@ static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
   kiln_tuning_set(ctx, op->name, NULL);
   kiln_tuning_get_info(ctx, op->name, &t);
   report(op, o, &r, name, json, t.path);
+  fflush(stdout); /* each op's report as soon as it is done */
   return 0;
 }
 
