@@ -157,6 +157,17 @@ static void list_space(kiln_context *ctx, const tune_op *op) {
   }
 }
 
+/* "N", "RxC" or "MxNxK": the numbers of size that op reads. */
+static void size_name(const tune_op *op, const size_t *size, char *buf,
+                      size_t len) {
+  if (op->dims == 1)
+    snprintf(buf, len, "%zu", size[0]);
+  else if (op->dims == 2)
+    snprintf(buf, len, "%zux%zu", size[0], size[1]);
+  else
+    snprintf(buf, len, "%zux%zux%zu", size[0], size[1], size[2]);
+}
+
 static void report(const tune_op *op, const tune_options *o,
                    const tune_result *r, const char *device, bool json,
                    const char *saved) {
@@ -199,8 +210,7 @@ static void report(const tune_op *op, const tune_options *o,
          r->best_params, "size", before, tuned, "ratio");
   for (size_t i = 0; i < o->nsizes; i++) {
     char size[64];
-    snprintf(size, sizeof size, "%zux%zux%zu", o->sizes[i][0], o->sizes[i][1],
-             o->sizes[i][2]);
+    size_name(op, o->sizes[i], size, sizeof size);
     printf("%-16s %14.2f %14.2f %7.2f\n", size, r->default_gflops[i],
            r->best_gflops[i], r->best_gflops[i] / r->default_gflops[i]);
   }
@@ -278,11 +288,13 @@ static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
   char figures[KILN_TUNING_TEXT_CAPACITY];
   size_t used = (size_t)snprintf(figures, sizeof figures,
                                  "%s before -> tuned:", op->unit);
-  for (size_t i = 0; i < o->nsizes && used < sizeof figures; i++)
+  for (size_t i = 0; i < o->nsizes && used < sizeof figures; i++) {
+    char size[64];
+    size_name(op, o->sizes[i], size, sizeof size);
     used += (size_t)snprintf(figures + used, sizeof figures - used,
-                             " %zux%zux%zu %.2f -> %.2f;", o->sizes[i][0],
-                             o->sizes[i][1], o->sizes[i][2],
-                             r.default_gflops[i], r.best_gflops[i]);
+                             " %s %.2f -> %.2f;", size, r.default_gflops[i],
+                             r.best_gflops[i]);
+  }
   if (used < sizeof figures)
     snprintf(figures + used, sizeof figures - used,
              " %zu tried, %zu rejected", r.tried, r.rejected);

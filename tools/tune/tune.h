@@ -58,6 +58,7 @@ typedef struct tune_op {
   const char *unit;    /* of the figures: "GFLOP/s", "GB/s" */
   const char *sizes;   /* --size's default for the op */
   size_t max_size;     /* the largest number a size may hold */
+  unsigned dims;       /* numbers of a size that the op reads (1 to 3) */
   /* The gate: the op with the parameters now set on awkward shapes against
    * a float64 host reference (tune_gate above, for GEMM). */
   bool (*gate)(kiln_context *ctx, kiln_queue *q, const char *params,

@@ -504,14 +504,14 @@ static double work_elementwise(const size_t *z) { return 20.0 * (double)z[0]; }
 /* ---- the table ------------------------------------------------------------ */
 
 static const tune_op ops[] = {
-    {"gemm", "", "f32 C = A B", "GFLOP/s", "512,1024", 16384, tune_gate,
+    {"gemm", "", "f32 C = A B", "GFLOP/s", "512,1024", 16384, 3, tune_gate,
      time_gemm, work_gemm},
-    {"transpose", "", "f32 N x N transpose", "GB/s", "1024,2048", 32768,
+    {"transpose", "", "f32 N x N transpose", "GB/s", "1024,2048", 32768, 2,
      gate_transpose, time_transpose, work_transpose},
     {"reduce", "sum,dot,nrm2", "f32 sum, dot and nrm2 of N", "GB/s",
-     "4194304,16777216", 1u << 30, gate_reduce, time_reduce, work_reduce},
+     "4194304,16777216", 1u << 30, 1, gate_reduce, time_reduce, work_reduce},
     {"elementwise", "axpy,scale", "f32 axpy and scale of N", "GB/s",
-     "4194304,16777216", 1u << 30, gate_elementwise, time_elementwise,
+     "4194304,16777216", 1u << 30, 1, gate_elementwise, time_elementwise,
      work_elementwise},
 };
 
