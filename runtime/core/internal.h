@@ -224,7 +224,7 @@ void kiln__trace_commands(const kiln_queue *queue, const char *cat,
 void kiln__trace_host(const kiln_context *ctx, const char *cat,
                       const char *name, json_t *args, uint64_t host_start_ns);
 
-/* ---- program, kernel (build/program.c, kernel.c) -------------------------- */
+/* ---- program, kernel (build/program.c, kernel.c, kernel_args.c) ---------- */
 
 struct kiln_program {
   kiln_context *ctx;
@@ -240,7 +240,7 @@ struct kiln_program {
   struct kiln__cache_pending *pending_store;
 };
 
-/* What kernel.c knows of one kernel argument (kernel.c). */
+/* What kiln knows of one kernel argument (kernel_args.c). */
 struct kiln__kernel_arg {
   size_t size;          /* by-value size of the declared type; 0 if unknown */
   unsigned address;     /* CL_KERNEL_ARG_ADDRESS_*; 0 if unknown */
@@ -260,5 +260,14 @@ struct kiln_kernel {
   size_t max_group;              /* CL_KERNEL_WORK_GROUP_SIZE; 0 if unknown */
   size_t required[3];            /* reqd_work_group_size, or zeros */
 };
+
+/* Fill kernel->args from the driver's argument info; arg_info stays false
+ * when the driver gives none (kernel_args.c). */
+void kiln__kernel_query_args(kiln_kernel *kernel,
+                             const struct kiln_device *device);
+/* After CL_INVALID_KERNEL_ARGS: fail naming the arguments kiln never set
+ * (kernel_args.c). */
+kiln_status kiln__kernel_fail_unset_args(kiln_kernel *kernel, cl_int err,
+                                        const struct kiln_device *device);
 
 #endif
