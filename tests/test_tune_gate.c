@@ -60,7 +60,7 @@ static void search(bool corrupt, tune_result *r, struct hook_state *h) {
   h->corrupt = corrupt;
   h->corrupted = 0;
   h->timed = 0;
-  tune_hooks hooks = {after_gemm, time_scale, h};
+  tune_hooks hooks = {after_gemm, time_scale, h, NULL};
   tune_options o;
   memset(&o, 0, sizeof o);
   o.sizes[0][0] = o.sizes[0][1] = o.sizes[0][2] = 64;
