@@ -355,7 +355,8 @@ bool tune_gemm(kiln_context *ctx, kiln_queue *q, const tune_options *o,
     evaluate_list(&s, list, n);
   } else {
     const double t_random = now() + o->budget_s / 2.0;
-    while (now() < t_random && !out_of_time(&s)) {
+    while (now() < t_random && !out_of_time(&s) &&
+           (double)s.nseen < points) {
       for (size_t j = 0; j < batch; j++) {
         list[j] = start;
         for (size_t i = 0; i < sp.count; i++)
