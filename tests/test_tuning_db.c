@@ -211,6 +211,25 @@ static void test_shipped_database(void **state) {
   kiln__tuning_forget();
 }
 
+/* kiln_tuning_build's bad input, and a build that holds ctx busy. */
+static void test_build_bad_input(void **state) {
+  (void)state;
+  kiln_context *ctx;
+  open_ctx(&ctx, NULL);
+  assert_int_equal(kiln_tuning_build(NULL, "gemm", row_params),
+                   KILN_ERR_NULL_POINTER);
+  assert_int_equal(kiln_tuning_build(ctx, NULL, row_params),
+                   KILN_ERR_NULL_POINTER);
+  assert_int_equal(kiln_tuning_build(ctx, "gemm", NULL),
+                   KILN_ERR_NULL_POINTER);
+  assert_int_equal(kiln_tuning_build(ctx, "sum", row_params),
+                   KILN_ERR_NOT_FOUND);
+  assert_int_equal(kiln_tuning_build(ctx, "gemm", "MWG=48"),
+                   KILN_ERR_INVALID_ARGUMENT);
+  assert_kiln_ok(kiln_tuning_build(ctx, "gemm", row_params));
+  close_ctx(ctx, NULL);
+}
+
 int main(void) {
   (void)run_all;
   snprintf(dir, sizeof dir, "%s", "/tmp/kiln-tuning-db-XXXXXX");
@@ -222,6 +241,7 @@ int main(void) {
       cmocka_unit_test(test_precedence),
       cmocka_unit_test(test_bad_rows),
       cmocka_unit_test(test_shipped_database),
+      cmocka_unit_test(test_build_bad_input),
   };
   int rc = KILN_TEST_RUN("tuning_db", tests, true);
   rmdir(dir);
