@@ -98,6 +98,15 @@ struct kiln_context {
 void kiln__context_child_added(kiln_context *ctx);
 void kiln__context_child_removed(kiln_context *ctx);
 
+/* A function every new context is shown to once it exists, before
+ * kiln_context_create returns: the op library's tuning files are read
+ * there (runtime/ops/ops_tuning.c), so that a program's first op and `kiln
+ * info` see the same parameters. It cannot fail the creation (a bad file is
+ * ignored with its reason). Set by the room above at load time (a
+ * constructor), so calls still flow down; NULL (none) is allowed. */
+typedef void (*kiln__context_hook)(const kiln_context *ctx);
+void kiln__context_set_create_hook(kiln__context_hook hook);
+
 /* ---- queue, event (queue.c, event.c) ------------------------------------ */
 
 /* A recording in progress on a queue (the ops room's recorded sequences,

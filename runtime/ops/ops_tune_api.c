@@ -1,14 +1,20 @@
 /* The public tuning API (kiln/kiln_tune.h): the spaces of the ops that have
- * one (today "gemm", ops_gemm_gpu.c) and their tuning files (ops_tuning.c).
+ * one (the table below; each op module describes its own space, as a
+ * struct kiln__tuning_space) and their tuning files (ops_tuning.c).
  * Parameters are checked here against the space and the device before they
- * are recorded or written, so that neither a tuner's mistake nor a bad
- * export can reach a kernel. */
-#include "ops_gemm.h"
+ * are recorded, written or built, so that neither a tuner's mistake nor a
+ * bad export can reach a kernel. */
 #include "ops_internal.h"
 #include "ops_tuning.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* Every op with a space; add a module's space here. */
+static const struct kiln__tuning_space *const spaces[] = {
+    &kiln__gemm_tuning_space,
+};
+#define SPACES (sizeof spaces / sizeof spaces[0])
 
 static kiln_status check_context(const char *fn, const kiln_context *ctx) {
   if (ctx == NULL)
@@ -16,85 +22,105 @@ static kiln_status check_context(const char *fn, const kiln_context *ctx) {
   return KILN_OK;
 }
 
-/* op has a space; else the KILN_ERR_NOT_FOUND failure. */
-static kiln_status check_op(const char *fn, const char *op) {
+/* op's space into *out; else the KILN_ERR_NOT_FOUND failure. */
+static kiln_status find_space(const char *fn, const char *op,
+                              const struct kiln__tuning_space **out) {
   if (op == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: op is NULL", fn);
-  if (strcmp(op, "gemm") != 0)
-    return kiln__fail(KILN_ERR_NOT_FOUND,
-                      "%s: op \"%.64s\" has no parameter space (ops with "
-                      "one: gemm)",
-                      fn, op);
-  return KILN_OK;
+  char names[256] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < SPACES; i++) {
+    if (strcmp(op, spaces[i]->op) == 0) {
+      *out = spaces[i];
+      return KILN_OK;
+    }
+    int n = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                     spaces[i]->op);
+    if (n > 0 && (size_t)n < sizeof names - used)
+      used += (size_t)n;
+  }
+  return kiln__fail(KILN_ERR_NOT_FOUND,
+                    "%s: op \"%.64s\" has no parameter space (ops with one: "
+                    "%s)",
+                    fn, op, names);
 }
 
 KILN_API kiln_status kiln_tuning_knob_get(const char *op, size_t index,
                                           kiln_tuning_knob *out) {
   static const char fn[] = "kiln_tuning_knob_get";
-  kiln_status s = check_op(fn, op);
+  const struct kiln__tuning_space *sp = NULL;
+  kiln_status s = find_space(fn, op, &sp);
   if (s != KILN_OK)
     return s;
   if (out == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: out is NULL", fn);
-  if (index >= KILN__GEMM_GPU_KNOBS)
+  if (index >= sp->knobs)
     return kiln__fail(KILN_ERR_OUT_OF_RANGE,
-                      "%s: index %zu is past the %d knobs of %s", fn, index,
-                      KILN__GEMM_GPU_KNOBS, op);
-  const struct kiln__gemm_knob *k = &kiln__gemm_gpu_knobs[index];
+                      "%s: index %zu is past the %zu knobs of %s", fn, index,
+                      sp->knobs, op);
   memset(out, 0, sizeof *out);
-  out->name = k->name;
-  out->what = k->what;
-  out->count = k->count;
-  memcpy(out->values, k->values, k->count * sizeof k->values[0]);
+  sp->knob(index, out);
   return KILN_OK;
 }
 
-/* Parse and check params for ctx's device; the failure names fn. */
+/* Check params for ctx's device; the failure names fn. */
 static kiln_status check_params(const char *fn, const kiln_context *ctx,
                                 const char *op, const char *params,
-                                char *reason, size_t size) {
-  char why[512] = "";
+                                char *reason, size_t size,
+                                const struct kiln__tuning_space **space) {
+  const struct kiln__tuning_space *sp = NULL;
   kiln_status s = check_context(fn, ctx);
   if (s == KILN_OK)
-    s = check_op(fn, op);
+    s = find_space(fn, op, &sp);
   if (s == KILN_OK && params == NULL)
     s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: params is NULL", fn);
-  struct kiln__gemm_gpu_params p;
-  if (s == KILN_OK && !kiln__gemm_gpu_parse(params, &p, why, sizeof why))
-    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: params: %s", fn, why);
   if (s == KILN_OK) {
-    /* Outside the listed values is a malformed point; beyond the kernel's
-     * rules or the device's limits, one this device cannot run. */
-    char space_why[512];
-    const bool in_space = kiln__gemm_gpu_check(
-        &p, &ctx->device->info, true, space_why, sizeof space_why);
-    if (!in_space && kiln__gemm_gpu_check(&p, &ctx->device->info, false, why,
-                                          sizeof why))
-      s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: params: %s", fn,
-                     space_why);
-    else if (!in_space)
-      s = kiln__fail(KILN_ERR_UNSUPPORTED, "%s: params: %s", fn, space_why);
+    char why[512] = "";
+    s = sp->check(ctx, params, why, sizeof why);
+    if (s != KILN_OK)
+      s = kiln__fail(s, "%s: params: %s", fn, why);
   }
   if (reason != NULL && size > 0)
     snprintf(reason, size, "%s", s == KILN_OK ? "" : kiln_last_error());
+  if (space != NULL)
+    *space = sp;
   return s;
 }
 
 KILN_API kiln_status kiln_tuning_check(const kiln_context *ctx, const char *op,
                                        const char *params, char *reason,
                                        size_t size) {
-  return check_params("kiln_tuning_check", ctx, op, params, reason, size);
+  return check_params("kiln_tuning_check", ctx, op, params, reason, size,
+                      NULL);
 }
 
 KILN_API kiln_status kiln_tuning_set(kiln_context *ctx, const char *op,
                                      const char *params) {
   static const char fn[] = "kiln_tuning_set";
-  kiln_status s = params == NULL ? check_context(fn, ctx)
-                                 : check_params(fn, ctx, op, params, NULL, 0);
+  const struct kiln__tuning_space *sp = NULL;
+  kiln_status s = params == NULL
+                      ? check_context(fn, ctx)
+                      : check_params(fn, ctx, op, params, NULL, 0, NULL);
   if (s == KILN_OK && params == NULL)
-    s = check_op(fn, op);
+    s = find_space(fn, op, &sp);
   if (s == KILN_OK)
     s = kiln__tuning_set(ctx, op, params);
+  return s;
+}
+
+KILN_API kiln_status kiln_tuning_build(kiln_context *ctx, const char *op,
+                                       const char *params) {
+  const struct kiln__tuning_space *sp = NULL;
+  kiln_status s =
+      check_params("kiln_tuning_build", ctx, op, params, NULL, 0, &sp);
+  if (s != KILN_OK)
+    return s;
+  /* Counted as a child of ctx while it runs, so that destroying ctx then
+   * fails (KILN_ERR_BUSY) instead of freeing the memo the build writes to:
+   * a tuner abandons a build that runs past its timeout without waiting. */
+  kiln__context_child_added(ctx);
+  s = sp->build(ctx, params);
+  kiln__context_child_removed(ctx);
   return s;
 }
 
@@ -102,7 +128,7 @@ KILN_API kiln_status kiln_tuning_save(kiln_context *ctx, const char *op,
                                       const char *params, const char *figures,
                                       const char *path) {
   static const char fn[] = "kiln_tuning_save";
-  kiln_status s = check_params(fn, ctx, op, params, NULL, 0);
+  kiln_status s = check_params(fn, ctx, op, params, NULL, 0, NULL);
   if (s == KILN_OK)
     s = kiln__tuning_write(fn, ctx, op, params, figures, path);
   return s;
@@ -120,25 +146,20 @@ KILN_API kiln_status kiln_tuning_get_info(const kiln_context *ctx,
                                           const char *op,
                                           kiln_tuning_info *info) {
   static const char fn[] = "kiln_tuning_get_info";
+  const struct kiln__tuning_space *sp = NULL;
   kiln_status s = check_context(fn, ctx);
   if (s == KILN_OK)
-    s = check_op(fn, op);
+    s = find_space(fn, op, &sp);
   if (s == KILN_OK && info == NULL)
     s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: info is NULL", fn);
   if (s != KILN_OK)
     return s;
   memset(info, 0, sizeof *info);
-  struct kiln__gemm_gpu_params p;
   const char *source = "profile";
-  s = kiln__gemm_gpu_source(ctx, &p, &source);
+  s = sp->in_effect(ctx, info->params, sizeof info->params, &source);
   if (s != KILN_OK)
     return s;
-  /* The CPU family runs its own kernel, which has no space. */
-  const bool cpu = kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU;
-  if (!cpu)
-    kiln__gemm_gpu_format(&p, info->params, sizeof info->params);
-  snprintf(info->source, sizeof info->source, "%s",
-           cpu ? "profile (CPU family)" : source);
+  snprintf(info->source, sizeof info->source, "%s", source);
   kiln__tuning_file_info(ctx, op, info);
   return KILN_OK;
 }

@@ -272,6 +272,8 @@ static void print_tuning(FILE *out, const kiln_device *kdev) {
     if (t->figures[0] != '\0')
       print_row(out, 6, "GEMM tuned", t->figures);
     print_row(out, 6, "Tuning file", t->path[0] ? t->path : "(none)");
+    if (t->database[0] != '\0')
+      print_row(out, 6, "Tuning database", t->database);
     if (t->ignored[0] != '\0')
       print_row(out, 6, "Tuning ignored", t->ignored);
   }

@@ -18,7 +18,9 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: kiln tune [--device SEL] [--op NAMES] [--size SPECS]\n"
-          "                 [--budget SECONDS] [--json] [--export FILE]\n"
+          "                 [--budget SECONDS] [--jobs N]\n"
+          "                 [--compile-timeout SECONDS] [--run-timeout SECONDS]\n"
+          "                 [--json] [--export FILE]\n"
           "       kiln tune [--device SEL] --list\n"
           "       kiln tune [--device SEL] --reset\n"
           "\n"
@@ -36,7 +38,17 @@ static void usage(FILE *out) {
           "                       KILN_PROFILE to a GPU profile to tune it)\n"
           "  -s, --size SPECS     sizes to time, N or MxNxK, comma-separated\n"
           "                       (default 512,1024)\n"
-          "  -b, --budget SECONDS search time per op (default 120)\n"
+          "  -b, --budget SECONDS search time per op, all included (default\n"
+          "                       120)\n"
+          "  -J, --jobs N         build the next candidates on N threads while\n"
+          "                       one is timed (default: the number of CPUs)\n"
+          "  -C, --compile-timeout SECONDS\n"
+          "                       reject a candidate whose build runs longer\n"
+          "                       (default 60)\n"
+          "  -R, --run-timeout SECONDS\n"
+          "                       reject a candidate whose launch runs longer\n"
+          "                       and stop: the device is busy with it\n"
+          "                       (default 20)\n"
           "  -j, --json           print a kiln-tune/1 JSON document\n"
           "  -e, --export FILE    also write the result to FILE (to send)\n"
           "  -l, --list           print each space and the parameters in\n"
@@ -128,6 +140,17 @@ static bool parse_sizes(const char *text, tune_options *o) {
   return o->nsizes > 0;
 }
 
+static bool parse_seconds(const char *option, const char *text, double *out) {
+  char *end = NULL;
+  *out = strtod(text, &end);
+  if (end == text || *end != '\0' || !(*out > 0.0) || *out > 1e6) {
+    fprintf(stderr, "kiln tune: %s '%s' is not a positive number of "
+                    "seconds\n", option, text);
+    return false;
+  }
+  return true;
+}
+
 static void list_space(kiln_context *ctx) {
   printf("gemm (the GPU-family kernel):\n");
   kiln_tuning_knob k;
@@ -158,11 +181,13 @@ static void report(const tune_options *o, const tune_result *r,
         putchar(*c);
     printf("\", \"op\": \"gemm\", \"before\": \"%s\", \"tuned\": \"%s\", "
            "\"tried\": %zu, \"rejected\": %zu, \"rejected_gate\": %zu, "
-           "\"rejected_slow\": %zu, \"skipped\": %zu, "
+           "\"rejected_slow\": %zu, \"rejected_timeout\": %zu, "
+           "\"skipped\": %zu, "
            "\"exhaustive\": %s, \"interrupted\": %s, \"file\": \"%s\", "
            "\"sizes\": [",
            r->default_params, r->best_params, r->tried, r->rejected,
-           r->rejected_gate, r->rejected_slow, r->skipped, r->exhaustive ? "true" : "false",
+           r->rejected_gate, r->rejected_slow, r->rejected_timeout, r->skipped,
+           r->exhaustive ? "true" : "false",
            r->interrupted ? "true" : "false", saved);
     for (size_t i = 0; i < o->nsizes; i++)
       printf("%s{\"m\": %zu, \"n\": %zu, \"k\": %zu, \"before_gflops\": %.3f, "
@@ -173,10 +198,10 @@ static void report(const tune_options *o, const tune_result *r,
     return;
   }
   printf("device: %s\nop gemm: %zu candidates tried, %zu rejected (%zu by the "
-         "gate or a failed build, %zu too slow), %zu skipped (invalid on the "
-         "device)%s%s\n",
+         "gate or a failed build, %zu too slow, %zu past a timeout), %zu "
+         "skipped (invalid on the device)%s%s\n",
          device, r->tried, r->rejected, r->rejected_gate, r->rejected_slow,
-         r->skipped,
+         r->rejected_timeout, r->skipped,
          r->exhaustive ? ", exhaustive" : ", random + local search",
          r->interrupted ? ", interrupted" : "");
   if (r->last_rejection[0])
@@ -199,6 +224,9 @@ int kiln_cmd_tune(int argc, char **argv) {
       {"size", required_argument, 0, 's'},   {"budget", required_argument, 0, 'b'},
       {"json", no_argument, 0, 'j'},         {"export", required_argument, 0, 'e'},
       {"list", no_argument, 0, 'l'},         {"reset", no_argument, 0, 'r'},
+      {"jobs", required_argument, 0, 'J'},
+      {"compile-timeout", required_argument, 0, 'C'},
+      {"run-timeout", required_argument, 0, 'R'},
       {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   const char *selector = NULL, *ops = "gemm", *export_path = NULL;
   bool json = false, list = false, reset = false;
@@ -208,8 +236,12 @@ int kiln_cmd_tune(int argc, char **argv) {
   o.seed = 1;
   o.exhaustive_max = 256;
   parse_sizes("512,1024", &o);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  o.jobs = cpus > 1 ? (unsigned)(cpus < 64 ? cpus : 64) : 1;
+  o.compile_timeout_s = TUNE_COMPILE_TIMEOUT;
+  o.run_timeout_s = TUNE_RUN_TIMEOUT;
   optind = 1;
-  for (int c; (c = getopt_long(argc, argv, "d:o:s:b:je:lrh", long_opts,
+  for (int c; (c = getopt_long(argc, argv, "d:o:s:b:je:lrhJ:C:R:", long_opts,
                                NULL)) != -1;) {
     switch (c) {
     case 'd': selector = optarg; break;
@@ -222,14 +254,27 @@ int kiln_cmd_tune(int argc, char **argv) {
         return 2;
       }
       break;
-    case 'b': {
+    case 'b':
+      if (!parse_seconds("--budget", optarg, &o.budget_s))
+        return 2;
+      break;
+    case 'C':
+      if (!parse_seconds("--compile-timeout", optarg, &o.compile_timeout_s))
+        return 2;
+      break;
+    case 'R':
+      if (!parse_seconds("--run-timeout", optarg, &o.run_timeout_s))
+        return 2;
+      break;
+    case 'J': {
       char *end = NULL;
-      o.budget_s = strtod(optarg, &end);
-      if (end == optarg || *end != '\0' || !(o.budget_s > 0.0)) {
-        fprintf(stderr, "kiln tune: --budget '%s' is not a positive number "
-                        "of seconds\n", optarg);
+      const long n = strtol(optarg, &end, 10);
+      if (end == optarg || *end != '\0' || n < 1 || n > 256) {
+        fprintf(stderr, "kiln tune: --jobs '%s' is not a number of threads "
+                        "(1 to 256)\n", optarg);
         return 2;
       }
+      o.jobs = (unsigned)n;
       break;
     }
     case 'j': json = true; break;
@@ -257,9 +302,16 @@ int kiln_cmd_tune(int argc, char **argv) {
   kiln_context *ctx = NULL;
   kiln_queue *q = NULL;
   const kiln_device *device = NULL;
+  /* No persistent cache for the candidates' programs: hundreds of one-off
+   * entries would crowd out the programs that matter, and on drivers that
+   * save a program's binary only when it is released
+   * (KILN_QUIRK_LAZY_PROGRAM_BINARY: PoCL) writing them all at the end cost
+   * more than the budget itself (a 30 s tune ran 85 s, 4 to 6 minutes
+   * under load). Programs that use the result build it afresh. */
+  kiln_context_options copts = {.flags = KILN_CONTEXT_NO_CACHE};
   if (kiln_device_list_create(&devs) != KILN_OK ||
       kiln_device_select(devs, selector, &device) != KILN_OK ||
-      kiln_context_create(device, NULL, &ctx) != KILN_OK ||
+      kiln_context_create(device, &copts, &ctx) != KILN_OK ||
       kiln_queue_create(ctx, 0, &q) != KILN_OK) {
     fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
     goto done;
@@ -304,7 +356,17 @@ int kiln_cmd_tune(int argc, char **argv) {
   const bool ok = tune_gemm(ctx, q, &o, &r, why, sizeof why);
   if (pr.tty)
     fprintf(stderr, "\r%*s\r", pr.columns > 1 ? pr.columns - 1 : 79, "");
-  if (!ok) {
+  if (r.stuck) {
+    /* The queue still runs a kernel that may never end: destroying it
+     * would wait for it. What was found is saved; the process's exit ends
+     * the rest. */
+    fprintf(stderr, "kiln tune: %s; the device is still running it, so the "
+                    "search stopped there\n",
+            r.last_rejection[0] ? r.last_rejection : why);
+    q = NULL;
+    if (!ok)
+      goto done;
+  } else if (!ok) {
     fprintf(stderr, "kiln tune: %s\n", why);
     goto done;
   }
@@ -333,8 +395,12 @@ int kiln_cmd_tune(int argc, char **argv) {
 done:
   if (q != NULL)
     kiln_queue_destroy(q);
-  if (ctx != NULL)
-    kiln_context_destroy(ctx);
+  /* KILN_ERR_BUSY while a build the search gave up on (past the compile
+   * timeout) still runs in the driver's compiler, or while a stuck queue
+   * lives: the process's exit takes them (tune_pool.c). */
+  if (ctx != NULL && kiln_context_destroy(ctx) == KILN_ERR_BUSY && status == 0)
+    fprintf(stderr, "kiln tune: leaving a build or a launch that ran past "
+                    "its timeout to the process's exit\n");
   kiln_device_list_destroy(devs);
   return status;
 }
