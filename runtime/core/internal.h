@@ -163,8 +163,11 @@ kiln_status kiln__event_out(kiln_queue *queue, cl_event ev,
 struct kiln__mapping; /* buffer.c: one live kiln_buffer_map result */
 
 /* The pool's block behind a pooled buffer (pool.c). kiln_buffer_destroy
- * calls give_back(self) after releasing the buffer's reference, so the pool
- * calls buffers and never the other way round. Thread-safe. */
+ * calls give_back(self) instead of releasing the cl_mem and freeing the
+ * struct: both belong to the block and are handed out again (only size and
+ * flags are set anew, so a field added to kiln_buffer must be back at its
+ * initial value when destroy succeeds). The pool calls buffers and never
+ * the other way round. Thread-safe. */
 struct kiln__pooled {
   void (*give_back)(struct kiln__pooled *self);
 };
