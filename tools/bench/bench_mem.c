@@ -12,7 +12,10 @@
  *              from pageable memory (malloc), against a host memcpy of the
  *              same bytes.
  *   sequence   100 small ops recorded once and replayed (command buffer,
- *              prepared list) against the same ops launched one by one.
+ *              prepared list) against the same ops launched one by one,
+ *              and 100 bare clEnqueueNDRangeKernel of a plain kernel over
+ *              the same elements (arguments set once): the driver's own
+ *              cost per command, the floor under any replay.
  *
  * Each runner fills r->cols: named times per item, the last one being the
  * baseline every other is compared with. */
@@ -274,11 +277,57 @@ static kiln_status replay(void *p) {
   return kiln_sequence_replay(a->seq, a->q, 0, NULL, NULL);
 }
 
+static const char bare_source[] =
+    "__kernel void scale(__global float *x, float a, ulong n) {\n"
+    "  size_t i = get_global_id(0);\n"
+    "  if (i < n)\n"
+    "    x[i] *= a;\n"
+    "}\n";
+
+struct bare_args {
+  cl_command_queue q;
+  cl_kernel k;
+  size_t global, local;
+};
+
+static kiln_status bare(void *p) {
+  const struct bare_args *a = p;
+  for (int i = 0; i < SEQ_OPS; i++)
+    if (clEnqueueNDRangeKernel(a->q, a->k, 1, NULL, &a->global, &a->local, 0,
+                               NULL, NULL) != CL_SUCCESS)
+      return KILN_ERR_OPENCL;
+  return KILN_OK;
+}
+
+/* The bare loop's kernel on z (scaled by 1, so it stays as it is). */
+static bool bare_setup(const struct bench_env *env, size_t n, kiln_buffer *z,
+                       kiln_program **prog, kiln_kernel **k,
+                       struct bare_args *b) {
+  if (kiln_program_create_built(env->ctx, bare_source, NULL, prog) != KILN_OK ||
+      kiln_kernel_create(*prog, "scale", k) != KILN_OK)
+    return false;
+  cl_kernel ck = kiln_kernel_cl_kernel(*k);
+  cl_mem zm = kiln_buffer_cl_mem(z);
+  float one = 1.0f;
+  cl_ulong n64 = n;
+  b->q = kiln_queue_cl_queue(env->queue);
+  b->k = ck;
+  b->local =
+      env->info->max_work_group_size < 64 ? env->info->max_work_group_size : 64;
+  b->global = (n + b->local - 1) / b->local * b->local;
+  return clSetKernelArg(ck, 0, sizeof zm, &zm) == CL_SUCCESS &&
+         clSetKernelArg(ck, 1, sizeof one, &one) == CL_SUCCESS &&
+         clSetKernelArg(ck, 2, sizeof n64, &n64) == CL_SUCCESS;
+}
+
 bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
   size_t n = r->shape[0];
   bool ok = false;
-  kiln_buffer *x = NULL, *y = NULL;
+  kiln_buffer *x = NULL, *y = NULL, *z = NULL;
   kiln_sequence *cb = NULL, *list = NULL;
+  kiln_program *prog = NULL;
+  kiln_kernel *k = NULL;
+  struct bare_args b;
   float *host = malloc(n * 4), *want = malloc(n * 4), *got = malloc(n * 4);
   if (host == NULL || want == NULL || got == NULL) {
     snprintf(r->note, sizeof r->note, "out of host memory");
@@ -288,8 +337,11 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
     host[i] = (float)(i % 64) * 0.25f;
   if (kiln_buffer_create(env->ctx, n * 4, 0, &x) != KILN_OK ||
       kiln_buffer_create(env->ctx, n * 4, 0, &y) != KILN_OK ||
+      kiln_buffer_create(env->ctx, n * 4, 0, &z) != KILN_OK ||
       kiln_buffer_write_sync(env->queue, x, 0, n * 4, host) != KILN_OK ||
-      kiln_buffer_write_sync(env->queue, y, 0, n * 4, host) != KILN_OK) {
+      kiln_buffer_write_sync(env->queue, y, 0, n * 4, host) != KILN_OK ||
+      kiln_buffer_write_sync(env->queue, z, 0, n * 4, host) != KILN_OK ||
+      !bare_setup(env, n, z, &prog, &k, &b)) {
     fail(r, "setup");
     goto done;
   }
@@ -309,15 +361,20 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
   a.seq = list;
   double list_s = bench_time(env, replay, &a);
   double direct_s = bench_time(env, direct, &a);
-  if (cb_s < 0 || list_s < 0 || direct_s < 0) {
+  double bare_s = bench_time(env, bare, &b);
+  if (cb_s < 0 || list_s < 0 || direct_s < 0 || bare_s < 0) {
     fail(r, "run");
     goto done;
   }
+  col(r, "list", list_s);
   col(r, kiln_sequence_uses_command_buffer(cb) ? "cmdbuf" : "replay",
       cb_s);
-  col(r, "list", list_s);
+  col(r, "bare-cl", bare_s);
   col(r, "one-by-one", direct_s);
-  r->median_s = cb_s;
+  r->median_s = list_s;
+  snprintf(r->note, sizeof r->note,
+           "per command: list %.2f us, bare clEnqueueNDRangeKernel %.2f us",
+           list_s / SEQ_OPS * 1e6, bare_s / SEQ_OPS * 1e6);
   ok = true;
   if (env->verify) {
     /* One direct run and one replay from the same start give the same. */
@@ -340,8 +397,11 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
 done:
   kiln_sequence_destroy(cb);
   kiln_sequence_destroy(list);
+  kiln_kernel_destroy(k);
+  kiln_program_destroy(prog);
   kiln_buffer_destroy(x);
   kiln_buffer_destroy(y);
+  kiln_buffer_destroy(z);
   free(host);
   free(want);
   free(got);
