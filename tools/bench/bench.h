@@ -42,7 +42,7 @@ struct bench_result {
   struct {
     const char *name;
     double s;
-  } cols[4];
+  } cols[6];
   double col_bytes;
   bool pairs;
 };

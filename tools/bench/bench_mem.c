@@ -8,9 +8,15 @@
  *              the first command, which the note compares the bare pool
  *              with.
  *   h2d, d2h   host-to-device and device-to-host copies from pinned memory
- *              (kiln_pinned), through the staging ring (kiln_staging) and
- *              from pageable memory (malloc), against a host memcpy of the
- *              same bytes.
+ *              (kiln_pinned), through the staging ring (kiln_staging), from
+ *              pageable memory (malloc) and by mapping the device buffer
+ *              and copying with memcpy (map, memcpy, unmap: on a CPU device
+ *              the map is the buffer's own memory, no copy), against a host
+ *              memcpy of the same bytes between two warm malloc buffers.
+ *              Every way runs once to warm up (the device buffer's memory
+ *              is allocated at its first use on PoCL), then the median of
+ *              env->runs blocking copies; the note gives the map+unmap
+ *              alone.
  *   sequence   100 small ops recorded once and replayed (command buffer,
  *              prepared list) against the same ops launched one by one,
  *              and 100 bare clEnqueueNDRangeKernel of a plain kernel over
@@ -141,7 +147,35 @@ bool bench_run_pool(const struct bench_env *env, struct bench_result *r) {
 /* ---- transfers ----------------------------------------------------------- */
 
 /* Median time of env->runs copies (after one warm-up) by way. */
-enum way { PINNED, STAGED, PAGEABLE, MEMCPY };
+enum way { PINNED, STAGED, PAGEABLE, MAPPED, MAP_ONLY, MEMCPY };
+
+/* Map dev (for writing when h2d), copy n bytes with memcpy unless
+ * map_only, unmap, wait. */
+static kiln_status map_copy(const struct bench_env *env, bool h2d,
+                            kiln_buffer *dev, void *host, size_t n,
+                            bool map_only) {
+  void *p = NULL;
+  kiln_event *ev = NULL;
+  kiln_status s = kiln_buffer_map(env->queue, dev,
+                                  h2d ? KILN_MAP_WRITE : KILN_MAP_READ, 0, n,
+                                  &p, 0, NULL, &ev);
+  if (s != KILN_OK)
+    return s;
+  s = kiln_event_wait(ev);
+  kiln_event_release(ev);
+  if (s == KILN_OK && !map_only) {
+    if (h2d)
+      memcpy(p, host, n);
+    else
+      memcpy(host, p, n);
+  }
+  kiln_status u = kiln_buffer_unmap(env->queue, dev, p, 0, NULL, NULL);
+  if (s == KILN_OK)
+    s = u;
+  if (s == KILN_OK)
+    s = kiln_queue_finish(env->queue);
+  return s;
+}
 
 static double time_copy(const struct bench_env *env, enum way way, bool h2d,
                         kiln_buffer *dev, void *pinned, void *pageable,
@@ -161,6 +195,10 @@ static double time_copy(const struct bench_env *env, enum way way, bool h2d,
     case STAGED:
       s = h2d ? kiln_staging_write(staging, dev, 0, n, pageable)
               : kiln_staging_read(staging, dev, 0, n, pageable);
+      break;
+    case MAPPED:
+    case MAP_ONLY:
+      s = map_copy(env, h2d, dev, pageable, n, way == MAP_ONLY);
       break;
     case MEMCPY:
       if (h2d)
@@ -200,17 +238,25 @@ static bool run_transfer(const struct bench_env *env, struct bench_result *r,
     goto done;
   }
   memcpy(kiln_pinned_ptr(pinned), pageable, n);
-  static const enum way ways[] = {PINNED, STAGED, PAGEABLE, MEMCPY};
-  static const char *names[] = {"pinned", "staged", "pageable", "memcpy"};
-  for (int w = 0; w < 4; w++) {
+  static const enum way ways[] = {PINNED, STAGED,   PAGEABLE,
+                                  MAPPED, MAP_ONLY, MEMCPY};
+  static const char *names[] = {"pinned", "staged",   "pageable",
+                                "mapped", "map-only", "memcpy"};
+  double map_only_s = 0;
+  for (int w = 0; w < 6; w++) {
     double s = time_copy(env, ways[w], h2d, dev, kiln_pinned_ptr(pinned),
                          pageable, other, staging, n);
     if (s < 0) {
       fail(r, names[w]);
       goto done;
     }
-    col(r, names[w], s);
+    if (ways[w] == MAP_ONLY)
+      map_only_s = s;
+    else
+      col(r, names[w], s);
   }
+  snprintf(r->note, sizeof r->note, "map+unmap alone %.1f us",
+           map_only_s * 1e6);
   r->median_s = r->cols[0].s;
   r->col_bytes = (double)n;
   ok = true;
