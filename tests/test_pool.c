@@ -438,19 +438,8 @@ static void test_trace(void **state) {
 }
 
 int main(void) {
-  /* KILN_TRACE is read once per process: set before anything runs, into
-   * the test's own cache directory when meson gives one. */
-  const char *dir = getenv("KILN_CACHE_DIR");
-  snprintf(trace_path, sizeof trace_path, "%s%spool-trace.json",
-           dir != NULL ? dir : "", dir != NULL ? "/" : "");
-  if (dir != NULL) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-    if (system(cmd) != 0)
-      return 1;
-  }
-  remove(trace_path);
-  setenv("KILN_TRACE", trace_path, 1);
+  if (!kiln_test_trace_to("pool-trace.json", trace_path, sizeof trace_path))
+    return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_reuse_and_stats),

@@ -222,6 +222,12 @@ void kiln__trace_commands(const kiln_queue *queue, const char *cat,
                           const char *name, json_t *args, cl_event first,
                           cl_event last, uint64_t host_ns);
 
+/* kiln__trace_commands for an object that keeps only ctx and the OpenCL
+ * queue (a staging ring); same lane as the kiln queue around queue. */
+void kiln__trace_cl_commands(const kiln_context *ctx, cl_command_queue queue,
+                             const char *cat, const char *name, json_t *args,
+                             cl_event first, cl_event last, uint64_t host_ns);
+
 /* Trace host work on ctx's device (a program build) that began at
  * host_start_ns and ends now, on the host lane. Takes over args. */
 void kiln__trace_host(const kiln_context *ctx, const char *cat,

@@ -56,6 +56,21 @@ kiln_status kiln_staging_create(kiln_queue *queue, size_t chunk_bytes,
   return KILN_OK;
 }
 
+/* With KILN_TRACE set, each chunk's device copy is one "kiln.transfer"
+ * event named after the call, on the staging queue's lane, with its bytes,
+ * device offset and ring slot. */
+static void trace_chunk(const kiln_staging *s, const char *name, cl_event ev,
+                        size_t offset, size_t len, size_t slot,
+                        uint64_t host_ns) {
+  if (ev == NULL || !kiln__trace_enabled())
+    return;
+  kiln__trace_cl_commands(
+      s->ctx, s->queue, "kiln.transfer", name,
+      json_pack("{s:s, s:f, s:f, s:f}", "op", name, "bytes", (double)len,
+                "offset", (double)offset, "slot", (double)slot),
+      ev, ev, host_ns);
+}
+
 /* Wait for chunk i's last transfer and forget it. */
 static cl_int settle(kiln_staging *s, size_t i) {
   if (s->events[i] == NULL)
@@ -129,12 +144,17 @@ kiln_status kiln_staging_write(kiln_staging *staging, kiln_buffer *dst,
       break;
     memcpy(ring + i * chunk, (const unsigned char *)src + done, len);
     call = "clEnqueueWriteBuffer";
+    uint64_t host_ns = kiln__trace_enabled() ? kiln__trace_now_ns() : 0;
     err = clEnqueueWriteBuffer(staging->queue, dst->cl, CL_FALSE,
                                offset_bytes + done, len, ring + i * chunk, 0,
                                NULL, &staging->events[i]);
-    if (err != CL_SUCCESS)
+    if (err != CL_SUCCESS) {
       staging->events[i] = NULL;
-    else if (k == 0)
+      break;
+    }
+    trace_chunk(staging, fn, staging->events[i], offset_bytes + done, len, i,
+                host_ns);
+    if (k == 0)
       clFlush(staging->queue); /* start the device before the next memcpy */
     done += len;
   }
@@ -171,11 +191,15 @@ kiln_status kiln_staging_read(kiln_staging *staging, kiln_buffer *src,
       size_t i = issued % n, at = issued * chunk;
       size_t len = size_bytes - at < chunk ? size_bytes - at : chunk;
       call = "clEnqueueReadBuffer";
+      uint64_t host_ns = kiln__trace_enabled() ? kiln__trace_now_ns() : 0;
       err = clEnqueueReadBuffer(staging->queue, src->cl, CL_FALSE,
                                 offset_bytes + at, len, ring + i * chunk, 0,
                                 NULL, &staging->events[i]);
       if (err != CL_SUCCESS)
         staging->events[i] = NULL;
+      else
+        trace_chunk(staging, fn, staging->events[i], offset_bytes + at, len,
+                    i, host_ns);
       issued++;
     }
     if (err != CL_SUCCESS)
