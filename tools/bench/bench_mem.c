@@ -396,7 +396,8 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
           KILN_OK ||
       small_ops(env->queue, n, x, y) != KILN_OK ||
       kiln_sequence_end(cb) != KILN_OK ||
-      kiln_sequence_begin(env->queue, 0, &list) != KILN_OK ||
+      kiln_sequence_begin(env->queue, KILN_SEQUENCE_PREPARED_LIST, &list) !=
+          KILN_OK ||
       small_ops(env->queue, n, x, y) != KILN_OK ||
       kiln_sequence_end(list) != KILN_OK) {
     fail(r, "recording");
