@@ -201,6 +201,18 @@ kiln_status kiln__buffer_wrap(kiln_context *ctx, cl_mem mem, size_t size,
                               unsigned flags, kiln_buffer *parent,
                               size_t origin, const char *fn, kiln_buffer **out);
 
+/* ---- staging (staging.c) ------------------------------------------------ */
+
+/* Copy size bytes of src at src_offset (of the staging ring's context,
+ * read on its queue) into dst at dst_offset (of any context, written on
+ * dst_queue) through the ring: the read of chunk k+1 overlaps the write of
+ * chunk k. Blocking; ranges checked by the caller. On failure *call names
+ * the OpenCL call that failed. */
+cl_int kiln__staging_peer_copy(kiln_staging *staging, kiln_buffer *src,
+                               size_t src_offset, cl_command_queue dst_queue,
+                               kiln_buffer *dst, size_t dst_offset,
+                               size_t size, const char **call);
+
 /* ---- tracing (trace.c) ------------------------------------------------- */
 
 /* Whether KILN_TRACE names a file for this process (read once). */
