@@ -152,6 +152,15 @@ static void test_reuse_and_stats(void **state) {
     /* The block is the same memory: what was written through a is there. */
     assert_kiln_ok(kiln_buffer_read_sync(queue, b, 0, 900, out));
     assert_memory_equal(in, out, 900);
+    /* Handed out again, the block's buffer has this request's size and
+     * access: read-only refuses an op's output, and 900 bytes are all. */
+    assert_int_equal(kiln_buffer_size(b), 900);
+    assert_kiln_status(
+        kiln_scale(queue, KILN_F32, 225, 2.0f, b, 0, 0, NULL, NULL),
+        KILN_ERR_INVALID_ARGUMENT);
+    assert_last_error_contains("KILN_MEM_READ_ONLY");
+    assert_kiln_status(kiln_buffer_read_sync(queue, b, 0, 901, out),
+                       KILN_ERR_OUT_OF_RANGE);
 
     /* A view of a pooled buffer works and keeps it alive. */
     kiln_buffer *view;
