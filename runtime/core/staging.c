@@ -61,13 +61,13 @@ kiln_status kiln_staging_create(kiln_queue *queue, size_t chunk_bytes,
 /* With KILN_TRACE set, each chunk's device copy is one "kiln.transfer"
  * event named after the call, on the staging queue's lane, with its bytes,
  * device offset and ring slot. */
-static void trace_chunk(const kiln_staging *s, const char *name, cl_event ev,
-                        size_t offset, size_t len, size_t slot,
-                        uint64_t host_ns) {
+static void trace_chunk(const kiln_context *ctx, cl_command_queue queue,
+                        const char *name, cl_event ev, size_t offset,
+                        size_t len, size_t slot, uint64_t host_ns) {
   if (ev == NULL || !kiln__trace_enabled())
     return;
   kiln__trace_cl_commands(
-      s->ctx, s->queue, "kiln.transfer", name,
+      ctx, queue, "kiln.transfer", name,
       json_pack("{s:s, s:f, s:f, s:f}", "op", name, "bytes", (double)len,
                 "offset", (double)offset, "slot", (double)slot),
       ev, ev, host_ns);
@@ -154,8 +154,8 @@ kiln_status kiln_staging_write(kiln_staging *staging, kiln_buffer *dst,
       staging->events[i] = NULL;
       break;
     }
-    trace_chunk(staging, fn, staging->events[i], offset_bytes + done, len, i,
-                host_ns);
+    trace_chunk(staging->ctx, staging->queue, fn, staging->events[i],
+                offset_bytes + done, len, i, host_ns);
     if (k == 0)
       clFlush(staging->queue); /* start the device before the next memcpy */
     done += len;
@@ -177,7 +177,8 @@ kiln_status kiln_staging_write(kiln_staging *staging, kiln_buffer *dst,
  * buffer of any context (kiln__staging_peer_copy). */
 struct drain {
   unsigned char *host;    /* memcpy to host + position, when not NULL */
-  cl_command_queue queue; /* else a write on queue to mem at offset */
+  const kiln_context *ctx; /* else a write on queue (of ctx) to mem at */
+  cl_command_queue queue;  /* offset */
   cl_mem mem;
   size_t offset;
 };
@@ -209,7 +210,8 @@ static cl_int read_through(kiln_staging *s, cl_mem src, size_t offset,
       if (err != CL_SUCCESS)
         s->events[i] = NULL;
       else
-        trace_chunk(s, fn, s->events[i], offset + at, len, i, host_ns);
+        trace_chunk(s->ctx, s->queue, fn, s->events[i], offset + at, len, i,
+                    host_ns);
       issued++;
     }
     if (err != CL_SUCCESS)
@@ -225,12 +227,16 @@ static cl_int read_through(kiln_staging *s, cl_mem src, size_t offset,
       continue;
     }
     *call = "clEnqueueWriteBuffer";
+    uint64_t host_ns = kiln__trace_enabled() ? kiln__trace_now_ns() : 0;
     err = clEnqueueWriteBuffer(d->queue, d->mem, CL_FALSE, d->offset + at, len,
                                ring + i * chunk, 0, NULL, &s->events[i]);
-    if (err != CL_SUCCESS)
+    if (err != CL_SUCCESS) {
       s->events[i] = NULL;
-    else
-      err = clFlush(d->queue); /* rusticl runs nothing unflushed */
+      break;
+    }
+    trace_chunk(d->ctx, d->queue, fn, s->events[i], d->offset + at, len, i,
+                host_ns);
+    err = clFlush(d->queue); /* rusticl runs nothing unflushed */
   }
   cl_int waited = settle_all(s);
   if (err == CL_SUCCESS && waited != CL_SUCCESS) {
@@ -249,7 +255,7 @@ kiln_status kiln_staging_read(kiln_staging *staging, kiln_buffer *src,
   if (status != KILN_OK || size_bytes == 0)
     return status;
   const char *call = "clEnqueueReadBuffer";
-  struct drain d = {dst, NULL, NULL, 0};
+  struct drain d = {dst, NULL, NULL, NULL, 0};
   cl_int err =
       read_through(staging, src->cl, offset_bytes, size_bytes, &d, fn, &call);
   if (err != CL_SUCCESS)
@@ -263,7 +269,7 @@ cl_int kiln__staging_peer_copy(kiln_staging *staging, kiln_buffer *src,
                                size_t src_offset, cl_command_queue dst_queue,
                                kiln_buffer *dst, size_t dst_offset,
                                size_t size, const char **call) {
-  struct drain d = {NULL, dst_queue, dst->cl, dst_offset};
+  struct drain d = {NULL, dst->ctx, dst_queue, dst->cl, dst_offset};
   *call = "clEnqueueReadBuffer";
   return read_through(staging, src->cl, src_offset, size, &d,
                       "kiln_peer_copy", call);
