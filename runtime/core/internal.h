@@ -172,8 +172,11 @@ kiln_status kiln__event_out(kiln_queue *queue, cl_event ev,
 struct kiln__mapping; /* buffer.c: one live kiln_buffer_map result */
 
 /* The pool's block behind a pooled buffer (pool.c). kiln_buffer_destroy
- * calls give_back(self) after releasing the buffer's reference, so the pool
- * calls buffers and never the other way round. Thread-safe. */
+ * calls give_back(self) instead of releasing the cl_mem and freeing the
+ * struct: both belong to the block and are handed out again (only size and
+ * flags are set anew, so a field added to kiln_buffer must be back at its
+ * initial value when destroy succeeds). The pool calls buffers and never
+ * the other way round. Thread-safe. */
 struct kiln__pooled {
   void (*give_back)(struct kiln__pooled *self);
 };
@@ -207,6 +210,18 @@ kiln_status kiln__buffer_wrap(kiln_context *ctx, cl_mem mem, size_t size,
                               unsigned flags, kiln_buffer *parent,
                               size_t origin, const char *fn, kiln_buffer **out);
 
+/* ---- staging (staging.c) ------------------------------------------------ */
+
+/* Copy size bytes of src at src_offset (of the staging ring's context,
+ * read on its queue) into dst at dst_offset (of any context, written on
+ * dst_queue) through the ring: the read of chunk k+1 overlaps the write of
+ * chunk k. Blocking; ranges checked by the caller. On failure *call names
+ * the OpenCL call that failed. */
+cl_int kiln__staging_peer_copy(kiln_staging *staging, kiln_buffer *src,
+                               size_t src_offset, cl_command_queue dst_queue,
+                               kiln_buffer *dst, size_t dst_offset,
+                               size_t size, const char **call);
+
 /* ---- tracing (trace.c) ------------------------------------------------- */
 
 /* Whether KILN_TRACE names a file for this process (read once). */
@@ -227,6 +242,12 @@ uint64_t kiln__trace_now_ns(void);
 void kiln__trace_commands(const kiln_queue *queue, const char *cat,
                           const char *name, json_t *args, cl_event first,
                           cl_event last, uint64_t host_ns);
+
+/* kiln__trace_commands for an object that keeps only ctx and the OpenCL
+ * queue (a staging ring); same lane as the kiln queue around queue. */
+void kiln__trace_cl_commands(const kiln_context *ctx, cl_command_queue queue,
+                             const char *cat, const char *name, json_t *args,
+                             cl_event first, cl_event last, uint64_t host_ns);
 
 /* Trace host work on ctx's device (a program build) that began at
  * host_start_ns and ends now, on the host lane. Takes over args. */
