@@ -125,7 +125,9 @@ static void test_workspace_chunks(void **state) {
          BATCH(40, 1), .share_b = true),
   };
   kiln__gemm_set_workspace_limit(64 << 10);
+  kiln__gemm_set_skinny_max(0); /* the packed kernel for every shape */
   run_all(cases, sizeof cases / sizeof cases[0], false);
+  kiln__gemm_set_skinny_max(-1);
   kiln__gemm_set_workspace_limit(0);
 }
 
@@ -149,6 +151,7 @@ static void test_cpu_tiles(void **state) {
       GC(ROW, N, T, 9, 40, 23, 1.0f, 1.0f, KILN_BF16, PADS(0, 0, 0, 0, 0, 0),
          BATCH(3, 2)),
   };
+  kiln__gemm_set_skinny_max(0); /* these tiles are the packed kernel's */
   FOR_EACH_TEST_DEVICE(d) {
     kiln_context *ctx = NULL;
     kiln_queue *q = NULL;
@@ -170,6 +173,7 @@ static void test_cpu_tiles(void **state) {
     kiln__gemm_set_cpu_tile(0, 0, 0, 0);
     kiln_test_close(ctx, q);
   }
+  kiln__gemm_set_skinny_max(-1);
 }
 
 /* GFLOP/s of a 192^3 GEMM on ctx, warm (its kernels already built). */
@@ -278,6 +282,7 @@ static void test_bias_act_chunks(void **state) {
       GC(ROW, T, N, 29, 45, 300, 1.0f, 0.0f, KILN_F16, EPI(RELU, false, 0)),
   };
   kiln__gemm_set_workspace_limit(64 << 10);
+  kiln__gemm_set_skinny_max(0); /* m = 50 at k = 700 would not pack */
   run_all(cases, sizeof cases / sizeof cases[0], false);
   kiln__gemm_set_workspace_limit(0);
   FOR_EACH_TEST_DEVICE(d) {
@@ -295,6 +300,7 @@ static void test_bias_act_chunks(void **state) {
     }
     kiln_test_close(ctx, q);
   }
+  kiln__gemm_set_skinny_max(-1);
 }
 
 /* ---- bad input ----------------------------------------------------------- */
