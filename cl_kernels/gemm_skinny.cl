@@ -122,15 +122,11 @@ k_block(const uint rr, uint k, __global const T *a, ulong ars, ulong acs,
   for (uint r = 0; r < rr; r++)
 #pragma unroll
     for (uint cc = 0; cc < KJ; cc++)
-    {
-      /* Halving the vector: three vector additions and one scalar one,
-       * where a lane-by-lane tree costs about 30 instructions per output
-       * (as much as the dot product itself at k = 512). */
-      const float8 h8 = acc[r][cc].lo + acc[r][cc].hi;
-      const float4 h4 = h8.lo + h8.hi;
-      const float2 h2 = h4.lo + h4.hi;
-      s[r][cc] = h2.s0 + h2.s1;
-    }
+      /* Lane by lane (common.clh's fixed pairwise tree). Halving the
+       * vector with .lo/.hi compiles to the same few shuffles, but
+       * Oclgrind's uninitialised-value check takes the halves of an
+       * unoptimised swizzle for uninitialised. */
+      s[r][cc] = KILN_HTREE16(acc[r][cc], KILN_ADD);
   for (; p < k; p++) /* k % 16 steps left */
 #pragma unroll
     for (uint r = 0; r < rr; r++) {
