@@ -94,33 +94,19 @@ static void test_skinny_mixed(void **state) {
 }
 
 /* The narrow register blocks (devices without 16-float vectors: 2 x 2 dot
- * products, 4 rows of 16 columns) through the tile hook's vector width.
- * Only where the device's own profile is of the CPU family: each is a
- * program of its own, and Mesa's llvmpipe takes tens of seconds a program
- * (test_op_gemm.c's test_cpu_tiles says the same). */
+ * products, 4 rows of 16 columns) and the wide ones, through the tile
+ * hook's vector width, on CPU-family devices (run_cpu_family). */
 static void test_skinny_narrow(void **state) {
   (void)state;
   kiln__gemm_set_skinny_max(1000);
-  FOR_EACH_TEST_DEVICE(d) {
-    kiln_context *ctx = NULL;
-    kiln_queue *q = NULL;
-    kiln_test_open(d, &ctx, &q);
-    if (ctx->backend->tuning->family == KILN_FAMILY_CPU) {
-      static const unsigned widths[] = {4, 16};
-      for (size_t w = 0; w < 2; w++) {
-        const unsigned vw = widths[w];
-        kiln__gemm_set_cpu_tile(0, 0, vw, 0);
-        for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) {
-          char tag[96];
-          snprintf(tag, sizeof tag, "device %zu vw %u: mixed case %zu", d, vw,
-                   i);
-          run_case(ctx, q, &mixed[i], tag);
-        }
-      }
-      kiln__gemm_set_cpu_tile(0, 0, 0, 0);
-    }
-    kiln_test_close(ctx, q);
+  static const unsigned widths[] = {4, 16};
+  for (size_t w = 0; w < 2; w++) {
+    kiln__gemm_set_cpu_tile(0, 0, widths[w], 0);
+    char what[32];
+    snprintf(what, sizeof what, "vw %u: mixed", widths[w]);
+    run_cpu_family(mixed, sizeof mixed / sizeof mixed[0], what);
   }
+  kiln__gemm_set_cpu_tile(0, 0, 0, 0);
   kiln__gemm_set_skinny_max(-1);
 }
 
