@@ -88,6 +88,10 @@ const struct kiln_backend *kiln__backend_match(const struct kiln_backend_probe *
 /* The profile called name (case-insensitive), or NULL. */
 const struct kiln_backend *kiln__backend_find(const char *name);
 
+/* kiln's tuning database (tuning_db.c, which gives the format): text,
+ * read by the op library's tuning files (runtime/ops/ops_tuning_db.c). */
+extern const char kiln__tuning_database[];
+
 /* ---- shared facts for match() and the selector (recognise.c) ----------- */
 
 /* Who made the hardware. The vendor string wins over the vendor id because

@@ -16,7 +16,7 @@
       goto label;                                                              \
   } while (0)
 
-static const size_t widths[MLP_LAYERS + 1] = {784, 1024, 1024, 10};
+enum { INPUTS = 784, CLASSES = 10 };
 
 static kiln_status make(kiln_context *ctx, size_t elems, size_t elem_size,
                         kiln_buffer **out) {
@@ -24,8 +24,9 @@ static kiln_status make(kiln_context *ctx, size_t elems, size_t elem_size,
 }
 
 kiln_status mlp_create(kiln_context *ctx, kiln_queue *queue, size_t batch,
-                       kiln_dtype act_dtype, mlp **out) {
+                       size_t hidden, kiln_dtype act_dtype, mlp **out) {
   kiln_status st = KILN_OK;
+  const size_t widths[MLP_LAYERS + 1] = {INPUTS, hidden, hidden, CLASSES};
   mlp *m = calloc(1, sizeof *m);
   if (!m)
     return KILN_ERR_OUT_OF_HOST_MEMORY;
@@ -61,7 +62,7 @@ kiln_status mlp_create(kiln_context *ctx, kiln_queue *queue, size_t batch,
     TRY(make(ctx, m->nparams, lp, &m->params_lp), fail);
     for (int l = 0; l < MLP_LAYERS - 1; l++)
       TRY(make(ctx, batch * m->layer[l].out, lp, &m->h_lp[l]), fail);
-    TRY(make(ctx, batch * widths[0], lp, &m->x_lp), fail);
+    TRY(make(ctx, batch * INPUTS, lp, &m->x_lp), fail);
     TRY(make(ctx, batch * widest, lp, &m->d_lp), fail);
   }
   *out = m;
@@ -135,7 +136,7 @@ kiln_status mlp_forward(mlp *m, size_t rows, kiln_buffer *x, size_t x_offset,
   /* The wait list (the batch's upload, on another queue) goes to the first
    * op; the queue is in order, so every later op follows it. */
   if (dt == KILN_BF16) {
-    TRY(kiln_cast(q, rows * widths[0], KILN_F32, x, x_offset, KILN_BF16,
+    TRY(kiln_cast(q, rows * INPUTS, KILN_F32, x, x_offset, KILN_BF16,
                   m->x_lp, 0, num_wait, wait_list, NULL),
         done);
     num_wait = 0;

@@ -1,5 +1,6 @@
 /* mlp.h: the multilayer perceptron that train_fashion_mnist.c trains
- * (784 -> 1024 -> 1024 -> 10, ReLU), on one kiln queue.
+ * (784 -> H -> H -> 10, ReLU; H = 1024 unless --hidden says otherwise), on
+ * one kiln queue.
  *
  * Layout, chosen so that data-parallel training (one allreduce of the
  * gradients per step) and a comparison with PyTorch stay simple:
@@ -59,10 +60,14 @@ typedef struct mlp {
   kiln_buffer *scratch;        /* f32, a few scalars */
 } mlp;
 
-/* Create the model's buffers for batches of up to `batch` rows. act_dtype
- * KILN_F32 or KILN_BF16. Returns a kiln status; the last error says why. */
+/* The hidden width of the full-size network (the README's figures). */
+enum { MLP_HIDDEN = 1024 };
+
+/* Create the model's buffers for batches of up to `batch` rows, with two
+ * hidden layers of `hidden` units. act_dtype KILN_F32 or KILN_BF16.
+ * Returns a kiln status; the last error says why. */
 kiln_status mlp_create(kiln_context *ctx, kiln_queue *queue, size_t batch,
-                       kiln_dtype act_dtype, mlp **out);
+                       size_t hidden, kiln_dtype act_dtype, mlp **out);
 void mlp_destroy(mlp *m);
 
 /* Initialise the parameters from seed (nn.Linear's default: W and b

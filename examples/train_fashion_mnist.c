@@ -4,8 +4,8 @@
  *
  *   train_fashion_mnist [--device SEL] [--epochs N] [--precision f32|bf16]
  *                       [--optimizer adamw|sgd] [--lr X] [--weight-decay X]
- *                       [--batch N] [--seed N] [--data DIR] [--limit N]
- *                       [--test-limit N]
+ *                       [--batch N] [--hidden N] [--seed N] [--data DIR]
+ *                       [--limit N] [--test-limit N]
  *                       [--steps N] [--print-losses] [--export DIR]
  *                       [--bench-infer RUNS] [--expect-accuracy PCT]
  *
@@ -17,7 +17,10 @@
  * batch and a second queue uploads it (two input slots, ordered by events),
  * so the compute queue never waits for a transfer it could have overlapped.
  *
- * --steps N stops after N steps in all; --export DIR writes the initial
+ * --hidden N gives both hidden layers N units instead of 1024: a small
+ * network for slow devices (the PoCL-against-rusticl test uses 64, where
+ * Mesa's llvmpipe takes about a minute a step at full size). --steps N stops
+ * after N steps in all; --export DIR writes the initial
  * weights (init.f32: every parameter, mlp.h's layout), the batch order
  * (order.u32: the example indexes of each step used, in order) and the final
  * weights (final.f32), which examples/torch_side_by_side.py reads to train the
@@ -59,7 +62,7 @@ typedef struct options {
   int epochs;
   kiln_dtype precision;
   mlp_hyper hyper;
-  size_t batch, limit, test_limit, max_steps, bench_runs;
+  size_t batch, hidden, limit, test_limit, max_steps, bench_runs;
   uint64_t seed;
   bool print_losses;
   double expect_accuracy;
@@ -77,7 +80,7 @@ static int usage(const char *why) {
           "usage: train_fashion_mnist [--device SEL] [--epochs N] "
           "[--precision f32|bf16]\n"
           "  [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--batch N]\n"
-          "  [--seed N] [--data DIR]"
+          "  [--hidden N] [--seed N] [--data DIR]"
           " [--limit N] [--test-limit N] [--steps N] [--print-losses] "
           "[--export DIR]\n"
           "  [--bench-infer RUNS] [--expect-accuracy PCT]\n",
@@ -113,6 +116,7 @@ static int parse_args(int argc, char **argv, options *o) {
                            .momentum = 0.9f, .beta1 = 0.9f, .beta2 = 0.999f,
                            .eps = 1e-8f, .weight_decay = 0.0f},
                  .batch = 256,
+                 .hidden = MLP_HIDDEN,
                  .seed = 42};
   bool lr_given = false;
   for (int i = 1; i < argc; i++) {
@@ -150,6 +154,9 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--batch") && parse_size(v, &n) && n >= 1 &&
                n <= 65536)
       o->batch = n;
+    else if (!strcmp(a, "--hidden") && parse_size(v, &n) && n >= 1 &&
+             n <= 65536)
+      o->hidden = n;
     else if (!strcmp(a, "--seed") && parse_size(v, &n))
       o->seed = n;
     else if (!strcmp(a, "--limit") && parse_size(v, &n))
@@ -388,7 +395,7 @@ int main(int argc, char **argv) {
   TRY(dp_context(par, o.device, &r.ctx), kiln_fail);
   TRY(kiln_queue_create(r.ctx, 0, &r.q), kiln_fail);
   TRY(kiln_queue_create(r.ctx, 0, &r.upload), kiln_fail);
-  TRY(mlp_create(r.ctx, r.q, B, o.precision, &r.model), kiln_fail);
+  TRY(mlp_create(r.ctx, r.q, B, o.hidden, o.precision, &r.model), kiln_fail);
   for (int s = 0; s < 2; s++) {
     TRY(kiln_buffer_create(r.ctx, B * FMNIST_PIXELS * 4, KILN_MEM_READ_ONLY,
                            &r.x[s]), kiln_fail);
@@ -440,12 +447,12 @@ int main(int argc, char **argv) {
   }
 
   if (root)
-    printf("train_fashion_mnist: %s, %s, %s lr %g, weight decay %g, batch %zu, %zu training and "
+    printf("train_fashion_mnist: %s, %s, %s lr %g, weight decay %g, batch %zu, hidden %zu, %zu training and "
          "%zu test examples, %zu steps per epoch, seed %" PRIu64 "\n",
          kiln_context_device_info(r.ctx)->name,
          kiln_dtype_name(o.precision),
          o.hyper.optimizer == MLP_SGD ? "sgd (momentum 0.9)" : "adamw",
-         (double)o.hyper.lr, (double)o.hyper.weight_decay, B, train.count, test.count, steps_per_epoch,
+         (double)o.hyper.lr, (double)o.hyper.weight_decay, B, o.hidden, train.count, test.count, steps_per_epoch,
          o.seed);
   const bool bar = root && isatty(STDERR_FILENO);
   double accuracy = 0.0, last_loss = NAN, epoch_s = 0.0;

@@ -230,6 +230,27 @@ static void run_all(const struct gcase *cases, size_t count, bool other) {
   }
 }
 
+/* Run cases on every test device whose own profile is of the CPU family
+ * (tests of that family's knobs, forced through the test hooks), tagging
+ * failures with what. Elsewhere the forced CPU family of run_all covers
+ * the same code, and each knob setting is a program of its own, which
+ * Mesa's llvmpipe takes 20-45 s to compile. */
+static inline void run_cpu_family(const struct gcase *cases, size_t count,
+                                  const char *what) {
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx = NULL;
+    kiln_queue *q = NULL;
+    kiln_test_open(d, &ctx, &q);
+    if (ctx->backend->tuning->family == KILN_FAMILY_CPU)
+      for (size_t i = 0; i < count; i++) {
+        char tag[160];
+        snprintf(tag, sizeof tag, "device %zu %s: case %zu", d, what, i);
+        run_case(ctx, q, &cases[i], tag);
+      }
+    kiln_test_close(ctx, q);
+  }
+}
+
 /* A case: the leading fields positionally (the dtype last of them), the
  * rest designated. */
 #define GC(L, A, B, M, N_, K, AL, BE, ...)                                     \

@@ -26,6 +26,21 @@ void kiln_test_close(kiln_context *ctx, kiln_queue *queue) {
   assert_kiln_ok(kiln_context_destroy(ctx));
 }
 
+bool kiln_test_trace_to(const char *name, char *path, size_t size) {
+  const char *dir = getenv("KILN_CACHE_DIR");
+  snprintf(path, size, "%s%s%s", dir != NULL ? dir : "",
+           dir != NULL ? "/" : "", name);
+  if (dir != NULL) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    if (system(cmd) != 0)
+      return false;
+  }
+  remove(path);
+  setenv("KILN_TRACE", path, 1);
+  return true;
+}
+
 void kiln_test_fill_random(float *data, size_t count, float lo, float hi,
                            uint32_t seed) {
   uint32_t state = seed ? seed : 1u;

@@ -53,6 +53,13 @@ void kiln_test_open(size_t index, kiln_context **ctx, kiln_queue **queue);
  * shows up as KILN_ERR_BUSY). */
 void kiln_test_close(kiln_context *ctx, kiln_queue *queue);
 
+/* Point KILN_TRACE at a fresh file name under the test's cache directory
+ * (KILN_CACHE_DIR when meson gives one, else the working directory) and
+ * put its path in path. KILN_TRACE is read once per process: call from
+ * main() before anything runs. Returns false when the directory cannot be
+ * made. */
+bool kiln_test_trace_to(const char *name, char *path, size_t size);
+
 /* Run a cmocka group over the devices under test. Tests that need no device
  * still run when there is none. Returns the process exit status. */
 int kiln_test_run(const char *group, const struct CMUnitTest *tests,

@@ -150,7 +150,7 @@ static void test_profiles_complete(void **state) {
       KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE | KILN_QUIRK_LEGACY_QUEUE_CREATE |
       KILN_QUIRK_COARSE_PROFILING | KILN_QUIRK_LAZY_PROGRAM_BINARY |
       KILN_QUIRK_FINISH_SKIPS_FLUSHED | KILN_QUIRK_LOOP_LIMIT_65535 |
-      KILN_QUIRK_SPURIOUS_BUILD_FAILURE;
+      KILN_QUIRK_SPURIOUS_BUILD_FAILURE | KILN_QUIRK_SLOW_COMMAND_BUFFER;
   for (size_t i = 0; i < kiln__backend_count; i++) {
     const struct kiln_backend *b = kiln__backends[i];
     assert_non_null(b->name);
@@ -186,7 +186,8 @@ static void test_profile_facts(void **state) {
                                      KILN_QUIRK_NO_MAD_FUSION |
                                      KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE |
                                      KILN_QUIRK_LAZY_PROGRAM_BINARY |
-                                     KILN_QUIRK_SPURIOUS_BUILD_FAILURE);
+                                     KILN_QUIRK_SPURIOUS_BUILD_FAILURE |
+                                     KILN_QUIRK_SLOW_COMMAND_BUFFER);
   assert_int_equal(pocl->tuning->family, KILN_FAMILY_CPU);
   assert_int_equal(kiln__backend_find("nvidia")->wg_multiple, 32);
   assert_int_equal(kiln__backend_find("amd")->wg_multiple, 64);

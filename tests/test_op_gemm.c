@@ -125,7 +125,9 @@ static void test_workspace_chunks(void **state) {
          BATCH(40, 1), .share_b = true),
   };
   kiln__gemm_set_workspace_limit(64 << 10);
+  kiln__gemm_set_skinny_max(0); /* the packed kernel for every shape */
   run_all(cases, sizeof cases / sizeof cases[0], false);
+  kiln__gemm_set_skinny_max(-1);
   kiln__gemm_set_workspace_limit(0);
 }
 
@@ -149,27 +151,17 @@ static void test_cpu_tiles(void **state) {
       GC(ROW, N, T, 9, 40, 23, 1.0f, 1.0f, KILN_BF16, PADS(0, 0, 0, 0, 0, 0),
          BATCH(3, 2)),
   };
-  FOR_EACH_TEST_DEVICE(d) {
-    kiln_context *ctx = NULL;
-    kiln_queue *q = NULL;
-    kiln_test_open(d, &ctx, &q);
-    if (ctx->backend->tuning->family != KILN_FAMILY_CPU) {
-      kiln_test_close(ctx, q);
-      continue;
-    }
-    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
-      kiln__gemm_set_cpu_tile(tiles[t][0], tiles[t][1], tiles[t][2],
-                              tiles[t][3]);
-      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char tag[96];
-        snprintf(tag, sizeof tag, "device %zu tile %ux%u vw %u kc %u case %zu",
-                 d, tiles[t][0], tiles[t][1], tiles[t][2], tiles[t][3], i);
-        run_case(ctx, q, &cases[i], tag);
-      }
-    }
-    kiln__gemm_set_cpu_tile(0, 0, 0, 0);
-    kiln_test_close(ctx, q);
+  kiln__gemm_set_skinny_max(0); /* these tiles are the packed kernel's */
+  for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+    kiln__gemm_set_cpu_tile(tiles[t][0], tiles[t][1], tiles[t][2],
+                            tiles[t][3]);
+    char what[64];
+    snprintf(what, sizeof what, "tile %ux%u vw %u kc %u", tiles[t][0],
+             tiles[t][1], tiles[t][2], tiles[t][3]);
+    run_cpu_family(cases, sizeof cases / sizeof cases[0], what);
   }
+  kiln__gemm_set_cpu_tile(0, 0, 0, 0);
+  kiln__gemm_set_skinny_max(-1);
 }
 
 /* GFLOP/s of a 192^3 GEMM on ctx, warm (its kernels already built). */
@@ -278,23 +270,13 @@ static void test_bias_act_chunks(void **state) {
       GC(ROW, T, N, 29, 45, 300, 1.0f, 0.0f, KILN_F16, EPI(RELU, false, 0)),
   };
   kiln__gemm_set_workspace_limit(64 << 10);
+  kiln__gemm_set_skinny_max(0); /* m = 50 at k = 700 would not pack */
   run_all(cases, sizeof cases / sizeof cases[0], false);
   kiln__gemm_set_workspace_limit(0);
-  FOR_EACH_TEST_DEVICE(d) {
-    kiln_context *ctx = NULL;
-    kiln_queue *q = NULL;
-    kiln_test_open(d, &ctx, &q);
-    if (ctx->backend->tuning->family == KILN_FAMILY_CPU) {
-      kiln__gemm_set_cpu_tile(3, 4, 4, 16);
-      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char tag[96];
-        snprintf(tag, sizeof tag, "device %zu kc 16: epilogue case %zu", d, i);
-        run_case(ctx, q, &cases[i], tag);
-      }
-      kiln__gemm_set_cpu_tile(0, 0, 0, 0);
-    }
-    kiln_test_close(ctx, q);
-  }
+  kiln__gemm_set_cpu_tile(3, 4, 4, 16);
+  run_cpu_family(cases, sizeof cases / sizeof cases[0], "kc 16: epilogue");
+  kiln__gemm_set_cpu_tile(0, 0, 0, 0);
+  kiln__gemm_set_skinny_max(-1);
 }
 
 /* ---- bad input ----------------------------------------------------------- */

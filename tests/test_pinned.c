@@ -1,8 +1,11 @@
 /* Pinned host memory and staged transfers: byte-exact at sizes 0, 1,
  * primes, non-multiples of the chunk and sizes larger than the ring, at
- * offsets; bad inputs refused before anything is enqueued. */
+ * offsets; bad inputs refused before anything is enqueued; each chunk of a
+ * staged copy traced under KILN_TRACE (set in main). */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 
@@ -159,8 +162,81 @@ static void test_staging_sizes(void **state) {
   }
 }
 
+static char trace_path[512];
+
+/* The chunks traced as name: their count, and their bytes and offsets
+ * summed. */
+struct traced {
+  size_t count;
+  double bytes, offsets;
+};
+
+static struct traced traced_chunks(const char *name) {
+  struct traced t = {0, 0, 0};
+  json_error_t err;
+  json_t *all = json_load_file(trace_path, 0, &err);
+  if (all == NULL)
+    return t;
+  size_t i;
+  json_t *ev;
+  json_array_foreach(all, i, ev) {
+    const char *cat = json_string_value(json_object_get(ev, "cat"));
+    const char *n = json_string_value(json_object_get(ev, "name"));
+    if (cat == NULL || n == NULL || strcmp(cat, "kiln.transfer") != 0 ||
+        strcmp(n, name) != 0)
+      continue;
+    json_t *args = json_object_get(ev, "args");
+    t.count++;
+    t.bytes += json_number_value(json_object_get(args, "bytes"));
+    t.offsets += json_number_value(json_object_get(args, "offset"));
+  }
+  json_decref(all);
+  return t;
+}
+
+/* 4500 bytes at offset 10 through 1000-byte chunks: five chunk events
+ * (offsets 10, 1010, .. 4010) for the write, three for a 2500-byte read.
+ * Events are written from completion callbacks, so the file is read until
+ * they are all there (at most 5 s). */
+static void test_staging_trace(void **state) {
+  (void)state;
+  kiln_context *ctx;
+  kiln_queue *queue;
+  kiln_test_open(0, &ctx, &queue);
+  kiln_staging *s;
+  assert_kiln_ok(kiln_staging_create(queue, 1000, 2, &s));
+  kiln_buffer *b;
+  assert_kiln_ok(kiln_buffer_create(ctx, 5000, 0, &b));
+  static unsigned char data[4500], back[2500];
+  fill(data, sizeof data, 7);
+  assert_kiln_ok(kiln_staging_write(s, b, 10, sizeof data, data));
+  assert_kiln_ok(kiln_staging_read(s, b, 10, sizeof back, back));
+  assert_memory_equal(back, data, sizeof back);
+  assert_kiln_ok(kiln_buffer_destroy(b));
+  assert_kiln_ok(kiln_staging_destroy(s));
+  kiln_test_close(ctx, queue);
+  struct traced w = {0, 0, 0}, r = {0, 0, 0};
+  for (int tries = 0; tries < 500 && (w.count < 5 || r.count < 3); tries++) {
+    w = traced_chunks("kiln_staging_write");
+    r = traced_chunks("kiln_staging_read");
+    if (w.count < 5 || r.count < 3)
+      nanosleep(&(struct timespec){0, 10000000}, NULL);
+  }
+  assert_int_equal(w.count, 5);
+  assert_true(w.bytes == 4500.0);
+  assert_true(w.offsets == 10.0 + 1010.0 + 2010.0 + 3010.0 + 4010.0);
+  assert_int_equal(r.count, 3);
+  assert_true(r.bytes == 2500.0);
+  assert_true(r.offsets == 10.0 + 1010.0 + 2010.0);
+}
+
 int main(void) {
+  if (!kiln_test_trace_to("pinned-trace.json", trace_path,
+                          sizeof trace_path))
+    return 1;
+  /* The trace test first: it counts every staged chunk in the file. */
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_staging_trace),
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_pinned_roundtrip),
       cmocka_unit_test(test_staging_sizes),

@@ -22,6 +22,28 @@ static kiln_pool_stats stats_of(kiln_pool *pool) {
   return s;
 }
 
+/* A write of data (size bytes) to buffer on queue, held back by a user
+ * event until the test opens the gate (open_gate): a command that stays
+ * pending as long as the test likes. *done (may be NULL) gets its event. */
+static cl_event gated_write(kiln_context *ctx, kiln_queue *queue,
+                            kiln_buffer *buffer, const void *data, size_t size,
+                            cl_event *done) {
+  cl_int err;
+  cl_event gate = clCreateUserEvent(kiln_context_cl_context(ctx), &err);
+  assert_int_equal(err, CL_SUCCESS);
+  assert_int_equal(clEnqueueWriteBuffer(kiln_queue_cl_queue(queue),
+                                        kiln_buffer_cl_mem(buffer), CL_FALSE,
+                                        0, size, data, 1, &gate, done),
+                   CL_SUCCESS);
+  clFlush(kiln_queue_cl_queue(queue));
+  return gate;
+}
+
+static void open_gate(cl_event gate) {
+  assert_int_equal(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+  clReleaseEvent(gate);
+}
+
 static void test_bad_inputs(void **state) {
   (void)state;
   kiln_context *ctx;
@@ -130,6 +152,15 @@ static void test_reuse_and_stats(void **state) {
     /* The block is the same memory: what was written through a is there. */
     assert_kiln_ok(kiln_buffer_read_sync(queue, b, 0, 900, out));
     assert_memory_equal(in, out, 900);
+    /* Handed out again, the block's buffer has this request's size and
+     * access: read-only refuses an op's output, and 900 bytes are all. */
+    assert_int_equal(kiln_buffer_size(b), 900);
+    assert_kiln_status(
+        kiln_scale(queue, KILN_F32, 225, 2.0f, b, 0, 0, NULL, NULL),
+        KILN_ERR_INVALID_ARGUMENT);
+    assert_last_error_contains("KILN_MEM_READ_ONLY");
+    assert_kiln_status(kiln_buffer_read_sync(queue, b, 0, 901, out),
+                       KILN_ERR_OUT_OF_RANGE);
 
     /* A view of a pooled buffer works and keeps it alive. */
     kiln_buffer *view;
@@ -177,17 +208,10 @@ static void test_pending_command_blocks_reuse(void **state) {
     cl_mem a_mem = kiln_buffer_cl_mem(a);
 
     /* A write held back by a user event: pending until the test says. */
-    cl_int err;
-    cl_event gate = clCreateUserEvent(kiln_context_cl_context(ctx), &err);
-    assert_int_equal(err, CL_SUCCESS);
     static unsigned char data[4096];
     for (size_t i = 0; i < sizeof data; i++)
       data[i] = (unsigned char)(i ^ 0x5a);
-    assert_int_equal(clEnqueueWriteBuffer(kiln_queue_cl_queue(queue), a_mem,
-                                          CL_FALSE, 0, sizeof data, data, 1,
-                                          &gate, NULL),
-                     CL_SUCCESS);
-    clFlush(kiln_queue_cl_queue(queue));
+    cl_event gate = gated_write(ctx, queue, a, data, sizeof data, NULL);
     assert_kiln_ok(kiln_buffer_destroy(a));
 
     kiln_buffer *b[3];
@@ -204,8 +228,7 @@ static void test_pending_command_blocks_reuse(void **state) {
     /* Once the gate opens and the queue finishes, a's fence is done; a
      * request of another class then fences b's blocks (one fence is in
      * flight at a time), and after another finish all four come back. */
-    assert_int_equal(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
-    clReleaseEvent(gate);
+    open_gate(gate);
     assert_kiln_ok(kiln_queue_finish(queue));
     kiln_buffer *odd;
     assert_kiln_ok(kiln_pool_alloc(pool, 100, 0, &odd));
@@ -246,17 +269,11 @@ static void test_release_after_other_queue(void **state) {
     kiln_buffer *a;
     assert_kiln_ok(kiln_pool_alloc(pool, 2048, 0, &a));
     cl_mem a_mem = kiln_buffer_cl_mem(a);
-    cl_int err;
-    cl_event gate = clCreateUserEvent(kiln_context_cl_context(ctx), &err);
-    assert_int_equal(err, CL_SUCCESS);
     static unsigned char data[2048];
     memset(data, 0x3c, sizeof data);
     cl_event write_done;
-    assert_int_equal(clEnqueueWriteBuffer(kiln_queue_cl_queue(other), a_mem,
-                                          CL_FALSE, 0, sizeof data, data, 1,
-                                          &gate, &write_done),
-                     CL_SUCCESS);
-    clFlush(kiln_queue_cl_queue(other));
+    cl_event gate =
+        gated_write(ctx, other, a, data, sizeof data, &write_done);
     kiln_event *ev;
     assert_kiln_ok(kiln__event_wrap(other, write_done, &ev));
     assert_kiln_ok(kiln_pool_release_after(pool, a, 1, &ev));
@@ -269,8 +286,7 @@ static void test_release_after_other_queue(void **state) {
     }
     assert_kiln_ok(kiln_buffer_destroy(b[0]));
     assert_kiln_ok(kiln_buffer_destroy(b[1]));
-    assert_int_equal(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
-    clReleaseEvent(gate);
+    open_gate(gate);
     assert_kiln_ok(kiln_queue_finish(other));
     assert_kiln_ok(kiln_queue_finish(home));
     kiln_buffer *c;
@@ -438,19 +454,8 @@ static void test_trace(void **state) {
 }
 
 int main(void) {
-  /* KILN_TRACE is read once per process: set before anything runs, into
-   * the test's own cache directory when meson gives one. */
-  const char *dir = getenv("KILN_CACHE_DIR");
-  snprintf(trace_path, sizeof trace_path, "%s%spool-trace.json",
-           dir != NULL ? dir : "", dir != NULL ? "/" : "");
-  if (dir != NULL) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-    if (system(cmd) != 0)
-      return 1;
-  }
-  remove(trace_path);
-  setenv("KILN_TRACE", trace_path, 1);
+  if (!kiln_test_trace_to("pool-trace.json", trace_path, sizeof trace_path))
+    return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_reuse_and_stats),

@@ -10,12 +10,16 @@
  * force the GPU family, as the GEMM tests do on CPUs. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 #include "tune.h"
 
 struct hook_state {
   char wrong[KILN_TUNING_TEXT_CAPACITY]; /* the injected candidate */
+  /* The candidate whose build is made slow, "" for none, and by how much. */
+  char slow[KILN_TUNING_TEXT_CAPACITY];
+  double slow_s;
   bool corrupt;                          /* make its results wrong */
   int corrupted;                         /* times it was made wrong */
   int timed; /* times it was timed: only after passing the gate */
@@ -41,7 +45,41 @@ static double time_scale(void *user, const char *params) {
   return 1e-6;
 }
 
-static void search(bool corrupt, tune_result *r, struct hook_state *h) {
+static void before_build(void *user, const char *params) {
+  struct hook_state *h = user;
+  if (h->slow[0] != '\0' && strcmp(params, h->slow) == 0) {
+    struct timespec ts = {(time_t)h->slow_s,
+                          (long)((h->slow_s - (double)(time_t)h->slow_s) * 1e9)};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Destroy ctx once a build given up on has returned (KILN_ERR_BUSY until
+ * then), waiting at most 30 s. */
+static void destroy_when_idle(kiln_context *ctx) {
+  kiln_status s = KILN_ERR_BUSY;
+  for (int i = 0; i < 3000 && s == KILN_ERR_BUSY; i++) {
+    s = kiln_context_destroy(ctx);
+    if (s == KILN_ERR_BUSY) {
+      struct timespec ts = {0, 10000000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  assert_kiln_ok(s);
+}
+
+/* The default with SWITCH=value. */
+static void with_switch(const char *params, unsigned value, char *out,
+                        size_t size) {
+  const char *sw = strstr(params, "SWITCH=0");
+  assert_non_null(sw);
+  assert_int_equal(sw[8], '\0');
+  snprintf(out, size, "%.*sSWITCH=%u", (int)(sw - params), params, value);
+}
+
+static void search_jobs(bool corrupt, tune_result *r, struct hook_state *h,
+                        unsigned jobs, const char *const *knobs,
+                        size_t nknobs) {
   kiln_context *ctx = NULL;
   kiln_queue *q = NULL;
   kiln_context_options opts = {.profile = "nvidia"};
@@ -51,38 +89,45 @@ static void search(bool corrupt, tune_result *r, struct hook_state *h) {
   assert_kiln_ok(kiln_tuning_set(ctx, "gemm", NULL));
   assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm", &info));
   /* The wrong candidate: the default (SWITCH=0, last) with SWITCH=64. */
-  char *sw = strstr(info.params, "SWITCH=0");
-  assert_non_null(sw);
-  assert_int_equal(sw[8], '\0');
-  snprintf(h->wrong, sizeof h->wrong, "%.*sSWITCH=64",
-           (int)(sw - info.params), info.params);
+  with_switch(info.params, 64, h->wrong, sizeof h->wrong);
   assert_kiln_ok(kiln_tuning_check(ctx, "gemm", h->wrong, NULL, 0));
   h->corrupt = corrupt;
   h->corrupted = 0;
   h->timed = 0;
-  tune_hooks hooks = {after_gemm, time_scale, h};
+  tune_hooks hooks = {after_gemm, time_scale, h, before_build};
   tune_options o;
   memset(&o, 0, sizeof o);
   o.sizes[0][0] = o.sizes[0][1] = o.sizes[0][2] = 64;
   o.nsizes = 1;
   o.budget_s = 600;
   o.seed = 1;
-  o.exhaustive_max = 16;
-  o.knobs[0] = "SWITCH";
-  o.nknobs = 1;
+  o.exhaustive_max = 64;
+  for (size_t i = 0; i < nknobs; i++)
+    o.knobs[i] = knobs[i];
+  o.nknobs = nknobs;
   o.hooks = &hooks;
+  o.jobs = jobs;
+  o.compile_timeout_s = h->slow[0] ? 0.5 : 0.0;
   char why[512];
   if (!tune_gemm(ctx, q, &o, r, why, sizeof why))
     fail_msg("tune_gemm: %s", why);
   assert_true(r->exhaustive);
-  assert_int_equal(r->tried + r->skipped, 4); /* the other SWITCH values */
+  if (nknobs == 1) /* the other SWITCH values */
+    assert_int_equal(r->tried + r->skipped, 4);
   /* What the search leaves set is its best. */
   assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm", &info));
   assert_string_equal(info.source, "set");
   assert_string_equal(info.params, r->best_params);
   assert_kiln_ok(kiln_tuning_set(ctx, "gemm", NULL));
   assert_kiln_ok(kiln_queue_destroy(q));
-  assert_kiln_ok(kiln_context_destroy(ctx));
+  destroy_when_idle(ctx);
+}
+
+static const char *const switch_only[] = {"SWITCH"};
+
+static void search(bool corrupt, tune_result *r, struct hook_state *h) {
+  h->slow[0] = '\0';
+  search_jobs(corrupt, r, h, 1, switch_only, 1);
 }
 
 static void test_gate_rejects_wrong(void **state) {
@@ -107,10 +152,64 @@ static void test_control_wins_when_correct(void **state) {
   assert_string_equal(r.best_params, h.wrong);
 }
 
+/* Builds ahead on 3 threads, over a space whose candidates are distinct
+ * programs (KWI is a build option), give the same verdicts as one
+ * thread: the same candidates tried, skipped, rejected by the gate (the
+ * injected wrong one), and the same winner (made fastest by the hook). */
+static void test_parallel_builds_same_verdicts(void **state) {
+  (void)state;
+  static const char *const knobs[] = {"SWITCH", "KWI"};
+  tune_result one, three;
+  struct hook_state h;
+  memset(&h, 0, sizeof h);
+  search_jobs(true, &one, &h, 1, knobs, 2);
+  const int corrupted_one = h.corrupted;
+  search_jobs(true, &three, &h, 3, knobs, 2);
+  assert_int_equal(one.tried, three.tried);
+  assert_int_equal(one.skipped, three.skipped);
+  assert_int_equal(one.rejected_gate, three.rejected_gate);
+  assert_int_equal(one.rejected_timeout, 0);
+  assert_int_equal(three.rejected_timeout, 0);
+  assert_true(one.rejected_gate >= 1);
+  assert_int_equal(corrupted_one, h.corrupted);
+  assert_string_not_equal(one.best_params, h.wrong);
+  assert_string_not_equal(three.best_params, h.wrong);
+}
+
+/* A candidate whose build runs past the compile timeout (the hook holds it
+ * for 3 s, the timeout is 0.5 s) is rejected as such and the search goes
+ * on without it: every other candidate is still tried, and the context
+ * cannot be destroyed (KILN_ERR_BUSY) until the held build has returned. */
+static void test_compile_timeout(void **state) {
+  (void)state;
+  struct hook_state h;
+  memset(&h, 0, sizeof h);
+  kiln_context *ctx = NULL;
+  kiln_context_options opts = {.profile = "nvidia"};
+  assert_kiln_ok(kiln_context_create(kiln_test_device(0), &opts, &ctx));
+  kiln_tuning_info info;
+  assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm", &info));
+  /* The last candidate (odometer order), so that its rejection is the
+   * last one recorded. */
+  with_switch(info.params, 512, h.slow, sizeof h.slow);
+  assert_kiln_ok(kiln_context_destroy(ctx));
+  h.slow_s = 3.0;
+  tune_result r;
+  search_jobs(false, &r, &h, 2, switch_only, 1);
+  assert_int_equal(r.rejected_timeout, 1);
+  assert_int_equal(r.rejected_gate, 0);
+  assert_int_equal(r.tried, 4);
+  assert_non_null(strstr(r.last_rejection, "compile timeout"));
+  assert_non_null(strstr(r.last_rejection, "SWITCH=512"));
+  assert_string_not_equal(r.best_params, h.slow);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gate_rejects_wrong),
       cmocka_unit_test(test_control_wins_when_correct),
+      cmocka_unit_test(test_parallel_builds_same_verdicts),
+      cmocka_unit_test(test_compile_timeout),
   };
   return KILN_TEST_RUN("tune_gate", tests, true);
 }

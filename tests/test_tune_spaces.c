@@ -63,7 +63,7 @@ static void search(const char *op_name, const char *knob, const char *from,
   h->corrupt = corrupt;
   h->corrupted = 0;
   h->timed = 0;
-  tune_hooks hooks = {after_op, time_scale, h};
+  tune_hooks hooks = {after_op, time_scale, h, NULL};
   tune_options o;
   memset(&o, 0, sizeof o);
   o.sizes[0][0] = o.sizes[0][1] = o.sizes[0][2] = size;

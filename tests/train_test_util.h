@@ -42,6 +42,20 @@ static inline double train_fd(double (*f)(double), double x) {
   return (f(x + h) - f(x - h)) / (2 * h);
 }
 
+/* Finite differences of f at every element of x (n of them), in double. */
+static inline void train_fd_grad(double (*f)(const double *), double *x,
+                                 size_t n, double *g) {
+  for (size_t i = 0; i < n; i++) {
+    double keep = x[i], h = 1e-6 * (1 + fabs(keep));
+    x[i] = keep + h;
+    double fp = f(x);
+    x[i] = keep - h;
+    double fm = f(x);
+    x[i] = keep;
+    g[i] = (fp - fm) / (2 * h);
+  }
+}
+
 /* A host array of count labels in [0, classes) as u32 or i32. */
 static inline void *train_labels(kiln_dtype dt, size_t count, size_t classes,
                                  uint32_t seed) {

@@ -57,6 +57,11 @@ typedef enum kiln_quirk {
    * builds, 3 in 64 runs of `kiln demo`, 8 processes at a time): kiln
    * builds again, at most twice, and notes it in the cache diagnostic. */
   KILN_QUIRK_SPURIOUS_BUILD_FAILURE = 1u << 8,
+  /* cl_khr_command_buffer is offered but a recorded sequence replays
+   * slower through it than as a list of enqueues (PoCL 3.1: 1.2-2x as
+   * long for 100 small kernels): kiln_sequence_begin with flags 0 replays
+   * the prepared list. */
+  KILN_QUIRK_SLOW_COMMAND_BUFFER = 1u << 9,
 } kiln_quirk;
 
 /* What kiln knows about one device. Strings are never NULL ("" when the

@@ -7,10 +7,11 @@
  * sizes). kiln_sequence_replay then enqueues them all, in order, on that
  * queue, from a prepared list of kernels whose arguments are already set:
  * one kiln call instead of one per op, with no argument checks and no
- * kernel lookups. With KILN_SEQUENCE_COMMAND_BUFFER, the launches go into
- * one cl_khr_command_buffer where the device offers it with simultaneous
- * use. Not the default: PoCL 3.1 offers it, and replays through it took
- * 3.3x as long as the prepared list (README, "Moving data").
+ * kernel lookups. Where the device offers cl_khr_command_buffer with
+ * simultaneous use, the launches go into one command buffer instead,
+ * unless the device's profile has KILN_QUIRK_SLOW_COMMAND_BUFFER (PoCL 3.1,
+ * whose command buffers replayed in 1.2-2x the time of the prepared list:
+ * README, "Moving data"); the flags below override the profile.
  *
  * Arguments that change from one replay to the next: kiln_sequence_set_arg_*
  * replace an argument of one recorded kiln_kernel_launch (launch numbers
@@ -38,12 +39,17 @@ typedef struct kiln_sequence kiln_sequence;
 
 enum {
   /* Replay through a cl_khr_command_buffer where the device offers one
-   * that may be enqueued again while pending; else the prepared list. */
+   * that may be enqueued again while pending, whatever its profile says;
+   * else the prepared list. */
   KILN_SEQUENCE_COMMAND_BUFFER = 1u << 0,
+  /* Always replay the prepared list. */
+  KILN_SEQUENCE_PREPARED_LIST = 1u << 1,
 };
 
-/* Start recording on queue. KILN_ERR_INVALID_STATE when the queue already
- * records. */
+/* Start recording on queue. flags: 0 (the device's default, see above),
+ * KILN_SEQUENCE_COMMAND_BUFFER or KILN_SEQUENCE_PREPARED_LIST;
+ * KILN_ERR_INVALID_ARGUMENT for both or unknown bits.
+ * KILN_ERR_INVALID_STATE when the queue already records. */
 KILN_API kiln_status kiln_sequence_begin(kiln_queue *queue, unsigned flags,
                                          kiln_sequence **out);
 

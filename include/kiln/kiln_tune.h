@@ -6,10 +6,13 @@
  * fill): the GPU-family kernels of those ops) runs with the
  * parameters of, first that applies: kiln_tuning_set() in this process;
  * the device's tuning file (in the cache directory's tuning/ folder, keyed
- * by the device's stable id, its driver version and kiln's version); the
- * backend profile's row. KILN_TUNING=off ignores the files, KILN_TUNING=PATH
- * reads that file instead. A damaged, foreign or stale file, or parameters
- * outside the space or beyond the device, are ignored and never trusted;
+ * by the device's stable id, its driver version and kiln's version), read
+ * when the first context on the device is created; the first row of kiln's
+ * tuning database (shipped in the library) whose device name pattern
+ * matches the device; the backend profile's row. KILN_TUNING=off ignores
+ * the files, KILN_TUNING=PATH reads that file instead. A damaged, foreign
+ * or stale file, a malformed database row, or parameters outside the space
+ * or beyond the device, are ignored and never trusted;
  * kiln_tuning_get_info() says why. Parameters are text, "NAME=VALUE ..."
  * with every knob of the op's space. Every function here is thread-safe. */
 #ifndef KILN_TUNE_H
@@ -65,20 +68,35 @@ KILN_API kiln_status kiln_tuning_save(kiln_context *ctx, const char *op,
                                       const char *params, const char *figures,
                                       const char *path);
 
+/* Build (or find in ctx's memory or kiln's program cache) every program
+ * that op runs with params on ctx's device, without running anything and
+ * without changing the parameters in effect: a tuner compiles its next
+ * candidates on other threads while it times one. params is checked as
+ * kiln_tuning_check does. While a build runs, kiln_context_destroy(ctx)
+ * fails with KILN_ERR_BUSY (a compiler cannot be stopped: a tuner that
+ * gave up on a build leaves it to finish). */
+KILN_API kiln_status kiln_tuning_build(kiln_context *ctx, const char *op,
+                                       const char *params);
+
 /* Remove the device's tuning file (or path); none is not an error. */
 KILN_API kiln_status kiln_tuning_reset(kiln_context *ctx, const char *path);
 
 typedef struct kiln_tuning_info {
-  /* Where op's parameters come from now: "set", "file", "profile", or
-   * "profile (CPU family)" when the device's kernel family has no space. */
+  /* Where op's parameters come from now: "set", "file", "database",
+   * "profile", or "profile (CPU family)" when the device's kernel family
+   * has no space. */
   char source[32];
   /* In effect; "" for the CPU family, whose kernel has no space. */
   char params[KILN_TUNING_TEXT_CAPACITY];
-  char figures[KILN_TUNING_TEXT_CAPACITY]; /* the file's, "" when none */
+  /* The file's, else the database row's; "" when none. */
+  char figures[KILN_TUNING_TEXT_CAPACITY];
   char path[KILN_TUNING_PATH_CAPACITY];    /* the file kiln reads, or "" */
-  /* Why the file (or its line for op) is ignored; "" when it is used or
-   * there is none. */
+  /* Why the file (or its line for op), or a database row, is ignored; ""
+   * when nothing is. */
   char ignored[KILN_TUNING_TEXT_CAPACITY];
+  /* The database row for op that matches the device, "PATTERN (kiln
+   * VERSION)" (the kiln that measured it), or "" when none does. */
+  char database[256];
 } kiln_tuning_info;
 
 /* Fill *info for op on ctx. KILN_ERR_NOT_FOUND for an op without a space. */

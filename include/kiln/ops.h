@@ -332,8 +332,10 @@ typedef enum kiln_trans {
  *   which grows to (round_up(m, MR) + round_up(n, NR)) * k * 4 bytes per
  *   batch entry for the largest GEMM run on the queue, MR and NR being the
  *   profile's register tile, and at most 64 MiB: larger problems are packed
- *   and multiplied in chunks of k and of the batch. GPU-family profiles
- *   need no workspace.
+ *   and multiplied in chunks of k and of the batch. A GEMM with few rows
+ *   or columns (min(m, n) at most k / 8 clamped to 8..64) skips the packing
+ *   and the workspace: it reads A and B in place (a matrix-vector product
+ *   reads B once). GPU-family profiles need no workspace.
  * - Errors as for every op, plus KILN_ERR_INVALID_ARGUMENT for an unknown
  *   layout or trans value or a leading dimension below its minimum (the
  *   message names "lda", "ldb" or "ldc"), KILN_ERR_INVALID_SIZE when m, n or

@@ -251,11 +251,16 @@ kiln_status kiln_buffer_destroy(kiln_buffer *buffer) {
                       "still live; kiln_buffer_unmap %s first",
                       mapped, mapped == 1 ? "" : "s",
                       mapped == 1 ? "is" : "are", mapped == 1 ? "it" : "them");
+  /* A pooled buffer's cl_mem and struct stay with its block for the next
+   * allocation (pool.c): no driver call, no free. */
+  if (buffer->pooled != NULL) {
+    kiln__context_child_removed(buffer->ctx);
+    buffer->pooled->give_back(buffer->pooled);
+    return KILN_OK;
+  }
   /* OpenCL keeps the memory until enqueued commands that use it complete,
    * so releasing here is safe with work pending. */
   clReleaseMemObject(buffer->cl);
-  if (buffer->pooled != NULL)
-    buffer->pooled->give_back(buffer->pooled);
   if (buffer->parent != NULL)
     atomic_fetch_sub(&buffer->parent->children, 1);
   kiln__context_child_removed(buffer->ctx);

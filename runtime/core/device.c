@@ -59,6 +59,8 @@ const char *kiln_quirk_name(unsigned quirk_bit) {
     return "loop-limit-65535";
   case KILN_QUIRK_SPURIOUS_BUILD_FAILURE:
     return "spurious-build-failure";
+  case KILN_QUIRK_SLOW_COMMAND_BUFFER:
+    return "slow-command-buffer";
   default:
     return NULL;
   }

@@ -98,6 +98,15 @@ struct kiln_context {
 void kiln__context_child_added(kiln_context *ctx);
 void kiln__context_child_removed(kiln_context *ctx);
 
+/* A function every new context is shown to once it exists, before
+ * kiln_context_create returns: the op library's tuning files are read
+ * there (runtime/ops/ops_tuning.c), so that a program's first op and `kiln
+ * info` see the same parameters. It cannot fail the creation (a bad file is
+ * ignored with its reason). Set by the room above at load time (a
+ * constructor), so calls still flow down; NULL (none) is allowed. */
+typedef void (*kiln__context_hook)(const kiln_context *ctx);
+void kiln__context_set_create_hook(kiln__context_hook hook);
+
 /* ---- queue, event (queue.c, event.c) ------------------------------------ */
 
 /* A recording in progress on a queue (the ops room's recorded sequences,
@@ -163,8 +172,11 @@ kiln_status kiln__event_out(kiln_queue *queue, cl_event ev,
 struct kiln__mapping; /* buffer.c: one live kiln_buffer_map result */
 
 /* The pool's block behind a pooled buffer (pool.c). kiln_buffer_destroy
- * calls give_back(self) after releasing the buffer's reference, so the pool
- * calls buffers and never the other way round. Thread-safe. */
+ * calls give_back(self) instead of releasing the cl_mem and freeing the
+ * struct: both belong to the block and are handed out again (only size and
+ * flags are set anew, so a field added to kiln_buffer must be back at its
+ * initial value when destroy succeeds). The pool calls buffers and never
+ * the other way round. Thread-safe. */
 struct kiln__pooled {
   void (*give_back)(struct kiln__pooled *self);
 };
@@ -198,6 +210,18 @@ kiln_status kiln__buffer_wrap(kiln_context *ctx, cl_mem mem, size_t size,
                               unsigned flags, kiln_buffer *parent,
                               size_t origin, const char *fn, kiln_buffer **out);
 
+/* ---- staging (staging.c) ------------------------------------------------ */
+
+/* Copy size bytes of src at src_offset (of the staging ring's context,
+ * read on its queue) into dst at dst_offset (of any context, written on
+ * dst_queue) through the ring: the read of chunk k+1 overlaps the write of
+ * chunk k. Blocking; ranges checked by the caller. On failure *call names
+ * the OpenCL call that failed. */
+cl_int kiln__staging_peer_copy(kiln_staging *staging, kiln_buffer *src,
+                               size_t src_offset, cl_command_queue dst_queue,
+                               kiln_buffer *dst, size_t dst_offset,
+                               size_t size, const char **call);
+
 /* ---- tracing (trace.c) ------------------------------------------------- */
 
 /* Whether KILN_TRACE names a file for this process (read once). */
@@ -219,12 +243,18 @@ void kiln__trace_commands(const kiln_queue *queue, const char *cat,
                           const char *name, json_t *args, cl_event first,
                           cl_event last, uint64_t host_ns);
 
+/* kiln__trace_commands for an object that keeps only ctx and the OpenCL
+ * queue (a staging ring); same lane as the kiln queue around queue. */
+void kiln__trace_cl_commands(const kiln_context *ctx, cl_command_queue queue,
+                             const char *cat, const char *name, json_t *args,
+                             cl_event first, cl_event last, uint64_t host_ns);
+
 /* Trace host work on ctx's device (a program build) that began at
  * host_start_ns and ends now, on the host lane. Takes over args. */
 void kiln__trace_host(const kiln_context *ctx, const char *cat,
                       const char *name, json_t *args, uint64_t host_start_ns);
 
-/* ---- program, kernel (build/program.c, kernel.c) -------------------------- */
+/* ---- program, kernel (build/program.c, kernel.c, kernel_args.c) ---------- */
 
 struct kiln_program {
   kiln_context *ctx;
@@ -240,7 +270,7 @@ struct kiln_program {
   struct kiln__cache_pending *pending_store;
 };
 
-/* What kernel.c knows of one kernel argument (kernel.c). */
+/* What kiln knows of one kernel argument (kernel_args.c). */
 struct kiln__kernel_arg {
   size_t size;          /* by-value size of the declared type; 0 if unknown */
   unsigned address;     /* CL_KERNEL_ARG_ADDRESS_*; 0 if unknown */
@@ -260,5 +290,14 @@ struct kiln_kernel {
   size_t max_group;              /* CL_KERNEL_WORK_GROUP_SIZE; 0 if unknown */
   size_t required[3];            /* reqd_work_group_size, or zeros */
 };
+
+/* Fill kernel->args from the driver's argument info; arg_info stays false
+ * when the driver gives none (kernel_args.c). */
+void kiln__kernel_query_args(kiln_kernel *kernel,
+                             const struct kiln_device *device);
+/* After CL_INVALID_KERNEL_ARGS: fail naming the arguments kiln never set
+ * (kernel_args.c). */
+kiln_status kiln__kernel_fail_unset_args(kiln_kernel *kernel, cl_int err,
+                                        const struct kiln_device *device);
 
 #endif

@@ -1,7 +1,9 @@
 /* Staged transfers of pageable memory through a ring of pinned chunks
- * (kiln_pinned.h). Each chunk has the event of its last transfer; a chunk
- * is refilled (write) or drained (read) only after that event completed,
- * so the host memcpy of one chunk overlaps the device copy of the others. */
+ * (kiln_pinned.h), and copies between devices through the same ring
+ * (kiln_peer_copy). Each chunk has the event of its last transfer; a chunk
+ * is refilled or drained only after that event completed, so the host
+ * memcpy (or the other device's write) of one chunk overlaps the device
+ * copy of the others. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,21 @@ kiln_status kiln_staging_create(kiln_queue *queue, size_t chunk_bytes,
   s->events = events;
   *out = s;
   return KILN_OK;
+}
+
+/* With KILN_TRACE set, each chunk's device copy is one "kiln.transfer"
+ * event named after the call, on the staging queue's lane, with its bytes,
+ * device offset and ring slot. */
+static void trace_chunk(const kiln_context *ctx, cl_command_queue queue,
+                        const char *name, cl_event ev, size_t offset,
+                        size_t len, size_t slot, uint64_t host_ns) {
+  if (ev == NULL || !kiln__trace_enabled())
+    return;
+  kiln__trace_cl_commands(
+      ctx, queue, "kiln.transfer", name,
+      json_pack("{s:s, s:f, s:f, s:f}", "op", name, "bytes", (double)len,
+                "offset", (double)offset, "slot", (double)slot),
+      ev, ev, host_ns);
 }
 
 /* Wait for chunk i's last transfer and forget it. */
@@ -129,12 +146,17 @@ kiln_status kiln_staging_write(kiln_staging *staging, kiln_buffer *dst,
       break;
     memcpy(ring + i * chunk, (const unsigned char *)src + done, len);
     call = "clEnqueueWriteBuffer";
+    uint64_t host_ns = kiln__trace_enabled() ? kiln__trace_now_ns() : 0;
     err = clEnqueueWriteBuffer(staging->queue, dst->cl, CL_FALSE,
                                offset_bytes + done, len, ring + i * chunk, 0,
                                NULL, &staging->events[i]);
-    if (err != CL_SUCCESS)
+    if (err != CL_SUCCESS) {
       staging->events[i] = NULL;
-    else if (k == 0)
+      break;
+    }
+    trace_chunk(staging->ctx, staging->queue, fn, staging->events[i],
+                offset_bytes + done, len, i, host_ns);
+    if (k == 0)
       clFlush(staging->queue); /* start the device before the next memcpy */
     done += len;
   }
@@ -150,6 +172,80 @@ kiln_status kiln_staging_write(kiln_staging *staging, kiln_buffer *dst,
   return KILN_OK;
 }
 
+/* Where a staged read sends each chunk once it is in the ring: into host
+ * memory (kiln_staging_read), or, by a write on another queue, into a
+ * buffer of any context (kiln__staging_peer_copy). */
+struct drain {
+  unsigned char *host;    /* memcpy to host + position, when not NULL */
+  const kiln_context *ctx; /* else a write on queue (of ctx) to mem at */
+  cl_command_queue queue;  /* offset */
+  cl_mem mem;
+  size_t offset;
+};
+
+/* Read size bytes of src at offset through the ring, chunk after chunk,
+ * and drain each. Reads of chunks k .. k+n-1 are in flight while chunk k is
+ * drained; a drain by write leaves that write as its slot's event, so the
+ * slot's next read waits for it. On failure *call names the call. */
+static cl_int read_through(kiln_staging *s, cl_mem src, size_t offset,
+                           size_t size, const struct drain *d, const char *fn,
+                           const char **call) {
+  unsigned char *ring = kiln_pinned_ptr(s->ring);
+  size_t chunk = s->chunk_bytes, n = s->num_chunks;
+  size_t chunks = size / chunk + (size % chunk != 0);
+  cl_int err = CL_SUCCESS;
+  size_t issued = 0;
+  for (size_t k = 0; k < chunks && err == CL_SUCCESS; k++) {
+    while (err == CL_SUCCESS && issued < chunks && issued < k + n) {
+      size_t i = issued % n, at = issued * chunk;
+      size_t len = size - at < chunk ? size - at : chunk;
+      *call = "clWaitForEvents";
+      err = settle(s, i);
+      if (err != CL_SUCCESS)
+        break;
+      *call = "clEnqueueReadBuffer";
+      uint64_t host_ns = kiln__trace_enabled() ? kiln__trace_now_ns() : 0;
+      err = clEnqueueReadBuffer(s->queue, src, CL_FALSE, offset + at, len,
+                                ring + i * chunk, 0, NULL, &s->events[i]);
+      if (err != CL_SUCCESS)
+        s->events[i] = NULL;
+      else
+        trace_chunk(s->ctx, s->queue, fn, s->events[i], offset + at, len, i,
+                    host_ns);
+      issued++;
+    }
+    if (err != CL_SUCCESS)
+      break;
+    size_t i = k % n, at = k * chunk;
+    size_t len = size - at < chunk ? size - at : chunk;
+    *call = "clWaitForEvents";
+    err = settle(s, i);
+    if (err != CL_SUCCESS)
+      break;
+    if (d->host != NULL) {
+      memcpy(d->host + at, ring + i * chunk, len);
+      continue;
+    }
+    *call = "clEnqueueWriteBuffer";
+    uint64_t host_ns = kiln__trace_enabled() ? kiln__trace_now_ns() : 0;
+    err = clEnqueueWriteBuffer(d->queue, d->mem, CL_FALSE, d->offset + at, len,
+                               ring + i * chunk, 0, NULL, &s->events[i]);
+    if (err != CL_SUCCESS) {
+      s->events[i] = NULL;
+      break;
+    }
+    trace_chunk(d->ctx, d->queue, fn, s->events[i], d->offset + at, len, i,
+                host_ns);
+    err = clFlush(d->queue); /* rusticl runs nothing unflushed */
+  }
+  cl_int waited = settle_all(s);
+  if (err == CL_SUCCESS && waited != CL_SUCCESS) {
+    err = waited;
+    *call = "clWaitForEvents";
+  }
+  return err;
+}
+
 kiln_status kiln_staging_read(kiln_staging *staging, kiln_buffer *src,
                               size_t offset_bytes, size_t size_bytes,
                               void *dst) {
@@ -158,39 +254,23 @@ kiln_status kiln_staging_read(kiln_staging *staging, kiln_buffer *src,
       check(staging, src, offset_bytes, size_bytes, dst, fn, "src", "dst");
   if (status != KILN_OK || size_bytes == 0)
     return status;
-  unsigned char *ring = kiln_pinned_ptr(staging->ring);
-  size_t chunk = staging->chunk_bytes;
-  size_t n = staging->num_chunks;
-  size_t chunks = size_bytes / chunk + (size_bytes % chunk != 0);
-  cl_int err = CL_SUCCESS;
   const char *call = "clEnqueueReadBuffer";
-  /* Reads of chunks k .. k+n-1 are in flight while chunk k is drained. */
-  size_t issued = 0;
-  for (size_t k = 0; k < chunks && err == CL_SUCCESS; k++) {
-    while (err == CL_SUCCESS && issued < chunks && issued < k + n) {
-      size_t i = issued % n, at = issued * chunk;
-      size_t len = size_bytes - at < chunk ? size_bytes - at : chunk;
-      call = "clEnqueueReadBuffer";
-      err = clEnqueueReadBuffer(staging->queue, src->cl, CL_FALSE,
-                                offset_bytes + at, len, ring + i * chunk, 0,
-                                NULL, &staging->events[i]);
-      if (err != CL_SUCCESS)
-        staging->events[i] = NULL;
-      issued++;
-    }
-    if (err != CL_SUCCESS)
-      break;
-    size_t i = k % n, at = k * chunk;
-    size_t len = size_bytes - at < chunk ? size_bytes - at : chunk;
-    call = "clWaitForEvents";
-    err = settle(staging, i);
-    if (err == CL_SUCCESS)
-      memcpy((unsigned char *)dst + at, ring + i * chunk, len);
-  }
-  settle_all(staging);
+  struct drain d = {dst, NULL, NULL, NULL, 0};
+  cl_int err =
+      read_through(staging, src->cl, offset_bytes, size_bytes, &d, fn, &call);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(err, call, staging->ctx->device,
                          "%s: [offset %zu, +%zu bytes) in %zu-byte chunks", fn,
-                         offset_bytes, size_bytes, chunk);
+                         offset_bytes, size_bytes, staging->chunk_bytes);
   return KILN_OK;
+}
+
+cl_int kiln__staging_peer_copy(kiln_staging *staging, kiln_buffer *src,
+                               size_t src_offset, cl_command_queue dst_queue,
+                               kiln_buffer *dst, size_t dst_offset,
+                               size_t size, const char **call) {
+  struct drain d = {NULL, dst->ctx, dst_queue, dst->cl, dst_offset};
+  *call = "clEnqueueReadBuffer";
+  return read_through(staging, src->cl, src_offset, size, &d,
+                      "kiln_peer_copy", call);
 }

@@ -255,7 +255,8 @@ static void write_event(const char *cat, const char *name, const void *lane,
 }
 
 /* What the completion callback needs, copied: the queue may be destroyed
- * before it runs. */
+ * before it runs. Lanes are keyed by the OpenCL queue, so that objects
+ * holding only that (a staging ring) trace on their kiln queue's lane. */
 struct trace_record {
   cl_event first, last;
   const char *cat;
@@ -299,6 +300,13 @@ static const char *device_name(const kiln_context *ctx) {
 void kiln__trace_commands(const kiln_queue *queue, const char *cat,
                           const char *name, json_t *args, cl_event first,
                           cl_event last, uint64_t host_ns) {
+  kiln__trace_cl_commands(queue->ctx, queue->cl, cat, name, args, first, last,
+                          host_ns);
+}
+
+void kiln__trace_cl_commands(const kiln_context *ctx, cl_command_queue queue,
+                             const char *cat, const char *name, json_t *args,
+                             cl_event first, cl_event last, uint64_t host_ns) {
   if (args == NULL)
     return;
   struct trace_record *r = kiln__trace_enabled() && first != NULL &&
@@ -314,7 +322,7 @@ void kiln__trace_commands(const kiln_queue *queue, const char *cat,
   r->cat = cat;
   snprintf(r->name, sizeof r->name, "%s", name);
   r->queue = queue;
-  snprintf(r->device, sizeof r->device, "%s", device_name(queue->ctx));
+  snprintf(r->device, sizeof r->device, "%s", device_name(ctx));
   r->args = args;
   r->host_ns = host_ns;
   clRetainEvent(first);

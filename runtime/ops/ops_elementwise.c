@@ -77,6 +77,17 @@ static void defaults(const kiln_context *ctx, struct kiln__point *p) {
   p->v[K_VW] = 1;
 }
 
+/* The GPU family's program options for dtype at point p. */
+static void gpu_options(const struct kiln__point *p, kiln_dtype dtype,
+                        char *buf, size_t size) {
+  snprintf(buf, size, "-DDT=%d", (int)dtype);
+  kiln__space_options(&kiln__elementwise_space, p, buf, size);
+}
+
+static void f32_options(const struct kiln__point *p, char *buf, size_t size) {
+  gpu_options(p, KILN_F32, buf, size);
+}
+
 const struct kiln__space kiln__elementwise_space = {
     .name = "elementwise",
     .count = 3,
@@ -87,7 +98,14 @@ const struct kiln__space kiln__elementwise_space = {
               4, {1, 2, 4, 8}}},
     .check = check,
     .defaults = defaults,
+    .program = "elementwise",
+    .f32_options = f32_options,
 };
+
+const struct kiln__tuning_space kiln__elementwise_tuning_space =
+    KILN__SMALL_TUNING_SPACE(
+        "elementwise", kiln__elementwise_space, 3,
+        "the GPU-family elementwise kernels (cl_kernels/elementwise.cl)");
 
 /* How a call of an elementwise.cl kernel runs: its program's options and
  * the shape of its launch. */
@@ -125,8 +143,7 @@ static kiln_status get_config(const kiln_context *ctx, kiln_dtype dtype,
   struct kiln__point p;
   const char *source;
   kiln_status s = kiln__space_params(ctx, &kiln__elementwise_space, &p, &source);
-  snprintf(c->buf, sizeof c->buf, "-DDT=%d", (int)dtype);
-  kiln__space_options(&kiln__elementwise_space, &p, c->buf, sizeof c->buf);
+  gpu_options(&p, dtype, c->buf, sizeof c->buf);
   c->options = c->buf;
   c->local = p.v[K_WG];
   c->per_item = (size_t)p.v[K_WPT] * p.v[K_VW];

@@ -14,7 +14,9 @@
  *     queue's workspace, then one work-item per block of C runs a register
  *     tile with explicit fma(). The workspace is capped (workspace_limit);
  *     bigger problems are packed and multiplied in chunks of the batch, or
- *     of k (later k chunks accumulate into C with beta = 1).
+ *     of k (later k chunks accumulate into C with beta = 1). With m or n
+ *     small (use_skinny), packing would cost more than it saves:
+ *     ops_gemm_skinny.c reads the operands in place instead.
  *   GPU (cl_kernels/gemm_gpu.cl): __local tiles, no workspace; a kernel
  *     with a parameter space, chosen, checked and launched by
  *     ops_gemm_gpu.c (the profile's row, a tuning file or kiln_tuning_set).
@@ -37,6 +39,30 @@ static atomic_size_t workspace_limit = GEMM_WORKSPACE_MAX;
 
 void kiln__gemm_set_workspace_limit(size_t bytes) {
   atomic_store(&workspace_limit, bytes ? bytes : GEMM_WORKSPACE_MAX);
+}
+
+/* The switch point of the unpacked kernel for few rows or columns. It pays
+ * off while packing op(B) (n k copies) costs more than what the unpacked
+ * kernel loses per output (a horizontal sum and a scalar epilogue), so it
+ * grows with k: measured on 2 PoCL threads with n = 1024, both layouts of
+ * B, the unpacked kernel won up to m = 8 at k = 64, about 16 to 32 at k =
+ * 128 and 256, 64 (by a quarter) at k = 1024 and 4096, and tied at 128
+ * (README, Training a network). Hence few <= k / 8, kept within [8, 64].
+ * A test may fix the switch point instead (kiln__gemm_set_skinny_max);
+ * atomic only so that doing so is not a data race. */
+static atomic_int skinny_override = -1;
+
+void kiln__gemm_set_skinny_max(int rows) {
+  atomic_store(&skinny_override, rows < 0 ? -1 : rows);
+}
+
+static bool use_skinny(size_t m, size_t n, size_t k) {
+  const size_t few = m < n ? m : n;
+  const int fixed = atomic_load(&skinny_override);
+  if (fixed >= 0)
+    return few <= (size_t)fixed;
+  const size_t max = k / 8 < 8 ? 8 : k / 8 > 64 ? 64 : k / 8;
+  return few <= max;
 }
 
 /* The epilogue does anything. */
@@ -318,12 +344,26 @@ static const char *family_program(const kiln_context *ctx, char *options,
   return "gemm_gpu";
 }
 
+/* Whether the CPU family's unpacked kernel takes the larger register
+ * blocks: 16-float vectors (the same width the packed tile uses). */
+static bool skinny_wide(const kiln_context *ctx) {
+  return cpu_params(ctx).vw >= 16;
+}
+
 void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user) {
   char options[320];
   const char *source = family_program(ctx, options, sizeof options);
   if (source != NULL)
     add(user, source, options);
+  if (kiln__ops_tuning(ctx)->family != KILN_FAMILY_CPU)
+    return;
+  static const kiln_dtype dtypes[] = {KILN_F32, KILN_F16, KILN_BF16};
+  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
+    kiln__gemm_skinny_options(dtypes[i], skinny_wide(ctx), options,
+                              sizeof options);
+    add(user, "gemm_skinny", options);
+  }
 }
 
 /* C = act(beta * C + bias), for alpha == 0 or k == 0: A and B are not
@@ -492,8 +532,12 @@ static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
     const bool cpu = kiln__ops_tuning(queue->ctx)->family == KILN_FAMILY_CPU;
     if (k == 0 || alpha == 0.0f)
       s = run_scale(&op, &g);
+    else if (!cpu)
+      s = kiln__gemm_run_gpu(&op, &g);
+    else if (use_skinny(g.m, g.n, k))
+      s = kiln__gemm_run_skinny(&op, &g, skinny_wide(queue->ctx));
     else
-      s = cpu ? run_cpu(&op, &g) : kiln__gemm_run_gpu(&op, &g);
+      s = run_cpu(&op, &g);
   }
   return kiln__op_end(&op, s, out_event);
 }

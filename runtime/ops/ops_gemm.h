@@ -18,7 +18,14 @@ void kiln__gemm_set_workspace_limit(size_t bytes);
 void kiln__gemm_set_cpu_tile(unsigned mr, unsigned nr, unsigned vw,
                              unsigned kc);
 
-/* ---- shared by ops_gemm.c and ops_gemm_gpu.c ----------------------------- */
+/* Fix the CPU family's switch point to the unpacked kernel for few rows or
+ * columns (ops_gemm_skinny.c): problems whose m or n is at most rows use
+ * it. 0 turns the kernel off, -1 restores the default rule (which depends
+ * on k), so tests can run the packed path on small shapes and the unpacked
+ * one on any shape. Process-wide, like the tile: tests only. */
+void kiln__gemm_set_skinny_max(int rows);
+
+/* ---- shared by ops_gemm.c, ops_gemm_gpu.c and ops_gemm_skinny.c ---------- */
 
 #include "ops_internal.h"
 
@@ -115,5 +122,15 @@ void kiln__gemm_set_gpu_params(const struct kiln__gemm_gpu_params *p);
 
 kiln_status kiln__gemm_run_gpu(struct kiln__op *op,
                                const struct gemm_problem *g);
+
+/* ---- the CPU family's unpacked kernel (ops_gemm_skinny.c) ---------------- */
+
+/* Run g (m or n small; alpha != 0, k > 0) with gemm_skinny.cl; wide: the
+ * device has 16-float vectors (larger register blocks). */
+kiln_status kiln__gemm_run_skinny(struct kiln__op *op,
+                                  const struct gemm_problem *g, bool wide);
+/* The gemm_skinny program's build options for dtype. */
+void kiln__gemm_skinny_options(kiln_dtype dtype, bool wide, char *buf,
+                               size_t size);
 
 #endif

@@ -10,10 +10,10 @@
  * reaches the driver.
  *
  * Parameters in effect, first that applies: a test's override
- * (kiln__gemm_set_gpu_params); kiln_tuning_set's or the device's tuning
- * file's (ops_tuning.c), when they are a point of the space that the device
- * runs (a file's that is not is dropped with the reason); else the
- * profile's row in backends/
+ * (kiln__gemm_set_gpu_params); kiln_tuning_set's, the device's tuning
+ * file's or kiln's tuning database's (ops_tuning.c), when they are a point
+ * of the space that the device runs (a file's or a row's that is not is
+ * dropped with the reason); else the profile's row in backends/
  * (gemm_tile x gemm_block, as before the space existed: KWG = MDIMC = NDIMC
  * = tile, MWG = NWG = tile * block, strided outputs, padded staged tiles),
  * shrunk until the device accepts it.
@@ -279,15 +279,16 @@ kiln_status kiln__gemm_gpu_source(const kiln_context *ctx,
     return KILN_OK;
   }
   char text[KILN_TUNING_TEXT_CAPACITY], reason[256];
-  bool from_set = false;
-  if (kiln__tuning_params(ctx, "gemm", text, sizeof text, &from_set)) {
+  const char *from = NULL;
+  /* A rejected file line gives way to the database row, and that to the
+   * profile (kiln_tuning_set checks before it records: never rejected). */
+  while (kiln__tuning_lookup(ctx, "gemm", text, sizeof text, &from)) {
     if (kiln__gemm_gpu_parse(text, p, reason, sizeof reason) &&
         kiln__gemm_gpu_check(p, &ctx->device->info, true, reason,
                              sizeof reason)) {
-      *source = from_set ? "set" : "file";
+      *source = from;
       return KILN_OK;
     }
-    /* kiln_tuning_set checks before it records, so this is the file. */
     kiln__tuning_reject(ctx, "gemm", reason);
   }
   profile_params(ctx, p);
@@ -407,3 +408,73 @@ kiln_status kiln__gemm_run_gpu(struct kiln__op *op,
     s = kiln__op_launch(op, kernel, 3, global, local);
   return s;
 }
+
+/* ---- the space, for the tuning API (ops_tune_api.c) ----------------------- */
+
+static void space_knob(const struct kiln__tuning_space *self, size_t index,
+                       kiln_tuning_knob *out) {
+  (void)self;
+  const struct kiln__gemm_knob *k = &kiln__gemm_gpu_knobs[index];
+  out->name = k->name;
+  out->what = k->what;
+  out->count = k->count;
+  memcpy(out->values, k->values, k->count * sizeof k->values[0]);
+}
+
+static kiln_status space_check(const struct kiln__tuning_space *self,
+                               const kiln_context *ctx, const char *params,
+                               char *why, size_t size) {
+  (void)self;
+  struct kiln__gemm_gpu_params p;
+  if (!kiln__gemm_gpu_parse(params, &p, why, size))
+    return KILN_ERR_INVALID_ARGUMENT;
+  /* Outside the listed values is a malformed point; beyond the kernel's
+   * rules or the device's limits, one this device cannot run. */
+  char device_why[512];
+  if (kiln__gemm_gpu_check(&p, &ctx->device->info, true, why, size))
+    return KILN_OK;
+  return kiln__gemm_gpu_check(&p, &ctx->device->info, false, device_why,
+                              sizeof device_why)
+             ? KILN_ERR_INVALID_ARGUMENT
+             : KILN_ERR_UNSUPPORTED;
+}
+
+static kiln_status space_in_effect(const struct kiln__tuning_space *self,
+                                   const kiln_context *ctx, char *params,
+                                   size_t size, const char **source) {
+  (void)self;
+  struct kiln__gemm_gpu_params p;
+  kiln_status s = kiln__gemm_gpu_source(ctx, &p, source);
+  if (s != KILN_OK)
+    return s;
+  /* The CPU family runs its own kernel, which has no space. */
+  if (kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU) {
+    *source = "profile (CPU family)";
+    params[0] = '\0';
+  } else {
+    kiln__gemm_gpu_format(&p, params, size);
+  }
+  return KILN_OK;
+}
+
+static kiln_status space_build(const struct kiln__tuning_space *self,
+                               kiln_context *ctx, const char *params) {
+  (void)self;
+  struct kiln__gemm_gpu_params p;
+  char why[256], options[320];
+  if (!kiln__gemm_gpu_parse(params, &p, why, sizeof why))
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "gemm params: %s", why);
+  kiln__gemm_gpu_options(&p, options, sizeof options);
+  cl_program program; /* owned by ctx's memo, as a launch's would be */
+  return kiln__op_program(ctx, "gemm_gpu", options, &program);
+}
+
+const struct kiln__tuning_space kiln__gemm_tuning_space = {
+    .op = "gemm",
+    .summary = "the GPU-family GEMM kernel (cl_kernels/gemm_gpu.cl)",
+    .knobs = KILN__GEMM_GPU_KNOBS,
+    .knob = space_knob,
+    .check = space_check,
+    .in_effect = space_in_effect,
+    .build = space_build,
+};

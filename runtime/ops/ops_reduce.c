@@ -110,6 +110,17 @@ static void defaults(const kiln_context *ctx, struct kiln__point *p) {
                       : 4;
 }
 
+/* The GPU family's program options for dtype at point p. */
+static void gpu_options(const struct kiln__point *p, kiln_dtype dtype,
+                        char *buf, size_t size) {
+  snprintf(buf, size, "-DDT=%d -DFAMILY=0 -DWG=%u -DCB=1 -DWPT=%u -DVW=%u",
+           (int)dtype, p->v[K_WG], p->v[K_WPT], p->v[K_VW]);
+}
+
+static void f32_options(const struct kiln__point *p, char *buf, size_t size) {
+  gpu_options(p, KILN_F32, buf, size);
+}
+
 const struct kiln__space kiln__reduce_space = {
     .name = "reduce",
     .count = 4,
@@ -124,7 +135,14 @@ const struct kiln__space kiln__reduce_space = {
               {1, 2, 4, 8, 16, 32}}},
     .check = check,
     .defaults = defaults,
+    .program = "reduce",
+    .f32_options = f32_options,
 };
+
+const struct kiln__tuning_space kiln__reduce_tuning_space =
+    KILN__SMALL_TUNING_SPACE(
+        "reduce", kiln__reduce_space, 4,
+        "the GPU-family reduction kernels (cl_kernels/reduce.cl)");
 
 /* What the profile (CPU family) or the point in effect (GPU family) asks
  * for, defaults applied. */
@@ -156,9 +174,7 @@ static kiln_status get_params(const kiln_context *ctx, kiln_dtype dtype,
   kiln_status s = kiln__space_params(ctx, &kiln__reduce_space, &pt, &source);
   p->wg = pt.v[K_WG];
   p->target = (size_t)pt.v[K_PARTS] * cus;
-  snprintf(p->options, sizeof p->options,
-           "-DDT=%d -DFAMILY=0 -DWG=%u -DCB=1 -DWPT=%u -DVW=%u", (int)dtype,
-           pt.v[K_WG], pt.v[K_WPT], pt.v[K_VW]);
+  gpu_options(&pt, dtype, p->options, sizeof p->options);
   return s;
 }
 

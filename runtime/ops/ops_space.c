@@ -1,8 +1,9 @@
 /* The small parameter spaces' shared machinery (ops_space.h): checking a
- * point against its space and a device, its text forms, and the point in
- * effect on a context (test override, then kiln_tuning_set or the tuning
- * file, then the profile). The spaces themselves are data in the modules
- * of their kernels. */
+ * point against its space and a device, its text forms, the point in
+ * effect on a context (test override, then kiln_tuning_set, the tuning
+ * file or the tuning database, then the profile), and the callbacks of the
+ * spaces' entries in the tuning API's table. The spaces themselves are
+ * data in the modules of their kernels. */
 #include "ops_space.h"
 #include "ops_tuning.h"
 
@@ -186,17 +187,74 @@ kiln_status kiln__space_params(const kiln_context *ctx,
     return KILN_OK;
   }
   char text[KILN_TUNING_TEXT_CAPACITY];
-  bool from_set = false;
-  if (kiln__tuning_params(ctx, sp->name, text, sizeof text, &from_set)) {
+  const char *from = NULL;
+  /* A rejected file line gives way to the database row, and that to the
+   * profile (kiln_tuning_set checks before it records: never rejected). */
+  while (kiln__tuning_lookup(ctx, sp->name, text, sizeof text, &from)) {
     if (kiln__space_parse(sp, text, p, reason, sizeof reason) &&
         kiln__space_check(sp, p, info, true, reason, sizeof reason)) {
-      *source = from_set ? "set" : "file";
+      *source = from;
       return KILN_OK;
     }
-    /* kiln_tuning_set checks before it records, so this is the file. */
     kiln__tuning_reject(ctx, sp->name, reason);
   }
   *source = "profile";
   sp->defaults(ctx, p);
   return KILN_OK;
+}
+
+/* ---- the spaces' entries in the tuning API's table (ops_tuning.h) --------- */
+
+void kiln__space_knob(const struct kiln__tuning_space *self, size_t index,
+                      kiln_tuning_knob *out) {
+  const struct kiln__space_knob *k = &self->small->knob[index];
+  out->name = k->name;
+  out->what = k->what;
+  out->count = k->count;
+  memcpy(out->values, k->values, k->count * sizeof k->values[0]);
+}
+
+kiln_status kiln__space_check_params(const struct kiln__tuning_space *self,
+                                     const kiln_context *ctx,
+                                     const char *params, char *why,
+                                     size_t size) {
+  struct kiln__point p;
+  if (!kiln__space_parse(self->small, params, &p, why, size) ||
+      kiln__space_outside(self->small, &p, why, size))
+    return KILN_ERR_INVALID_ARGUMENT;
+  /* A point of the space beyond the kernel's rules or the device's
+   * limits is one this device cannot run. */
+  return kiln__space_check(self->small, &p, &ctx->device->info, true, why,
+                           size)
+             ? KILN_OK
+             : KILN_ERR_UNSUPPORTED;
+}
+
+kiln_status kiln__space_in_effect(const struct kiln__tuning_space *self,
+                                  const kiln_context *ctx, char *params,
+                                  size_t size, const char **source) {
+  struct kiln__point p;
+  kiln_status s = kiln__space_params(ctx, self->small, &p, source);
+  if (s != KILN_OK)
+    return s;
+  /* The CPU family runs its own kernels, which have no space. */
+  if (kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU) {
+    *source = "profile (CPU family)";
+    params[0] = '\0';
+  } else {
+    kiln__space_format(self->small, &p, params, size);
+  }
+  return KILN_OK;
+}
+
+kiln_status kiln__space_build(const struct kiln__tuning_space *self,
+                              kiln_context *ctx, const char *params) {
+  struct kiln__point p;
+  char why[256], options[160] = "";
+  if (!kiln__space_parse(self->small, params, &p, why, sizeof why))
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s params: %s",
+                      self->op, why);
+  self->small->f32_options(&p, options, sizeof options);
+  cl_program program; /* owned by ctx's memo, as a launch's would be */
+  return kiln__op_program(ctx, self->small->program, options, &program);
 }

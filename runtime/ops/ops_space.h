@@ -4,14 +4,16 @@
  *
  * A space is data: its knobs (each a build macro of the op's kernel, with
  * the values a tuner tries), a check of the kernel's rules and the device's
- * limits that gives its reason, and the profile's default point. The op
- * module that owns the kernel defines its space; this module resolves the
- * point in effect on a context, and the tuning API (ops_tune_api.c) lists
- * the spaces by name. */
+ * limits that gives its reason, the profile's default point and the build
+ * options of the program a point runs. The op module that owns the kernel
+ * defines its space; this module resolves the point in effect on a
+ * context and gives each space its entry in the tuning API's table
+ * (kiln__*_tuning_space, ops_tuning.h). */
 #ifndef KILN_OPS_SPACE_H
 #define KILN_OPS_SPACE_H
 
 #include "ops_internal.h"
+#include "ops_tuning.h"
 
 #define KILN__SPACE_KNOBS 4  /* at most, per space */
 #define KILN__SPACE_VALUES 8 /* at most, per knob */
@@ -39,6 +41,11 @@ struct kiln__space {
   /* The profile's row as a point that runs on ctx's device (shrunk until
    * it does); it need not hold listed values. */
   void (*defaults)(const kiln_context *ctx, struct kiln__point *p);
+  /* The embedded program (cl_kernels/PROGRAM.cl) the GPU family's kernels
+   * are in, and the options of its f32 build for p: the build that kiln
+   * tune gates and times (f32 only), and that kiln_tuning_build builds. */
+  const char *program;
+  void (*f32_options)(const struct kiln__point *p, char *buf, size_t size);
 };
 
 /* Whether p runs on info's device; in_space also requires every knob to
@@ -78,10 +85,11 @@ void kiln__space_options(const struct kiln__space *sp,
 
 /* The point in effect on ctx, first that applies: a test's override
  * (kiln__space_set_override); kiln_tuning_set's or the device's tuning
- * file's, when it is a point of the space that the device runs (a file's
- * that is not is dropped, with the reason, through kiln__tuning_reject);
- * the profile's default. *source: "test override", "set", "file" or
- * "profile". KILN_ERR_UNSUPPORTED naming the reason when an override does
+ * file's or the tuning database's row (kiln__tuning_lookup), when it is a
+ * point of the space that the device runs (a file's line or a row that is
+ * not is dropped, with the reason, through kiln__tuning_reject, and the
+ * next source is tried); the profile's default. *source: "test override",
+ * "set", "file", "database" or "profile". KILN_ERR_UNSUPPORTED naming the reason when an override does
  * not run on the device: it never reaches the driver. */
 kiln_status kiln__space_params(const kiln_context *ctx,
                                const struct kiln__space *sp,
@@ -91,6 +99,36 @@ kiln_status kiln__space_params(const kiln_context *ctx,
  * Tests only, set between ops on one thread, like GEMM's override. */
 void kiln__space_set_override(const struct kiln__space *sp,
                               const struct kiln__point *p);
+
+/* ---- a small space's entry in the tuning API's table (ops_tuning.h) ------- */
+
+/* The callbacks, on self->small: its knobs; params checked as a point of
+ * the space (else KILN_ERR_INVALID_ARGUMENT) that ctx's device runs (else
+ * KILN_ERR_UNSUPPORTED); the point in effect (kiln__space_params), params
+ * "" and source "profile (CPU family)" when ctx runs the CPU family's
+ * kernels, which have no space; build: only the f32 program of the point
+ * (self->small->program with f32_options, the one kiln tune gates and
+ * times: f16 and bf16 programs are built at their first use). */
+void kiln__space_knob(const struct kiln__tuning_space *self, size_t index,
+                      kiln_tuning_knob *out);
+kiln_status kiln__space_check_params(const struct kiln__tuning_space *self,
+                                     const kiln_context *ctx,
+                                     const char *params, char *why,
+                                     size_t size);
+kiln_status kiln__space_in_effect(const struct kiln__tuning_space *self,
+                                  const kiln_context *ctx, char *params,
+                                  size_t size, const char **source);
+kiln_status kiln__space_build(const struct kiln__tuning_space *self,
+                              kiln_context *ctx, const char *params);
+
+/* The entry of op_ (a string literal, space_'s name) for space_, which has
+ * knobs_ knobs; summary_ says which kernels it is of. */
+#define KILN__SMALL_TUNING_SPACE(op_, space_, knobs_, summary_)               \
+  {                                                                            \
+    .op = op_, .summary = summary_, .knobs = knobs_, .small = &space_,         \
+    .knob = kiln__space_knob, .check = kiln__space_check_params,               \
+    .in_effect = kiln__space_in_effect, .build = kiln__space_build             \
+  }
 
 /* The spaces, defined by the modules of their kernels. */
 extern const struct kiln__space kiln__transpose_space; /* ops_transpose.c */

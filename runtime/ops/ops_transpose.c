@@ -73,6 +73,11 @@ static void defaults(const kiln_context *ctx, struct kiln__point *p) {
   }
 }
 
+/* One program serves every element size: its options are the knobs. */
+static void f32_options(const struct kiln__point *p, char *buf, size_t size) {
+  kiln__space_options(&kiln__transpose_space, p, buf, size);
+}
+
 const struct kiln__space kiln__transpose_space = {
     .name = "transpose",
     .count = 3,
@@ -85,7 +90,14 @@ const struct kiln__space kiln__transpose_space = {
               4, {1, 2, 4, 8}}},
     .check = check,
     .defaults = defaults,
+    .program = "transpose",
+    .f32_options = f32_options,
 };
+
+const struct kiln__tuning_space kiln__transpose_tuning_space =
+    KILN__SMALL_TUNING_SPACE(
+        "transpose", kiln__transpose_space, 3,
+        "the GPU-family transpose kernels (cl_kernels/transpose.cl)");
 
 /* The family's tile edge and rows per group (GPU), whether it is the CPU
  * family, and the program's options. */
@@ -109,7 +121,7 @@ static kiln_status config(const kiln_context *ctx, bool *cpu, size_t *tile,
   *tile = p.v[K_TILE];
   *rows = p.v[K_TILE] / p.v[K_WPT];
   options[0] = '\0';
-  kiln__space_options(&kiln__transpose_space, &p, options, size);
+  f32_options(&p, options, size);
   return s;
 }
 

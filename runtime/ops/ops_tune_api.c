@@ -1,16 +1,21 @@
 /* The public tuning API (kiln/kiln_tune.h): the spaces of the ops that have
- * one ("gemm", ops_gemm_gpu.c; "transpose", "reduce", "elementwise", the
- * small spaces of ops_space.h) and their tuning files (ops_tuning.c).
+ * one (the table below; each op module describes its own space, as a
+ * struct kiln__tuning_space) and their tuning files (ops_tuning.c).
  * Parameters are checked here against the space and the device before they
- * are recorded or written, so that neither a tuner's mistake nor a bad
- * export can reach a kernel. */
-#include "ops_gemm.h"
+ * are recorded, written or built, so that neither a tuner's mistake nor a
+ * bad export can reach a kernel. */
 #include "ops_internal.h"
-#include "ops_space.h"
 #include "ops_tuning.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* Every op with a space; add a module's space here. */
+static const struct kiln__tuning_space *const spaces[] = {
+    &kiln__gemm_tuning_space,        &kiln__transpose_tuning_space,
+    &kiln__reduce_tuning_space,      &kiln__elementwise_tuning_space,
+};
+#define SPACES (sizeof spaces / sizeof spaces[0])
 
 static kiln_status check_context(const char *fn, const kiln_context *ctx) {
   if (ctx == NULL)
@@ -18,127 +23,105 @@ static kiln_status check_context(const char *fn, const kiln_context *ctx) {
   return KILN_OK;
 }
 
-/* The small spaces, by name; GEMM's is handled on its own. */
-static const struct kiln__space *const small_spaces[] = {
-    &kiln__transpose_space, &kiln__reduce_space, &kiln__elementwise_space};
-
-/* op's small space, or NULL for "gemm" (or an op without a space). */
-static const struct kiln__space *small_space(const char *op) {
-  for (size_t i = 0; i < sizeof small_spaces / sizeof *small_spaces; i++)
-    if (strcmp(small_spaces[i]->name, op) == 0)
-      return small_spaces[i];
-  return NULL;
-}
-
-/* op has a space; else the KILN_ERR_NOT_FOUND failure. */
-static kiln_status check_op(const char *fn, const char *op) {
+/* op's space into *out; else the KILN_ERR_NOT_FOUND failure. */
+static kiln_status find_space(const char *fn, const char *op,
+                              const struct kiln__tuning_space **out) {
   if (op == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: op is NULL", fn);
-  if (strcmp(op, "gemm") != 0 && small_space(op) == NULL)
-    return kiln__fail(KILN_ERR_NOT_FOUND,
-                      "%s: op \"%.64s\" has no parameter space (ops with "
-                      "one: gemm, transpose, reduce, elementwise)",
-                      fn, op);
-  return KILN_OK;
+  char names[256] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < SPACES; i++) {
+    if (strcmp(op, spaces[i]->op) == 0) {
+      *out = spaces[i];
+      return KILN_OK;
+    }
+    int n = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                     spaces[i]->op);
+    if (n > 0 && (size_t)n < sizeof names - used)
+      used += (size_t)n;
+  }
+  return kiln__fail(KILN_ERR_NOT_FOUND,
+                    "%s: op \"%.64s\" has no parameter space (ops with one: "
+                    "%s)",
+                    fn, op, names);
 }
 
 KILN_API kiln_status kiln_tuning_knob_get(const char *op, size_t index,
                                           kiln_tuning_knob *out) {
   static const char fn[] = "kiln_tuning_knob_get";
-  kiln_status s = check_op(fn, op);
+  const struct kiln__tuning_space *sp = NULL;
+  kiln_status s = find_space(fn, op, &sp);
   if (s != KILN_OK)
     return s;
   if (out == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: out is NULL", fn);
-  const struct kiln__space *sp = small_space(op);
-  const size_t knobs = sp ? sp->count : KILN__GEMM_GPU_KNOBS;
-  if (index >= knobs)
+  if (index >= sp->knobs)
     return kiln__fail(KILN_ERR_OUT_OF_RANGE,
                       "%s: index %zu is past the %zu knobs of %s", fn, index,
-                      knobs, op);
+                      sp->knobs, op);
   memset(out, 0, sizeof *out);
-  if (sp != NULL) {
-    const struct kiln__space_knob *k = &sp->knob[index];
-    out->name = k->name;
-    out->what = k->what;
-    out->count = k->count;
-    memcpy(out->values, k->values, k->count * sizeof k->values[0]);
-    return KILN_OK;
-  }
-  const struct kiln__gemm_knob *k = &kiln__gemm_gpu_knobs[index];
-  out->name = k->name;
-  out->what = k->what;
-  out->count = k->count;
-  memcpy(out->values, k->values, k->count * sizeof k->values[0]);
+  sp->knob(sp, index, out);
   return KILN_OK;
 }
 
-/* Whether params is a point of op's space (false: why, malformed or a
- * value outside the space) and runs on info's device (*runs; why). */
-static bool parse_check(const char *op, const char *params,
-                        const kiln_device_info *info, bool *runs, char *why,
-                        size_t size) {
-  const struct kiln__space *sp = small_space(op);
-  *runs = false;
-  if (sp != NULL) {
-    struct kiln__point p;
-    if (!kiln__space_parse(sp, params, &p, why, size) ||
-        kiln__space_outside(sp, &p, why, size))
-      return false;
-    *runs = kiln__space_check(sp, &p, info, true, why, size);
-    return true;
-  }
-  struct kiln__gemm_gpu_params p;
-  if (!kiln__gemm_gpu_parse(params, &p, why, size))
-    return false;
-  /* Outside the listed values is a malformed point; beyond the kernel's
-   * rules or the device's limits, one this device cannot run. */
-  char space_why[512];
-  *runs = kiln__gemm_gpu_check(&p, info, true, space_why, sizeof space_why);
-  if (!*runs && kiln__gemm_gpu_check(&p, info, false, why, size)) {
-    snprintf(why, size, "%s", space_why);
-    return false;
-  }
-  snprintf(why, size, "%s", space_why);
-  return true;
-}
-
-/* Parse and check params for ctx's device; the failure names fn. */
+/* Check params for ctx's device; the failure names fn. */
 static kiln_status check_params(const char *fn, const kiln_context *ctx,
                                 const char *op, const char *params,
-                                char *reason, size_t size) {
-  char why[512] = "";
+                                char *reason, size_t size,
+                                const struct kiln__tuning_space **space) {
+  const struct kiln__tuning_space *sp = NULL;
   kiln_status s = check_context(fn, ctx);
   if (s == KILN_OK)
-    s = check_op(fn, op);
+    s = find_space(fn, op, &sp);
   if (s == KILN_OK && params == NULL)
     s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: params is NULL", fn);
-  bool runs = false;
-  if (s == KILN_OK &&
-      !parse_check(op, params, &ctx->device->info, &runs, why, sizeof why))
-    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: params: %s", fn, why);
-  else if (s == KILN_OK && !runs)
-    s = kiln__fail(KILN_ERR_UNSUPPORTED, "%s: params: %s", fn, why);
+  if (s == KILN_OK) {
+    char why[512] = "";
+    s = sp->check(sp, ctx, params, why, sizeof why);
+    if (s != KILN_OK)
+      s = kiln__fail(s, "%s: params: %s", fn, why);
+  }
   if (reason != NULL && size > 0)
     snprintf(reason, size, "%s", s == KILN_OK ? "" : kiln_last_error());
+  if (space != NULL)
+    *space = sp;
   return s;
 }
 
 KILN_API kiln_status kiln_tuning_check(const kiln_context *ctx, const char *op,
                                        const char *params, char *reason,
                                        size_t size) {
-  return check_params("kiln_tuning_check", ctx, op, params, reason, size);
+  return check_params("kiln_tuning_check", ctx, op, params, reason, size,
+                      NULL);
 }
 
 KILN_API kiln_status kiln_tuning_set(kiln_context *ctx, const char *op,
                                      const char *params) {
   static const char fn[] = "kiln_tuning_set";
-  kiln_status s = params == NULL ? check_context(fn, ctx)
-                                 : check_params(fn, ctx, op, params, NULL, 0);
+  const struct kiln__tuning_space *sp = NULL;
+  kiln_status s = params == NULL
+                      ? check_context(fn, ctx)
+                      : check_params(fn, ctx, op, params, NULL, 0, NULL);
   if (s == KILN_OK && params == NULL)
-    s = check_op(fn, op);
+    s = find_space(fn, op, &sp);
   if (s == KILN_OK)
     s = kiln__tuning_set(ctx, op, params);
+  return s;
+}
+
+KILN_API kiln_status kiln_tuning_build(kiln_context *ctx, const char *op,
+                                       const char *params) {
+  const struct kiln__tuning_space *sp = NULL;
+  kiln_status s =
+      check_params("kiln_tuning_build", ctx, op, params, NULL, 0, &sp);
+  if (s != KILN_OK)
+    return s;
+  /* Counted as a child of ctx while it runs, so that destroying ctx then
+   * fails (KILN_ERR_BUSY) instead of freeing the memo the build writes to:
+   * a tuner abandons a build that runs past its timeout without waiting. */
+  kiln__context_child_added(ctx);
+  s = sp->build(sp, ctx, params);
+  kiln__context_child_removed(ctx);
   return s;
 }
 
@@ -146,7 +129,7 @@ KILN_API kiln_status kiln_tuning_save(kiln_context *ctx, const char *op,
                                       const char *params, const char *figures,
                                       const char *path) {
   static const char fn[] = "kiln_tuning_save";
-  kiln_status s = check_params(fn, ctx, op, params, NULL, 0);
+  kiln_status s = check_params(fn, ctx, op, params, NULL, 0, NULL);
   if (s == KILN_OK)
     s = kiln__tuning_write(fn, ctx, op, params, figures, path);
   return s;
@@ -164,35 +147,20 @@ KILN_API kiln_status kiln_tuning_get_info(const kiln_context *ctx,
                                           const char *op,
                                           kiln_tuning_info *info) {
   static const char fn[] = "kiln_tuning_get_info";
+  const struct kiln__tuning_space *sp = NULL;
   kiln_status s = check_context(fn, ctx);
   if (s == KILN_OK)
-    s = check_op(fn, op);
+    s = find_space(fn, op, &sp);
   if (s == KILN_OK && info == NULL)
     s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: info is NULL", fn);
   if (s != KILN_OK)
     return s;
   memset(info, 0, sizeof *info);
-  const struct kiln__space *sp = small_space(op);
   const char *source = "profile";
-  if (sp != NULL) {
-    struct kiln__point p;
-    s = kiln__space_params(ctx, sp, &p, &source);
-    if (s == KILN_OK)
-      kiln__space_format(sp, &p, info->params, sizeof info->params);
-  } else {
-    struct kiln__gemm_gpu_params p;
-    s = kiln__gemm_gpu_source(ctx, &p, &source);
-    if (s == KILN_OK)
-      kiln__gemm_gpu_format(&p, info->params, sizeof info->params);
-  }
+  s = sp->in_effect(sp, ctx, info->params, sizeof info->params, &source);
   if (s != KILN_OK)
     return s;
-  /* The CPU family runs its own kernels, which have no space. */
-  const bool cpu = kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU;
-  if (cpu)
-    info->params[0] = '\0';
-  snprintf(info->source, sizeof info->source, "%s",
-           cpu ? "profile (CPU family)" : source);
+  snprintf(info->source, sizeof info->source, "%s", source);
   kiln__tuning_file_info(ctx, op, info);
   return KILN_OK;
 }

@@ -21,11 +21,16 @@
  * KILN_TUNING=off ignores every file; KILN_TUNING=PATH reads that file
  * instead (its device line must still match).
  *
- * Each device's file is read once per process, the first time an op asks
- * for its parameters; kiln_tuning_save and kiln_tuning_reset reload it. The
- * op modules validate the parameters against their space themselves and
- * report a rejection back (kiln__tuning_reject), so that this module knows
- * nothing of any op.
+ * Each device's file is read once per process, when the first context on
+ * the device is created (the core room shows every new context to
+ * on_context_created, registered at load time, so calls still flow down),
+ * so that a program's first op and `kiln info` see the same parameters and
+ * the reason a file is ignored is known from the start; kiln_tuning_save
+ * and kiln_tuning_reset reload it. The rows of kiln's tuning database that
+ * match the device (ops_tuning_db.c) are read with it and come after the
+ * file. The op modules validate the parameters against their space
+ * themselves and report a rejection back (kiln__tuning_reject), so that
+ * this module knows nothing of any op.
  */
 #include "ops_internal.h"
 #include "ops_tuning.h"
@@ -44,18 +49,16 @@
 #define MAX_OPS 8
 #define MAX_FILE (64 << 10)
 
-struct op_line {
-  char name[32];
-  char params[KILN_TUNING_TEXT_CAPACITY];
-  char figures[KILN_TUNING_TEXT_CAPACITY];
-};
-
 struct device_entry {
   char stable_id[256];
   char path[KILN_TUNING_PATH_CAPACITY];
   char ignored[KILN_TUNING_TEXT_CAPACITY]; /* why the file is not used */
   size_t ops;
-  struct op_line op[MAX_OPS];
+  struct kiln__tuning_line op[MAX_OPS];
+  /* The database's rows for the device, and why one was skipped. */
+  size_t rows;
+  struct kiln__tuning_line row[MAX_OPS];
+  char row_ignored[KILN_TUNING_TEXT_CAPACITY];
   /* kiln_tuning_set's parameters, per op, "" when none. */
   char set[MAX_OPS][32];
   char set_params[MAX_OPS][KILN_TUNING_TEXT_CAPACITY];
@@ -211,10 +214,12 @@ static bool parse(struct device_entry *e, const kiln_device_info *info,
   return true;
 }
 
-/* (Re)read the device's file into e. */
+/* (Re)read the device's file and database rows into e. */
 static void load(struct device_entry *e, const kiln_device_info *info) {
   e->ops = 0;
   e->ignored[0] = '\0';
+  e->rows = kiln__tuning_db_match(str_or_empty(info->name), e->row, MAX_OPS,
+                                  e->row_ignored, sizeof e->row_ignored);
   file_for(info, e->path, sizeof e->path, e->ignored, sizeof e->ignored);
   if (e->path[0] == '\0')
     return;
@@ -270,37 +275,66 @@ static size_t op_index(const struct device_entry *e, const char *op) {
   return i;
 }
 
-bool kiln__tuning_params(const kiln_context *ctx, const char *op,
-                         char *params, size_t size, bool *from_set) {
-  bool found = false;
+static size_t row_index(const struct device_entry *e, const char *op) {
+  size_t i = 0;
+  while (i < e->rows && strcmp(e->row[i].name, op) != 0)
+    i++;
+  return i;
+}
+
+/* Every new context: read its device's file now (see the top). */
+static void on_context_created(const kiln_context *ctx) {
+  pthread_mutex_lock(&lock);
+  (void)entry_locked(&ctx->device->info);
+  pthread_mutex_unlock(&lock);
+}
+
+__attribute__((constructor)) static void register_context_hook(void) {
+  kiln__context_set_create_hook(on_context_created);
+}
+
+bool kiln__tuning_lookup(const kiln_context *ctx, const char *op,
+                         char *params, size_t size, const char **source) {
+  const char *from = NULL;
   pthread_mutex_lock(&lock);
   struct device_entry *e = entry_locked(&ctx->device->info);
   if (e != NULL) {
-    for (size_t i = 0; i < MAX_OPS && !found; i++)
+    for (size_t i = 0; i < MAX_OPS && from == NULL; i++)
       if (strcmp(e->set[i], op) == 0) {
         snprintf(params, size, "%s", e->set_params[i]);
-        found = *from_set = true;
+        from = "set";
       }
-    size_t i = op_index(e, op);
-    if (!found && i < e->ops && e->op[i].params[0] != '\0') {
+    size_t i = op_index(e, op), r = row_index(e, op);
+    if (from == NULL && i < e->ops && e->op[i].params[0] != '\0') {
       snprintf(params, size, "%s", e->op[i].params);
-      found = true;
-      *from_set = false;
+      from = "file";
+    } else if (from == NULL && r < e->rows) {
+      snprintf(params, size, "%s", e->row[r].params);
+      from = "database";
     }
   }
   pthread_mutex_unlock(&lock);
-  return found;
+  if (from != NULL)
+    *source = from;
+  return from != NULL;
 }
 
 void kiln__tuning_reject(const kiln_context *ctx, const char *op,
                          const char *reason) {
   pthread_mutex_lock(&lock);
   struct device_entry *e = entry_locked(&ctx->device->info);
-  size_t i = e ? op_index(e, op) : 0;
+  size_t i = e ? op_index(e, op) : 0, r = e ? row_index(e, op) : 0;
+  /* The file's line is used before the row: it is the one rejected. */
   if (e != NULL && i < e->ops) {
     snprintf(e->ignored, sizeof e->ignored, "%.500s: %.30s parameters rejected: %.400s",
              e->path, op, reason);
     e->op[i] = e->op[--e->ops];
+  } else if (e != NULL && r < e->rows) {
+    snprintf(e->row_ignored, sizeof e->row_ignored,
+             "kiln's tuning database, row %.200s: %.30s parameters rejected: "
+             "%.400s",
+             e->row[r].origin, op, reason);
+    e->row[r] = e->row[--e->rows];
   }
   pthread_mutex_unlock(&lock);
 }
@@ -338,10 +372,17 @@ void kiln__tuning_file_info(const kiln_context *ctx, const char *op,
   struct device_entry *e = entry_locked(&ctx->device->info);
   if (e != NULL) {
     snprintf(info->path, sizeof info->path, "%s", e->path);
-    snprintf(info->ignored, sizeof info->ignored, "%s", e->ignored);
-    size_t i = op_index(e, op);
+    /* Both reasons when both: the file's first, each cut to half. */
+    snprintf(info->ignored, sizeof info->ignored, "%.500s%s%.500s",
+             e->ignored, e->ignored[0] && e->row_ignored[0] ? "; " : "",
+             e->row_ignored);
+    size_t i = op_index(e, op), r = row_index(e, op);
+    if (r < e->rows)
+      snprintf(info->database, sizeof info->database, "%s", e->row[r].origin);
     if (i < e->ops)
       snprintf(info->figures, sizeof info->figures, "%s", e->op[i].figures);
+    else if (r < e->rows)
+      snprintf(info->figures, sizeof info->figures, "%s", e->row[r].figures);
   }
   pthread_mutex_unlock(&lock);
 }

@@ -5,7 +5,8 @@
  * captured launch keeps a clone of the kernel (clCloneKernel copies the
  * arguments as set at that moment), so the queue's op kernels and the
  * caller's kernels stay free to take new arguments. Replay enqueues the
- * clones, or (on request) one command buffer built from them. PoCL 3.1 offers
+ * clones, or one command buffer built from them (where offered and not
+ * known to be slower: KILN_QUIRK_SLOW_COMMAND_BUFFER). PoCL 3.1 offers
  * cl_khr_command_buffer with simultaneous use, without mutable dispatch: a
  * changed argument makes the command buffer be built again before the next
  * replay. */
@@ -142,11 +143,19 @@ kiln_status kiln_sequence_begin(kiln_queue *queue, unsigned flags,
   *out = NULL;
   if (queue == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: queue is NULL", fn);
-  if ((flags & ~(unsigned)KILN_SEQUENCE_COMMAND_BUFFER) != 0)
+  const unsigned known =
+      KILN_SEQUENCE_COMMAND_BUFFER | KILN_SEQUENCE_PREPARED_LIST;
+  if ((flags & ~known) != 0)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                       "%s: flags has unknown bits 0x%x (known: "
-                      "KILN_SEQUENCE_COMMAND_BUFFER)",
-                      fn, flags & ~(unsigned)KILN_SEQUENCE_COMMAND_BUFFER);
+                      "KILN_SEQUENCE_COMMAND_BUFFER, "
+                      "KILN_SEQUENCE_PREPARED_LIST)",
+                      fn, flags & ~known);
+  if (flags == known)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: flags has both KILN_SEQUENCE_COMMAND_BUFFER and "
+                      "KILN_SEQUENCE_PREPARED_LIST; pass at most one",
+                      fn);
   if (queue->recorder != NULL)
     return kiln__fail(KILN_ERR_INVALID_STATE,
                       "%s: the queue already records a sequence; end it "
@@ -239,6 +248,15 @@ static bool build_command_buffer(kiln_sequence *seq) {
   return true;
 }
 
+/* The flags, else the profile: command buffers unless it knows them slow. */
+static bool wants_command_buffer(const kiln_sequence *seq) {
+  if (seq->flags & KILN_SEQUENCE_COMMAND_BUFFER)
+    return true;
+  if (seq->flags & KILN_SEQUENCE_PREPARED_LIST)
+    return false;
+  return (seq->ctx->device->info.quirks & KILN_QUIRK_SLOW_COMMAND_BUFFER) == 0;
+}
+
 kiln_status kiln_sequence_end(kiln_sequence *seq) {
   if (seq == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "kiln_sequence_end: seq is NULL");
@@ -247,8 +265,8 @@ kiln_status kiln_sequence_end(kiln_sequence *seq) {
                       "kiln_sequence_end: the sequence is not recording");
   seq->recording_on->recorder = NULL;
   seq->recording_on = NULL;
-  seq->use_command_buffer = (seq->flags & KILN_SEQUENCE_COMMAND_BUFFER) != 0 &&
-                            seq->count > 0 && find_command_buffers(seq) &&
+  seq->use_command_buffer = wants_command_buffer(seq) && seq->count > 0 &&
+                            find_command_buffers(seq) &&
                             build_command_buffer(seq);
   return KILN_OK;
 }

@@ -642,6 +642,13 @@ int main(void) {
     run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F32, 7, 5, 6, 0.0f, 3);
     /* k = 0: C = beta * C, reading neither A nor B. */
     run_gemm(KILN_COL_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F32, 6, 9, 0, 0.5f, 1);
+    /* The CPU family's unpacked kernel (few rows or columns): op(B) along
+     * k with a column tail and a k tail, along n with a partial column
+     * tile, and a small n computed as C^T, each way. */
+    run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, KILN_F32, 3, 37, 40, 0.5f, 1);
+    run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_BF16, 5, 40, 20, 0.0f, 1);
+    run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, KILN_F32, 37, 3, 70, 1.0f, 1);
+    run_gemm(KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, KILN_F16, 37, 3, 20, 0.0f, 2);
     /* Several register tiles and blocks in each direction. */
     run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F32, 45, 70, 130, 1.0f, 1);
   }

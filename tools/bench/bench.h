@@ -42,7 +42,7 @@ struct bench_result {
   struct {
     const char *name;
     double s;
-  } cols[4];
+  } cols[6];
   double col_bytes;
   bool pairs;
 };
@@ -56,7 +56,8 @@ struct bench_op {
   const char *dtype;
   const char *shape_help; /* what a --size token means for this op */
   unsigned ndim;          /* 1 vector, 2 matrix, 3 GEMM m x n x k */
-  size_t defaults[2][3];  /* standard sizes; a zero row ends the list */
+  size_t defaults[4][3];  /* standard sizes; a zero row ends the list */
+#define BENCH_MAX_DEFAULTS 4
   bench_fn run;
 };
 

@@ -3,13 +3,25 @@
  *   pool       kiln_pool_alloc + kiln_buffer_destroy against the driver's
  *              clCreateBuffer + clReleaseMemObject, bare and with a first
  *              use (a 64-byte write, finished every BATCH pairs), since
- *              some drivers (PoCL) allocate only at first use.
+ *              some drivers (PoCL) allocate only at first use: there a bare
+ *              create costs next to nothing and the allocation is paid by
+ *              the first command, which the note compares the bare pool
+ *              with.
  *   h2d, d2h   host-to-device and device-to-host copies from pinned memory
- *              (kiln_pinned), through the staging ring (kiln_staging) and
- *              from pageable memory (malloc), against a host memcpy of the
- *              same bytes.
+ *              (kiln_pinned), through the staging ring (kiln_staging), from
+ *              pageable memory (malloc) and by mapping the device buffer
+ *              and copying with memcpy (map, memcpy, unmap: on a CPU device
+ *              the map is the buffer's own memory, no copy), against a host
+ *              memcpy of the same bytes between two warm malloc buffers.
+ *              Every way runs once to warm up (the device buffer's memory
+ *              is allocated at its first use on PoCL), then the median of
+ *              env->runs blocking copies; the note gives the map+unmap
+ *              alone.
  *   sequence   100 small ops recorded once and replayed (command buffer,
- *              prepared list) against the same ops launched one by one.
+ *              prepared list) against the same ops launched one by one,
+ *              and 100 bare clEnqueueNDRangeKernel of a plain kernel over
+ *              the same elements (arguments set once): the driver's own
+ *              cost per command, the floor under any replay.
  *
  * Each runner fills r->cols: named times per item, the last one being the
  * baseline every other is compared with. */
@@ -118,15 +130,16 @@ bool bench_run_pool(const struct bench_env *env, struct bench_result *r) {
     return false;
   }
   col(r, "pool", pool_s);
-  col(r, "driver", drv_s);
-  col(r, "pool+use", pool_use_s);
-  col(r, "driver+use", drv_use_s);
+  col(r, "create", drv_s);
+  col(r, "pool+write", pool_use_s);
+  col(r, "create+write", drv_use_s);
   r->pairs = true;
   r->median_s = pool_s;
   snprintf(r->note, sizeof r->note,
-           "per pair; pool hits %llu, misses %llu, peak %zu bytes",
-           (unsigned long long)st.hits, (unsigned long long)st.misses,
-           st.peak_reserved_bytes);
+           "per pair; pool vs create+write %.1fx; pool hits %llu, misses "
+           "%llu, peak %zu bytes",
+           drv_use_s / pool_s, (unsigned long long)st.hits,
+           (unsigned long long)st.misses, st.peak_reserved_bytes);
   r->verified = false;
   return true;
 }
@@ -134,7 +147,35 @@ bool bench_run_pool(const struct bench_env *env, struct bench_result *r) {
 /* ---- transfers ----------------------------------------------------------- */
 
 /* Median time of env->runs copies (after one warm-up) by way. */
-enum way { PINNED, STAGED, PAGEABLE, MEMCPY };
+enum way { PINNED, STAGED, PAGEABLE, MAPPED, MAP_ONLY, MEMCPY };
+
+/* Map dev (for writing when h2d), copy n bytes with memcpy unless
+ * map_only, unmap, wait. */
+static kiln_status map_copy(const struct bench_env *env, bool h2d,
+                            kiln_buffer *dev, void *host, size_t n,
+                            bool map_only) {
+  void *p = NULL;
+  kiln_event *ev = NULL;
+  kiln_status s = kiln_buffer_map(env->queue, dev,
+                                  h2d ? KILN_MAP_WRITE : KILN_MAP_READ, 0, n,
+                                  &p, 0, NULL, &ev);
+  if (s != KILN_OK)
+    return s;
+  s = kiln_event_wait(ev);
+  kiln_event_release(ev);
+  if (s == KILN_OK && !map_only) {
+    if (h2d)
+      memcpy(p, host, n);
+    else
+      memcpy(host, p, n);
+  }
+  kiln_status u = kiln_buffer_unmap(env->queue, dev, p, 0, NULL, NULL);
+  if (s == KILN_OK)
+    s = u;
+  if (s == KILN_OK)
+    s = kiln_queue_finish(env->queue);
+  return s;
+}
 
 static double time_copy(const struct bench_env *env, enum way way, bool h2d,
                         kiln_buffer *dev, void *pinned, void *pageable,
@@ -154,6 +195,10 @@ static double time_copy(const struct bench_env *env, enum way way, bool h2d,
     case STAGED:
       s = h2d ? kiln_staging_write(staging, dev, 0, n, pageable)
               : kiln_staging_read(staging, dev, 0, n, pageable);
+      break;
+    case MAPPED:
+    case MAP_ONLY:
+      s = map_copy(env, h2d, dev, pageable, n, way == MAP_ONLY);
       break;
     case MEMCPY:
       if (h2d)
@@ -193,17 +238,25 @@ static bool run_transfer(const struct bench_env *env, struct bench_result *r,
     goto done;
   }
   memcpy(kiln_pinned_ptr(pinned), pageable, n);
-  static const enum way ways[] = {PINNED, STAGED, PAGEABLE, MEMCPY};
-  static const char *names[] = {"pinned", "staged", "pageable", "memcpy"};
-  for (int w = 0; w < 4; w++) {
+  static const enum way ways[] = {PINNED, STAGED,   PAGEABLE,
+                                  MAPPED, MAP_ONLY, MEMCPY};
+  static const char *names[] = {"pinned", "staged",   "pageable",
+                                "mapped", "map-only", "memcpy"};
+  double map_only_s = 0;
+  for (int w = 0; w < 6; w++) {
     double s = time_copy(env, ways[w], h2d, dev, kiln_pinned_ptr(pinned),
                          pageable, other, staging, n);
     if (s < 0) {
       fail(r, names[w]);
       goto done;
     }
-    col(r, names[w], s);
+    if (ways[w] == MAP_ONLY)
+      map_only_s = s;
+    else
+      col(r, names[w], s);
   }
+  snprintf(r->note, sizeof r->note, "map+unmap alone %.1f us",
+           map_only_s * 1e6);
   r->median_s = r->cols[0].s;
   r->col_bytes = (double)n;
   ok = true;
@@ -270,11 +323,57 @@ static kiln_status replay(void *p) {
   return kiln_sequence_replay(a->seq, a->q, 0, NULL, NULL);
 }
 
+static const char bare_source[] =
+    "__kernel void scale(__global float *x, float a, ulong n) {\n"
+    "  size_t i = get_global_id(0);\n"
+    "  if (i < n)\n"
+    "    x[i] *= a;\n"
+    "}\n";
+
+struct bare_args {
+  cl_command_queue q;
+  cl_kernel k;
+  size_t global, local;
+};
+
+static kiln_status bare(void *p) {
+  const struct bare_args *a = p;
+  for (int i = 0; i < SEQ_OPS; i++)
+    if (clEnqueueNDRangeKernel(a->q, a->k, 1, NULL, &a->global, &a->local, 0,
+                               NULL, NULL) != CL_SUCCESS)
+      return KILN_ERR_OPENCL;
+  return KILN_OK;
+}
+
+/* The bare loop's kernel on z (scaled by 1, so it stays as it is). */
+static bool bare_setup(const struct bench_env *env, size_t n, kiln_buffer *z,
+                       kiln_program **prog, kiln_kernel **k,
+                       struct bare_args *b) {
+  if (kiln_program_create_built(env->ctx, bare_source, NULL, prog) != KILN_OK ||
+      kiln_kernel_create(*prog, "scale", k) != KILN_OK)
+    return false;
+  cl_kernel ck = kiln_kernel_cl_kernel(*k);
+  cl_mem zm = kiln_buffer_cl_mem(z);
+  float one = 1.0f;
+  cl_ulong n64 = n;
+  b->q = kiln_queue_cl_queue(env->queue);
+  b->k = ck;
+  b->local =
+      env->info->max_work_group_size < 64 ? env->info->max_work_group_size : 64;
+  b->global = (n + b->local - 1) / b->local * b->local;
+  return clSetKernelArg(ck, 0, sizeof zm, &zm) == CL_SUCCESS &&
+         clSetKernelArg(ck, 1, sizeof one, &one) == CL_SUCCESS &&
+         clSetKernelArg(ck, 2, sizeof n64, &n64) == CL_SUCCESS;
+}
+
 bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
   size_t n = r->shape[0];
   bool ok = false;
-  kiln_buffer *x = NULL, *y = NULL;
+  kiln_buffer *x = NULL, *y = NULL, *z = NULL;
   kiln_sequence *cb = NULL, *list = NULL;
+  kiln_program *prog = NULL;
+  kiln_kernel *k = NULL;
+  struct bare_args b;
   float *host = malloc(n * 4), *want = malloc(n * 4), *got = malloc(n * 4);
   if (host == NULL || want == NULL || got == NULL) {
     snprintf(r->note, sizeof r->note, "out of host memory");
@@ -284,8 +383,11 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
     host[i] = (float)(i % 64) * 0.25f;
   if (kiln_buffer_create(env->ctx, n * 4, 0, &x) != KILN_OK ||
       kiln_buffer_create(env->ctx, n * 4, 0, &y) != KILN_OK ||
+      kiln_buffer_create(env->ctx, n * 4, 0, &z) != KILN_OK ||
       kiln_buffer_write_sync(env->queue, x, 0, n * 4, host) != KILN_OK ||
-      kiln_buffer_write_sync(env->queue, y, 0, n * 4, host) != KILN_OK) {
+      kiln_buffer_write_sync(env->queue, y, 0, n * 4, host) != KILN_OK ||
+      kiln_buffer_write_sync(env->queue, z, 0, n * 4, host) != KILN_OK ||
+      !bare_setup(env, n, z, &prog, &k, &b)) {
     fail(r, "setup");
     goto done;
   }
@@ -294,7 +396,8 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
           KILN_OK ||
       small_ops(env->queue, n, x, y) != KILN_OK ||
       kiln_sequence_end(cb) != KILN_OK ||
-      kiln_sequence_begin(env->queue, 0, &list) != KILN_OK ||
+      kiln_sequence_begin(env->queue, KILN_SEQUENCE_PREPARED_LIST, &list) !=
+          KILN_OK ||
       small_ops(env->queue, n, x, y) != KILN_OK ||
       kiln_sequence_end(list) != KILN_OK) {
     fail(r, "recording");
@@ -305,15 +408,20 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
   a.seq = list;
   double list_s = bench_time(env, replay, &a);
   double direct_s = bench_time(env, direct, &a);
-  if (cb_s < 0 || list_s < 0 || direct_s < 0) {
+  double bare_s = bench_time(env, bare, &b);
+  if (cb_s < 0 || list_s < 0 || direct_s < 0 || bare_s < 0) {
     fail(r, "run");
     goto done;
   }
+  col(r, "list", list_s);
   col(r, kiln_sequence_uses_command_buffer(cb) ? "cmdbuf" : "replay",
       cb_s);
-  col(r, "list", list_s);
+  col(r, "bare-cl", bare_s);
   col(r, "one-by-one", direct_s);
-  r->median_s = cb_s;
+  r->median_s = list_s;
+  snprintf(r->note, sizeof r->note,
+           "per command: list %.2f us, bare clEnqueueNDRangeKernel %.2f us",
+           list_s / SEQ_OPS * 1e6, bare_s / SEQ_OPS * 1e6);
   ok = true;
   if (env->verify) {
     /* One direct run and one replay from the same start give the same. */
@@ -336,8 +444,11 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
 done:
   kiln_sequence_destroy(cb);
   kiln_sequence_destroy(list);
+  kiln_kernel_destroy(k);
+  kiln_program_destroy(prog);
   kiln_buffer_destroy(x);
   kiln_buffer_destroy(y);
+  kiln_buffer_destroy(z);
   free(host);
   free(want);
   free(got);

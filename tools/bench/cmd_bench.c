@@ -384,7 +384,7 @@ int kiln_cmd_bench(int argc, char **argv) {
   bool all_ok = true;
   for (size_t i = 0; i < nsel; i++) {
     const struct bench_op *op = selected[i];
-    size_t count = nsizes ? nsizes : 2;
+    size_t count = nsizes ? nsizes : BENCH_MAX_DEFAULTS;
     for (size_t j = 0; j < count; j++) {
       struct bench_result r;
       memset(&r, 0, sizeof r);

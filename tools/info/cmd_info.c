@@ -256,27 +256,49 @@ static void print_props(FILE *out, int indent, const info_subject *subject) {
   }
 }
 
-/* The GEMM parameters a context on the device would use, where they come
- * from, and the tuning file (or why it is ignored). */
+/* Each op's parameters a context on the device would use (the ops with a
+ * space, kiln/kiln_tune.h), where they come from, and the tuning file (or
+ * why it, or a database row, is ignored). */
 static void print_tuning(FILE *out, const kiln_device *kdev) {
+  static const char *const ops[][2] = {{"gemm", "GEMM"},
+                                       {"transpose", "Transpose"},
+                                       {"reduce", "Reduce"},
+                                       {"elementwise", "Elementwise"}};
   kiln_context *ctx = NULL;
   kiln_tuning_info *t = malloc(sizeof *t);
-  if (t == NULL || kiln_context_create(kdev, NULL, &ctx) != KILN_OK ||
-      kiln_tuning_get_info(ctx, "gemm", t) != KILN_OK) {
+  if (t == NULL || kiln_context_create(kdev, NULL, &ctx) != KILN_OK) {
     print_row(out, 6, "GEMM params", kiln_last_error());
-  } else {
+    free(t);
+    return;
+  }
+  char label[64];
+  bool ok = true;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0] && ok; i++) {
+    snprintf(label, sizeof label, "%s params", ops[i][1]);
+    ok = kiln_tuning_get_info(ctx, ops[i][0], t) == KILN_OK;
+    if (!ok) {
+      print_row(out, 6, label, kiln_last_error());
+      break;
+    }
     char buf[KILN_TUNING_TEXT_CAPACITY + 64];
     snprintf(buf, sizeof buf, "%s%s%s", t->source, t->params[0] ? ": " : "",
              t->params);
-    print_row(out, 6, "GEMM params", buf);
+    print_row(out, 6, label, buf);
+    snprintf(label, sizeof label, "%s tuned", ops[i][1]);
     if (t->figures[0] != '\0')
-      print_row(out, 6, "GEMM tuned", t->figures);
+      print_row(out, 6, label, t->figures);
+    snprintf(label, sizeof label, "%s database", ops[i][1]);
+    if (t->database[0] != '\0')
+      print_row(out, 6, label, t->database);
+  }
+  /* The file and what was ignored are the device's, for every op; read
+   * after every op's parameters, so that each op's rejection shows. */
+  if (ok) {
     print_row(out, 6, "Tuning file", t->path[0] ? t->path : "(none)");
     if (t->ignored[0] != '\0')
       print_row(out, 6, "Tuning ignored", t->ignored);
   }
-  if (ctx != NULL)
-    kiln_context_destroy(ctx);
+  kiln_context_destroy(ctx);
   free(t);
 }
 

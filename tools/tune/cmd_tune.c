@@ -18,7 +18,9 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: kiln tune [--device SEL] [--op NAMES] [--size SPECS]\n"
-          "                 [--budget SECONDS] [--json] [--export FILE]\n"
+          "                 [--budget SECONDS] [--jobs N]\n"
+          "                 [--compile-timeout SECONDS] [--run-timeout SECONDS]\n"
+          "                 [--json] [--export FILE]\n"
           "       kiln tune [--device SEL] --list\n"
           "       kiln tune [--device SEL] --reset\n"
           "\n"
@@ -40,7 +42,17 @@ static void usage(FILE *out) {
           "                       (default per op: gemm 512,1024; transpose\n"
           "                       N x N 1024,2048; others N elements\n"
           "                       4194304,16777216)\n"
-          "  -b, --budget SECONDS search time per op (default 120)\n"
+          "  -b, --budget SECONDS search time per op, all included (default\n"
+          "                       120)\n"
+          "  -J, --jobs N         build the next candidates on N threads while\n"
+          "                       one is timed (default: the number of CPUs)\n"
+          "  -C, --compile-timeout SECONDS\n"
+          "                       reject a candidate whose build runs longer\n"
+          "                       (default 60)\n"
+          "  -R, --run-timeout SECONDS\n"
+          "                       reject a candidate whose launch runs longer\n"
+          "                       and stop: the device is busy with it\n"
+          "                       (default 20)\n"
           "  -j, --json           print a kiln-tune/1 JSON document\n"
           "  -e, --export FILE    also write the result to FILE (to send)\n"
           "  -l, --list           print each space and the parameters in\n"
@@ -134,6 +146,17 @@ static bool parse_sizes(const char *text, tune_options *o) {
   return o->nsizes > 0;
 }
 
+static bool parse_seconds(const char *option, const char *text, double *out) {
+  char *end = NULL;
+  *out = strtod(text, &end);
+  if (end == text || *end != '\0' || !(*out > 0.0) || *out > 1e6) {
+    fprintf(stderr, "kiln tune: %s '%s' is not a positive number of "
+                    "seconds\n", option, text);
+    return false;
+  }
+  return true;
+}
+
 static void list_space(kiln_context *ctx, const tune_op *op) {
   printf("%s (%s%s%sthe GPU-family kernel; timed: %s):\n", op->name,
          op->aliases[0] ? "also " : "", op->aliases,
@@ -179,12 +202,13 @@ static void report(const tune_op *op, const tune_options *o,
     printf("\", \"op\": \"%s\", \"unit\": \"%s\", \"before\": \"%s\", "
            "\"tuned\": \"%s\", "
            "\"tried\": %zu, \"rejected\": %zu, \"rejected_gate\": %zu, "
-           "\"rejected_slow\": %zu, \"skipped\": %zu, "
+           "\"rejected_slow\": %zu, \"rejected_timeout\": %zu, "
+           "\"skipped\": %zu, "
            "\"exhaustive\": %s, \"interrupted\": %s, \"file\": \"%s\", "
            "\"sizes\": [",
            op->name, op->unit, r->default_params, r->best_params, r->tried,
-           r->rejected,
-           r->rejected_gate, r->rejected_slow, r->skipped, r->exhaustive ? "true" : "false",
+           r->rejected, r->rejected_gate, r->rejected_slow,
+           r->rejected_timeout, r->skipped, r->exhaustive ? "true" : "false",
            r->interrupted ? "true" : "false", saved);
     for (size_t i = 0; i < o->nsizes; i++)
       printf("%s{\"m\": %zu, \"n\": %zu, \"k\": %zu, \"before_gflops\": %.3f, "
@@ -195,10 +219,10 @@ static void report(const tune_op *op, const tune_options *o,
     return;
   }
   printf("device: %s\nop %s (timed: %s): %zu candidates tried, %zu rejected "
-         "(%zu by the gate or a failed build, %zu too slow), %zu skipped "
-         "(invalid on the device)%s%s\n",
-         device, op->name, op->timed, r->tried, r->rejected, r->rejected_gate, r->rejected_slow,
-         r->skipped,
+         "(%zu by the gate or a failed build, %zu too slow, %zu past a "
+         "timeout), %zu skipped (invalid on the device)%s%s\n",
+         device, op->name, op->timed, r->tried, r->rejected, r->rejected_gate,
+         r->rejected_slow, r->rejected_timeout, r->skipped,
          r->exhaustive ? ", exhaustive" : ", random + local search",
          r->interrupted ? ", interrupted" : "");
   if (r->last_rejection[0])
@@ -243,9 +267,12 @@ static bool parse_ops(const char *text, const tune_op **out, size_t *count) {
 }
 
 /* Search op's space on ctx, save the best to the device's tuning file (and
- * export_path), and report. 0, or 1 with the message printed. */
+ * export_path), and report. 0, or 1 with the message printed. *stuck when
+ * a launch ran past the run timeout: q still runs it, so the caller must
+ * neither use nor destroy it (destroying would wait for it). */
 static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
-                    tune_options *o, bool json, const char *export_path) {
+                    tune_options *o, bool json, const char *export_path,
+                    bool *stuck) {
   const char *name = kiln_context_device_info(ctx)->name;
   kiln_tuning_info t;
   if (kiln_tuning_get_info(ctx, op->name, &t) != KILN_OK) {
@@ -281,7 +308,15 @@ static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
   const bool ok = tune_search(ctx, q, op, o, &r, why, sizeof why);
   if (pr.tty)
     fprintf(stderr, "\r%*s\r", pr.columns > 1 ? pr.columns - 1 : 79, "");
-  if (!ok) {
+  *stuck = r.stuck;
+  if (r.stuck) {
+    /* What was found is saved; the process's exit ends the rest. */
+    fprintf(stderr, "kiln tune: %s: %s; the device is still running it, so "
+                    "the search stopped there\n",
+            op->name, r.last_rejection[0] ? r.last_rejection : why);
+    if (!ok)
+      return 1;
+  } else if (!ok) {
     fprintf(stderr, "kiln tune: %s: %s\n", op->name, why);
     return 1;
   }
@@ -319,6 +354,9 @@ int kiln_cmd_tune(int argc, char **argv) {
       {"size", required_argument, 0, 's'},   {"budget", required_argument, 0, 'b'},
       {"json", no_argument, 0, 'j'},         {"export", required_argument, 0, 'e'},
       {"list", no_argument, 0, 'l'},         {"reset", no_argument, 0, 'r'},
+      {"jobs", required_argument, 0, 'J'},
+      {"compile-timeout", required_argument, 0, 'C'},
+      {"run-timeout", required_argument, 0, 'R'},
       {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   const char *selector = NULL, *ops = "gemm", *export_path = NULL;
   bool json = false, list = false, reset = false, sizes_given = false;
@@ -328,8 +366,12 @@ int kiln_cmd_tune(int argc, char **argv) {
   o.seed = 1;
   o.exhaustive_max = 256;
   parse_sizes("512,1024", &o);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  o.jobs = cpus > 1 ? (unsigned)(cpus < 64 ? cpus : 64) : 1;
+  o.compile_timeout_s = TUNE_COMPILE_TIMEOUT;
+  o.run_timeout_s = TUNE_RUN_TIMEOUT;
   optind = 1;
-  for (int c; (c = getopt_long(argc, argv, "d:o:s:b:je:lrh", long_opts,
+  for (int c; (c = getopt_long(argc, argv, "d:o:s:b:je:lrhJ:C:R:", long_opts,
                                NULL)) != -1;) {
     switch (c) {
     case 'd': selector = optarg; break;
@@ -343,14 +385,27 @@ int kiln_cmd_tune(int argc, char **argv) {
         return 2;
       }
       break;
-    case 'b': {
+    case 'b':
+      if (!parse_seconds("--budget", optarg, &o.budget_s))
+        return 2;
+      break;
+    case 'C':
+      if (!parse_seconds("--compile-timeout", optarg, &o.compile_timeout_s))
+        return 2;
+      break;
+    case 'R':
+      if (!parse_seconds("--run-timeout", optarg, &o.run_timeout_s))
+        return 2;
+      break;
+    case 'J': {
       char *end = NULL;
-      o.budget_s = strtod(optarg, &end);
-      if (end == optarg || *end != '\0' || !(o.budget_s > 0.0)) {
-        fprintf(stderr, "kiln tune: --budget '%s' is not a positive number "
-                        "of seconds\n", optarg);
+      const long n = strtol(optarg, &end, 10);
+      if (end == optarg || *end != '\0' || n < 1 || n > 256) {
+        fprintf(stderr, "kiln tune: --jobs '%s' is not a number of threads "
+                        "(1 to 256)\n", optarg);
         return 2;
       }
+      o.jobs = (unsigned)n;
       break;
     }
     case 'j': json = true; break;
@@ -378,9 +433,16 @@ int kiln_cmd_tune(int argc, char **argv) {
   kiln_context *ctx = NULL;
   kiln_queue *q = NULL;
   const kiln_device *device = NULL;
+  /* No persistent cache for the candidates' programs: hundreds of one-off
+   * entries would crowd out the programs that matter, and on drivers that
+   * save a program's binary only when it is released
+   * (KILN_QUIRK_LAZY_PROGRAM_BINARY: PoCL) writing them all at the end cost
+   * more than the budget itself (a 30 s tune ran 85 s, 4 to 6 minutes
+   * under load). Programs that use the result build it afresh. */
+  kiln_context_options copts = {.flags = KILN_CONTEXT_NO_CACHE};
   if (kiln_device_list_create(&devs) != KILN_OK ||
       kiln_device_select(devs, selector, &device) != KILN_OK ||
-      kiln_context_create(device, NULL, &ctx) != KILN_OK ||
+      kiln_context_create(device, &copts, &ctx) != KILN_OK ||
       kiln_queue_create(ctx, 0, &q) != KILN_OK) {
     fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
     goto done;
@@ -402,19 +464,26 @@ int kiln_cmd_tune(int argc, char **argv) {
     goto done;
   }
   status = 0;
-  for (size_t i = 0; i < ntodo && status == 0 && !stop_flag; i++) {
+  bool stuck = false;
+  for (size_t i = 0; i < ntodo && status == 0 && !stop_flag && !stuck; i++) {
     tune_options oi = o;
     if (!sizes_given)
       parse_sizes(todo[i]->sizes, &oi);
     if (i > 0 && !json)
       printf("\n");
-    status = tune_one(ctx, q, todo[i], &oi, json, export_path);
+    status = tune_one(ctx, q, todo[i], &oi, json, export_path, &stuck);
   }
+  if (stuck)
+    q = NULL; /* left to the process's exit, see tune_one */
 done:
   if (q != NULL)
     kiln_queue_destroy(q);
-  if (ctx != NULL)
-    kiln_context_destroy(ctx);
+  /* KILN_ERR_BUSY while a build the search gave up on (past the compile
+   * timeout) still runs in the driver's compiler, or while a stuck queue
+   * lives: the process's exit takes them (tune_pool.c). */
+  if (ctx != NULL && kiln_context_destroy(ctx) == KILN_ERR_BUSY && status == 0)
+    fprintf(stderr, "kiln tune: leaving a build or a launch that ran past "
+                    "its timeout to the process's exit\n");
   kiln_device_list_destroy(devs);
   return status;
 }

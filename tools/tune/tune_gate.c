@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 static double now(void) {
@@ -72,10 +73,40 @@ static size_t at(kiln_layout l, size_t r, size_t c, size_t ld) {
   return l == KILN_ROW_MAJOR ? r * ld + c : c * ld + r;
 }
 
+bool tune_wait(kiln_event *ev, double timeout_s, bool *timed_out) {
+  *timed_out = false;
+  const double t_end = now() + timeout_s;
+  /* Poll: kiln_event_wait cannot be given up on. A few yields first (a
+   * short kernel's time stays exact), then sleeps growing from 20 us to
+   * 1 ms (a long one's is off by under 1 ms, and the waiting thread leaves
+   * the CPU to a CPU device). */
+  long sleep_ns = 20000;
+  for (int spins = 0;; spins++) {
+    kiln_event_state st;
+    if (kiln_event_state_get(ev, &st) != KILN_OK)
+      return false;
+    if (st == KILN_EVENT_COMPLETE || st == KILN_EVENT_FAILED)
+      return kiln_event_wait(ev) == KILN_OK; /* the failure's message */
+    if (now() >= t_end) {
+      *timed_out = true;
+      return false;
+    }
+    if (spins < 100) {
+      sched_yield();
+      continue;
+    }
+    struct timespec ts = {0, sleep_ns};
+    nanosleep(&ts, NULL);
+    if (sleep_ns < 1000000)
+      sleep_ns *= 2;
+  }
+}
+
 /* One case; false with why on any failure. */
 static bool run_case(kiln_context *ctx, kiln_queue *q,
                      const struct gate_case *g, const char *params,
-                     const tune_hooks *hooks, char *why, size_t size) {
+                     const tune_hooks *hooks, double run_timeout_s,
+                     bool *timed_out, char *why, size_t size) {
   const bool ta = g->ta == KILN_TRANS, tb = g->tb == KILN_TRANS;
   const bool row = g->layout == KILN_ROW_MAJOR;
   const size_t ar = ta ? g->k : g->m, ac = ta ? g->m : g->k;
@@ -122,8 +153,12 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
                          0,
                          g->relu_bias ? KILN_GEMM_ACT_RELU : KILN_GEMM_ACT_NONE,
                          0, NULL, &ev) != KILN_OK ||
-      kiln_event_wait(ev) != KILN_OK) {
-    snprintf(why, size, "%s", kiln_last_error());
+      !tune_wait(ev, run_timeout_s, timed_out)) {
+    if (*timed_out)
+      snprintf(why, size, "run timeout (a launch ran past %g s)",
+               run_timeout_s);
+    else
+      snprintf(why, size, "%s", kiln_last_error());
     kiln_event_release(ev);
     goto done;
   }
@@ -201,19 +236,29 @@ done:
 }
 
 bool tune_gate(kiln_context *ctx, kiln_queue *q, const char *params,
-               const tune_hooks *hooks, double *seconds, char *why,
+               const tune_hooks *hooks, double run_timeout_s,
+               double deadline, double *seconds, bool *timed_out, char *why,
                size_t why_size) {
   const double t0 = now();
   bool ok = true;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0] && ok; i++)
-    ok = run_case(ctx, q, &cases[i], params, hooks, why, why_size);
+  *timed_out = false;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0] && ok; i++) {
+    if (deadline > 0.0 && now() >= deadline) {
+      why[0] = '\0';
+      ok = false;
+      break;
+    }
+    ok = run_case(ctx, q, &cases[i], params, hooks, run_timeout_s, timed_out,
+                  why, why_size);
+  }
   *seconds = now() - t0;
   return ok;
 }
 
 double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
-                      size_t k, int runs, double stop_above,
-                      const tune_hooks *hooks, const char *params) {
+                      size_t k, int runs, double stop_above, double deadline,
+                      double run_timeout_s, const tune_hooks *hooks,
+                      const char *params) {
   kiln_buffer *a = NULL, *b = NULL, *c = NULL;
   double best = -1.0;
   const float one = 0.5f;
@@ -228,12 +273,22 @@ double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
     goto done;
   /* One warm-up run (kernel build and first-touch costs), then timed runs. */
   for (int r = -1; r < runs; r++) {
+    if (deadline > 0.0 && now() >= deadline) {
+      if (best < 0.0)
+        best = 0.0; /* no figure: out of time */
+      break;
+    }
     const double t0 = now();
-    if (kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, m, n, k,
+    kiln_event *ev = NULL;
+    bool timed_out = false;
+    const bool ran =
+        kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, m, n, k,
                   1.0f, KILN_F32, a, 0, k, b, 0, n, 0.0f, c, 0, n, 0, NULL,
-                  NULL) != KILN_OK ||
-        kiln_queue_finish(q) != KILN_OK) {
-      best = -1.0;
+                  &ev) == KILN_OK &&
+        tune_wait(ev, run_timeout_s, &timed_out);
+    kiln_event_release(ev);
+    if (!ran) {
+      best = timed_out ? -2.0 : -1.0;
       goto done;
     }
     double t = now() - t0;

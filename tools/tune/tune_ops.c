@@ -126,6 +126,22 @@ static void *download(kiln_queue *q, kiln_buffer *b, size_t bytes, char *why,
   return h;
 }
 
+/* Wait for everything enqueued on q, at most run_timeout_s (tune_wait):
+ * false with why on a failure, or with *timed_out when it still runs. */
+static bool finish(kiln_queue *q, double run_timeout_s, bool *timed_out,
+                   char *why, size_t size) {
+  kiln_event *ev = NULL;
+  const bool ok = kiln_queue_marker(q, 0, NULL, &ev) == KILN_OK &&
+                  tune_wait(ev, run_timeout_s, timed_out);
+  kiln_event_release(ev);
+  if (!ok && *timed_out)
+    snprintf(why, size, "run timeout (a launch ran past %g s)",
+             run_timeout_s);
+  else if (!ok)
+    snprintf(why, size, "%s", kiln_last_error());
+  return ok;
+}
+
 /* The test hook (tune.h) on an op's output buffer of bytes. */
 static void hook(const tune_hooks *hooks, const char *params, kiln_queue *q,
                  kiln_buffer *out, size_t bytes) {
@@ -147,7 +163,8 @@ static const struct tcase tcases[] = {
 
 static bool transpose_case(kiln_context *ctx, kiln_queue *q,
                            const struct tcase *t, const char *params,
-                           const tune_hooks *hooks, char *why, size_t size) {
+                           const tune_hooks *hooks, double run_timeout_s,
+                           bool *timed_out, char *why, size_t size) {
   const size_t es = kiln_dtype_size(t->dtype), ldx = t->cols + t->ldx_pad,
                ldy = t->rows + t->ldy_pad;
   const size_t nx = t->x_off + (t->rows - 1) * ldx + t->cols + 3,
@@ -162,6 +179,8 @@ static bool transpose_case(kiln_context *ctx, kiln_queue *q,
   } else if (kiln_transpose(q, t->dtype, t->rows, t->cols, dx, t->x_off, ldx,
                             dy, t->y_off, ldy, 0, NULL, NULL) != KILN_OK) {
     snprintf(why, size, "%s", kiln_last_error());
+  } else if (!finish(q, run_timeout_s, timed_out, why, size)) {
+    /* why says it */
   } else if (hook(hooks, params, q, dy, ny * es),
              (y = download(q, dy, ny * es, why, size)) != NULL) {
     ok = true;
@@ -194,13 +213,27 @@ static bool transpose_case(kiln_context *ctx, kiln_queue *q,
   return ok;
 }
 
+/* The deadline (0: none) has come: the gate's "" why. */
+static bool past(double deadline, char *why) {
+  if (deadline > 0.0 && now() >= deadline) {
+    why[0] = '\0';
+    return true;
+  }
+  return false;
+}
+
 static bool gate_transpose(kiln_context *ctx, kiln_queue *q,
                            const char *params, const tune_hooks *hooks,
-                           double *seconds, char *why, size_t size) {
+                           double run_timeout_s, double deadline,
+                           double *seconds, bool *timed_out, char *why,
+                           size_t size) {
   const double t0 = now();
   bool ok = true;
+  *timed_out = false;
   for (size_t i = 0; i < sizeof tcases / sizeof tcases[0] && ok; i++)
-    ok = transpose_case(ctx, q, &tcases[i], params, hooks, why, size);
+    ok = !past(deadline, why) &&
+         transpose_case(ctx, q, &tcases[i], params, hooks, run_timeout_s,
+                        timed_out, why, size);
   *seconds = now() - t0;
   return ok;
 }
@@ -213,7 +246,8 @@ static const char *const ew_names[] = {"axpy", "add", "scale", "neg"};
 /* Op on n elements: y (at yo) from x (at xo), as the kernels compute it. */
 static bool ew_case(kiln_context *ctx, kiln_queue *q, int op, kiln_dtype dt,
                     size_t n, size_t xo, size_t yo, const char *params,
-                    const tune_hooks *hooks, char *why, size_t size) {
+                    const tune_hooks *hooks, double run_timeout_s,
+                    bool *timed_out, char *why, size_t size) {
   const size_t total = yo + n + 5, es = kiln_dtype_size(dt);
   kiln_buffer *dx = NULL, *dy = NULL;
   void *x = random_data(ctx, q, dt, total, 3 + (uint32_t)n, &dx);
@@ -232,6 +266,8 @@ static bool ew_case(kiln_context *ctx, kiln_queue *q, int op, kiln_dtype dt,
   bool ok = false;
   if (s != KILN_OK)
     snprintf(why, size, "%s", x && y0 ? kiln_last_error() : "out of memory");
+  else if (!finish(q, run_timeout_s, timed_out, why, size))
+    ok = false; /* why says it */
   else if (hook(hooks, params, q, dy, total * es),
            (y = download(q, dy, total * es, why, size)) != NULL) {
     const double rel = dt == KILN_F32 ? 0x1p-23 : dt == KILN_F16 ? 0x1p-10
@@ -267,18 +303,23 @@ static bool ew_case(kiln_context *ctx, kiln_queue *q, int op, kiln_dtype dt,
 
 static bool gate_elementwise(kiln_context *ctx, kiln_queue *q,
                              const char *params, const tune_hooks *hooks,
-                             double *seconds, char *why, size_t size) {
+                             double run_timeout_s, double deadline,
+                             double *seconds, bool *timed_out, char *why,
+                             size_t size) {
   /* 70001: past whole groups of the largest point (65536 elements). */
   static const size_t sizes[] = {1, 37, 70001};
   static const size_t offs[][2] = {{3, 5}, {8, 16}};
   const double t0 = now();
   bool ok = true;
+  *timed_out = false;
   for (size_t d = 0; d < 3 && ok; d++)
     for (int op = EW_AXPY; op <= EW_NEG && ok; op++)
       for (size_t i = 0; i < 3 && ok; i++)
         for (size_t o = 0; o < 2 && ok; o++)
-          ok = ew_case(ctx, q, op, float_types[d], sizes[i], offs[o][0],
-                       offs[o][1], params, hooks, why, size);
+          ok = !past(deadline, why) &&
+               ew_case(ctx, q, op, float_types[d], sizes[i], offs[o][0],
+                       offs[o][1], params, hooks, run_timeout_s, timed_out,
+                       why, size);
   *seconds = now() - t0;
   return ok;
 }
@@ -290,7 +331,8 @@ static bool gate_elementwise(kiln_context *ctx, kiln_queue *q,
 static bool reduce_case(kiln_context *ctx, kiln_queue *q, int op,
                         kiln_dtype dt, size_t n, size_t off,
                         const char *params, const tune_hooks *hooks,
-                        char *why, size_t size) {
+                        double run_timeout_s, bool *timed_out, char *why,
+                        size_t size) {
   static const char *const names[] = {"sum",  "min",    "max", "mean",
                                       "nrm2", "argmax", "dot"};
   kiln_buffer *dx = NULL, *dy = NULL, *dr = NULL;
@@ -306,13 +348,18 @@ static bool reduce_case(kiln_context *ctx, kiln_queue *q, int op,
   else if (s == KILN_OK)
     s = kiln_reduce(q, (kiln_reduce_op)op, dt, n, dx, off, dr, 1, 0, NULL,
                     NULL);
-  if (s == KILN_OK) {
+  const bool ran = s == KILN_OK &&
+                   finish(q, run_timeout_s, timed_out, why, size);
+  if (ran) {
     hook(hooks, params, q, dr, sizeof res);
     s = kiln_buffer_read_sync(q, dr, 0, sizeof res, res);
   }
-  bool ok = s == KILN_OK && res[0] == 0xdeadbeefu && res[2] == 0xdeadbeefu;
+  bool ok = ran && s == KILN_OK && res[0] == 0xdeadbeefu &&
+            res[2] == 0xdeadbeefu;
   if (s != KILN_OK)
     snprintf(why, size, "%s", x && y ? kiln_last_error() : "out of memory");
+  else if (!ran)
+    ok = false; /* why says it */
   else if (!ok)
     snprintf(why, size, "%s n=%zu: wrote outside its result", names[op], n);
   if (ok) {
@@ -367,23 +414,28 @@ static bool reduce_case(kiln_context *ctx, kiln_queue *q, int op,
 }
 
 static bool gate_reduce(kiln_context *ctx, kiln_queue *q, const char *params,
-                        const tune_hooks *hooks, double *seconds, char *why,
-                        size_t size) {
+                        const tune_hooks *hooks, double run_timeout_s,
+                        double deadline, double *seconds, bool *timed_out,
+                        char *why, size_t size) {
   static const size_t sizes[] = {1, 37, 4099, 70001};
   const double t0 = now();
   bool ok = true;
+  *timed_out = false;
   for (size_t d = 0; d < 3 && ok; d++)
     for (int op = 0; op <= 6 && ok; op++)
       for (size_t i = 0; i < 4 && ok; i++)
-        ok = reduce_case(ctx, q, op, float_types[d], sizes[i], i % 2 ? 8 : 3,
-                         params, hooks, why, size);
+        ok = !past(deadline, why) &&
+             reduce_case(ctx, q, op, float_types[d], sizes[i], i % 2 ? 8 : 3,
+                         params, hooks, run_timeout_s, timed_out, why, size);
   /* 2^22 + 3 in f32: segments of at least 65536 elements on devices of up
    * to 2 compute units (32 partials each), whole passes of every point. */
   static const int long_ops[] = {KILN_REDUCE_SUM, KILN_REDUCE_NRM2,
                                  KILN_REDUCE_ARGMAX, 6};
   for (size_t i = 0; i < 4 && ok; i++)
-    ok = reduce_case(ctx, q, long_ops[i], KILN_F32, (1u << 22) + 3,
-                     i % 2 ? 8 : 3, params, hooks, why, size);
+    ok = !past(deadline, why) &&
+         reduce_case(ctx, q, long_ops[i], KILN_F32, (1u << 22) + 3,
+                     i % 2 ? 8 : 3, params, hooks, run_timeout_s, timed_out,
+                     why, size);
   *seconds = now() - t0;
   return ok;
 }
@@ -426,10 +478,12 @@ static kiln_status run_elementwise(kiln_queue *q, const size_t *z,
 }
 
 /* As tune_time_gemm: a warm-up, then the best of runs, stopping early once
- * a run is slower than stop_above. */
+ * a run is slower than stop_above; 0 when the deadline comes before any
+ * figure, -2 when a run goes past run_timeout_s (it still runs). */
 static double time_runs(kiln_context *ctx, kiln_queue *q, const size_t *z,
                         size_t elements, run_fn run, int runs,
-                        double stop_above, const tune_hooks *hooks,
+                        double stop_above, double deadline,
+                        double run_timeout_s, const tune_hooks *hooks,
                         const char *params) {
   kiln_buffer *a = NULL, *b = NULL, *c = NULL;
   double best = -1.0;
@@ -444,9 +498,17 @@ static double time_runs(kiln_context *ctx, kiln_queue *q, const size_t *z,
       kiln_queue_finish(q) != KILN_OK)
     goto done;
   for (int r = -1; r < runs; r++) {
+    if (deadline > 0.0 && now() >= deadline) {
+      if (best < 0.0)
+        best = 0.0; /* no figure: out of time */
+      break;
+    }
     const double t0 = now();
-    if (run(q, z, a, b, c) != KILN_OK || kiln_queue_finish(q) != KILN_OK) {
-      best = -1.0;
+    bool timed_out = false;
+    char why[8];
+    if (run(q, z, a, b, c) != KILN_OK ||
+        !finish(q, run_timeout_s, &timed_out, why, sizeof why)) {
+      best = timed_out ? -2.0 : -1.0;
       goto done;
     }
     double t = now() - t0;
@@ -467,28 +529,32 @@ done:
 }
 
 static double time_gemm(kiln_context *ctx, kiln_queue *q, const size_t *z,
-                        int runs, double stop_above, const tune_hooks *hooks,
+                        int runs, double stop_above, double deadline,
+                        double run_timeout_s, const tune_hooks *hooks,
                         const char *params) {
-  return tune_time_gemm(ctx, q, z[0], z[1], z[2], runs, stop_above, hooks,
-                        params);
+  return tune_time_gemm(ctx, q, z[0], z[1], z[2], runs, stop_above, deadline,
+                        run_timeout_s, hooks, params);
 }
 static double time_transpose(kiln_context *ctx, kiln_queue *q,
                              const size_t *z, int runs, double stop_above,
+                             double deadline, double run_timeout_s,
                              const tune_hooks *hooks, const char *params) {
   return time_runs(ctx, q, z, z[0] * z[1], run_transpose, runs, stop_above,
-                   hooks, params);
+                   deadline, run_timeout_s, hooks, params);
 }
 static double time_reduce(kiln_context *ctx, kiln_queue *q, const size_t *z,
-                          int runs, double stop_above,
-                          const tune_hooks *hooks, const char *params) {
-  return time_runs(ctx, q, z, z[0], run_reduce, runs, stop_above, hooks,
-                   params);
+                          int runs, double stop_above, double deadline,
+                          double run_timeout_s, const tune_hooks *hooks,
+                          const char *params) {
+  return time_runs(ctx, q, z, z[0], run_reduce, runs, stop_above, deadline,
+                   run_timeout_s, hooks, params);
 }
 static double time_elementwise(kiln_context *ctx, kiln_queue *q,
                                const size_t *z, int runs, double stop_above,
+                               double deadline, double run_timeout_s,
                                const tune_hooks *hooks, const char *params) {
-  return time_runs(ctx, q, z, z[0], run_elementwise, runs, stop_above, hooks,
-                   params);
+  return time_runs(ctx, q, z, z[0], run_elementwise, runs, stop_above,
+                   deadline, run_timeout_s, hooks, params);
 }
 
 static double work_gemm(const size_t *z) {

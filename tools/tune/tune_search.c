@@ -76,7 +76,8 @@ struct search {
   const tune_options *o;
   const struct space *sp;
   tune_result *r;
-  double t_end;
+  tune_pool *pool;
+  double t_end, compile_timeout, run_timeout;
   double best_t[TUNE_MAX_SIZES]; /* the best candidate's seconds per size */
   bool have_best;
   /* Points already tried (a hash set of their texts would be overkill for
@@ -102,71 +103,143 @@ static bool already_seen(struct search *s, const point *p) {
 }
 
 static bool out_of_time(const struct search *s) {
-  return now() >= s->t_end || (s->o->stop != NULL && *s->o->stop);
+  return now() >= s->t_end || (s->o->stop != NULL && *s->o->stop) ||
+         s->r->stuck;
 }
 
-/* Evaluate one point; true when it became the best. */
-static bool evaluate(struct search *s, const point *p) {
-  if (already_seen(s, p) || out_of_time(s))
+static void reject(struct search *s, size_t *counter, const char *text,
+                   const char *why) {
+  s->r->rejected++;
+  (*counter)++;
+  snprintf(s->r->last_rejection, sizeof s->r->last_rejection,
+           "%.1000s: %.500s", text, why);
+}
+
+/* Check, then time, one candidate whose build was waited for; true when
+ * it became the best. Out of time half-way, it counts as not tried. */
+static bool run_candidate(struct search *s, const char *text) {
+  char why[512];
+  double gate_s = 0.0;
+  bool timed_out = false;
+  if (kiln_tuning_set(s->ctx, s->op->name, text) != KILN_OK) {
+    reject(s, &s->r->rejected_gate, text, kiln_last_error());
     return false;
-  char text[KILN_TUNING_TEXT_CAPACITY], why[512];
-  format(s->sp, p, text, sizeof text);
-  if (kiln_tuning_check(s->ctx, s->op->name, text, why, sizeof why) !=
+  }
+  if (!s->op->gate(s->ctx, s->q, text, s->o->hooks, s->run_timeout,
+                   s->t_end, &gate_s, &timed_out, why, sizeof why)) {
+    if (why[0] == '\0') { /* the deadline */
+      s->r->tried--;
+      return false;
+    }
+    s->r->stuck = timed_out;
+    reject(s, timed_out ? &s->r->rejected_timeout : &s->r->rejected_gate,
+           text, why);
+    return false;
+  }
+  double t[TUNE_MAX_SIZES], log_sum = 0.0;
+  for (size_t i = 0; i < s->o->nsizes; i++) {
+    const size_t *z = s->o->sizes[i];
+    const double stop = s->have_best ? 1.5 * s->best_t[i] : 0.0;
+    t[i] = s->op->time(s->ctx, s->q, z, 3, stop, s->t_end, s->run_timeout,
+                       s->o->hooks, text);
+    if (t[i] == 0.0) { /* the deadline came first: no figure */
+      s->r->tried--;
+      return false;
+    }
+    if (t[i] == -2.0) {
+      s->r->stuck = true;
+      snprintf(why, sizeof why, "run timeout (a launch ran past %g s)",
+               s->run_timeout);
+      reject(s, &s->r->rejected_timeout, text, why);
+      return false;
+    }
+    /* A candidate slower than 20 times the best is as good as hung. */
+    if (t[i] < 0.0 || (s->have_best && t[i] > 20.0 * s->best_t[i])) {
+      reject(s, &s->r->rejected_slow, text,
+             t[i] < 0.0 ? kiln_last_error() : "timed out");
+      return false;
+    }
+    if (s->have_best && t[i] > stop)
+      return false; /* clearly slower: stop timing it */
+    log_sum += log(s->op->work(z) / t[i] * 1e-9);
+  }
+  const double score = exp(log_sum / (double)s->o->nsizes);
+  if (s->have_best && score <= s->r->best_score)
+    return false;
+  s->have_best = true;
+  s->r->best_score = score;
+  snprintf(s->r->best_params, sizeof s->r->best_params, "%s", text);
+  for (size_t i = 0; i < s->o->nsizes; i++) {
+    s->best_t[i] = t[i];
+    const size_t *z = s->o->sizes[i];
+    s->r->best_gflops[i] = s->op->work(z) / t[i] * 1e-9;
+  }
+  return true;
+}
+
+/* A candidate on its way: its text and build (NULL: not to be run). */
+struct pending {
+  char text[KILN_TUNING_TEXT_CAPACITY];
+  tune_build *build;
+};
+
+/* Prepare point p in order: seen points and points the device cannot run
+ * (skipped) get no build; the others are queued for the build workers. */
+static void prepare(struct search *s, const point *p, struct pending *c) {
+  char why[512];
+  c->build = NULL;
+  if (already_seen(s, p))
+    return;
+  format(s->sp, p, c->text, sizeof c->text);
+  if (kiln_tuning_check(s->ctx, s->op->name, c->text, why, sizeof why) !=
       KILN_OK) {
     s->r->skipped++;
+    return;
+  }
+  c->build = tune_pool_submit(s->pool, c->text);
+  if (c->build == NULL) /* out of memory: counted, never run unbuilt */
+    reject(s, &s->r->rejected_gate, c->text, "out of host memory");
+}
+
+/* Evaluate pts[0..n) in order, the builds of the next ones running on the
+ * workers meanwhile (as many ahead as there are workers, so that the order
+ * of evaluation, hence the result for a seed, does not depend on them);
+ * true when one became the best. */
+static bool evaluate_list(struct search *s, const point *pts, size_t n) {
+  const size_t ahead = s->o->jobs > 0 ? s->o->jobs : 1;
+  struct pending *c = malloc(n * sizeof *c);
+  if (c == NULL)
     return false;
-  }
-  s->r->tried++;
-  double gate_s = 0.0;
   bool improved = false;
-  if (kiln_tuning_set(s->ctx, s->op->name, text) != KILN_OK ||
-      !s->op->gate(s->ctx, s->q, text, s->o->hooks, &gate_s, why,
-                   sizeof why)) {
-    s->r->rejected++;
-    s->r->rejected_gate++;
-    snprintf(s->r->last_rejection, sizeof s->r->last_rejection,
-             "%.1000s: %.500s", text, why);
-  } else {
-    double t[TUNE_MAX_SIZES], log_sum = 0.0;
-    bool slower = false, failed = false;
-    for (size_t i = 0; i < s->o->nsizes && !slower && !failed; i++) {
-      const size_t *z = s->o->sizes[i];
-      const double stop = s->have_best ? 1.5 * s->best_t[i] : 0.0;
-      t[i] = s->op->time(s->ctx, s->q, z, 3, stop, s->o->hooks, text);
-      /* A candidate slower than 20 times the best is as good as hung. */
-      if (t[i] < 0.0 || (s->have_best && t[i] > 20.0 * s->best_t[i])) {
-        failed = true;
-        snprintf(s->r->last_rejection, sizeof s->r->last_rejection,
-                 "%.1000s: %.500s", text,
-                 t[i] < 0.0 ? kiln_last_error() : "timed out");
-      } else if (s->have_best && t[i] > stop) {
-        slower = true; /* clearly slower: stop timing it */
-      } else {
-        log_sum += log(s->op->work(z) / t[i] * 1e-9);
-      }
-    }
-    if (failed) {
-      s->r->rejected++;
-      s->r->rejected_slow++;
-    }
-    if (!failed && !slower) {
-      const double score = exp(log_sum / (double)s->o->nsizes);
-      if (!s->have_best || score > s->r->best_score) {
-        s->have_best = improved = true;
-        s->r->best_score = score;
-        snprintf(s->r->best_params, sizeof s->r->best_params, "%s", text);
-        for (size_t i = 0; i < s->o->nsizes; i++) {
-          s->best_t[i] = t[i];
-          const size_t *z = s->o->sizes[i];
-          s->r->best_gflops[i] = s->op->work(z) / t[i] * 1e-9;
-        }
-      }
-    }
+  size_t prepared = 0;
+  for (size_t i = 0; i < n && !out_of_time(s); i++) {
+    while (prepared < n && prepared <= i + ahead)
+      prepare(s, &pts[prepared], &c[prepared]), prepared++;
+    if (c[i].build == NULL)
+      continue;
+    char why[600];
+    const tune_build_result b =
+        tune_build_wait(s->pool, c[i].build, s->compile_timeout, s->t_end,
+                        s->o->stop, why, sizeof why);
+    if (b == TUNE_BUILD_DEADLINE)
+      break;
+    s->r->tried++;
+    if (b == TUNE_BUILD_TIMEOUT)
+      reject(s, &s->r->rejected_timeout, c[i].text, why);
+    else if (b == TUNE_BUILD_FAILED)
+      reject(s, &s->r->rejected_gate, c[i].text, why);
+    else
+      improved = run_candidate(s, c[i].text) || improved;
+    if (s->o->progress != NULL)
+      s->o->progress(s->o->progress_user, s->r->tried, s->r->rejected,
+                     s->r->skipped, s->r->best_score, s->r->best_params);
   }
-  if (s->o->progress != NULL)
-    s->o->progress(s->o->progress_user, s->r->tried, s->r->rejected,
-                   s->r->skipped, s->r->best_score, s->r->best_params);
+  free(c);
   return improved;
+}
+
+static bool evaluate(struct search *s, const point *p) {
+  return evaluate_list(s, p, 1);
 }
 
 static unsigned long rng_next(unsigned long *state) {
@@ -213,18 +286,31 @@ bool tune_search(kiln_context *ctx, kiln_queue *q, const tune_op *op,
     memset(&start, 0, sizeof start);
   }
   struct search s = {.op = op, .ctx = ctx, .q = q, .o = o, .sp = &sp, .r = r,
-                     .t_end = now() + o->budget_s};
+                     .t_end = now() + o->budget_s,
+                     .compile_timeout = o->compile_timeout_s > 0.0
+                                            ? o->compile_timeout_s
+                                            : TUNE_COMPILE_TIMEOUT,
+                     .run_timeout = o->run_timeout_s > 0.0
+                                        ? o->run_timeout_s
+                                        : TUNE_RUN_TIMEOUT};
   /* The default first, always timed in full: the figure to beat. */
   double gate_s;
-  if (!op->gate(ctx, q, info.params, NULL, &gate_s, why, why_size))
+  bool timed_out = false;
+  if (!op->gate(ctx, q, info.params, NULL, s.run_timeout, 0.0, &gate_s,
+                &timed_out, why, why_size)) {
+    r->stuck = timed_out;
     return false;
+  }
   double log_sum = 0.0;
   for (size_t i = 0; i < o->nsizes; i++) {
     const size_t *z = o->sizes[i];
-    const double t = op->time(ctx, q, z, 3, 0.0, NULL, info.params);
-    if (t < 0.0) {
+    const double t = op->time(ctx, q, z, 3, 0.0, 0.0, s.run_timeout, NULL,
+                              info.params);
+    if (t <= 0.0) {
+      r->stuck = t == -2.0;
       snprintf(why, why_size, "the default does not run: %s",
-               kiln_last_error());
+               r->stuck ? "a launch ran past the run timeout"
+                        : kiln_last_error());
       return false;
     }
     r->default_gflops[i] = r->best_gflops[i] = op->work(z) / t * 1e-9;
@@ -235,16 +321,33 @@ bool tune_search(kiln_context *ctx, kiln_queue *q, const tune_op *op,
   snprintf(r->best_params, sizeof r->best_params, "%s", info.params);
   s.have_best = true;
   (void)already_seen(&s, &start); /* the default is the start point */
+  s.pool = tune_pool_create(ctx, op->name, o->jobs, o->hooks);
+  if (s.pool == NULL) {
+    snprintf(why, why_size, "cannot start a build thread");
+    return false;
+  }
 
-  unsigned long rng = o->seed ? o->seed : 1;
+  /* Two streams: the random phase's points do not depend on where the
+   * budget cut it. */
+  unsigned long rng = o->seed ? o->seed : 1, restart_rng = ~rng;
+  const size_t batch = 4 * (o->jobs > 0 ? o->jobs : 1);
+  point *list = malloc((points <= o->exhaustive_max ? (size_t)points : 0) *
+                           sizeof *list +
+                       (batch + 2 * TUNE_MAX_KNOBS) * sizeof *list);
+  if (list == NULL) {
+    tune_pool_destroy(s.pool);
+    snprintf(why, why_size, "out of host memory");
+    return false;
+  }
   if (points <= o->exhaustive_max) {
     r->exhaustive = true;
     point p = start;
     for (size_t i = 0; i < sp.count; i++)
       if (sp.free_knob[i])
         p.idx[i] = 0;
+    size_t n = 0;
     for (;;) {
-      evaluate(&s, &p);
+      list[n++] = p;
       size_t i = 0; /* the next point, odometer order over the free knobs */
       for (; i < sp.count; i++) {
         if (!sp.free_knob[i])
@@ -253,46 +356,54 @@ bool tune_search(kiln_context *ctx, kiln_queue *q, const tune_op *op,
           break;
         p.idx[i] = 0;
       }
-      if (i == sp.count || out_of_time(&s))
+      if (i == sp.count)
         break;
     }
+    evaluate_list(&s, list, n);
   } else {
     const double t_random = now() + o->budget_s / 2.0;
-    while (now() < t_random && !out_of_time(&s)) {
-      point p = start;
-      for (size_t i = 0; i < sp.count; i++)
-        if (sp.free_knob[i])
-          p.idx[i] = (unsigned)(rng_next(&rng) % sp.knob[i].count);
-      evaluate(&s, &p);
+    while (now() < t_random && !out_of_time(&s) &&
+           (double)s.nseen < points) {
+      for (size_t j = 0; j < batch; j++) {
+        list[j] = start;
+        for (size_t i = 0; i < sp.count; i++)
+          if (sp.free_knob[i])
+            list[j].idx[i] = (unsigned)(rng_next(&rng) % sp.knob[i].count);
+      }
+      evaluate_list(&s, list, batch);
     }
     /* Local search from the best, restarting at a random point when stuck,
-     * until the budget ends or every point has been seen. */
+     * until the budget ends or every point has been seen. Each round's
+     * neighbours are known before it starts: built ahead together. */
     while (!out_of_time(&s) && (double)s.nseen < points) {
       point best;
       if (!parse(&sp, r->best_params, &best))
         best = start;
-      bool improved = false;
-      for (size_t i = 0; i < sp.count && !out_of_time(&s); i++) {
+      size_t n = 0;
+      for (size_t i = 0; i < sp.count; i++) {
         if (!sp.free_knob[i])
           continue;
         for (int d = -1; d <= 1; d += 2) {
-          point p = best;
-          const long v = (long)p.idx[i] + d;
+          const long v = (long)best.idx[i] + d;
           if (v < 0 || v >= (long)sp.knob[i].count)
             continue;
-          p.idx[i] = (unsigned)v;
-          improved = evaluate(&s, &p) || improved;
+          list[n] = best;
+          list[n++].idx[i] = (unsigned)v;
         }
       }
-      if (!improved) {
+      if (!evaluate_list(&s, list, n)) {
         point p = start;
         for (size_t i = 0; i < sp.count; i++)
           if (sp.free_knob[i])
-            p.idx[i] = (unsigned)(rng_next(&rng) % sp.knob[i].count);
+            p.idx[i] = (unsigned)(rng_next(&restart_rng) % sp.knob[i].count);
         evaluate(&s, &p);
       }
     }
   }
+  /* Builds still queued are dropped; one still compiling finishes on its
+   * own (tune_pool.c). */
+  tune_pool_destroy(s.pool);
+  free(list);
   r->interrupted = o->stop != NULL && *o->stop;
   free(s.seen);
   kiln_status st = kiln_tuning_set(ctx, op->name, r->best_params);
