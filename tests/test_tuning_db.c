@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "gemm_test_util.h"
+#include "ops/ops_space.h"
 #include "ops/ops_tuning.h"
 
 static const char *const row_params =
@@ -245,6 +246,16 @@ static void test_small_spaces(void **state) {
   kiln__tuning_db_use(NULL);
   kiln__tuning_forget();
   unsetenv("KILN_TUNING");
+  /* The registry's knob counts are literals beside each space (a const
+   * struct's member is no constant expression): they must agree. */
+  const struct kiln__tuning_space *const entries[] = {
+      &kiln__transpose_tuning_space, &kiln__reduce_tuning_space,
+      &kiln__elementwise_tuning_space};
+  for (size_t i = 0; i < 3; i++) {
+    assert_non_null(entries[i]->small);
+    assert_int_equal(entries[i]->knobs, entries[i]->small->count);
+    assert_string_equal(entries[i]->op, entries[i]->small->name);
+  }
 }
 
 /* kiln_tuning_build's bad input, and a build that holds ctx busy. */
