@@ -62,7 +62,7 @@ static bool check(const struct kiln__point *p, const kiln_device_info *info,
  * 8) items (the kernel before it had a space), halved until it fits. */
 static void defaults(const kiln_context *ctx, struct kiln__point *p) {
   unsigned tile = kiln__ops_tune(kiln__ops_tuning(ctx)->transpose_tile, 16);
-  char reason[8];
+  char reason[256]; /* unread; sized for check's messages */
   for (;;) {
     p->v[K_TILE] = tile;
     p->v[K_PAD] = 1;
