@@ -65,22 +65,9 @@
 #endif
 
 #include "kiln/kiln_common.h"
+#include "kiln/kiln_dtype.h"
 
 KILN_BEGIN_DECLS
-
-/* Element types. Values are stable. */
-typedef enum kiln_dtype {
-  KILN_F32 = 0,  /* IEEE binary32 */
-  KILN_F16 = 1,  /* IEEE binary16, storage only */
-  KILN_BF16 = 2, /* bfloat16 (the high half of a binary32), storage only */
-  KILN_I32 = 3,  /* two's complement int32 */
-  KILN_U32 = 4,  /* uint32 */
-} kiln_dtype;
-
-/* Size in bytes of one element of dtype, or 0 for an unknown value. */
-KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
-/* "f32", "f16", "bf16", "i32", "u32"; "unknown" otherwise. Static storage. */
-KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
 
 /* ---- elementwise (dtypes f32, f16, bf16) -------------------------------- */
 
@@ -275,10 +262,6 @@ KILN_API kiln_status kiln_layernorm_rows(kiln_queue *queue, kiln_dtype dtype,
                                          size_t num_wait,
                                          kiln_event *const *wait_list,
                                          kiln_event **out_event);
-
-/* ======================================================================== *
- * Transpose and GEMM (engineer "gemm" appends below this line).            *
- * ======================================================================== */
 
 /* ---- transpose (dtypes f32, f16, bf16, i32, u32) ------------------------ */
 
