@@ -29,6 +29,7 @@
 #include "kiln/kiln_version.h"
 #include "kiln/kiln_common.h"
 #include "kiln/kiln_dtype.h"
+#include "kiln/kiln_tensor.h"
 #include "kiln/kiln_error.h"
 #include "kiln/kiln_device.h"
 #include "kiln/kiln_context.h"

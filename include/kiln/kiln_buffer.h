@@ -9,19 +9,8 @@
 #endif
 
 #include "kiln/kiln_common.h"
-#include "kiln/kiln_dtype.h"
 
 KILN_BEGIN_DECLS
-
-/* A span of a buffer: count elements of dtype from element offset. The one
- * range type of every layer (ops that take several ranges, buffer
- * transfers, multi-device calls, MPI collectives): see docs/conventions.md. */
-typedef struct kiln_range {
-  kiln_buffer *buffer;
-  size_t offset; /* elements of dtype from the buffer's start */
-  size_t count;  /* elements */
-  kiln_dtype dtype;
-} kiln_range;
 
 /* Access from kernels. READ_WRITE is the default (0). */
 enum {

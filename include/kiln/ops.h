@@ -66,6 +66,7 @@
 
 #include "kiln/kiln_common.h"
 #include "kiln/kiln_dtype.h"
+#include "kiln/kiln_tensor.h"
 
 KILN_BEGIN_DECLS
 
@@ -281,19 +282,6 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
                                     kiln_event **out_event);
 
 /* ---- GEMM (A and B f32, f16 or bf16; C f32) ----------------------------- */
-
-/* How a matrix is laid out: row-major (row r starts at offset + r * ld) or
- * column-major (column c starts at offset + c * ld, as in Fortran BLAS). */
-typedef enum kiln_layout {
-  KILN_ROW_MAJOR = 0,
-  KILN_COL_MAJOR = 1,
-} kiln_layout;
-
-/* Whether a GEMM operand is used as stored or transposed. */
-typedef enum kiln_trans {
-  KILN_NO_TRANS = 0,
-  KILN_TRANS = 1,
-} kiln_trans;
 
 /* C = alpha * op(A) * op(B) + beta * C, with op(A) m x k, op(B) k x n and C
  * m x n, all in one layout (BLAS sgemm with CBLAS's layout argument).

@@ -1,0 +1,61 @@
+/* How a call names data in buffers: a kiln_range (a span of elements) or a
+ * kiln_matrix (a matrix, or a batch of equally shaped matrices, inside one
+ * buffer). Every layer takes these (ops, buffer transfers, multi-device
+ * calls, MPI collectives), so a range that one call produced goes to the
+ * next unchanged. Offsets, counts, leading dimensions and strides are in
+ * elements of the descriptor's dtype (docs/conventions.md). */
+#ifndef KILN_TENSOR_H
+#define KILN_TENSOR_H
+
+#if !defined(KILN_H_INSIDE) && !defined(KILN_COMPILATION)
+#error "Only <kiln/kiln.h> can be included directly."
+#endif
+
+#include "kiln/kiln_common.h"
+#include "kiln/kiln_dtype.h"
+
+KILN_BEGIN_DECLS
+
+/* count elements of dtype from element offset of buffer. */
+typedef struct kiln_range {
+  kiln_buffer *buffer;
+  size_t offset; /* elements of dtype from the buffer's start */
+  size_t count;  /* elements */
+  kiln_dtype dtype;
+} kiln_range;
+
+/* How a matrix is laid out: row-major (row r starts at offset + r * ld) or
+ * column-major (column c starts at offset + c * ld, as in Fortran BLAS). */
+typedef enum kiln_layout {
+  KILN_ROW_MAJOR = 0,
+  KILN_COL_MAJOR = 1,
+} kiln_layout;
+
+/* Whether an operand is used as stored or transposed. */
+typedef enum kiln_trans {
+  KILN_NO_TRANS = 0,
+  KILN_TRANS = 1,
+} kiln_trans;
+
+/* A rows x cols matrix as stored in buffer, from element offset, in layout,
+ * with leading dimension ld (0: packed, i.e. cols for row-major and rows
+ * for column-major). A batch of matrices lies batch_stride elements apart
+ * (0: one matrix shared by every entry of a batch). trans says whether a
+ * call uses the matrix as stored or transposed; calls that do not
+ * transpose (row ops) require KILN_NO_TRANS. A zero-initialised descriptor
+ * plus buffer, rows, cols and dtype is a packed row-major matrix. */
+typedef struct kiln_matrix {
+  kiln_buffer *buffer;
+  size_t offset;
+  size_t rows;
+  size_t cols;
+  size_t ld;
+  size_t batch_stride;
+  kiln_dtype dtype;
+  kiln_layout layout;
+  kiln_trans trans;
+} kiln_matrix;
+
+KILN_END_DECLS
+
+#endif
