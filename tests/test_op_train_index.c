@@ -217,6 +217,38 @@ static void test_bad_arguments(void **state) {
                                           MATRIX(b, 0, 4, 2, KILN_F32), 0, NULL,
                                           NULL),
                     KILN_ERR_NULL_POINTER, "x is NULL");
+  /* Operands that disagree: indices against the rows, the table's columns
+   * and dtype against y's (x's), and the index dtype. */
+  assert_kiln_error(
+      kiln_gather_rows(q, MATRIX(b, 0, 4, 2, KILN_F32),
+                       RANGE(ix, 0, 3, KILN_U32), MATRIX(c, 0, 2, 2, KILN_F32),
+                       0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "indices has 3 elements but y's rows is 2");
+  assert_kiln_error(kiln_gather_rows(q, MATRIX(b, 0, 4, 3, KILN_F32),
+                                     RANGE(ix, 0, 2, KILN_U32),
+                                     MATRIX(c, 0, 2, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "table has 3 cols but y has 2");
+  assert_kiln_error(
+      kiln_gather_rows(q, MATRIX(b, 0, 4, 2, KILN_I32),
+                       RANGE(ix, 0, 2, KILN_U32), MATRIX(c, 0, 2, 2, KILN_F32),
+                       0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "table dtype i32 differs from y dtype f32");
+  assert_kiln_error(kiln_scatter_add_rows(q, MATRIX(c, 0, 2, 2, KILN_F32),
+                                          RANGE(ix, 0, 2, KILN_F32),
+                                          MATRIX(b, 0, 4, 2, KILN_F32), 0, NULL,
+                                          NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "indices dtype f32");
+  assert_kiln_error(kiln_scatter_add_rows(q, MATRIX(c, 0, 2, 2, KILN_F32),
+                                          RANGE(ix, 0, 1, KILN_I32),
+                                          MATRIX(b, 0, 4, 2, KILN_F32), 0, NULL,
+                                          NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "indices has 1 elements");
+  assert_kiln_error(kiln_scatter_add_rows(q, MATRIX(c, 0, 2, 2, KILN_F32),
+                                          RANGE(ix, 0, 2, KILN_I32),
+                                          MATRIX(b, 0, 4, 2, KILN_BF16), 0,
+                                          NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "table dtype bf16 differs");
   assert_kiln_ok(kiln_buffer_destroy(c));
   assert_kiln_ok(kiln_buffer_destroy(ix));
   util_bad_env_close(&env);

@@ -387,6 +387,49 @@ static void test_bad_arguments(void **state) {
                                         RANGE(c, 0, 1, KILN_U32), false, 0,
                                         NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "dtype 42");
+  /* Operands that disagree with the logits, and the outputs' own types. */
+  kiln_matrix z = {.buffer = b, .rows = 2, .cols = 3, .dtype = KILN_F32};
+  assert_kiln_error(
+      kiln_softmax_cross_entropy(q, &z, RANGE(l, 0, 3, KILN_U32),
+                                 RANGE(c, 0, 2, KILN_F32), NULL, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "labels has 3 elements but logits' rows is 2");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, &z, RANGE(l, 0, 2, KILN_U32),
+                                               RANGE(c, 0, 3, KILN_F32), NULL,
+                                               0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "loss has 3 elements");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, &z, RANGE(l, 0, 2, KILN_U32),
+                                               RANGE(c, 0, 2, KILN_BF16), NULL,
+                                               0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "loss dtype bf16");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, &z, RANGE(l, 0, 2, KILN_U32),
+                                               NULL, RANGE(c, 0, 2, KILN_F32),
+                                               0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "mean has 2 elements");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, &z, RANGE(l, 0, 2, KILN_U32),
+                                               NULL, RANGE(c, 0, 1, KILN_F16),
+                                               0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "mean dtype f16");
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(
+                        q, &z, RANGE(l, 0, 2, KILN_I32),
+                        MATRIX(c, 0, 3, 2, KILN_F32), 1, 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "dlogits is 3x2 but logits is 2x3");
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(
+                        q, &z, RANGE(l, 0, 2, KILN_I32),
+                        MATRIX(c, 0, 2, 3, KILN_F16), 1, 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "dlogits dtype f16 differs");
+  assert_kiln_error(kiln_accuracy_count(q, &z, RANGE(l, 0, 1, KILN_U32),
+                                        RANGE(c, 0, 1, KILN_U32), false, 0,
+                                        NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "labels has 1 elements");
+  assert_kiln_error(kiln_accuracy_count(q, &z, RANGE(l, 0, 2, KILN_U32),
+                                        RANGE(c, 0, 1, KILN_I32), false, 0,
+                                        NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "count dtype i32");
+  assert_kiln_error(kiln_accuracy_count(q, &z, RANGE(l, 0, 2, KILN_U32),
+                                        RANGE(c, 0, 2, KILN_U32), false, 0,
+                                        NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "count has 2 elements");
   assert_kiln_ok(kiln_buffer_destroy(c));
   assert_kiln_ok(kiln_buffer_destroy(l));
   util_bad_env_close(&env);

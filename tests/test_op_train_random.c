@@ -372,6 +372,21 @@ static void test_bad_arguments(void **state) {
                                  RANGE(b, 8, 4, KILN_F32), 0, 0, -1, 0, NULL,
                                  NULL),
                     KILN_ERR_INVALID_ARGUMENT, "p -1");
+  /* The output's dtype, and an input that disagrees with it. */
+  assert_kiln_error(
+      kiln_random_bits(q, RANGE(b, 0, 4, KILN_I32), 0, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "y dtype i32");
+  assert_kiln_error(
+      kiln_dropout_mask(q, RANGE(b, 0, 4, KILN_U32), 0, 0, 0.5f, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "mask dtype u32");
+  assert_kiln_error(
+      kiln_dropout(q, RANGE(b, 0, 3, KILN_F32), RANGE(b, 8, 4, KILN_F32), 0, 0,
+                   0.5f, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "x has 3 elements but y's count is 4");
+  assert_kiln_error(
+      kiln_dropout(q, RANGE(b, 0, 4, KILN_BF16), RANGE(b, 8, 4, KILN_F32), 0, 0,
+                   0.5f, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "x dtype bf16 differs from y dtype f32");
   util_bad_env_close(&env);
 }
 

@@ -374,6 +374,43 @@ static void test_bad_arguments(void **state) {
                                    MATRIX(c, 0, 2, 2, KILN_F32), NULL, NULL,
                                    1e-5f, 0, NULL, NULL),
       KILN_ERR_NULL_POINTER, "dy is NULL");
+  /* Operands that disagree with x (or y): shape, dtype, vector lengths. */
+  kiln_matrix x = {.buffer = b, .rows = 2, .cols = 3, .dtype = KILN_F32};
+  assert_kiln_error(
+      kiln_softmax_rows_backward(q, &x, MATRIX(b, 0, 3, 2, KILN_F32),
+                                 MATRIX(c, 0, 2, 3, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "dy is 3x2 but y is 2x3");
+  assert_kiln_error(kiln_softmax_rows_backward(q, &x, &x,
+                                               MATRIX(c, 0, 2, 3, KILN_BF16), 0,
+                                               NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "dx dtype bf16 differs");
+  assert_kiln_error(
+      kiln_layernorm_rows_backward(q, &x, RANGE(c, 8, 2, KILN_F32), &x,
+                                   MATRIX(c, 0, 2, 3, KILN_F32), NULL, NULL,
+                                   1e-5f, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "scale has 2 elements but x's cols is 3");
+  assert_kiln_error(
+      kiln_layernorm_rows_backward(q, &x, RANGE(c, 8, 3, KILN_F16), &x,
+                                   MATRIX(c, 0, 2, 3, KILN_F32), NULL, NULL,
+                                   1e-5f, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "scale dtype f16 differs");
+  assert_kiln_error(
+      kiln_layernorm_rows_backward(q, &x, NULL, MATRIX(b, 0, 2, 3, KILN_F16),
+                                   MATRIX(c, 0, 2, 3, KILN_F32), NULL, NULL,
+                                   1e-5f, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "dy dtype f16 differs");
+  assert_kiln_error(kiln_layernorm_rows_backward(q, &x, NULL, &x, NULL,
+                                                 RANGE(c, 0, 3, KILN_F16), NULL,
+                                                 1e-5f, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "dscale dtype f16");
+  assert_kiln_error(kiln_layernorm_rows_backward(q, &x, NULL, &x, NULL, NULL,
+                                                 RANGE(c, 0, 4, KILN_F32),
+                                                 1e-5f, 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "dbias has 4 elements");
+  assert_kiln_error(kiln_layernorm_rows_backward(q, &x, NULL, &x, NULL, NULL,
+                                                 RANGE(NULL, 0, 3, KILN_F32),
+                                                 1e-5f, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "dbias->buffer is NULL");
   assert_kiln_ok(kiln_buffer_destroy(c));
   util_bad_env_close(&env);
 }
