@@ -32,7 +32,11 @@
  *   written as f16 or bf16 for the next forward pass.
  * - Parameter structs (kiln_sgd_params, kiln_adamw_params) hold the step's
  *   scalars (and the one option, nesterov, that goes with them): they take
- *   the scalar slot, after the outputs.
+ *   the scalar slot, after the outputs. kiln_unary_backward's `from` says
+ *   what the op is (which gradient form) and sits beside the op kind;
+ *   kiln_accuracy_count's `accumulate` is an option, after the outputs;
+ *   the random ops' scalars are the stream position (seed, offset) first,
+ *   then the distribution's floats.
  * - Determinism: no op here uses floating-point atomics; sums over rows or
  *   over buffers run in a fixed order that depends only on the sizes and the
  *   device's profile, so two runs on one device give the same bits
