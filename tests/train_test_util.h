@@ -22,10 +22,8 @@
                   .rows = (r),                                                 \
                   .cols = (c),                                                 \
                   .dtype = (dt)})
-/* Either of those, or NULL (an absent optional operand) when b is NULL. */
+/* RANGE, or NULL (an absent optional operand) when b is NULL. */
 #define OPT_RANGE(b, off, n, dt) ((b) != NULL ? RANGE(b, off, n, dt) : NULL)
-#define OPT_MATRIX(b, off, r, c, dt)                                           \
-  ((b) != NULL ? MATRIX(b, off, r, c, dt) : NULL)
 /* The vector length kiln_binary_broadcast takes for broadcast bc. */
 #define BCAST_COUNT(bc, rows, cols)                                            \
   ((bc) == KILN_BROADCAST_ROW ? (cols) : (rows))
