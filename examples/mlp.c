@@ -92,11 +92,13 @@ kiln_status mlp_init(mlp *m, uint64_t seed) {
   for (int l = 0; l < MLP_LAYERS; l++) {
     const mlp_layer *ly = &m->layer[l];
     float bound = 1.0f / sqrtf((float)ly->in);
-    TRY(kiln_random_uniform(m->queue, KILN_F32, ly->in * ly->out, seed, ly->w,
-                            -bound, bound, m->params, ly->w, 0, NULL, NULL),
+    kiln_range w = {m->params, ly->w, ly->in * ly->out, KILN_F32};
+    kiln_range b = {m->params, ly->b, ly->out, KILN_F32};
+    TRY(kiln_random_uniform(m->queue, &w, seed, ly->w, -bound, bound, 0, NULL,
+                            NULL),
         done);
-    TRY(kiln_random_uniform(m->queue, KILN_F32, ly->out, seed, ly->b, -bound,
-                            bound, m->params, ly->b, 0, NULL, NULL),
+    TRY(kiln_random_uniform(m->queue, &b, seed, ly->b, -bound, bound, 0, NULL,
+                            NULL),
         done);
   }
   TRY(kiln_fill(m->queue, KILN_F32, m->nparams, 0.0, m->opt_m, 0, 0, NULL,
@@ -180,16 +182,21 @@ kiln_status mlp_gradients(mlp *m, size_t rows, kiln_buffer *x,
   kiln_buffer *w = dt == KILN_BF16 ? m->params_lp : m->params;
   const int last = MLP_LAYERS - 1;
   TRY(mlp_forward(m, rows, x, x_offset, num_wait, wait_list), done);
-  TRY(kiln_softmax_cross_entropy(q, KILN_F32, rows, m->layer[last].out,
-                                 m->h[last], 0, KILN_U32, labels,
-                                 labels_offset, NULL, 0, loss, loss_offset, 0,
-                                 NULL, NULL),
+  kiln_matrix logits = {.buffer = m->h[last],
+                        .rows = rows,
+                        .cols = m->layer[last].out,
+                        .dtype = KILN_F32};
+  kiln_matrix dlogits = logits;
+  dlogits.buffer = m->dz;
+  kiln_range label_r = {labels, labels_offset, rows, KILN_U32};
+  kiln_range mean = {loss, loss_offset, 1, KILN_F32};
+  TRY(kiln_softmax_cross_entropy(q, &logits, &label_r, NULL, &mean, 0, NULL,
+                                 NULL),
       done);
   /* d(mean loss)/d(logits) into dz; then down the layers, dz always holds
    * the gradient of layer l's pre-activation output. */
-  TRY(kiln_softmax_cross_entropy_backward(
-          q, KILN_F32, rows, m->layer[last].out, m->h[last], 0, KILN_U32,
-          labels, labels_offset, 1.0f / (float)rows, m->dz, 0, 0, NULL, NULL),
+  TRY(kiln_softmax_cross_entropy_backward(q, &logits, &label_r, &dlogits,
+                                          1.0f / (float)rows, 0, NULL, NULL),
       done);
   for (int l = last; l >= 0; l--) {
     const mlp_layer *ly = &m->layer[l];
@@ -218,8 +225,10 @@ kiln_status mlp_gradients(mlp *m, size_t rows, kiln_buffer *x,
                   ly->in, ly->out, 1.0f, dt, d, 0, ly->out, w, ly->w, ly->in,
                   0.0f, m->dh, 0, ly->in, 0, NULL, NULL),
         done);
-    TRY(kiln_unary_backward(q, KILN_UNARY_RELU, KILN_GRAD_FROM_Y, KILN_F32,
-                            rows * ly->in, m->h[l - 1], 0, m->dh, 0, m->dz, 0,
+    size_t n = rows * ly->in;
+    kiln_range hy = {m->h[l - 1], 0, n, KILN_F32};
+    kiln_range dh = {m->dh, 0, n, KILN_F32}, dz = {m->dz, 0, n, KILN_F32};
+    TRY(kiln_unary_backward(q, KILN_UNARY_RELU, KILN_GRAD_FROM_Y, &hy, &dh, &dz,
                             0, NULL, NULL),
         done);
   }
@@ -228,8 +237,13 @@ done:
 }
 
 kiln_status mlp_step(mlp *m, const mlp_hyper *hp) {
-  kiln_dtype copy_dtype = m->params_lp ? KILN_BF16 : KILN_F32;
   m->steps++;
+  kiln_range w = {m->params, 0, m->nparams, KILN_F32};
+  kiln_range grad = {m->grads, 0, m->nparams, KILN_F32};
+  kiln_range opt_m = {m->opt_m, 0, m->nparams, KILN_F32};
+  kiln_range opt_v = {m->opt_v, 0, m->nparams, KILN_F32};
+  kiln_range copy = {m->params_lp, 0, m->nparams, KILN_BF16};
+  const kiln_range *w_copy = m->params_lp ? &copy : NULL;
   /* One launch updates every parameter: they are one contiguous range,
    * and both optimizers act element by element. */
   if (hp->optimizer == MLP_SGD) {
@@ -238,9 +252,8 @@ kiln_status mlp_step(mlp *m, const mlp_hyper *hp) {
                          .weight_decay = hp->weight_decay,
                          .nesterov = false,
                          .grad_scale = 1.0f};
-    return kiln_sgd_step(m->queue, &p, m->nparams, m->params, 0, KILN_F32,
-                         m->grads, 0, m->opt_m, 0, copy_dtype, m->params_lp, 0,
-                         NULL, 0, 0, NULL, NULL);
+    return kiln_sgd_step(m->queue, &grad, NULL, &w, &opt_m, w_copy, &p, 0, NULL,
+                         NULL);
   }
   kiln_adamw_params p = {.lr = hp->lr,
                          .beta1 = hp->beta1,
@@ -249,16 +262,20 @@ kiln_status mlp_step(mlp *m, const mlp_hyper *hp) {
                          .weight_decay = hp->weight_decay,
                          .step = m->steps,
                          .grad_scale = 1.0f};
-  return kiln_adamw_step(m->queue, &p, m->nparams, m->params, 0, KILN_F32,
-                         m->grads, 0, m->opt_m, 0, m->opt_v, 0, copy_dtype,
-                         m->params_lp, 0, NULL, 0, 0, NULL, NULL);
+  return kiln_adamw_step(m->queue, &grad, NULL, &w, &opt_m, &opt_v, w_copy, &p,
+                         0, NULL, NULL);
 }
 
 kiln_status mlp_count_correct(mlp *m, size_t rows, kiln_buffer *labels,
                               size_t labels_offset, kiln_buffer *correct,
                               size_t correct_offset) {
   const int last = MLP_LAYERS - 1;
-  return kiln_accuracy_count(m->queue, KILN_F32, rows, m->layer[last].out,
-                             m->h[last], 0, KILN_U32, labels, labels_offset,
-                             true, correct, correct_offset, 0, NULL, NULL);
+  kiln_matrix logits = {.buffer = m->h[last],
+                        .rows = rows,
+                        .cols = m->layer[last].out,
+                        .dtype = KILN_F32};
+  kiln_range label_r = {labels, labels_offset, rows, KILN_U32};
+  kiln_range count = {correct, correct_offset, 1, KILN_U32};
+  return kiln_accuracy_count(m->queue, &logits, &label_r, &count, true, 0, NULL,
+                             NULL);
 }

@@ -45,8 +45,9 @@ static void gather_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
       kiln_buffer *tb = util_upload(ctx, q, dt, t, ttotal);
       kiln_buffer *ib = util_upload(ctx, q, idt, ix, IOFF + rows);
       kiln_buffer *yb = util_upload(ctx, q, dt, y0, total);
-      assert_kiln_ok(kiln_gather_rows(q, dt, rows, cols, tb, TOFF, tr, idt, ib,
-                                      IOFF, yb, YOFF, 0, NULL, NULL));
+      assert_kiln_ok(kiln_gather_rows(
+          q, MATRIX(tb, TOFF, tr, cols, dt), RANGE(ib, IOFF, rows, idt),
+          MATRIX(yb, YOFF, rows, cols, dt), 0, NULL, NULL));
       uint8_t *y = util_download(q, yb, dt, total);
       for (size_t r = 0; r < rows; r++) {
         uint32_t k = ix[IOFF + r];
@@ -98,9 +99,9 @@ static void scatter_body(kiln_context *ctx, kiln_queue *q,
       void *first = NULL;
       for (int run = 0; run < 3; run++) {
         kiln_buffer *tb = util_upload(ctx, q, dt, t0, ttotal);
-        assert_kiln_ok(kiln_scatter_add_rows(q, dt, rows, cols, xb, YOFF, idt,
-                                             ib, IOFF, tb, TOFF, tr, 0, NULL,
-                                             NULL));
+        assert_kiln_ok(kiln_scatter_add_rows(
+            q, MATRIX(xb, YOFF, rows, cols, dt), RANGE(ib, IOFF, rows, idt),
+            MATRIX(tb, TOFF, tr, cols, dt), 0, NULL, NULL));
         void *t = util_download(q, tb, dt, ttotal);
         assert_kiln_ok(kiln_buffer_destroy(tb));
         if (run > 0) {
@@ -158,44 +159,96 @@ static void test_bad_arguments(void **state) {
   kiln_buffer *b = env.b, *ob = env.ob;
   kiln_buffer *c = util_buffer(env.ctx, 64, 0),
               *ix = util_buffer(env.ctx, 64, 0);
-  assert_kiln_error(kiln_gather_rows(NULL, KILN_F32, 2, 2, b, 0, 4, KILN_U32,
-                                     ix, 0, c, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_gather_rows(NULL, MATRIX(b, 0, 4, 2, KILN_F32),
+                                     RANGE(ix, 0, 2, KILN_U32),
+                                     MATRIX(c, 0, 2, 2, KILN_F32), 0, NULL,
+                                     NULL),
                     KILN_ERR_NULL_POINTER, "kiln_gather_rows: queue is NULL");
-  assert_kiln_error(kiln_gather_rows(q, KILN_F32, 2, 2, b, 0, 4, KILN_F16, ix,
-                                     0, c, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "index_dtype f16");
-  assert_kiln_error(kiln_gather_rows(q, KILN_F32, 2, 2, b, 0, 40, KILN_U32, ix,
-                                     0, c, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_gather_rows(q, MATRIX(b, 0, 4, 2, KILN_F32),
+                                     RANGE(ix, 0, 2, KILN_F16),
+                                     MATRIX(c, 0, 2, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "indices dtype f16");
+  assert_kiln_error(kiln_gather_rows(q, MATRIX(b, 0, 40, 2, KILN_F32),
+                                     RANGE(ix, 0, 2, KILN_U32),
+                                     MATRIX(c, 0, 2, 2, KILN_F32), 0, NULL,
+                                     NULL),
                     KILN_ERR_OUT_OF_RANGE, "table range");
-  assert_kiln_error(kiln_gather_rows(q, KILN_F32, 2, 2, b, 0, 4, KILN_U32, ix,
-                                     0, b, 4, 0, NULL, NULL),
+  assert_kiln_error(kiln_gather_rows(q, MATRIX(b, 0, 4, 2, KILN_F32),
+                                     RANGE(ix, 0, 2, KILN_U32),
+                                     MATRIX(b, 4, 2, 2, KILN_F32), 0, NULL,
+                                     NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_gather_rows(q, KILN_F32, 2, 2, b, 0, 4, KILN_U32, ob,
-                                     0, c, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_gather_rows(q, MATRIX(b, 0, 4, 2, KILN_F32),
+                                     RANGE(ob, 0, 2, KILN_U32),
+                                     MATRIX(c, 0, 2, 2, KILN_F32), 0, NULL,
+                                     NULL),
                     KILN_ERR_SHAPE_MISMATCH, "indices belongs");
-  assert_kiln_error(kiln_gather_rows(q, KILN_F32, 2, 2, b, 0, 1u << 31,
-                                     KILN_U32, ix, 0, c, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_gather_rows(q, MATRIX(b, 0, 1u << 31, 2, KILN_F32),
+                                     RANGE(ix, 0, 2, KILN_U32),
+                                     MATRIX(c, 0, 2, 2, KILN_F32), 0, NULL,
+                                     NULL),
                     KILN_ERR_INVALID_SIZE, "INT32_MAX");
-  assert_kiln_error(kiln_gather_rows(q, KILN_F32, 2, 2, b, 0, 4, KILN_U32, ix,
-                                     0, NULL, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_gather_rows(q, MATRIX(b, 0, 4, 2, KILN_F32),
+                                     RANGE(ix, 0, 2, KILN_U32), NULL, 0, NULL,
+                                     NULL),
                     KILN_ERR_NULL_POINTER, "y is NULL");
-  assert_kiln_error(kiln_scatter_add_rows(NULL, KILN_F32, 2, 2, c, 0, KILN_U32,
-                                          ix, 0, b, 0, 4, 0, NULL, NULL),
-                    KILN_ERR_NULL_POINTER,
-                    "kiln_scatter_add_rows: queue is NULL");
-  assert_kiln_error(kiln_scatter_add_rows(q, KILN_I32, 2, 2, c, 0, KILN_U32, ix,
-                                          0, b, 0, 4, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "dtype i32");
-  assert_kiln_error(kiln_scatter_add_rows(q, KILN_F32, 2, 2, b, 4, KILN_U32, ix,
-                                          0, b, 0, 4, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_scatter_add_rows(q, KILN_F32, SIZE_MAX, 2, c, 0,
-                                          KILN_U32, ix, 0, b, 0, 4, 0, NULL,
+  assert_kiln_error(
+      kiln_scatter_add_rows(NULL, MATRIX(c, 0, 2, 2, KILN_F32),
+                            RANGE(ix, 0, 2, KILN_U32),
+                            MATRIX(b, 0, 4, 2, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "kiln_scatter_add_rows: queue is NULL");
+  assert_kiln_error(kiln_scatter_add_rows(q, MATRIX(c, 0, 2, 2, KILN_I32),
+                                          RANGE(ix, 0, 2, KILN_U32),
+                                          MATRIX(b, 0, 4, 2, KILN_I32), 0, NULL,
                                           NULL),
-                    KILN_ERR_INVALID_SIZE, "overflows");
-  assert_kiln_error(kiln_scatter_add_rows(q, KILN_F32, 2, 2, NULL, 0, KILN_U32,
-                                          ix, 0, b, 0, 4, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "dtype i32");
+  assert_kiln_error(kiln_scatter_add_rows(q, MATRIX(b, 4, 2, 2, KILN_F32),
+                                          RANGE(ix, 0, 2, KILN_U32),
+                                          MATRIX(b, 0, 4, 2, KILN_F32), 0, NULL,
+                                          NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(
+      kiln_scatter_add_rows(q, MATRIX(c, 0, SIZE_MAX, 2, KILN_F32),
+                            RANGE(ix, 0, SIZE_MAX, KILN_U32),
+                            MATRIX(b, 0, 4, 2, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_INVALID_SIZE, "overflows");
+  assert_kiln_error(kiln_scatter_add_rows(q, NULL, RANGE(ix, 0, 2, KILN_U32),
+                                          MATRIX(b, 0, 4, 2, KILN_F32), 0, NULL,
+                                          NULL),
                     KILN_ERR_NULL_POINTER, "x is NULL");
+  /* Operands that disagree: indices against the rows, the table's columns
+   * and dtype against y's (x's), and the index dtype. */
+  assert_kiln_error(
+      kiln_gather_rows(q, MATRIX(b, 0, 4, 2, KILN_F32),
+                       RANGE(ix, 0, 3, KILN_U32), MATRIX(c, 0, 2, 2, KILN_F32),
+                       0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "indices has 3 elements but y's rows is 2");
+  assert_kiln_error(kiln_gather_rows(q, MATRIX(b, 0, 4, 3, KILN_F32),
+                                     RANGE(ix, 0, 2, KILN_U32),
+                                     MATRIX(c, 0, 2, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "table has 3 cols but y has 2");
+  assert_kiln_error(
+      kiln_gather_rows(q, MATRIX(b, 0, 4, 2, KILN_I32),
+                       RANGE(ix, 0, 2, KILN_U32), MATRIX(c, 0, 2, 2, KILN_F32),
+                       0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "table dtype i32 differs from y dtype f32");
+  assert_kiln_error(kiln_scatter_add_rows(q, MATRIX(c, 0, 2, 2, KILN_F32),
+                                          RANGE(ix, 0, 2, KILN_F32),
+                                          MATRIX(b, 0, 4, 2, KILN_F32), 0, NULL,
+                                          NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "indices dtype f32");
+  assert_kiln_error(kiln_scatter_add_rows(q, MATRIX(c, 0, 2, 2, KILN_F32),
+                                          RANGE(ix, 0, 1, KILN_I32),
+                                          MATRIX(b, 0, 4, 2, KILN_F32), 0, NULL,
+                                          NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "indices has 1 elements");
+  assert_kiln_error(kiln_scatter_add_rows(q, MATRIX(c, 0, 2, 2, KILN_F32),
+                                          RANGE(ix, 0, 2, KILN_I32),
+                                          MATRIX(b, 0, 4, 2, KILN_BF16), 0,
+                                          NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "table dtype bf16 differs");
   assert_kiln_ok(kiln_buffer_destroy(c));
   assert_kiln_ok(kiln_buffer_destroy(ix));
   util_bad_env_close(&env);

@@ -61,8 +61,9 @@ static void ce_case(kiln_context *ctx, kiln_queue *q, const char *profile,
   for (int variant = 0; variant < 3; variant++) {
     /* 0: loss and mean; 1: mean only (workspace); 2: loss only. */
     assert_kiln_ok(kiln_softmax_cross_entropy(
-        q, dt, rows, cols, xb, XOFF, ldt, lb, LOFF, variant == 1 ? NULL : lossb,
-        YOFF, variant == 2 ? NULL : meanb, 1, 0, NULL, NULL));
+        q, MATRIX(xb, XOFF, rows, cols, dt), RANGE(lb, LOFF, rows, ldt),
+        variant == 1 ? NULL : RANGE(lossb, YOFF, rows, KILN_F32),
+        variant == 2 ? NULL : RANGE(meanb, 1, 1, KILN_F32), 0, NULL, NULL));
     float *loss = util_download(q, lossb, KILN_F32, YOFF + rows + 3);
     float *mean = util_download(q, meanb, KILN_F32, 3);
     double sum = 0, tsum = 0;
@@ -90,8 +91,8 @@ static void ce_case(kiln_context *ctx, kiln_queue *q, const char *profile,
   for (int inplace = 0; inplace < 2; inplace++) {
     kiln_buffer *out = inplace ? xb : db;
     assert_kiln_ok(kiln_softmax_cross_entropy_backward(
-        q, dt, rows, cols, xb, XOFF, ldt, lb, LOFF, scale, out, XOFF, 0, NULL,
-        NULL));
+        q, MATRIX(xb, XOFF, rows, cols, dt), RANGE(lb, LOFF, rows, ldt),
+        MATRIX(out, XOFF, rows, cols, dt), scale, 0, NULL, NULL));
     void *g = util_download(q, out, dt, total);
     for (size_t r = 0; r < rows; r++) {
       const size_t o = XOFF + r * cols;
@@ -175,13 +176,15 @@ static void ce_bad_label_body(kiln_context *ctx, kiln_queue *q,
   kiln_buffer *lb = util_upload(ctx, q, KILN_I32, labels, 3);
   kiln_buffer *ob = util_buffer(ctx, 16 * 4, 0);
   assert_kiln_ok(kiln_softmax_cross_entropy(
-      q, KILN_F32, 3, 4, xb, 0, KILN_I32, lb, 0, ob, 0, ob, 3, 0, NULL, NULL));
+      q, MATRIX(xb, 0, 3, 4, KILN_F32), RANGE(lb, 0, 3, KILN_I32),
+      RANGE(ob, 0, 3, KILN_F32), RANGE(ob, 3, 1, KILN_F32), 0, NULL, NULL));
   float out[16];
   assert_kiln_ok(kiln_buffer_read_sync(q, ob, 0, 16, out));
   assert_true(isfinite(out[0]) && isnan(out[1]) && isnan(out[2]) &&
               isnan(out[3]));
   assert_kiln_ok(kiln_softmax_cross_entropy_backward(
-      q, KILN_F32, 3, 4, xb, 0, KILN_I32, lb, 0, 0.5f, ob, 0, 0, NULL, NULL));
+      q, MATRIX(xb, 0, 3, 4, KILN_F32), RANGE(lb, 0, 3, KILN_I32),
+      MATRIX(ob, 0, 3, 4, KILN_F32), 0.5f, 0, NULL, NULL));
   assert_kiln_ok(kiln_buffer_read_sync(q, ob, 0, 48, out));
   for (int c = 0; c < 4; c++)
     assert_true(isfinite(out[c]) && isnan(out[4 + c]) && isnan(out[8 + c]));
@@ -203,9 +206,9 @@ static void ce_bad_label_body(kiln_context *ctx, kiln_queue *q,
   train_fd_grad(ce_total, xd, R * C, fd);
   xb = util_upload(ctx, q, KILN_F32, xf, R * C);
   lb = util_upload(ctx, q, KILN_U32, lab, R);
-  assert_kiln_ok(kiln_softmax_cross_entropy_backward(q, KILN_F32, R, C, xb, 0,
-                                                     KILN_U32, lb, 0, 1.0f / R,
-                                                     xb, 0, 0, NULL, NULL));
+  assert_kiln_ok(kiln_softmax_cross_entropy_backward(
+      q, MATRIX(xb, 0, R, C, KILN_F32), RANGE(lb, 0, R, KILN_U32),
+      MATRIX(xb, 0, R, C, KILN_F32), 1.0f / R, 0, NULL, NULL));
   float g[R * C];
   assert_kiln_ok(kiln_buffer_read_sync(q, xb, 0, sizeof g, g));
   for (int i = 0; i < R * C; i++)
@@ -263,18 +266,20 @@ static void accuracy_body(kiln_context *ctx, kiln_queue *q,
       kiln_buffer *lb = util_upload(ctx, q, KILN_U32, labels, LOFF + rows);
       uint32_t c0[3] = {9, 1000, 9};
       kiln_buffer *cb = util_upload(ctx, q, KILN_U32, c0, 3);
-      assert_kiln_ok(kiln_accuracy_count(q, dt, rows, cols, xb, XOFF, KILN_U32,
-                                         lb, LOFF, true, cb, 1, 0, NULL, NULL));
-      assert_kiln_ok(kiln_accuracy_count(q, dt, rows, cols, xb, XOFF, KILN_U32,
-                                         lb, LOFF, true, cb, 1, 0, NULL, NULL));
+      assert_kiln_ok(kiln_accuracy_count(
+          q, MATRIX(xb, XOFF, rows, cols, dt), RANGE(lb, LOFF, rows, KILN_U32),
+          RANGE(cb, 1, 1, KILN_U32), true, 0, NULL, NULL));
+      assert_kiln_ok(kiln_accuracy_count(
+          q, MATRIX(xb, XOFF, rows, cols, dt), RANGE(lb, LOFF, rows, KILN_U32),
+          RANGE(cb, 1, 1, KILN_U32), true, 0, NULL, NULL));
       uint32_t c[3];
       assert_kiln_ok(kiln_buffer_read_sync(q, cb, 0, sizeof c, c));
       if (c[1] != 1000 + 2 * hits)
         fail_msg("%s accuracy %s %zux%zu: %u, want %u", profile,
                  kiln_dtype_name(dt), rows, cols, c[1], 1000 + 2 * hits);
-      assert_kiln_ok(kiln_accuracy_count(q, dt, rows, cols, xb, XOFF, KILN_U32,
-                                         lb, LOFF, false, cb, 1, 0, NULL,
-                                         NULL));
+      assert_kiln_ok(kiln_accuracy_count(
+          q, MATRIX(xb, XOFF, rows, cols, dt), RANGE(lb, LOFF, rows, KILN_U32),
+          RANGE(cb, 1, 1, KILN_U32), false, 0, NULL, NULL));
       assert_kiln_ok(kiln_buffer_read_sync(q, cb, 0, sizeof c, c));
       assert_int_equal(c[1], hits);
       assert_true(c[0] == 9 && c[2] == 9);
@@ -300,70 +305,131 @@ static void test_bad_arguments(void **state) {
   kiln_buffer *l = util_buffer(env.ctx, 64, 0);
   /* cross-entropy */
   assert_kiln_error(
-      kiln_softmax_cross_entropy(NULL, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0, c,
-                                 0, NULL, 0, 0, NULL, NULL),
+      kiln_softmax_cross_entropy(NULL, MATRIX(b, 0, 2, 2, KILN_F32),
+                                 RANGE(l, 0, 2, KILN_U32),
+                                 RANGE(c, 0, 2, KILN_F32), NULL, 0, NULL, NULL),
       KILN_ERR_NULL_POINTER, "kiln_softmax_cross_entropy: queue is NULL");
-  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
-                                               KILN_F32, l, 0, c, 0, NULL, 0, 0,
-                                               NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "label_dtype f32");
-  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
-                                               KILN_U32, l, 0, NULL, 0, NULL, 0,
+  assert_kiln_error(kiln_softmax_cross_entropy(q, MATRIX(b, 0, 2, 2, KILN_F32),
+                                               RANGE(l, 0, 2, KILN_F32),
+                                               RANGE(c, 0, 2, KILN_F32), NULL,
                                                0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "labels dtype f32");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, MATRIX(b, 0, 2, 2, KILN_F32),
+                                               RANGE(l, 0, 2, KILN_U32), NULL,
+                                               NULL, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "loss and mean are both NULL");
-  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 0, b, 0,
-                                               KILN_U32, l, 0, c, 0, NULL, 0, 0,
-                                               NULL, NULL),
+  assert_kiln_error(kiln_softmax_cross_entropy(q, MATRIX(b, 0, 2, 0, KILN_F32),
+                                               RANGE(l, 0, 2, KILN_U32),
+                                               RANGE(c, 0, 2, KILN_F32), NULL,
+                                               0, NULL, NULL),
                     KILN_ERR_INVALID_SIZE, "cols is 0");
-  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 1, 1u << 31, b, 0,
-                                               KILN_U32, l, 0, c, 0, NULL, 0, 0,
-                                               NULL, NULL),
-                    KILN_ERR_INVALID_SIZE, "exceeds INT32_MAX");
-  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
-                                               KILN_U32, l, 15, c, 0, NULL, 0,
+  assert_kiln_error(
+      kiln_softmax_cross_entropy(q, MATRIX(b, 0, 1, 1u << 31, KILN_F32),
+                                 RANGE(l, 0, 1, KILN_U32),
+                                 RANGE(c, 0, 1, KILN_F32), NULL, 0, NULL, NULL),
+      KILN_ERR_INVALID_SIZE, "exceeds INT32_MAX");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, MATRIX(b, 0, 2, 2, KILN_F32),
+                                               RANGE(l, 15, 2, KILN_U32),
+                                               RANGE(c, 0, 2, KILN_F32), NULL,
                                                0, NULL, NULL),
                     KILN_ERR_OUT_OF_RANGE, "labels range");
-  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
-                                               KILN_U32, l, 0, b, 2, NULL, 0, 0,
-                                               NULL, NULL),
+  assert_kiln_error(kiln_softmax_cross_entropy(q, MATRIX(b, 0, 2, 2, KILN_F32),
+                                               RANGE(l, 0, 2, KILN_U32),
+                                               RANGE(b, 2, 2, KILN_F32), NULL,
+                                               0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_softmax_cross_entropy(q, KILN_F32, 2, 2, b, 0,
-                                               KILN_U32, l, 0, c, 0, ob, 0, 0,
-                                               NULL, NULL),
+  assert_kiln_error(kiln_softmax_cross_entropy(
+                        q, MATRIX(b, 0, 2, 2, KILN_F32),
+                        RANGE(l, 0, 2, KILN_U32), RANGE(c, 0, 2, KILN_F32),
+                        RANGE(ob, 0, 1, KILN_F32), 0, NULL, NULL),
                     KILN_ERR_SHAPE_MISMATCH, "mean belongs");
-  assert_kiln_error(kiln_softmax_cross_entropy_backward(NULL, KILN_F32, 2, 2, b,
-                                                        0, KILN_U32, l, 0, 1, c,
-                                                        0, 0, NULL, NULL),
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(
+                        NULL, MATRIX(b, 0, 2, 2, KILN_F32),
+                        RANGE(l, 0, 2, KILN_U32), MATRIX(c, 0, 2, 2, KILN_F32),
+                        1, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(kiln_softmax_cross_entropy_backward(q, KILN_F32, 2, 2, b, 0,
-                                                        KILN_U32, l, 0, NAN, c,
-                                                        0, 0, NULL, NULL),
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(
+                        q, MATRIX(b, 0, 2, 2, KILN_F32),
+                        RANGE(l, 0, 2, KILN_U32), MATRIX(c, 0, 2, 2, KILN_F32),
+                        NAN, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "scale nan must be finite");
-  assert_kiln_error(kiln_softmax_cross_entropy_backward(q, KILN_F32, 2, 2, b, 0,
-                                                        KILN_U32, l, 0, 1, b, 1,
-                                                        0, NULL, NULL),
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(
+                        q, MATRIX(b, 0, 2, 2, KILN_F32),
+                        RANGE(l, 0, 2, KILN_U32), MATRIX(b, 1, 2, 2, KILN_F32),
+                        1, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_softmax_cross_entropy_backward(q, KILN_F32, 2, 2, b, 0,
-                                                        KILN_U32, l, 0, 1, NULL,
-                                                        0, 0, NULL, NULL),
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(
+                        q, MATRIX(b, 0, 2, 2, KILN_F32),
+                        RANGE(l, 0, 2, KILN_U32), NULL, 1, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "dlogits is NULL");
   /* accuracy */
-  assert_kiln_error(kiln_accuracy_count(NULL, KILN_F32, 2, 2, b, 0, KILN_U32, l,
-                                        0, false, c, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_accuracy_count(NULL, MATRIX(b, 0, 2, 2, KILN_F32),
+                                        RANGE(l, 0, 2, KILN_U32),
+                                        RANGE(c, 0, 1, KILN_U32), false, 0,
+                                        NULL, NULL),
                     KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(kiln_accuracy_count(q, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0,
-                                        false, NULL, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_accuracy_count(q, MATRIX(b, 0, 2, 2, KILN_F32),
+                                        RANGE(l, 0, 2, KILN_U32), NULL, false,
+                                        0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "count is NULL");
-  assert_kiln_error(kiln_accuracy_count(q, KILN_F32, 2, 2, b, 0, KILN_U32, l, 0,
-                                        false, l, 1, 0, NULL, NULL),
+  assert_kiln_error(kiln_accuracy_count(q, MATRIX(b, 0, 2, 2, KILN_F32),
+                                        RANGE(l, 0, 2, KILN_U32),
+                                        RANGE(l, 1, 1, KILN_U32), false, 0,
+                                        NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_accuracy_count(q, KILN_F32, SIZE_MAX, 2, b, 0,
-                                        KILN_U32, l, 0, false, c, 0, 0, NULL,
-                                        NULL),
+  assert_kiln_error(kiln_accuracy_count(q, MATRIX(b, 0, SIZE_MAX, 2, KILN_F32),
+                                        RANGE(l, 0, SIZE_MAX, KILN_U32),
+                                        RANGE(c, 0, 1, KILN_U32), false, 0,
+                                        NULL, NULL),
                     KILN_ERR_INVALID_SIZE, "overflows");
-  assert_kiln_error(kiln_accuracy_count(q, (kiln_dtype)42, 2, 2, b, 0, KILN_U32,
-                                        l, 0, false, c, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_accuracy_count(q, MATRIX(b, 0, 2, 2, (kiln_dtype)42),
+                                        RANGE(l, 0, 2, KILN_U32),
+                                        RANGE(c, 0, 1, KILN_U32), false, 0,
+                                        NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "dtype 42");
+  /* Operands that disagree with the logits, and the outputs' own types. */
+  kiln_matrix z = {.buffer = b, .rows = 2, .cols = 3, .dtype = KILN_F32};
+  assert_kiln_error(
+      kiln_softmax_cross_entropy(q, &z, RANGE(l, 0, 3, KILN_U32),
+                                 RANGE(c, 0, 2, KILN_F32), NULL, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "labels has 3 elements but logits' rows is 2");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, &z, RANGE(l, 0, 2, KILN_U32),
+                                               RANGE(c, 0, 3, KILN_F32), NULL,
+                                               0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "loss has 3 elements");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, &z, RANGE(l, 0, 2, KILN_U32),
+                                               RANGE(c, 0, 2, KILN_BF16), NULL,
+                                               0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "loss dtype bf16");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, &z, RANGE(l, 0, 2, KILN_U32),
+                                               NULL, RANGE(c, 0, 2, KILN_F32),
+                                               0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "mean has 2 elements");
+  assert_kiln_error(kiln_softmax_cross_entropy(q, &z, RANGE(l, 0, 2, KILN_U32),
+                                               NULL, RANGE(c, 0, 1, KILN_F16),
+                                               0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "mean dtype f16");
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(
+                        q, &z, RANGE(l, 0, 2, KILN_I32),
+                        MATRIX(c, 0, 3, 2, KILN_F32), 1, 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "dlogits is 3x2 but logits is 2x3");
+  assert_kiln_error(kiln_softmax_cross_entropy_backward(
+                        q, &z, RANGE(l, 0, 2, KILN_I32),
+                        MATRIX(c, 0, 2, 3, KILN_F16), 1, 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "dlogits dtype f16 differs");
+  assert_kiln_error(kiln_accuracy_count(q, &z, RANGE(l, 0, 1, KILN_U32),
+                                        RANGE(c, 0, 1, KILN_U32), false, 0,
+                                        NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "labels has 1 elements");
+  assert_kiln_error(kiln_accuracy_count(q, &z, RANGE(l, 0, 2, KILN_U32),
+                                        RANGE(c, 0, 1, KILN_I32), false, 0,
+                                        NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "count dtype i32");
+  assert_kiln_error(kiln_accuracy_count(q, &z, RANGE(l, 0, 2, KILN_U32),
+                                        RANGE(c, 0, 2, KILN_U32), false, 0,
+                                        NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "count has 2 elements");
   assert_kiln_ok(kiln_buffer_destroy(c));
   assert_kiln_ok(kiln_buffer_destroy(l));
   util_bad_env_close(&env);

@@ -101,13 +101,17 @@ static void step_case(kiln_context *ctx, kiln_queue *q, const char *profile,
     for (int skip = 1; skip >= 0; skip--) {
       kiln_buffer *wc = step == STEPS ? cb : NULL;
       if (adam)
-        assert_kiln_ok(kiln_adamw_step(q, &ap, n, wb, OFF, gdt, gb, 1, ab, OFF,
-                                       bb, OFF, cdt, wc, OFF, fb, (size_t)skip,
-                                       0, NULL, NULL));
+        assert_kiln_ok(kiln_adamw_step(
+            q, RANGE(gb, 1, n, gdt), RANGE(fb, (size_t)skip, 1, KILN_U32),
+            RANGE(wb, OFF, n, KILN_F32), RANGE(ab, OFF, n, KILN_F32),
+            RANGE(bb, OFF, n, KILN_F32), OPT_RANGE(wc, OFF, n, cdt), &ap, 0,
+            NULL, NULL));
       else
-        assert_kiln_ok(kiln_sgd_step(q, &sp, n, wb, OFF, gdt, gb, 1,
-                                     sp.momentum != 0 ? ab : NULL, OFF, cdt, wc,
-                                     OFF, skip ? fb : NULL, 1, 0, NULL, NULL));
+        assert_kiln_ok(kiln_sgd_step(
+            q, RANGE(gb, 1, n, gdt), skip ? RANGE(fb, 1, 1, KILN_U32) : NULL,
+            RANGE(wb, OFF, n, KILN_F32),
+            sp.momentum != 0 ? RANGE(ab, OFF, n, KILN_F32) : NULL,
+            OPT_RANGE(wc, OFF, n, cdt), &sp, 0, NULL, NULL));
     }
     if (adam)
       adamw_ref(&ap, n, &st, g);
@@ -177,21 +181,24 @@ static void norm_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
   const kiln_dtype *dts = util_float_dtypes(&ndt);
   for (size_t d = 0; d < ndt; d++) {
     kiln_dtype dt = dts[d];
-    kiln_buffer_range ranges[NR];
+    kiln_range ranges[NR];
     void *host[NR];
     double ss = 0;
     for (int r = 0; r < NR; r++) {
       host[r] = util_random(dt, counts[r] + 4, -1, 1, 100 + (uint32_t)r);
-      ranges[r] = (kiln_buffer_range){
-          util_upload(ctx, q, dt, host[r], counts[r] + 4), 2, counts[r]};
+      ranges[r] = (kiln_range){util_upload(ctx, q, dt, host[r], counts[r] + 4),
+                               2, counts[r], dt};
       for (size_t i = 0; i < counts[r]; i++)
         ss += util_get(dt, host[r], 2 + i) * util_get(dt, host[r], 2 + i);
     }
     float nf[6] = {1, 1, 1, 1, 1, 1};
     kiln_buffer *nb = util_upload(ctx, q, KILN_F32, nf, 6);
-    assert_kiln_ok(kiln_grad_norm(q, dt, NR, ranges, nb, 1, 0, NULL, NULL));
-    assert_kiln_ok(kiln_grad_norm(q, dt, NR, ranges, nb, 2, 0, NULL, NULL));
-    assert_kiln_ok(kiln_grad_norm(q, dt, 0, NULL, nb, 3, 0, NULL, NULL));
+    assert_kiln_ok(kiln_grad_norm(q, ranges, NR, RANGE(nb, 1, 1, KILN_F32), 0,
+                                  NULL, NULL));
+    assert_kiln_ok(kiln_grad_norm(q, ranges, NR, RANGE(nb, 2, 1, KILN_F32), 0,
+                                  NULL, NULL));
+    assert_kiln_ok(
+        kiln_grad_norm(q, NULL, 0, RANGE(nb, 3, 1, KILN_F32), 0, NULL, NULL));
     assert_kiln_ok(kiln_buffer_read_sync(q, nb, 0, sizeof nf, nf));
     double want = sqrt(ss);
     UTIL_CLOSE(nf[1], want, (1024 + 1200 + 2) * U * want, "%s norm %s", profile,
@@ -201,8 +208,8 @@ static void norm_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
     /* Clip to half the norm: every element scaled by the coefficient. */
     float max_norm = nf[1] / 2;
     float coef = max_norm / (nf[1] + 1e-6f);
-    assert_kiln_ok(
-        kiln_clip_grad_norm(q, dt, NR, ranges, nb, 1, max_norm, 0, NULL, NULL));
+    assert_kiln_ok(kiln_clip_grad_norm(q, RANGE(nb, 1, 1, KILN_F32), ranges, NR,
+                                       max_norm, 0, NULL, NULL));
     for (int r = 0; r < NR; r++) {
       void *got = util_download(q, ranges[r].buffer, dt, counts[r] + 4);
       for (size_t i = 0; i < counts[r]; i++) {
@@ -218,10 +225,10 @@ static void norm_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
     nf[0] = INFINITY;
     assert_kiln_ok(kiln_buffer_write_sync(q, nb, 0, 4, nf));
     void *before = util_download(q, ranges[2].buffer, dt, counts[2] + 4);
-    assert_kiln_ok(
-        kiln_clip_grad_norm(q, dt, NR, ranges, nb, 0, 1.0f, 0, NULL, NULL));
-    assert_kiln_ok(
-        kiln_clip_grad_norm(q, dt, NR, ranges, nb, 2, 1e30f, 0, NULL, NULL));
+    assert_kiln_ok(kiln_clip_grad_norm(q, RANGE(nb, 0, 1, KILN_F32), ranges, NR,
+                                       1.0f, 0, NULL, NULL));
+    assert_kiln_ok(kiln_clip_grad_norm(q, RANGE(nb, 2, 1, KILN_F32), ranges, NR,
+                                       1e30f, 0, NULL, NULL));
     void *after = util_download(q, ranges[2].buffer, dt, counts[2] + 4);
     assert_memory_equal(before, after, (counts[2] + 4) * kiln_dtype_size(dt));
     free(before);
@@ -229,7 +236,8 @@ static void norm_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
     /* Non-finite check: clean, then an inf, then a NaN in another range. */
     uint32_t fl[3] = {7, 7, 7};
     kiln_buffer *fb = util_upload(ctx, q, KILN_U32, fl, 3);
-    assert_kiln_ok(kiln_has_nonfinite(q, dt, NR, ranges, fb, 1, 0, NULL, NULL));
+    assert_kiln_ok(kiln_has_nonfinite(q, ranges, NR, RANGE(fb, 1, 1, KILN_U32),
+                                      0, NULL, NULL));
     assert_kiln_ok(kiln_buffer_read_sync(q, fb, 0, sizeof fl, fl));
     assert_true(fl[0] == 7 && fl[1] == 0 && fl[2] == 7);
     for (int bad = 0; bad < 2; bad++) {
@@ -239,12 +247,13 @@ static void norm_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
       assert_kiln_ok(kiln_buffer_write_sync(
           q, ranges[r].buffer, at * kiln_dtype_size(dt), kiln_dtype_size(dt),
           (char *)host[r] + at * kiln_dtype_size(dt)));
-      assert_kiln_ok(
-          kiln_has_nonfinite(q, dt, NR, ranges, fb, 1, 0, NULL, NULL));
+      assert_kiln_ok(kiln_has_nonfinite(
+          q, ranges, NR, RANGE(fb, 1, 1, KILN_U32), 0, NULL, NULL));
       assert_kiln_ok(kiln_buffer_read_sync(q, fb, 0, sizeof fl, fl));
       assert_int_equal(fl[1], 1);
     }
-    assert_kiln_ok(kiln_grad_norm(q, dt, NR, ranges, nb, 1, 0, NULL, NULL));
+    assert_kiln_ok(kiln_grad_norm(q, ranges, NR, RANGE(nb, 1, 1, KILN_F32), 0,
+                                  NULL, NULL));
     assert_kiln_ok(kiln_buffer_read_sync(q, nb, 0, sizeof nf, nf));
     assert_true(!isfinite(nf[1]));
     assert_kiln_ok(kiln_buffer_destroy(fb));
@@ -275,114 +284,214 @@ static void test_bad_arguments(void **state) {
                           .eps = 1e-8f,
                           .step = 1,
                           .grad_scale = 1};
-  assert_kiln_error(kiln_sgd_step(NULL, &sp, 4, b, 0, KILN_F32, c, 0, d, 0,
-                                  KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_sgd_step(NULL, RANGE(c, 0, 4, KILN_F32), NULL,
+                                  RANGE(b, 0, 4, KILN_F32),
+                                  RANGE(d, 0, 4, KILN_F32), NULL, &sp, 0, NULL,
+                                  NULL),
                     KILN_ERR_NULL_POINTER, "kiln_sgd_step: queue is NULL");
-  assert_kiln_error(kiln_sgd_step(q, NULL, 4, b, 0, KILN_F32, c, 0, d, 0,
-                                  KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "params is NULL");
-  assert_kiln_error(kiln_sgd_step(q, &sp, 4, b, 0, KILN_F32, c, 0, NULL, 0,
-                                  KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
+  assert_kiln_error(
+      kiln_sgd_step(q, RANGE(c, 0, 4, KILN_F32), NULL, RANGE(b, 0, 4, KILN_F32),
+                    RANGE(d, 0, 4, KILN_F32), NULL, NULL, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "params is NULL");
+  assert_kiln_error(kiln_sgd_step(q, RANGE(c, 0, 4, KILN_F32), NULL,
+                                  RANGE(b, 0, 4, KILN_F32), NULL, NULL, &sp, 0,
+                                  NULL, NULL),
                     KILN_ERR_NULL_POINTER, "velocity is NULL");
   sp.grad_scale = 0;
-  assert_kiln_error(kiln_sgd_step(q, &sp, 4, b, 0, KILN_F32, c, 0, d, 0,
-                                  KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "grad_scale 0");
+  assert_kiln_error(
+      kiln_sgd_step(q, RANGE(c, 0, 4, KILN_F32), NULL, RANGE(b, 0, 4, KILN_F32),
+                    RANGE(d, 0, 4, KILN_F32), NULL, &sp, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "grad_scale 0");
   sp.grad_scale = 1;
   sp.momentum = 1;
-  assert_kiln_error(kiln_sgd_step(q, &sp, 4, b, 0, KILN_F32, c, 0, d, 0,
-                                  KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "momentum 1");
+  assert_kiln_error(
+      kiln_sgd_step(q, RANGE(c, 0, 4, KILN_F32), NULL, RANGE(b, 0, 4, KILN_F32),
+                    RANGE(d, 0, 4, KILN_F32), NULL, &sp, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "momentum 1");
   sp.momentum = 0;
   sp.nesterov = true;
-  assert_kiln_error(kiln_sgd_step(q, &sp, 4, b, 0, KILN_F32, c, 0, d, 0,
-                                  KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "nesterov needs");
+  assert_kiln_error(
+      kiln_sgd_step(q, RANGE(c, 0, 4, KILN_F32), NULL, RANGE(b, 0, 4, KILN_F32),
+                    RANGE(d, 0, 4, KILN_F32), NULL, &sp, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "nesterov needs");
   sp.nesterov = false;
   sp.momentum = 0.9f;
-  assert_kiln_error(kiln_sgd_step(q, &sp, 4, b, 0, KILN_F32, c, 0, d, 0,
-                                  KILN_F32, b, 2, NULL, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_sgd_step(q, RANGE(c, 0, 4, KILN_F32), NULL,
+                                  RANGE(b, 0, 4, KILN_F32),
+                                  RANGE(d, 0, 4, KILN_F32),
+                                  RANGE(b, 2, 4, KILN_F32), &sp, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_sgd_step(q, &sp, 4, b, 0, KILN_I32, c, 0, d, 0,
-                                  KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "grad_dtype i32");
-  assert_kiln_error(kiln_sgd_step(q, &sp, 4, b, 0, KILN_F32, c, 0, d, 0,
-                                  (kiln_dtype)77, c, 8, NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "copy_dtype 77");
-  assert_kiln_error(kiln_sgd_step(q, &sp, 4, b, 0, KILN_F32, c, 0, d, 0,
-                                  KILN_F32, NULL, 0, ob, 0, 0, NULL, NULL),
-                    KILN_ERR_SHAPE_MISMATCH, "skip belongs");
-  assert_kiln_error(kiln_sgd_step(q, &sp, 40, b, 0, KILN_F32, c, 0, d, 0,
-                                  KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
+  assert_kiln_error(
+      kiln_sgd_step(q, RANGE(c, 0, 4, KILN_I32), NULL, RANGE(b, 0, 4, KILN_F32),
+                    RANGE(d, 0, 4, KILN_F32), NULL, &sp, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "grad dtype i32");
+  assert_kiln_error(
+      kiln_sgd_step(q, RANGE(c, 0, 4, KILN_F32), NULL, RANGE(b, 0, 4, KILN_F32),
+                    RANGE(d, 0, 4, KILN_F32), RANGE(c, 8, 4, (kiln_dtype)77),
+                    &sp, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "w_copy dtype 77");
+  assert_kiln_error(
+      kiln_sgd_step(q, RANGE(c, 0, 4, KILN_F32), RANGE(ob, 0, 1, KILN_U32),
+                    RANGE(b, 0, 4, KILN_F32), RANGE(d, 0, 4, KILN_F32), NULL,
+                    &sp, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "skip belongs");
+  assert_kiln_error(kiln_sgd_step(q, RANGE(c, 0, 40, KILN_F32), NULL,
+                                  RANGE(b, 0, 40, KILN_F32),
+                                  RANGE(d, 0, 40, KILN_F32), NULL, &sp, 0, NULL,
+                                  NULL),
                     KILN_ERR_OUT_OF_RANGE, "w range");
-  assert_kiln_error(kiln_adamw_step(NULL, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d,
-                                    4, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
-                                    NULL),
-                    KILN_ERR_NULL_POINTER, "kiln_adamw_step: queue is NULL");
+  assert_kiln_error(
+      kiln_adamw_step(NULL, RANGE(c, 0, 4, KILN_F32), NULL,
+                      RANGE(b, 0, 4, KILN_F32), RANGE(d, 0, 4, KILN_F32),
+                      RANGE(d, 4, 4, KILN_F32), NULL, &ap, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "kiln_adamw_step: queue is NULL");
   ap.step = 0;
-  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d, 4,
-                                    KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "step is 0");
+  assert_kiln_error(
+      kiln_adamw_step(q, RANGE(c, 0, 4, KILN_F32), NULL,
+                      RANGE(b, 0, 4, KILN_F32), RANGE(d, 0, 4, KILN_F32),
+                      RANGE(d, 4, 4, KILN_F32), NULL, &ap, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "step is 0");
   ap.step = 1;
   ap.eps = 0;
-  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d, 4,
-                                    KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "eps 0");
+  assert_kiln_error(
+      kiln_adamw_step(q, RANGE(c, 0, 4, KILN_F32), NULL,
+                      RANGE(b, 0, 4, KILN_F32), RANGE(d, 0, 4, KILN_F32),
+                      RANGE(d, 4, 4, KILN_F32), NULL, &ap, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "eps 0");
   ap.eps = 1e-8f;
   ap.lr = NAN;
-  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d, 4,
-                                    KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "params->lr nan");
+  assert_kiln_error(
+      kiln_adamw_step(q, RANGE(c, 0, 4, KILN_F32), NULL,
+                      RANGE(b, 0, 4, KILN_F32), RANGE(d, 0, 4, KILN_F32),
+                      RANGE(d, 4, 4, KILN_F32), NULL, &ap, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "params->lr nan");
   ap.lr = 1e-3f;
-  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, NULL, 0, d,
-                                    4, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
-                                    NULL),
+  assert_kiln_error(kiln_adamw_step(q, RANGE(c, 0, 4, KILN_F32), NULL,
+                                    RANGE(b, 0, 4, KILN_F32), NULL,
+                                    RANGE(d, 4, 4, KILN_F32), NULL, &ap, 0,
+                                    NULL, NULL),
                     KILN_ERR_NULL_POINTER, "m is NULL");
-  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, c, 0, d, 0, d, 2,
-                                    KILN_F32, NULL, 0, NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_adamw_step(q, &ap, 4, b, 0, KILN_F32, NULL, 0, d, 0, d,
-                                    4, KILN_F32, NULL, 0, NULL, 0, 0, NULL,
-                                    NULL),
+  assert_kiln_error(
+      kiln_adamw_step(q, RANGE(c, 0, 4, KILN_F32), NULL,
+                      RANGE(b, 0, 4, KILN_F32), RANGE(d, 0, 4, KILN_F32),
+                      RANGE(d, 2, 4, KILN_F32), NULL, &ap, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(kiln_adamw_step(q, NULL, NULL, RANGE(b, 0, 4, KILN_F32),
+                                    RANGE(d, 0, 4, KILN_F32),
+                                    RANGE(d, 4, 4, KILN_F32), NULL, &ap, 0,
+                                    NULL, NULL),
                     KILN_ERR_NULL_POINTER, "grad is NULL");
+  /* Operands that disagree with w: count, dtype. */
+  assert_kiln_error(
+      kiln_sgd_step(q, RANGE(c, 0, 3, KILN_F32), NULL, RANGE(b, 0, 4, KILN_F32),
+                    RANGE(d, 0, 4, KILN_F32), NULL, &sp, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "grad has 3 elements but w's count is 4");
+  assert_kiln_error(
+      kiln_sgd_step(q, RANGE(c, 0, 4, KILN_F32), NULL, RANGE(b, 0, 4, KILN_F32),
+                    RANGE(d, 0, 5, KILN_F32), NULL, &sp, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "velocity has 5 elements");
+  assert_kiln_error(
+      kiln_sgd_step(q, RANGE(c, 0, 4, KILN_F32), NULL, RANGE(b, 0, 4, KILN_F16),
+                    RANGE(d, 0, 4, KILN_F32), NULL, &sp, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "w dtype f16");
+  assert_kiln_error(
+      kiln_sgd_step(q, RANGE(c, 0, 4, KILN_F32), RANGE(c, 8, 1, KILN_F32),
+                    RANGE(b, 0, 4, KILN_F32), RANGE(d, 0, 4, KILN_F32), NULL,
+                    &sp, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "skip dtype f32");
+  assert_kiln_error(
+      kiln_sgd_step(q, RANGE(c, 0, 4, KILN_F32), RANGE(c, 8, 2, KILN_U32),
+                    RANGE(b, 0, 4, KILN_F32), RANGE(d, 0, 4, KILN_F32), NULL,
+                    &sp, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "skip has 2 elements");
+  assert_kiln_error(
+      kiln_adamw_step(q, RANGE(c, 0, 4, KILN_F32), NULL,
+                      RANGE(b, 0, 4, KILN_F32), RANGE(d, 0, 4, KILN_F32),
+                      RANGE(d, 4, 4, KILN_BF16), NULL, &ap, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "v dtype bf16");
+  assert_kiln_error(
+      kiln_adamw_step(q, RANGE(c, 0, 4, KILN_F32), NULL,
+                      RANGE(b, 0, 4, KILN_F32), RANGE(d, 0, 4, KILN_F32),
+                      RANGE(d, 4, 4, KILN_F32), RANGE(c, 8, 2, KILN_BF16), &ap,
+                      0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "w_copy has 2 elements");
+  assert_kiln_error(kiln_adamw_step(q, RANGE(c, 0, 4, KILN_F32), NULL, NULL,
+                                    RANGE(d, 0, 4, KILN_F32),
+                                    RANGE(d, 4, 4, KILN_F32), NULL, &ap, 0,
+                                    NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "w is NULL");
   /* norm, clip, check */
-  kiln_buffer_range r[2] = {{b, 0, 4}, {c, 0, 4}};
-  assert_kiln_error(kiln_grad_norm(NULL, KILN_F32, 2, r, d, 0, 0, NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "kiln_grad_norm: queue is NULL");
-  assert_kiln_error(kiln_grad_norm(q, KILN_F32, 2, NULL, d, 0, 0, NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "ranges is NULL");
-  assert_kiln_error(kiln_grad_norm(q, KILN_F32, 70000, r, d, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_SIZE, "exceeds 65536");
-  assert_kiln_error(kiln_grad_norm(q, KILN_F32, 2, r, b, 1, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_grad_norm(q, KILN_F32, 2, r, NULL, 0, 0, NULL, NULL),
+  kiln_range r[2] = {{b, 0, 4, KILN_F32}, {c, 0, 4, KILN_F32}};
+  assert_kiln_error(
+      kiln_grad_norm(NULL, r, 2, RANGE(d, 0, 1, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "kiln_grad_norm: queue is NULL");
+  assert_kiln_error(
+      kiln_grad_norm(q, NULL, 2, RANGE(d, 0, 1, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "ranges is NULL");
+  assert_kiln_error(
+      kiln_grad_norm(q, r, 70000, RANGE(d, 0, 1, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_INVALID_SIZE, "exceeds 65536");
+  assert_kiln_error(
+      kiln_grad_norm(q, r, 2, RANGE(b, 1, 1, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(kiln_grad_norm(q, r, 2, NULL, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "norm is NULL");
   r[1].count = 1000;
-  assert_kiln_error(kiln_grad_norm(q, KILN_F32, 2, r, d, 0, 0, NULL, NULL),
-                    KILN_ERR_OUT_OF_RANGE, "ranges[1].buffer range");
-  r[1] = (kiln_buffer_range){b, 2, 4};
   assert_kiln_error(
-      kiln_clip_grad_norm(q, KILN_F32, 2, r, d, 0, 1, 0, NULL, NULL),
+      kiln_grad_norm(q, r, 2, RANGE(d, 0, 1, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE, "ranges[1].buffer range");
+  r[1] = (kiln_range){b, 2, 4, KILN_F32};
+  assert_kiln_error(
+      kiln_clip_grad_norm(q, RANGE(d, 0, 1, KILN_F32), r, 2, 1, 0, NULL, NULL),
       KILN_ERR_INVALID_ARGUMENT, "overlap");
-  r[1] = (kiln_buffer_range){ob, 0, 4};
+  r[1] = (kiln_range){ob, 0, 4, KILN_F32};
   assert_kiln_error(
-      kiln_clip_grad_norm(q, KILN_F32, 2, r, d, 0, 1, 0, NULL, NULL),
+      kiln_clip_grad_norm(q, RANGE(d, 0, 1, KILN_F32), r, 2, 1, 0, NULL, NULL),
       KILN_ERR_SHAPE_MISMATCH, "ranges[1].buffer belongs");
-  r[1] = (kiln_buffer_range){c, 0, 4};
+  r[1] = (kiln_range){c, 0, 4, KILN_F32};
+  assert_kiln_error(kiln_clip_grad_norm(NULL, RANGE(d, 0, 1, KILN_F32), r, 2, 1,
+                                        0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "queue is NULL");
   assert_kiln_error(
-      kiln_clip_grad_norm(NULL, KILN_F32, 2, r, d, 0, 1, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(
-      kiln_clip_grad_norm(q, KILN_F32, 2, r, d, 0, -1, 0, NULL, NULL),
+      kiln_clip_grad_norm(q, RANGE(d, 0, 1, KILN_F32), r, 2, -1, 0, NULL, NULL),
       KILN_ERR_INVALID_ARGUMENT, "max_norm -1");
   assert_kiln_error(
-      kiln_has_nonfinite(NULL, KILN_F32, 2, r, d, 0, 0, NULL, NULL),
+      kiln_has_nonfinite(NULL, r, 2, RANGE(d, 0, 1, KILN_U32), 0, NULL, NULL),
       KILN_ERR_NULL_POINTER, "kiln_has_nonfinite: queue is NULL");
-  assert_kiln_error(kiln_has_nonfinite(q, KILN_U32, 2, r, d, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "dtype u32");
+  /* The ranges' dtype: a float one, the same for all. */
+  kiln_range ru[2] = {{b, 0, 4, KILN_U32}, {c, 0, 4, KILN_U32}};
   assert_kiln_error(
-      kiln_has_nonfinite(q, KILN_F32, 2, r, NULL, 0, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "flag is NULL");
+      kiln_has_nonfinite(q, ru, 2, RANGE(d, 0, 1, KILN_U32), 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "ranges[0] dtype u32");
+  r[1].dtype = KILN_F16;
+  assert_kiln_error(
+      kiln_grad_norm(q, r, 2, RANGE(d, 0, 1, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "ranges[1] dtype f16 differs from ranges[0]");
+  assert_kiln_error(
+      kiln_clip_grad_norm(q, RANGE(d, 0, 1, KILN_F32), r, 2, 1, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "ranges[1] dtype f16");
+  assert_kiln_error(
+      kiln_has_nonfinite(q, r, 2, RANGE(d, 0, 1, KILN_U32), 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "ranges[1] dtype f16");
+  r[1].dtype = KILN_F32;
+  /* The single-element outputs: their dtype and count. */
+  assert_kiln_error(
+      kiln_grad_norm(q, r, 2, RANGE(d, 0, 1, KILN_F16), 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "norm dtype f16");
+  assert_kiln_error(
+      kiln_grad_norm(q, r, 2, RANGE(d, 0, 2, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "norm has 2 elements");
+  assert_kiln_error(
+      kiln_clip_grad_norm(q, RANGE(d, 0, 1, KILN_U32), r, 2, 1, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "norm dtype u32");
+  assert_kiln_error(
+      kiln_has_nonfinite(q, r, 2, RANGE(d, 0, 1, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "flag dtype f32");
+  assert_kiln_error(
+      kiln_has_nonfinite(q, r, 2, RANGE(d, 0, 0, KILN_U32), 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "flag has 0 elements");
+  assert_kiln_error(kiln_has_nonfinite(q, r, 2, NULL, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "flag is NULL");
   assert_kiln_ok(kiln_buffer_destroy(c));
   assert_kiln_ok(kiln_buffer_destroy(d));
   util_bad_env_close(&env);

@@ -161,7 +161,8 @@ static void kat_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
   }
   /* Through the public op: seed = key, offset = 4 x counter, words 2 and 3
    * of the counter being 0 there. */
-  assert_kiln_ok(kiln_random_bits(q, 4, 0, 0, out, 0, 0, NULL, NULL));
+  assert_kiln_ok(
+      kiln_random_bits(q, RANGE(out, 0, 4, KILN_U32), 0, 0, 0, NULL, NULL));
   uint32_t got[4];
   assert_kiln_ok(kiln_buffer_read_sync(q, out, 0, 16, got));
   assert_memory_equal(got, &kat[0][6], 16);
@@ -190,8 +191,8 @@ static void ops_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
                  (unsigned long long)seed, (unsigned long long)off, n);
         uint32_t *z = calloc(total, 4);
         kiln_buffer *yb = util_upload(ctx, q, KILN_U32, z, total);
-        assert_kiln_ok(
-            kiln_random_bits(q, n, seed, off, yb, YO, 0, NULL, NULL));
+        assert_kiln_ok(kiln_random_bits(q, RANGE(yb, YO, n, KILN_U32), seed,
+                                        off, 0, NULL, NULL));
         uint32_t *bits = util_download(q, yb, KILN_U32, total);
         for (size_t i = 0; i < n; i++)
           if (bits[YO + i] != h_bits(seed, off + i))
@@ -207,17 +208,20 @@ static void ops_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
           for (int op = 0; op < 4; op++) {
             const float p = 0.3f, scale = (float)(1.0 / (1.0 - (double)p));
             if (op == 0)
-              assert_kiln_ok(kiln_random_uniform(q, dt, n, seed, off, -0.5f,
-                                                 2.0f, ob, YO, 0, NULL, NULL));
+              assert_kiln_ok(kiln_random_uniform(q, RANGE(ob, YO, n, dt), seed,
+                                                 off, -0.5f, 2.0f, 0, NULL,
+                                                 NULL));
             else if (op == 1)
-              assert_kiln_ok(kiln_random_normal(q, dt, n, seed, off, 1.0f,
-                                                0.02f, ob, YO, 0, NULL, NULL));
+              assert_kiln_ok(kiln_random_normal(q, RANGE(ob, YO, n, dt), seed,
+                                                off, 1.0f, 0.02f, 0, NULL,
+                                                NULL));
             else if (op == 2)
-              assert_kiln_ok(kiln_dropout_mask(q, dt, n, p, seed, off, ob, YO,
-                                               0, NULL, NULL));
+              assert_kiln_ok(kiln_dropout_mask(q, RANGE(ob, YO, n, dt), seed,
+                                               off, p, 0, NULL, NULL));
             else
-              assert_kiln_ok(kiln_dropout(q, dt, n, p, seed, off, xb, 1, ob, YO,
-                                          0, NULL, NULL));
+              assert_kiln_ok(kiln_dropout(q, RANGE(xb, 1, n, dt),
+                                          RANGE(ob, YO, n, dt), seed, off, p, 0,
+                                          NULL, NULL));
             void *y = util_download(q, ob, dt, total);
             void *want = malloc(total * 4);
             memcpy(want, y, total * kiln_dtype_size(dt));
@@ -248,11 +252,11 @@ static void ops_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
           /* In pieces: the stream cut at an odd point is the same. */
           if (n > 2) {
             size_t cut = n / 2 + 1;
-            assert_kiln_ok(kiln_random_normal(q, dt, cut, seed, off, 0, 1, ob,
-                                              YO, 0, NULL, NULL));
-            assert_kiln_ok(kiln_random_normal(q, dt, n - cut, seed, off + cut,
-                                              0, 1, ob, YO + cut, 0, NULL,
-                                              NULL));
+            assert_kiln_ok(kiln_random_normal(q, RANGE(ob, YO, cut, dt), seed,
+                                              off, 0, 1, 0, NULL, NULL));
+            assert_kiln_ok(
+                kiln_random_normal(q, RANGE(ob, YO + cut, n - cut, dt), seed,
+                                   off + cut, 0, 1, 0, NULL, NULL));
             void *y = util_download(q, ob, dt, total);
             for (size_t i = 0; i < n; i++) {
               void *one = malloc(4);
@@ -318,51 +322,71 @@ static void test_bad_arguments(void **state) {
   struct util_bad_env env = util_bad_env_open();
   kiln_queue *q = env.q;
   kiln_buffer *b = env.b, *ob = env.ob;
-  assert_kiln_error(kiln_random_bits(NULL, 4, 0, 0, b, 0, 0, NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "kiln_random_bits: queue is NULL");
-  assert_kiln_error(kiln_random_bits(q, 4, 0, UINT64_MAX, b, 0, 0, NULL, NULL),
+  assert_kiln_error(
+      kiln_random_bits(NULL, RANGE(b, 0, 4, KILN_U32), 0, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "kiln_random_bits: queue is NULL");
+  assert_kiln_error(kiln_random_bits(q, RANGE(b, 0, 4, KILN_U32), 0, UINT64_MAX,
+                                     0, NULL, NULL),
                     KILN_ERR_INVALID_SIZE, "passes the end of the stream");
-  assert_kiln_error(kiln_random_bits(q, 40, 0, 0, b, 0, 0, NULL, NULL),
-                    KILN_ERR_OUT_OF_RANGE, "y range");
   assert_kiln_error(
-      kiln_random_uniform(NULL, KILN_F32, 4, 0, 0, 0, 1, b, 0, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "queue is NULL");
+      kiln_random_bits(q, RANGE(b, 0, 40, KILN_U32), 0, 0, 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE, "y range");
+  assert_kiln_error(kiln_random_uniform(NULL, RANGE(b, 0, 4, KILN_F32), 0, 0, 0,
+                                        1, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(kiln_random_uniform(q, RANGE(b, 0, 4, KILN_F32), 0, 0, 2, 1,
+                                        0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "lo <= hi");
+  assert_kiln_error(kiln_random_uniform(q, RANGE(b, 0, 4, KILN_U32), 0, 0, 0, 1,
+                                        0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "dtype u32");
+  assert_kiln_error(kiln_random_normal(NULL, RANGE(b, 0, 4, KILN_F32), 0, 0, 0,
+                                       1, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(kiln_random_normal(q, RANGE(b, 0, 4, KILN_F32), 0, 0, 0, -1,
+                                       0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "stddev -1");
+  assert_kiln_error(kiln_random_normal(q, RANGE(ob, 0, 4, KILN_BF16), 0, 0, 0,
+                                       1, 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "y belongs");
+  assert_kiln_error(kiln_dropout_mask(NULL, RANGE(b, 0, 4, KILN_F32), 0, 0,
+                                      0.5f, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "queue is NULL");
   assert_kiln_error(
-      kiln_random_uniform(q, KILN_F32, 4, 0, 0, 2, 1, b, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "lo <= hi");
-  assert_kiln_error(
-      kiln_random_uniform(q, KILN_U32, 4, 0, 0, 0, 1, b, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "dtype u32");
-  assert_kiln_error(
-      kiln_random_normal(NULL, KILN_F32, 4, 0, 0, 0, 1, b, 0, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(
-      kiln_random_normal(q, KILN_F32, 4, 0, 0, 0, -1, b, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "stddev -1");
-  assert_kiln_error(
-      kiln_random_normal(q, KILN_BF16, 4, 0, 0, 0, 1, ob, 0, 0, NULL, NULL),
-      KILN_ERR_SHAPE_MISMATCH, "y belongs");
-  assert_kiln_error(
-      kiln_dropout_mask(NULL, KILN_F32, 4, 0.5f, 0, 0, b, 0, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(
-      kiln_dropout_mask(q, KILN_F32, 4, 1.5f, 0, 0, b, 0, 0, NULL, NULL),
+      kiln_dropout_mask(q, RANGE(b, 0, 4, KILN_F32), 0, 0, 1.5f, 0, NULL, NULL),
       KILN_ERR_INVALID_ARGUMENT, "p 1.5");
+  assert_kiln_error(kiln_dropout_mask(q, NULL, 0, 0, 0.5f, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "mask is NULL");
+  assert_kiln_error(kiln_dropout(NULL, RANGE(b, 0, 4, KILN_F32),
+                                 RANGE(b, 8, 4, KILN_F32), 0, 0, 0.5f, 0, NULL,
+                                 NULL),
+                    KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(kiln_dropout(q, NULL, RANGE(b, 8, 4, KILN_F32), 0, 0, 0.5f,
+                                 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "x is NULL");
+  assert_kiln_error(kiln_dropout(q, RANGE(b, 0, 4, KILN_F32),
+                                 RANGE(b, 2, 4, KILN_F32), 0, 0, 0.5f, 0, NULL,
+                                 NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(kiln_dropout(q, RANGE(b, 0, 4, KILN_F32),
+                                 RANGE(b, 8, 4, KILN_F32), 0, 0, -1, 0, NULL,
+                                 NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "p -1");
+  /* The output's dtype, and an input that disagrees with it. */
   assert_kiln_error(
-      kiln_dropout_mask(q, KILN_F32, 4, 0.5f, 0, 0, NULL, 0, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "mask is NULL");
+      kiln_random_bits(q, RANGE(b, 0, 4, KILN_I32), 0, 0, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "y dtype i32");
   assert_kiln_error(
-      kiln_dropout(NULL, KILN_F32, 4, 0.5f, 0, 0, b, 0, b, 8, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "queue is NULL");
+      kiln_dropout_mask(q, RANGE(b, 0, 4, KILN_U32), 0, 0, 0.5f, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "mask dtype u32");
   assert_kiln_error(
-      kiln_dropout(q, KILN_F32, 4, 0.5f, 0, 0, NULL, 0, b, 8, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "x is NULL");
+      kiln_dropout(q, RANGE(b, 0, 3, KILN_F32), RANGE(b, 8, 4, KILN_F32), 0, 0,
+                   0.5f, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "x has 3 elements but y's count is 4");
   assert_kiln_error(
-      kiln_dropout(q, KILN_F32, 4, 0.5f, 0, 0, b, 0, b, 2, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(
-      kiln_dropout(q, KILN_F32, 4, -1, 0, 0, b, 0, b, 8, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "p -1");
+      kiln_dropout(q, RANGE(b, 0, 4, KILN_BF16), RANGE(b, 8, 4, KILN_F32), 0, 0,
+                   0.5f, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "x dtype bf16 differs from y dtype f32");
   util_bad_env_close(&env);
 }
 

@@ -43,6 +43,14 @@ static double softmax_dot(const double *x) {
   return t;
 }
 
+/* A host array of n doubles (gcc 12 at -O2 cannot see that rows * cols
+ * here is small, and warns about a plain malloc(count * 8)). */
+static double *doubles(size_t n) {
+  double *p = malloc((n ? n : 1) * sizeof *p);
+  assert_non_null(p);
+  return p;
+}
+
 static void softmax_bwd_body(kiln_context *ctx, kiln_queue *q,
                              const char *profile) {
   size_t ndt;
@@ -63,13 +71,14 @@ static void softmax_bwd_body(kiln_context *ctx, kiln_queue *q,
                                        NULL, NULL));
       void *y = util_download(q, yb, dt, total);
       assert_kiln_ok(kiln_softmax_rows_backward(
-          q, dt, rows, cols, yb, XOFF, gb, LOFF, dxb, YOFF, 0, NULL, NULL));
+          q, MATRIX(yb, XOFF, rows, cols, dt), MATRIX(gb, LOFF, rows, cols, dt),
+          MATRIX(dxb, YOFF, rows, cols, dt), 0, NULL, NULL));
       void *dx = util_download(q, dxb, dt, total);
       char what[80];
       snprintf(what, sizeof what, "%s softmax backward %s %zux%zu", profile,
                kiln_dtype_name(dt), rows, cols);
-      double *xd = malloc(count * 8), *dyd = malloc(count * 8);
-      double *fd = malloc(count * 8);
+      double *xd = doubles(count), *dyd = doubles(count);
+      double *fd = doubles(count);
       for (size_t i = 0; i < count; i++) {
         xd[i] = util_get(dt, x, XOFF + i);
         dyd[i] = util_get(dt, dy, LOFF + i);
@@ -108,8 +117,9 @@ static void softmax_bwd_body(kiln_context *ctx, kiln_queue *q,
       }
       util_check_guard(dt, dx0, dx, YOFF, count, total, what);
       /* In place over dy. */
-      assert_kiln_ok(kiln_softmax_rows_backward(q, dt, rows, cols, yb, XOFF, gb,
-                                                LOFF, gb, LOFF, 0, NULL, NULL));
+      assert_kiln_ok(kiln_softmax_rows_backward(
+          q, MATRIX(yb, XOFF, rows, cols, dt), MATRIX(gb, LOFF, rows, cols, dt),
+          MATRIX(gb, LOFF, rows, cols, dt), 0, NULL, NULL));
       void *dx2 = util_download(q, gb, dt, total);
       for (size_t i = 0; i < count; i++)
         UTIL_CLOSE(util_get(dt, dx2, LOFF + i), util_get(dt, dx, YOFF + i), 0,
@@ -179,8 +189,11 @@ static void layernorm_bwd_body(kiln_context *ctx, kiln_queue *q,
       kiln_buffer *vb = util_upload(ctx, q, KILN_F32, v0, 2 * cols + 6);
       for (int has_scale = 0; has_scale < 2; has_scale++) {
         assert_kiln_ok(kiln_layernorm_rows_backward(
-            q, dt, rows, cols, xb, XOFF, has_scale ? sb : NULL, 1, eps, gb,
-            LOFF, dxb, YOFF, vb, 1, vb, cols + 4, 0, NULL, NULL));
+            q, MATRIX(xb, XOFF, rows, cols, dt),
+            has_scale ? RANGE(sb, 1, cols, dt) : NULL,
+            MATRIX(gb, LOFF, rows, cols, dt), MATRIX(dxb, YOFF, rows, cols, dt),
+            RANGE(vb, 1, cols, KILN_F32), RANGE(vb, cols + 4, cols, KILN_F32),
+            eps, 0, NULL, NULL));
         void *dx = util_download(q, dxb, dt, total);
         float *v = util_download(q, vb, KILN_F32, 2 * cols + 6);
         char what[80];
@@ -274,8 +287,9 @@ static void layernorm_bwd_body(kiln_context *ctx, kiln_queue *q,
       /* dx only, in place over dy, and sums only: the same numbers. */
       void *dxa = util_download(q, dxb, dt, total);
       assert_kiln_ok(kiln_layernorm_rows_backward(
-          q, dt, rows, cols, xb, XOFF, sb, 1, eps, gb, LOFF, gb, LOFF, NULL, 0,
-          NULL, 0, 0, NULL, NULL));
+          q, MATRIX(xb, XOFF, rows, cols, dt), RANGE(sb, 1, cols, dt),
+          MATRIX(gb, LOFF, rows, cols, dt), MATRIX(gb, LOFF, rows, cols, dt),
+          NULL, NULL, eps, 0, NULL, NULL));
       void *dxi = util_download(q, gb, dt, total);
       for (size_t i = 0; i < count; i++)
         UTIL_CLOSE(util_get(dt, dxi, LOFF + i), util_get(dt, dxa, YOFF + i), 0,
@@ -307,43 +321,96 @@ static void test_bad_arguments(void **state) {
   kiln_buffer *b = env.b, *ob = env.ob;
   kiln_buffer *c = util_buffer(env.ctx, 64, 0);
   /* softmax backward */
-  assert_kiln_error(kiln_softmax_rows_backward(NULL, KILN_F32, 2, 2, b, 0, b, 0,
-                                               c, 0, 0, NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(kiln_softmax_rows_backward(q, KILN_F32, 2, 2, b, 0, b, 0,
-                                               NULL, 0, 0, NULL, NULL),
+  assert_kiln_error(
+      kiln_softmax_rows_backward(NULL, MATRIX(b, 0, 2, 2, KILN_F32),
+                                 MATRIX(b, 0, 2, 2, KILN_F32),
+                                 MATRIX(c, 0, 2, 2, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "queue is NULL");
+  assert_kiln_error(kiln_softmax_rows_backward(q, MATRIX(b, 0, 2, 2, KILN_F32),
+                                               MATRIX(b, 0, 2, 2, KILN_F32),
+                                               NULL, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "dx is NULL");
-  assert_kiln_error(kiln_softmax_rows_backward(q, KILN_F32, 2, 2, b, 0, c, 0, c,
-                                               2, 0, NULL, NULL),
+  assert_kiln_error(kiln_softmax_rows_backward(q, MATRIX(b, 0, 2, 2, KILN_F32),
+                                               MATRIX(c, 0, 2, 2, KILN_F32),
+                                               MATRIX(c, 2, 2, 2, KILN_F32), 0,
+                                               NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_softmax_rows_backward(q, KILN_F32, 5, 5, b, 0, b, 0, c,
-                                               0, 0, NULL, NULL),
+  assert_kiln_error(kiln_softmax_rows_backward(q, MATRIX(b, 0, 5, 5, KILN_F32),
+                                               MATRIX(b, 0, 5, 5, KILN_F32),
+                                               MATRIX(c, 0, 5, 5, KILN_F32), 0,
+                                               NULL, NULL),
                     KILN_ERR_OUT_OF_RANGE, "y range");
   /* layernorm backward */
   assert_kiln_error(
-      kiln_layernorm_rows_backward(NULL, KILN_F32, 2, 2, b, 0, NULL, 0, 1e-5f,
-                                   b, 0, c, 0, NULL, 0, NULL, 0, 0, NULL, NULL),
+      kiln_layernorm_rows_backward(NULL, MATRIX(b, 0, 2, 2, KILN_F32), NULL,
+                                   MATRIX(b, 0, 2, 2, KILN_F32),
+                                   MATRIX(c, 0, 2, 2, KILN_F32), NULL, NULL,
+                                   1e-5f, 0, NULL, NULL),
       KILN_ERR_NULL_POINTER, "queue is NULL");
-  assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, NULL,
-                                                 0, -1, b, 0, c, 0, NULL, 0,
-                                                 NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_ARGUMENT, "eps -1");
-  assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, NULL,
-                                                 0, 1e-5f, b, 0, c, 0, c, 2,
-                                                 NULL, 0, 0, NULL, NULL),
+  assert_kiln_error(
+      kiln_layernorm_rows_backward(
+          q, MATRIX(b, 0, 2, 2, KILN_F32), NULL, MATRIX(b, 0, 2, 2, KILN_F32),
+          MATRIX(c, 0, 2, 2, KILN_F32), NULL, NULL, -1, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT, "eps -1");
+  assert_kiln_error(kiln_layernorm_rows_backward(
+                        q, MATRIX(b, 0, 2, 2, KILN_F32), NULL,
+                        MATRIX(b, 0, 2, 2, KILN_F32),
+                        MATRIX(c, 0, 2, 2, KILN_F32), RANGE(c, 2, 2, KILN_F32),
+                        NULL, 1e-5f, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, NULL,
-                                                 0, 1e-5f, b, 0, NULL, 0, c, 15,
-                                                 NULL, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_layernorm_rows_backward(
+                        q, MATRIX(b, 0, 2, 2, KILN_F32), NULL,
+                        MATRIX(b, 0, 2, 2, KILN_F32), NULL,
+                        RANGE(c, 15, 2, KILN_F32), NULL, 1e-5f, 0, NULL, NULL),
                     KILN_ERR_OUT_OF_RANGE, "dscale range");
-  assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, ob, 0,
-                                                 1e-5f, b, 0, c, 0, NULL, 0,
-                                                 NULL, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_layernorm_rows_backward(
+                        q, MATRIX(b, 0, 2, 2, KILN_F32),
+                        RANGE(ob, 0, 2, KILN_F32), MATRIX(b, 0, 2, 2, KILN_F32),
+                        MATRIX(c, 0, 2, 2, KILN_F32), NULL, NULL, 1e-5f, 0,
+                        NULL, NULL),
                     KILN_ERR_SHAPE_MISMATCH, "scale belongs");
-  assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, NULL,
-                                                 0, 1e-5f, NULL, 0, c, 0, NULL,
-                                                 0, NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "dy is NULL");
+  assert_kiln_error(
+      kiln_layernorm_rows_backward(q, MATRIX(b, 0, 2, 2, KILN_F32), NULL, NULL,
+                                   MATRIX(c, 0, 2, 2, KILN_F32), NULL, NULL,
+                                   1e-5f, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER, "dy is NULL");
+  /* Operands that disagree with x (or y): shape, dtype, vector lengths. */
+  kiln_matrix x = {.buffer = b, .rows = 2, .cols = 3, .dtype = KILN_F32};
+  assert_kiln_error(
+      kiln_softmax_rows_backward(q, &x, MATRIX(b, 0, 3, 2, KILN_F32),
+                                 MATRIX(c, 0, 2, 3, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "dy is 3x2 but y is 2x3");
+  assert_kiln_error(kiln_softmax_rows_backward(q, &x, &x,
+                                               MATRIX(c, 0, 2, 3, KILN_BF16), 0,
+                                               NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "dx dtype bf16 differs");
+  assert_kiln_error(
+      kiln_layernorm_rows_backward(q, &x, RANGE(c, 8, 2, KILN_F32), &x,
+                                   MATRIX(c, 0, 2, 3, KILN_F32), NULL, NULL,
+                                   1e-5f, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "scale has 2 elements but x's cols is 3");
+  assert_kiln_error(
+      kiln_layernorm_rows_backward(q, &x, RANGE(c, 8, 3, KILN_F16), &x,
+                                   MATRIX(c, 0, 2, 3, KILN_F32), NULL, NULL,
+                                   1e-5f, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "scale dtype f16 differs");
+  assert_kiln_error(
+      kiln_layernorm_rows_backward(q, &x, NULL, MATRIX(b, 0, 2, 3, KILN_F16),
+                                   MATRIX(c, 0, 2, 3, KILN_F32), NULL, NULL,
+                                   1e-5f, 0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH, "dy dtype f16 differs");
+  assert_kiln_error(kiln_layernorm_rows_backward(q, &x, NULL, &x, NULL,
+                                                 RANGE(c, 0, 3, KILN_F16), NULL,
+                                                 1e-5f, 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "dscale dtype f16");
+  assert_kiln_error(kiln_layernorm_rows_backward(q, &x, NULL, &x, NULL, NULL,
+                                                 RANGE(c, 0, 4, KILN_F32),
+                                                 1e-5f, 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "dbias has 4 elements");
+  assert_kiln_error(kiln_layernorm_rows_backward(q, &x, NULL, &x, NULL, NULL,
+                                                 RANGE(NULL, 0, 3, KILN_F32),
+                                                 1e-5f, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "dbias->buffer is NULL");
   assert_kiln_ok(kiln_buffer_destroy(c));
   util_bad_env_close(&env);
 }

@@ -11,6 +11,23 @@
 #include "core/internal.h"
 #include "op_test_util.h"
 
+/* Operand descriptors for the calls (kiln/kiln_tensor.h), as pointers to
+ * compound literals that live until the end of the enclosing block: n
+ * elements of dt from element off of b, and a packed row-major rows x cols
+ * matrix of dt from element off of b. */
+#define RANGE(b, off, n, dt) (&(kiln_range){(b), (off), (n), (dt)})
+#define MATRIX(b, off, r, c, dt)                                               \
+  (&(kiln_matrix){.buffer = (b),                                               \
+                  .offset = (off),                                             \
+                  .rows = (r),                                                 \
+                  .cols = (c),                                                 \
+                  .dtype = (dt)})
+/* RANGE, or NULL (an absent optional operand) when b is NULL. */
+#define OPT_RANGE(b, off, n, dt) ((b) != NULL ? RANGE(b, off, n, dt) : NULL)
+/* The vector length kiln_binary_broadcast takes for broadcast bc. */
+#define BCAST_COUNT(bc, rows, cols)                                            \
+  ((bc) == KILN_BROADCAST_ROW ? (cols) : (rows))
+
 /* Run body(ctx, q, profile) on every device, first with its own profile,
  * then with the other kernel family forced ("nvidia" for a CPU-family
  * profile, "pocl" for a GPU-family one). */

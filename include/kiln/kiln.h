@@ -45,7 +45,7 @@
 #include "kiln/ops.h"
 #include "kiln/kiln_multi.h"
 #include "kiln/kiln_sequence.h"
-#include "kiln/ops_train.h"
+#include "kiln/kiln_ops_train.h"
 
 #undef KILN_H_INSIDE
 

@@ -1,6 +1,6 @@
 /* Training ops, elementwise: kiln_binary_broadcast and kiln_unary_backward
- * (contracts in kiln/ops_train.h; kernels in cl_kernels/train_elementwise.cl,
- * built once per storage dtype). */
+ * (contracts in kiln/kiln_ops_train.h; kernels in
+ * cl_kernels/train_elementwise.cl, built once per storage dtype). */
 #include "ops_train_internal.h"
 
 #include <stdio.h>
@@ -30,10 +30,8 @@ static const struct {
 
 KILN_API kiln_status kiln_binary_broadcast(
     kiln_queue *queue, kiln_binary_op op, kiln_broadcast broadcast,
-    kiln_dtype dtype, size_t rows, size_t cols, const kiln_buffer *a,
-    size_t a_offset, const kiln_buffer *b, size_t b_offset, kiln_buffer *y,
-    size_t y_offset, size_t num_wait, kiln_event *const *wait_list,
-    kiln_event **out_event) {
+    const kiln_matrix *a, const kiln_range *b, const kiln_matrix *y,
+    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_binary_broadcast";
   size_t count = 0;
   kiln_status s = kiln__ops_check_queue(fn, queue);
@@ -44,14 +42,26 @@ KILN_API kiln_status kiln_binary_broadcast(
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: broadcast %d is not a kiln_broadcast", fn,
                    (int)broadcast);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__train_check_matrix(fn, "a", a));
+  CHECK(kiln__train_need(fn, "b", b));
+  CHECK(kiln__train_check_matrix(fn, "y", y));
+  if (s != KILN_OK)
+    return s;
+  kiln_dtype dtype = a->dtype;
+  size_t rows = a->rows, cols = a->cols;
+  bool row = broadcast == KILN_BROADCAST_ROW;
+  size_t bn = row ? cols : rows;
+  CHECK(kiln__ops_check_dtype(fn, "a dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__train_same_matrix(fn, "y", y, "a", a));
+  CHECK(kiln__train_same_dtype(fn, "b", b->dtype, "a", dtype));
+  CHECK(kiln__train_same_count(fn, "b", b->count, row ? "a's cols" : "a's rows",
+                               bn));
   CHECK(kiln__ops_check_shape(fn, rows, cols, &count));
-  size_t bn = broadcast == KILN_BROADCAST_ROW ? cols : rows;
-  CHECK(kiln__ops_check_map(fn, queue, "a", a, a_offset, y, y_offset, count,
-                            dtype));
-  CHECK(kiln__ops_check_in(fn, queue, "b", b, b_offset, bn, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "b", b, b_offset, bn, dtype, "y", y,
-                                y_offset, count, dtype, false));
+  CHECK(kiln__ops_check_map(fn, queue, "a", a->buffer, a->offset, y->buffer,
+                            y->offset, count, dtype));
+  CHECK(kiln__ops_check_in(fn, queue, "b", b->buffer, b->offset, bn, dtype));
+  CHECK(kiln__ops_check_overlap(fn, "b", b->buffer, b->offset, bn, dtype, "y",
+                                y->buffer, y->offset, count, dtype, false));
   if (s == KILN_OK && rows > UINT32_MAX)
     s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: rows %zu exceeds UINT32_MAX", fn,
                    rows);
@@ -61,19 +71,18 @@ KILN_API kiln_status kiln_binary_broadcast(
   if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
     return s;
   size_t shape[2] = {rows, cols};
-  bool row = broadcast == KILN_BROADCAST_ROW;
   double es = (double)kiln_dtype_size(dtype);
   kiln__op_describe(&o, row ? bcast_ops[op].row_trace : bcast_ops[op].col_trace,
                     dtype, 2, shape, es * (2.0 * (double)count + (double)bn),
                     (double)count);
   if (count > 0) {
     cl_kernel k = NULL;
-    cl_ulong ao = a_offset, bo = b_offset, yo = y_offset, nc = cols;
-    CHECK(kiln__op_kernel(&o, "train_elementwise", dt_options[dtype],
-                          row ? bcast_ops[op].row : bcast_ops[op].col, &k, 7,
-                          KILN__ARG(a->cl), KILN__ARG(ao), KILN__ARG(b->cl),
-                          KILN__ARG(bo), KILN__ARG(y->cl), KILN__ARG(yo),
-                          KILN__ARG(nc)));
+    cl_ulong ao = a->offset, bo = b->offset, yo = y->offset, nc = cols;
+    CHECK(kiln__op_kernel(
+        &o, "train_elementwise", dt_options[dtype],
+        row ? bcast_ops[op].row : bcast_ops[op].col, &k, 7,
+        KILN__ARG(a->buffer->cl), KILN__ARG(ao), KILN__ARG(b->buffer->cl),
+        KILN__ARG(bo), KILN__ARG(y->buffer->cl), KILN__ARG(yo), KILN__ARG(nc)));
     CHECK(kiln__train_launch_matrix(&o, k, rows, cols));
   }
   return kiln__op_end(&o, s, out_event);
@@ -105,10 +114,9 @@ static const char *grad_kernel(kiln_unary_op op, kiln_grad_from from,
 }
 
 KILN_API kiln_status kiln_unary_backward(
-    kiln_queue *queue, kiln_unary_op op, kiln_grad_from from, kiln_dtype dtype,
-    size_t n, const kiln_buffer *xy, size_t xy_offset, const kiln_buffer *dy,
-    size_t dy_offset, kiln_buffer *dx, size_t dx_offset, size_t num_wait,
-    kiln_event *const *wait_list, kiln_event **out_event) {
+    kiln_queue *queue, kiln_unary_op op, kiln_grad_from from,
+    const kiln_range *xy, const kiln_range *dy, const kiln_range *dx,
+    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_unary_backward";
   const char *trace = NULL, *kname = NULL;
   double flops = 0;
@@ -129,14 +137,25 @@ KILN_API kiln_status kiln_unary_backward(
                      "y",
                      fn);
   }
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_in(fn, queue, "xy", xy, xy_offset, n, dtype));
-  CHECK(kiln__ops_check_in(fn, queue, "dy", dy, dy_offset, n, dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "dx", dx, dx_offset, n, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "dy", dy, dy_offset, n, dtype, "dx", dx,
-                                dx_offset, n, dtype, true));
-  CHECK(kiln__ops_check_overlap(fn, "xy", xy, xy_offset, n, dtype, "dx", dx,
-                                dx_offset, n, dtype, true));
+  CHECK(kiln__train_need(fn, "xy", xy));
+  CHECK(kiln__train_need(fn, "dy", dy));
+  CHECK(kiln__train_need(fn, "dx", dx));
+  if (s != KILN_OK)
+    return s;
+  kiln_dtype dtype = xy->dtype;
+  size_t n = xy->count;
+  CHECK(kiln__ops_check_dtype(fn, "xy dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__train_same_dtype(fn, "dy", dy->dtype, "xy", dtype));
+  CHECK(kiln__train_same_dtype(fn, "dx", dx->dtype, "xy", dtype));
+  CHECK(kiln__train_same_count(fn, "dy", dy->count, "xy's count", n));
+  CHECK(kiln__train_same_count(fn, "dx", dx->count, "xy's count", n));
+  CHECK(kiln__ops_check_in(fn, queue, "xy", xy->buffer, xy->offset, n, dtype));
+  CHECK(kiln__ops_check_in(fn, queue, "dy", dy->buffer, dy->offset, n, dtype));
+  CHECK(kiln__ops_check_out(fn, queue, "dx", dx->buffer, dx->offset, n, dtype));
+  CHECK(kiln__ops_check_overlap(fn, "dy", dy->buffer, dy->offset, n, dtype,
+                                "dx", dx->buffer, dx->offset, n, dtype, true));
+  CHECK(kiln__ops_check_overlap(fn, "xy", xy->buffer, xy->offset, n, dtype,
+                                "dx", dx->buffer, dx->offset, n, dtype, true));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -147,11 +166,12 @@ KILN_API kiln_status kiln_unary_backward(
                     flops * (double)n);
   if (n > 0) {
     cl_kernel k = NULL;
-    cl_ulong xo = xy_offset, go = dy_offset, dxo = dx_offset, nn = n;
+    cl_ulong xo = xy->offset, go = dy->offset, dxo = dx->offset, nn = n;
     CHECK(kiln__op_kernel(&o, "train_elementwise", dt_options[dtype], kname, &k,
-                          7, KILN__ARG(xy->cl), KILN__ARG(xo),
-                          KILN__ARG(dy->cl), KILN__ARG(go), KILN__ARG(dx->cl),
-                          KILN__ARG(dxo), KILN__ARG(nn)));
+                          7, KILN__ARG(xy->buffer->cl), KILN__ARG(xo),
+                          KILN__ARG(dy->buffer->cl), KILN__ARG(go),
+                          KILN__ARG(dx->buffer->cl), KILN__ARG(dxo),
+                          KILN__ARG(nn)));
     CHECK(kiln__train_launch_elems(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);

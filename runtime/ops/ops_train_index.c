@@ -1,5 +1,5 @@
 /* Training ops, rows by index: kiln_gather_rows and kiln_scatter_add_rows
- * (contracts in kiln/ops_train.h; kernels in cl_kernels/train_index.cl).
+ * (contracts in kiln/kiln_ops_train.h; kernels in cl_kernels/train_index.cl).
  * Scatter-add links repeated indices in the queue's workspace (8 bytes per
  * row) and sums each chain in one work-item per column, so no atomics and
  * no run-to-run differences. */
@@ -12,40 +12,65 @@
 static const char *const dt_options[] = {
     [KILN_F32] = "-DDT=0", [KILN_F16] = "-DDT=1", [KILN_BF16] = "-DDT=2"};
 
-/* Checks shared by both: dtypes, shapes and the index vector. *count and
- * *table_count receive rows * cols and table_rows * cols. */
-static kiln_status
-check_index(const char *fn, kiln_queue *queue, kiln_dtype dtype,
-            unsigned dtypes, size_t rows, size_t cols, size_t table_rows,
-            kiln_dtype index_dtype, const kiln_buffer *indices,
-            size_t indices_offset, size_t *count, size_t *table_count) {
+/* Checks shared by both: the descriptors, dtypes and shapes, and the index
+ * vector. m (named what: gather's y, scatter's x) is rows x cols, the table
+ * table_rows x cols of m's dtype (one of dtypes). *count and *table_count
+ * receive rows * cols and table_rows * cols. */
+static kiln_status check_index(const char *fn, kiln_queue *queue,
+                               unsigned dtypes, const char *what,
+                               const kiln_matrix *m, const kiln_matrix *table,
+                               const kiln_range *indices, size_t *count,
+                               size_t *table_count) {
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, dtypes));
-  CHECK(kiln__ops_check_dtype(fn, "index_dtype", index_dtype, KILN__DT_LABELS));
+  CHECK(kiln__train_check_matrix(fn, "table", table));
+  CHECK(kiln__train_need(fn, "indices", indices));
+  CHECK(kiln__train_check_matrix(fn, what, m));
+  if (s != KILN_OK)
+    return s;
+  size_t rows = m->rows, cols = m->cols, table_rows = table->rows;
+  char name[16];
+  snprintf(name, sizeof name, "%s dtype", what);
+  CHECK(kiln__ops_check_dtype(fn, name, m->dtype, dtypes));
+  CHECK(kiln__ops_check_dtype(fn, "indices dtype", indices->dtype,
+                              KILN__DT_LABELS));
+  CHECK(kiln__train_same_dtype(fn, "table", table->dtype, what, m->dtype));
+  if (s == KILN_OK && table->cols != cols)
+    s = kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                   "%s: table has %zu cols but %s has %zu", fn, table->cols,
+                   what, cols);
+  snprintf(name, sizeof name, "%s's rows", what);
+  CHECK(kiln__train_same_count(fn, "indices", indices->count, name, rows));
   CHECK(kiln__ops_check_shape(fn, rows, cols, count));
   CHECK(kiln__ops_check_shape(fn, table_rows, cols, table_count));
   if (s == KILN_OK && (rows > INT32_MAX || table_rows > INT32_MAX))
     s = kiln__fail(KILN_ERR_INVALID_SIZE,
-                   "%s: rows %zu and table_rows %zu must be at most "
+                   "%s: rows %zu and table rows %zu must be at most "
                    "INT32_MAX",
                    fn, rows, table_rows);
-  CHECK(kiln__ops_check_in(fn, queue, "indices", indices, indices_offset, rows,
-                           index_dtype));
+  CHECK(kiln__ops_check_in(fn, queue, "indices", indices->buffer,
+                           indices->offset, rows, indices->dtype));
   return s;
 }
 
-KILN_API kiln_status kiln_gather_rows(
-    kiln_queue *queue, kiln_dtype dtype, size_t rows, size_t cols,
-    const kiln_buffer *table, size_t table_offset, size_t table_rows,
-    kiln_dtype index_dtype, const kiln_buffer *indices, size_t indices_offset,
-    kiln_buffer *y, size_t y_offset, size_t num_wait,
-    kiln_event *const *wait_list, kiln_event **out_event) {
+KILN_API kiln_status kiln_gather_rows(kiln_queue *queue,
+                                      const kiln_matrix *table_m,
+                                      const kiln_range *indices_r,
+                                      const kiln_matrix *y_m, size_t num_wait,
+                                      kiln_event *const *wait_list,
+                                      kiln_event **out_event) {
   static const char fn[] = "kiln_gather_rows";
   size_t count = 0, tcount = 0;
   kiln_status s = check_index(
-      fn, queue, dtype,
-      KILN__DT_FLOATS | KILN__DT(KILN_I32) | KILN__DT(KILN_U32), rows, cols,
-      table_rows, index_dtype, indices, indices_offset, &count, &tcount);
+      fn, queue, KILN__DT_FLOATS | KILN__DT(KILN_I32) | KILN__DT(KILN_U32), "y",
+      y_m, table_m, indices_r, &count, &tcount);
+  if (s != KILN_OK)
+    return s;
+  kiln_dtype dtype = y_m->dtype, index_dtype = indices_r->dtype;
+  size_t rows = y_m->rows, cols = y_m->cols, table_rows = table_m->rows;
+  const kiln_buffer *table = table_m->buffer, *indices = indices_r->buffer;
+  kiln_buffer *y = y_m->buffer;
+  size_t table_offset = table_m->offset, indices_offset = indices_r->offset,
+         y_offset = y_m->offset;
   CHECK(kiln__ops_check_in(fn, queue, "table", table, table_offset, tcount,
                            dtype));
   CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, count, dtype));
@@ -80,16 +105,21 @@ KILN_API kiln_status kiln_gather_rows(
 }
 
 KILN_API kiln_status kiln_scatter_add_rows(
-    kiln_queue *queue, kiln_dtype dtype, size_t rows, size_t cols,
-    const kiln_buffer *x, size_t x_offset, kiln_dtype index_dtype,
-    const kiln_buffer *indices, size_t indices_offset, kiln_buffer *table,
-    size_t table_offset, size_t table_rows, size_t num_wait,
-    kiln_event *const *wait_list, kiln_event **out_event) {
+    kiln_queue *queue, const kiln_matrix *x_m, const kiln_range *indices_r,
+    const kiln_matrix *table_m, size_t num_wait, kiln_event *const *wait_list,
+    kiln_event **out_event) {
   static const char fn[] = "kiln_scatter_add_rows";
   size_t count = 0, tcount = 0;
-  kiln_status s =
-      check_index(fn, queue, dtype, KILN__DT_FLOATS, rows, cols, table_rows,
-                  index_dtype, indices, indices_offset, &count, &tcount);
+  kiln_status s = check_index(fn, queue, KILN__DT_FLOATS, "x", x_m, table_m,
+                              indices_r, &count, &tcount);
+  if (s != KILN_OK)
+    return s;
+  kiln_dtype dtype = x_m->dtype, index_dtype = indices_r->dtype;
+  size_t rows = x_m->rows, cols = x_m->cols, table_rows = table_m->rows;
+  const kiln_buffer *x = x_m->buffer, *indices = indices_r->buffer;
+  kiln_buffer *table = table_m->buffer;
+  size_t x_offset = x_m->offset, indices_offset = indices_r->offset,
+         table_offset = table_m->offset;
   CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, count, dtype));
   CHECK(kiln__ops_check_in(fn, queue, "table", table, table_offset, tcount,
                            dtype));

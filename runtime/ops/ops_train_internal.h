@@ -4,7 +4,7 @@
 #ifndef KILN_OPS_TRAIN_INTERNAL_H
 #define KILN_OPS_TRAIN_INTERNAL_H
 
-#include "kiln/ops_train.h"
+#include "kiln/kiln_ops_train.h"
 #include "ops_internal.h"
 
 #define KILN__DT_LABELS (KILN__DT(KILN_U32) | KILN__DT(KILN_I32))
@@ -46,12 +46,42 @@ kiln_status kiln__train_launch_rows(struct kiln__op *op,
 kiln_status kiln__train_check_finite(const char *fn, const char *what,
                                      float value);
 
-/* The buffer_range array of the norm and check ops: ranges non-NULL when
- * num_ranges > 0, at most 65536 of them, each in range for dtype and
- * (write) writable. */
+/* ---- operand descriptors (kiln/kiln_tensor.h) --------------------------- */
+/* what names the operand in messages ("logits"). */
+
+/* A required descriptor is not NULL. */
+kiln_status kiln__train_need(const char *fn, const char *what,
+                             const void *desc);
+
+/* A matrix operand: not NULL, and one the training kernels read as they
+ * are: row-major, as stored, packed (ld 0 or cols), not batched; and rows *
+ * cols does not overflow. */
+kiln_status kiln__train_check_matrix(const char *fn, const char *what,
+                                     const kiln_matrix *m);
+
+/* Operands that must agree: a dtype, a count, a matrix's shape and dtype.
+ * KILN_ERR_SHAPE_MISMATCH naming both otherwise. */
+kiln_status kiln__train_same_dtype(const char *fn, const char *what,
+                                   kiln_dtype dtype, const char *other,
+                                   kiln_dtype other_dtype);
+kiln_status kiln__train_same_count(const char *fn, const char *what,
+                                   size_t count, const char *other,
+                                   size_t other_count);
+kiln_status kiln__train_same_matrix(const char *fn, const char *what,
+                                    const kiln_matrix *m, const char *other,
+                                    const kiln_matrix *o);
+
+/* A range that must hold one element of dtype (a mean, a norm, a count, a
+ * flag): dtype not dtype is KILN_ERR_INVALID_ARGUMENT, count not 1
+ * KILN_ERR_SHAPE_MISMATCH. Not NULL (checked first). */
+kiln_status kiln__train_check_scalar(const char *fn, const char *what,
+                                     const kiln_range *r, kiln_dtype dtype);
+
+/* The range array of the norm and check ops: ranges non-NULL when
+ * num_ranges > 0, at most 65536 of them, all of ranges[0]'s dtype (a float
+ * one), each in range and (write) writable, and (write) not overlapping. */
 kiln_status kiln__train_check_ranges(const char *fn, kiln_queue *queue,
-                                     kiln_dtype dtype, size_t num_ranges,
-                                     const kiln_buffer_range *ranges,
-                                     bool write);
+                                     size_t num_ranges,
+                                     const kiln_range *ranges, bool write);
 
 #endif

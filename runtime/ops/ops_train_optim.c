@@ -1,6 +1,6 @@
 /* Training ops, optimizer side: kiln_sgd_step, kiln_adamw_step,
  * kiln_grad_norm, kiln_clip_grad_norm, kiln_has_nonfinite (contracts in
- * kiln/ops_train.h; kernels in cl_kernels/train_optim.cl, built per
+ * kiln/kiln_ops_train.h; kernels in cl_kernels/train_optim.cl, built per
  * gradient dtype; the momentum and weight-copy variants are kernels of
  * their own). */
 #include "ops_train_internal.h"
@@ -17,38 +17,63 @@ static const char *optim_options(kiln_dtype gt) {
 }
 
 /* The step kernel's copy suffix (train_optim.cl): nc without a copy. */
-static const char *copy_suffix(const kiln_buffer *w_copy, kiln_dtype dt) {
+static const char *copy_suffix(const kiln_range *w_copy) {
   if (w_copy == NULL)
     return "nc";
+  kiln_dtype dt = w_copy->dtype;
   return dt == KILN_F32 ? "f32" : dt == KILN_F16 ? "f16" : "bf16";
 }
 
-/* One optional or required buffer of an optimizer step, for the checks. */
+/* One optional or required operand of an optimizer step, for the checks:
+ * the dtypes it may have; one: a single element (the skip flag), else w's
+ * count. */
 struct slot {
   const char *what;
-  const kiln_buffer *b;
-  size_t off, n;
-  kiln_dtype dt;
+  const kiln_range *r;
+  unsigned dtypes;
+  bool one;
   bool written;
 };
 
-/* Check each present slot's range and access, and that no two present
- * slots overlap. */
+/* Check each present slot's dtype, count, range and access, and that no
+ * two present slots overlap. slots[0] is w, slots[1] grad (required). */
 static kiln_status check_slots(const char *fn, kiln_queue *queue,
                                const struct slot *slots, size_t count) {
-  kiln_status s = KILN_OK;
+  kiln_status s = kiln__train_need(fn, slots[0].what, slots[0].r);
+  CHECK(kiln__train_need(fn, slots[1].what, slots[1].r));
+  if (s != KILN_OK)
+    return s;
+  size_t n = slots[0].r->count;
   for (size_t i = 0; i < count && s == KILN_OK; i++) {
     const struct slot *a = &slots[i];
-    if (a->b == NULL)
+    if (a->r == NULL)
       continue;
-    s = kiln__ops_check_in(fn, queue, a->what, a->b, a->off, a->n, a->dt);
+    char name[24];
+    snprintf(name, sizeof name, "%s dtype", a->what);
+    if (a->one)
+      s = kiln__train_check_scalar(fn, a->what, a->r, KILN_U32);
+    else {
+      s = kiln__ops_check_dtype(fn, name, a->r->dtype, a->dtypes);
+      CHECK(kiln__train_same_count(fn, a->what, a->r->count, "w's count", n));
+    }
+  }
+  for (size_t i = 0; i < count && s == KILN_OK; i++) {
+    const struct slot *a = &slots[i];
+    if (a->r == NULL)
+      continue;
+    const kiln_range *r = a->r;
+    s = kiln__ops_check_in(fn, queue, a->what, r->buffer, r->offset, r->count,
+                           r->dtype);
     if (a->written)
-      CHECK(kiln__ops_check_out(fn, queue, a->what, a->b, a->off, a->n, a->dt));
-    for (size_t j = 0; j < i; j++)
-      if (slots[j].b != NULL)
-        CHECK(kiln__ops_check_overlap(
-            fn, slots[j].what, slots[j].b, slots[j].off, slots[j].n,
-            slots[j].dt, a->what, a->b, a->off, a->n, a->dt, false));
+      CHECK(kiln__ops_check_out(fn, queue, a->what, r->buffer, r->offset,
+                                r->count, r->dtype));
+    for (size_t j = 0; j < i; j++) {
+      const kiln_range *o = slots[j].r;
+      if (o != NULL)
+        CHECK(kiln__ops_check_overlap(fn, slots[j].what, o->buffer, o->offset,
+                                      o->count, o->dtype, a->what, r->buffer,
+                                      r->offset, r->count, r->dtype, false));
+    }
   }
   return s;
 }
@@ -66,29 +91,12 @@ static kiln_status check_scalar(const char *fn, const char *what, float v,
   return KILN_OK;
 }
 
-/* Checks shared by both steps: dtypes, n, and the buffer slots. */
-static kiln_status check_step(const char *fn, kiln_queue *queue,
-                              kiln_dtype grad_dtype, kiln_dtype copy_dtype,
-                              const kiln_buffer *w_copy, struct slot *slots,
-                              size_t count) {
-  kiln_status s =
-      kiln__ops_check_dtype(fn, "grad_dtype", grad_dtype, KILN__DT_FLOATS);
-  if (w_copy != NULL)
-    CHECK(kiln__ops_check_dtype(fn, "copy_dtype", copy_dtype, KILN__DT_FLOATS));
-  if (slots[0].b == NULL && s == KILN_OK)
-    s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: w is NULL", fn);
-  if (slots[1].b == NULL && s == KILN_OK)
-    s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: grad is NULL", fn);
-  CHECK(check_slots(fn, queue, slots, count));
-  return s;
-}
+#define F32_ONLY KILN__DT(KILN_F32)
 
 KILN_API kiln_status kiln_sgd_step(
-    kiln_queue *queue, const kiln_sgd_params *params, size_t n, kiln_buffer *w,
-    size_t w_offset, kiln_dtype grad_dtype, const kiln_buffer *grad,
-    size_t grad_offset, kiln_buffer *velocity, size_t velocity_offset,
-    kiln_dtype copy_dtype, kiln_buffer *w_copy, size_t w_copy_offset,
-    const kiln_buffer *skip, size_t skip_offset, size_t num_wait,
+    kiln_queue *queue, const kiln_range *grad_r, const kiln_range *skip_r,
+    const kiln_range *w_r, const kiln_range *velocity_r,
+    const kiln_range *w_copy_r, const kiln_sgd_params *params, size_t num_wait,
     kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_sgd_step";
   kiln_status s = kiln__ops_check_queue(fn, queue);
@@ -104,7 +112,7 @@ KILN_API kiln_status kiln_sgd_step(
     if (s == KILN_OK && params->nesterov && params->momentum == 0)
       s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                      "%s: params->nesterov needs params->momentum > 0", fn);
-    if (s == KILN_OK && params->momentum != 0 && velocity == NULL)
+    if (s == KILN_OK && params->momentum != 0 && velocity_r == NULL)
       s = kiln__fail(KILN_ERR_NULL_POINTER,
                      "%s: velocity is NULL with params->momentum %g", fn,
                      (double)params->momentum);
@@ -112,29 +120,39 @@ KILN_API kiln_status kiln_sgd_step(
   if (s != KILN_OK)
     return s;
   bool mom = params->momentum != 0;
-  struct slot slots[] = {
-      {"w", w, w_offset, n, KILN_F32, true},
-      {"grad", grad, grad_offset, n, grad_dtype, false},
-      {"velocity", mom ? velocity : NULL, velocity_offset, n, KILN_F32, true},
-      {"w_copy", w_copy, w_copy_offset, n, copy_dtype, true},
-      {"skip", skip, skip_offset, 1, KILN_U32, false},
+  const struct slot slots[] = {
+      {"w", w_r, F32_ONLY, false, true},
+      {"grad", grad_r, KILN__DT_FLOATS, false, false},
+      {"velocity", mom ? velocity_r : NULL, F32_ONLY, false, true},
+      {"w_copy", w_copy_r, KILN__DT_FLOATS, false, true},
+      {"skip", skip_r, 0, true, false},
   };
-  s = check_step(fn, queue, grad_dtype, copy_dtype, w_copy, slots,
-                 sizeof slots / sizeof slots[0]);
+  s = check_slots(fn, queue, slots, sizeof slots / sizeof slots[0]);
   if (s != KILN_OK)
     return s;
+  size_t n = w_r->count;
+  kiln_dtype grad_dtype = grad_r->dtype;
+  const kiln_buffer *grad = grad_r->buffer;
+  const kiln_buffer *skip = skip_r != NULL ? skip_r->buffer : NULL;
+  kiln_buffer *w = w_r->buffer;
+  kiln_buffer *velocity = velocity_r != NULL ? velocity_r->buffer : NULL;
+  kiln_buffer *w_copy = w_copy_r != NULL ? w_copy_r->buffer : NULL;
+  size_t w_offset = w_r->offset, grad_offset = grad_r->offset;
+  size_t velocity_offset = velocity_r != NULL ? velocity_r->offset : 0;
+  size_t w_copy_offset = w_copy_r != NULL ? w_copy_r->offset : 0;
+  size_t skip_offset = skip_r != NULL ? skip_r->offset : 0;
   struct kiln__op o;
   if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
     return s;
   double per = 8.0 + (double)kiln_dtype_size(grad_dtype) + (mom ? 8.0 : 0) +
-               (w_copy != NULL ? (double)kiln_dtype_size(copy_dtype) : 0);
+               (w_copy != NULL ? (double)kiln_dtype_size(w_copy_r->dtype) : 0);
   kiln__op_describe(&o, "sgd_step", grad_dtype, 1, &n, per * (double)n,
                     (mom ? 7.0 : 4.0) * (double)n);
   if (n > 0) {
     cl_kernel k = NULL;
     char kname[32];
     snprintf(kname, sizeof kname, "sgd_%s_%s", mom ? "mom" : "plain",
-             copy_suffix(w_copy, copy_dtype));
+             copy_suffix(w_copy_r));
     cl_mem vm = mom ? velocity->cl : w->cl;
     cl_mem cm = w_copy != NULL ? w_copy->cl : w->cl;
     cl_mem sm = skip != NULL ? skip->cl : w->cl;
@@ -157,13 +175,10 @@ KILN_API kiln_status kiln_sgd_step(
 }
 
 KILN_API kiln_status kiln_adamw_step(
-    kiln_queue *queue, const kiln_adamw_params *params, size_t n,
-    kiln_buffer *w, size_t w_offset, kiln_dtype grad_dtype,
-    const kiln_buffer *grad, size_t grad_offset, kiln_buffer *m,
-    size_t m_offset, kiln_buffer *v, size_t v_offset, kiln_dtype copy_dtype,
-    kiln_buffer *w_copy, size_t w_copy_offset, const kiln_buffer *skip,
-    size_t skip_offset, size_t num_wait, kiln_event *const *wait_list,
-    kiln_event **out_event) {
+    kiln_queue *queue, const kiln_range *grad_r, const kiln_range *skip_r,
+    const kiln_range *w_r, const kiln_range *m_r, const kiln_range *v_r,
+    const kiln_range *w_copy_r, const kiln_adamw_params *params,
+    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_adamw_step";
   kiln_status s = kiln__ops_check_queue(fn, queue);
   if (s == KILN_OK && params == NULL)
@@ -181,29 +196,36 @@ KILN_API kiln_status kiln_adamw_step(
       s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                      "%s: params->step is 0: the first step is 1", fn);
   }
-  if (s == KILN_OK && m == NULL)
-    s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: m is NULL", fn);
-  if (s == KILN_OK && v == NULL)
-    s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: v is NULL", fn);
+  CHECK(kiln__train_need(fn, "m", m_r));
+  CHECK(kiln__train_need(fn, "v", v_r));
   if (s != KILN_OK)
     return s;
-  struct slot slots[] = {
-      {"w", w, w_offset, n, KILN_F32, true},
-      {"grad", grad, grad_offset, n, grad_dtype, false},
-      {"m", m, m_offset, n, KILN_F32, true},
-      {"v", v, v_offset, n, KILN_F32, true},
-      {"w_copy", w_copy, w_copy_offset, n, copy_dtype, true},
-      {"skip", skip, skip_offset, 1, KILN_U32, false},
+  const struct slot slots[] = {
+      {"w", w_r, F32_ONLY, false, true},
+      {"grad", grad_r, KILN__DT_FLOATS, false, false},
+      {"m", m_r, F32_ONLY, false, true},
+      {"v", v_r, F32_ONLY, false, true},
+      {"w_copy", w_copy_r, KILN__DT_FLOATS, false, true},
+      {"skip", skip_r, 0, true, false},
   };
-  s = check_step(fn, queue, grad_dtype, copy_dtype, w_copy, slots,
-                 sizeof slots / sizeof slots[0]);
+  s = check_slots(fn, queue, slots, sizeof slots / sizeof slots[0]);
   if (s != KILN_OK)
     return s;
+  size_t n = w_r->count;
+  kiln_dtype grad_dtype = grad_r->dtype;
+  const kiln_buffer *grad = grad_r->buffer;
+  const kiln_buffer *skip = skip_r != NULL ? skip_r->buffer : NULL;
+  kiln_buffer *w = w_r->buffer, *m = m_r->buffer, *v = v_r->buffer;
+  kiln_buffer *w_copy = w_copy_r != NULL ? w_copy_r->buffer : NULL;
+  size_t w_offset = w_r->offset, grad_offset = grad_r->offset;
+  size_t m_offset = m_r->offset, v_offset = v_r->offset;
+  size_t w_copy_offset = w_copy_r != NULL ? w_copy_r->offset : 0;
+  size_t skip_offset = skip_r != NULL ? skip_r->offset : 0;
   struct kiln__op o;
   if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
     return s;
   double per = 24.0 + (double)kiln_dtype_size(grad_dtype) +
-               (w_copy != NULL ? (double)kiln_dtype_size(copy_dtype) : 0);
+               (w_copy != NULL ? (double)kiln_dtype_size(w_copy_r->dtype) : 0);
   kiln__op_describe(&o, "adamw_step", grad_dtype, 1, &n, per * (double)n,
                     16.0 * (double)n);
   if (n > 0) {
@@ -219,7 +241,7 @@ KILN_API kiln_status kiln_adamw_step(
     float b2 = params->beta2, eps = params->eps, gs = params->grad_scale;
     cl_kernel k = NULL;
     char kname[32];
-    snprintf(kname, sizeof kname, "adamw_%s", copy_suffix(w_copy, copy_dtype));
+    snprintf(kname, sizeof kname, "adamw_%s", copy_suffix(w_copy_r));
     cl_mem cm = w_copy != NULL ? w_copy->cl : w->cl;
     cl_mem sm = skip != NULL ? skip->cl : w->cl;
     cl_ulong wo = w_offset, go = grad_offset, mo = m_offset, vo = v_offset;
@@ -253,21 +275,33 @@ static void norm_split(size_t n, size_t *chunks, size_t *chunk) {
   *chunk = (per + 63) / 64 * 64;
 }
 
-static double range_elems(size_t num_ranges, const kiln_buffer_range *ranges) {
+static double range_elems(size_t num_ranges, const kiln_range *ranges) {
   double t = 0;
   for (size_t i = 0; i < num_ranges; i++)
     t += (double)ranges[i].count;
   return t;
 }
 
-KILN_API kiln_status kiln_grad_norm(
-    kiln_queue *queue, kiln_dtype dtype, size_t num_ranges,
-    const kiln_buffer_range *ranges, kiln_buffer *norm, size_t norm_offset,
-    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
+/* The dtype of a checked range list (f32 for an empty one: nothing is read,
+ * and the f32 program is the likeliest to exist). */
+static kiln_dtype ranges_dtype(size_t num_ranges, const kiln_range *ranges) {
+  return num_ranges > 0 ? ranges[0].dtype : KILN_F32;
+}
+
+KILN_API kiln_status kiln_grad_norm(kiln_queue *queue, const kiln_range *ranges,
+                                    size_t num_ranges, const kiln_range *norm_r,
+                                    size_t num_wait,
+                                    kiln_event *const *wait_list,
+                                    kiln_event **out_event) {
   static const char fn[] = "kiln_grad_norm";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__train_check_ranges(fn, queue, dtype, num_ranges, ranges, false));
+  CHECK(kiln__train_check_ranges(fn, queue, num_ranges, ranges, false));
+  CHECK(kiln__train_check_scalar(fn, "norm", norm_r, KILN_F32));
+  if (s != KILN_OK)
+    return s;
+  kiln_dtype dtype = ranges_dtype(num_ranges, ranges);
+  kiln_buffer *norm = norm_r->buffer;
+  size_t norm_offset = norm_r->offset;
   CHECK(kiln__ops_check_out(fn, queue, "norm", norm, norm_offset, 1, KILN_F32));
   for (size_t i = 0; i < num_ranges && s == KILN_OK; i++)
     s = kiln__ops_check_overlap(fn, "a range", ranges[i].buffer,
@@ -317,19 +351,23 @@ KILN_API kiln_status kiln_grad_norm(
   return kiln__op_end(&o, s, out_event);
 }
 
-KILN_API kiln_status
-kiln_clip_grad_norm(kiln_queue *queue, kiln_dtype dtype, size_t num_ranges,
-                    const kiln_buffer_range *ranges, const kiln_buffer *norm,
-                    size_t norm_offset, float max_norm, size_t num_wait,
-                    kiln_event *const *wait_list, kiln_event **out_event) {
+KILN_API kiln_status kiln_clip_grad_norm(
+    kiln_queue *queue, const kiln_range *norm_r, const kiln_range *ranges,
+    size_t num_ranges, float max_norm, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_clip_grad_norm";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
   if (s == KILN_OK && !(isfinite(max_norm) && max_norm > 0))
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: max_norm %g must be finite and > 0", fn,
                    (double)max_norm);
-  CHECK(kiln__train_check_ranges(fn, queue, dtype, num_ranges, ranges, true));
+  CHECK(kiln__train_check_ranges(fn, queue, num_ranges, ranges, true));
+  CHECK(kiln__train_check_scalar(fn, "norm", norm_r, KILN_F32));
+  if (s != KILN_OK)
+    return s;
+  kiln_dtype dtype = ranges_dtype(num_ranges, ranges);
+  const kiln_buffer *norm = norm_r->buffer;
+  size_t norm_offset = norm_r->offset;
   CHECK(kiln__ops_check_in(fn, queue, "norm", norm, norm_offset, 1, KILN_F32));
   for (size_t i = 0; i < num_ranges && s == KILN_OK; i++)
     s = kiln__ops_check_overlap(fn, "a range", ranges[i].buffer,
@@ -359,14 +397,19 @@ kiln_clip_grad_norm(kiln_queue *queue, kiln_dtype dtype, size_t num_ranges,
   return kiln__op_end(&o, s, out_event);
 }
 
-KILN_API kiln_status kiln_has_nonfinite(
-    kiln_queue *queue, kiln_dtype dtype, size_t num_ranges,
-    const kiln_buffer_range *ranges, kiln_buffer *flag, size_t flag_offset,
-    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
+KILN_API kiln_status
+kiln_has_nonfinite(kiln_queue *queue, const kiln_range *ranges,
+                   size_t num_ranges, const kiln_range *flag_r, size_t num_wait,
+                   kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_has_nonfinite";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__train_check_ranges(fn, queue, dtype, num_ranges, ranges, false));
+  CHECK(kiln__train_check_ranges(fn, queue, num_ranges, ranges, false));
+  CHECK(kiln__train_check_scalar(fn, "flag", flag_r, KILN_U32));
+  if (s != KILN_OK)
+    return s;
+  kiln_dtype dtype = ranges_dtype(num_ranges, ranges);
+  kiln_buffer *flag = flag_r->buffer;
+  size_t flag_offset = flag_r->offset;
   CHECK(kiln__ops_check_in(fn, queue, "flag", flag, flag_offset, 1, KILN_U32));
   CHECK(kiln__ops_check_out(fn, queue, "flag", flag, flag_offset, 1, KILN_U32));
   for (size_t i = 0; i < num_ranges && s == KILN_OK; i++)

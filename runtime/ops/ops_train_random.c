@@ -1,12 +1,11 @@
 /* Training ops, random numbers: kiln_random_bits, kiln_random_uniform,
  * kiln_random_normal, kiln_dropout_mask, kiln_dropout (contracts in
- * kiln/ops_train.h; kernels in cl_kernels/train_random.cl, built per
+ * kiln/kiln_ops_train.h; kernels in cl_kernels/train_random.cl, built per
  * storage dtype). One work-item per Philox block of four elements. */
 #include "ops_train_internal.h"
 
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #define CHECK(expr) KILN__CHECK(s, expr)
 
@@ -49,23 +48,37 @@ static kiln_status launch_stream(struct kiln__op *op, kiln_dtype dtype,
   return s;
 }
 
-/* The checks and launch shared by the five ops: y (count n of y_dtype) is
- * the output; x, when not NULL, an input of the same shape. */
+/* The checks and launch shared by the five ops: y (named y_what, of one of
+ * dtypes) is the output, n = its count; x, when not NULL, an input of the
+ * same dtype and count. s carries the caller's checks so far. */
 static kiln_status run(kiln_queue *queue, const char *fn, const char *trace,
-                       const char *kernel, kiln_dtype dtype, kiln_dtype y_dtype,
-                       size_t n, uint64_t seed, uint64_t offset,
-                       const kiln_buffer *x, size_t x_offset, kiln_buffer *y,
-                       size_t y_offset, kiln_status s, cl_uint count,
-                       struct kiln__arg *extra, size_t num_wait,
+                       const char *kernel, unsigned dtypes, uint64_t seed,
+                       uint64_t offset, const kiln_range *x_r,
+                       const kiln_range *y_r, const char *y_what, kiln_status s,
+                       cl_uint count, struct kiln__arg *extra, size_t num_wait,
                        kiln_event *const *wait_list, kiln_event **out_event) {
+  CHECK(kiln__train_need(fn, y_what, y_r));
+  if (s != KILN_OK)
+    return s;
+  char name[16];
+  snprintf(name, sizeof name, "%s dtype", y_what);
+  kiln_dtype y_dtype = y_r->dtype;
+  size_t n = y_r->count;
+  CHECK(kiln__ops_check_dtype(fn, name, y_dtype, dtypes));
+  if (x_r != NULL) {
+    CHECK(kiln__train_same_dtype(fn, "x", x_r->dtype, y_what, y_dtype));
+    CHECK(kiln__train_same_count(fn, "x", x_r->count, "y's count", n));
+  }
   CHECK(check_stream(fn, offset, n));
-  if (x != NULL)
+  const kiln_buffer *x = x_r != NULL ? x_r->buffer : NULL;
+  size_t x_offset = x_r != NULL ? x_r->offset : 0;
+  kiln_buffer *y = y_r->buffer;
+  size_t y_offset = y_r->offset;
+  if (x_r != NULL)
     CHECK(kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
-                              dtype));
+                              y_dtype));
   else
-    CHECK(kiln__ops_check_out(fn, queue,
-                              strcmp(kernel, "dropout_mask") ? "y" : "mask", y,
-                              y_offset, n, y_dtype));
+    CHECK(kiln__ops_check_out(fn, queue, y_what, y, y_offset, n, y_dtype));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -73,12 +86,12 @@ static kiln_status run(kiln_queue *queue, const char *fn, const char *trace,
     return s;
   double es = (double)kiln_dtype_size(y_dtype);
   kiln__op_describe(&o, trace, y_dtype, 1, &n,
-                    (x != NULL ? 2 : 1) * es * (double)n, 30.0 * (double)n);
+                    (x_r != NULL ? 2 : 1) * es * (double)n, 30.0 * (double)n);
   if (n > 0) {
     cl_ulong yo = y_offset, nn = n, xo = x_offset;
     /* extra ends with [x, xo,] y, yo, n. */
     cl_uint at = count;
-    if (x != NULL) {
+    if (x_r != NULL) {
       extra[at++] = KILN__ARG(x->cl);
       extra[at++] = KILN__ARG(xo);
     }
@@ -91,9 +104,8 @@ static kiln_status run(kiln_queue *queue, const char *fn, const char *trace,
   return kiln__op_end(&o, s, out_event);
 }
 
-KILN_API kiln_status kiln_random_bits(kiln_queue *queue, size_t n,
+KILN_API kiln_status kiln_random_bits(kiln_queue *queue, const kiln_range *y,
                                       uint64_t seed, uint64_t offset,
-                                      kiln_buffer *y, size_t y_offset,
                                       size_t num_wait,
                                       kiln_event *const *wait_list,
                                       kiln_event **out_event) {
@@ -103,19 +115,18 @@ KILN_API kiln_status kiln_random_bits(kiln_queue *queue, size_t n,
   if (s != KILN_OK)
     return s;
   /* The u32 output is built in the f32 program, the likeliest to exist. */
-  return run(queue, fn, "random.bits", "random_bits", KILN_U32, KILN_U32, n,
-             seed, offset, NULL, 0, y, y_offset, s, 0, extra, num_wait,
-             wait_list, out_event);
+  return run(queue, fn, "random.bits", "random_bits", KILN__DT(KILN_U32), seed,
+             offset, NULL, y, "y", s, 0, extra, num_wait, wait_list, out_event);
 }
 
-KILN_API kiln_status kiln_random_uniform(
-    kiln_queue *queue, kiln_dtype dtype, size_t n, uint64_t seed,
-    uint64_t offset, float lo, float hi, kiln_buffer *y, size_t y_offset,
-    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
+KILN_API kiln_status kiln_random_uniform(kiln_queue *queue, const kiln_range *y,
+                                         uint64_t seed, uint64_t offset,
+                                         float lo, float hi, size_t num_wait,
+                                         kiln_event *const *wait_list,
+                                         kiln_event **out_event) {
   static const char fn[] = "kiln_random_uniform";
   struct kiln__arg extra[8] = {KILN__ARG(lo), KILN__ARG(hi)};
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__train_check_finite(fn, "lo", lo));
   CHECK(kiln__train_check_finite(fn, "hi", hi));
   if (s == KILN_OK && !(lo <= hi && isfinite(hi - lo)))
@@ -125,19 +136,20 @@ KILN_API kiln_status kiln_random_uniform(
                    fn, (double)lo, (double)hi);
   if (s != KILN_OK)
     return s;
-  return run(queue, fn, "random.uniform", "random_uniform", dtype, dtype, n,
-             seed, offset, NULL, 0, y, y_offset, s, 2, extra, num_wait,
-             wait_list, out_event);
+  return run(queue, fn, "random.uniform", "random_uniform", KILN__DT_FLOATS,
+             seed, offset, NULL, y, "y", s, 2, extra, num_wait, wait_list,
+             out_event);
 }
 
-KILN_API kiln_status kiln_random_normal(
-    kiln_queue *queue, kiln_dtype dtype, size_t n, uint64_t seed,
-    uint64_t offset, float mean, float stddev, kiln_buffer *y, size_t y_offset,
-    size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event) {
+KILN_API kiln_status kiln_random_normal(kiln_queue *queue, const kiln_range *y,
+                                        uint64_t seed, uint64_t offset,
+                                        float mean, float stddev,
+                                        size_t num_wait,
+                                        kiln_event *const *wait_list,
+                                        kiln_event **out_event) {
   static const char fn[] = "kiln_random_normal";
   struct kiln__arg extra[8] = {KILN__ARG(mean), KILN__ARG(stddev)};
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__train_check_finite(fn, "mean", mean));
   CHECK(kiln__train_check_finite(fn, "stddev", stddev));
   if (s == KILN_OK && stddev < 0)
@@ -145,9 +157,8 @@ KILN_API kiln_status kiln_random_normal(
                    (double)stddev);
   if (s != KILN_OK)
     return s;
-  return run(queue, fn, "random.normal", "random_normal", dtype, dtype, n, seed,
-             offset, NULL, 0, y, y_offset, s, 2, extra, num_wait, wait_list,
-             out_event);
+  return run(queue, fn, "random.normal", "random_normal", KILN__DT_FLOATS, seed,
+             offset, NULL, y, "y", s, 2, extra, num_wait, wait_list, out_event);
 }
 
 /* p in [0, 1]; the kept elements' scale 1 / (1 - p) rounded to f32 (any
@@ -160,44 +171,39 @@ static kiln_status dropout_scale(const char *fn, float p, float *scale) {
   return KILN_OK;
 }
 
-KILN_API kiln_status kiln_dropout_mask(kiln_queue *queue, kiln_dtype dtype,
-                                       size_t n, float p, uint64_t seed,
-                                       uint64_t offset, kiln_buffer *mask,
-                                       size_t mask_offset, size_t num_wait,
+KILN_API kiln_status kiln_dropout_mask(kiln_queue *queue,
+                                       const kiln_range *mask, uint64_t seed,
+                                       uint64_t offset, float p,
+                                       size_t num_wait,
                                        kiln_event *const *wait_list,
                                        kiln_event **out_event) {
   static const char fn[] = "kiln_dropout_mask";
   float scale = 0;
   struct kiln__arg extra[8] = {KILN__ARG(p), KILN__ARG(scale)};
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
   CHECK(dropout_scale(fn, p, &scale));
   if (s != KILN_OK)
     return s;
-  return run(queue, fn, "dropout_mask", "dropout_mask", dtype, dtype, n, seed,
-             offset, NULL, 0, mask, mask_offset, s, 2, extra, num_wait,
-             wait_list, out_event);
+  return run(queue, fn, "dropout_mask", "dropout_mask", KILN__DT_FLOATS, seed,
+             offset, NULL, mask, "mask", s, 2, extra, num_wait, wait_list,
+             out_event);
 }
 
-KILN_API kiln_status kiln_dropout(kiln_queue *queue, kiln_dtype dtype, size_t n,
-                                  float p, uint64_t seed, uint64_t offset,
-                                  const kiln_buffer *x, size_t x_offset,
-                                  kiln_buffer *y, size_t y_offset,
-                                  size_t num_wait, kiln_event *const *wait_list,
+KILN_API kiln_status kiln_dropout(kiln_queue *queue, const kiln_range *x,
+                                  const kiln_range *y, uint64_t seed,
+                                  uint64_t offset, float p, size_t num_wait,
+                                  kiln_event *const *wait_list,
                                   kiln_event **out_event) {
   static const char fn[] = "kiln_dropout";
   float scale = 0;
   struct kiln__arg extra[8] = {KILN__ARG(p), KILN__ARG(scale)};
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
   CHECK(dropout_scale(fn, p, &scale));
-  if (s == KILN_OK && x == NULL)
-    s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: x is NULL", fn);
+  CHECK(kiln__train_need(fn, "x", x));
   if (s != KILN_OK)
     return s;
-  return run(queue, fn, "dropout", "dropout", dtype, dtype, n, seed, offset, x,
-             x_offset, y, y_offset, s, 2, extra, num_wait, wait_list,
-             out_event);
+  return run(queue, fn, "dropout", "dropout", KILN__DT_FLOATS, seed, offset, x,
+             y, "y", s, 2, extra, num_wait, wait_list, out_event);
 }
 
 void kiln__ops_warm_train_random(const kiln_context *ctx, kiln__warm_add_fn add,

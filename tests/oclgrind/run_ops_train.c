@@ -1,4 +1,4 @@
-/* The training ops (kiln/ops_train.h) for run_ops.c's group "train": each
+/* The training ops (kiln/kiln_ops_train.h) for run_ops.c's group "train": each
  * once on small awkward sizes at odd offsets in sentinel-framed buffers,
  * checked against host references, so that Oclgrind sees every training
  * kernel of the device's family (out-of-bounds accesses, races between
@@ -9,6 +9,14 @@
 #include <string.h>
 
 #include "run_ops_train.h"
+
+/* Operand descriptors (compound literals living to the end of the block):
+ * n elements of dt from element off of b; a packed row-major rows x cols
+ * matrix. */
+#define RANGE(b, off, n, dt) (&(kiln_range){(b), (off), (n), (dt)})
+#define MATRIX(b, off, r, c, dt)                                               \
+  (&(kiln_matrix){                                                             \
+      .buffer = (b), .offset = (off), .rows = (r), .cols = (c), .dtype = (dt)})
 
 /* A buffer of off sentinels (0x7fc0dead, a NaN as f32, far out of range as
  * an index), the n words of vals, and 3 more sentinels, written at once
@@ -45,30 +53,34 @@ static void run_broadcast_and_grads(kiln_dtype dt) {
               *b = input(dt, 2, C, 302, &bh);
   kiln_buffer *y = output(dt, R * C);
   double want[5 * 7];
-  CHECK_OK(kiln_binary_broadcast(q, KILN_BINARY_ADD, KILN_BROADCAST_ROW, dt, R,
-                                 C, a, 1, b, 2, y, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_binary_broadcast(q, KILN_BINARY_ADD, KILN_BROADCAST_ROW,
+                                 MATRIX(a, 1, R, C, dt), RANGE(b, 2, C, dt),
+                                 MATRIX(y, 0, R, C, dt), 0, NULL, NULL));
   void *got = download(y, dt, 0, R * C);
   for (size_t i = 0; i < R * C; i++)
     want[i] = load(dt, ah, i) + load(dt, bh, i % C);
   expect("broadcast row add", dt, got, want, R * C, 0);
   free(got);
-  CHECK_OK(kiln_binary_broadcast(q, KILN_BINARY_MUL, KILN_BROADCAST_COL, dt, R,
-                                 C, a, 1, b, 2, y, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_binary_broadcast(q, KILN_BINARY_MUL, KILN_BROADCAST_COL,
+                                 MATRIX(a, 1, R, C, dt), RANGE(b, 2, R, dt),
+                                 MATRIX(y, 0, R, C, dt), 0, NULL, NULL));
   got = download(y, dt, 0, R * C);
   for (size_t i = 0; i < R * C; i++)
     want[i] = load(dt, ah, i) * load(dt, bh, i / C);
   expect("broadcast col mul", dt, got, want, R * C, 0);
   free(got);
   kiln_buffer *g = input(dt, 3, R * C, 303, &gh);
-  CHECK_OK(kiln_unary_backward(q, KILN_UNARY_RELU, KILN_GRAD_FROM_Y, dt, R * C,
-                               a, 1, g, 3, y, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_unary_backward(q, KILN_UNARY_RELU, KILN_GRAD_FROM_Y,
+                               RANGE(a, 1, R * C, dt), RANGE(g, 3, R * C, dt),
+                               RANGE(y, 0, R * C, dt), 0, NULL, NULL));
   got = download(y, dt, 0, R * C);
   for (size_t i = 0; i < R * C; i++)
     want[i] = load(dt, ah, i) > 0 ? load(dt, gh, i) : 0;
   expect("relu backward", dt, got, want, R * C, 0);
   free(got);
-  CHECK_OK(kiln_unary_backward(q, KILN_UNARY_TANH, KILN_GRAD_FROM_X, dt, R * C,
-                               a, 1, g, 3, y, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_unary_backward(q, KILN_UNARY_TANH, KILN_GRAD_FROM_X,
+                               RANGE(a, 1, R * C, dt), RANGE(g, 3, R * C, dt),
+                               RANGE(y, 0, R * C, dt), 0, NULL, NULL));
   got = download(y, dt, 0, R * C);
   for (size_t i = 0; i < R * C; i++) {
     double t = tanh(load(dt, ah, i));
@@ -76,8 +88,9 @@ static void run_broadcast_and_grads(kiln_dtype dt) {
   }
   expect("tanh backward", dt, got, want, R * C, 1e-6);
   free(got);
-  CHECK_OK(kiln_unary_backward(q, KILN_UNARY_GELU, KILN_GRAD_FROM_X, dt, R * C,
-                               a, 1, g, 3, y, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_unary_backward(q, KILN_UNARY_GELU, KILN_GRAD_FROM_X,
+                               RANGE(a, 1, R * C, dt), RANGE(g, 3, R * C, dt),
+                               RANGE(y, 0, R * C, dt), 0, NULL, NULL));
   got = download(y, dt, 0, R * C);
   for (size_t i = 0; i < R * C; i++) {
     double x = load(dt, ah, i), k = sqrt(2 / M_PI), c = 0.044715;
@@ -117,20 +130,23 @@ static void run_loss(kiln_dtype dt) {
           (exp(load(dt, xh, r * C + c) - m) / s - (c == labels[r])) / R;
   }
   wl[R] = mean;
-  CHECK_OK(kiln_softmax_cross_entropy(q, dt, R, C, x, 2, KILN_U32, l, 1, loss,
-                                      0, loss, R, 0, NULL, NULL));
+  CHECK_OK(kiln_softmax_cross_entropy(
+      q, MATRIX(x, 2, R, C, dt), RANGE(l, 1, R, KILN_U32),
+      RANGE(loss, 0, R, KILN_F32), RANGE(loss, R, 1, KILN_F32), 0, NULL, NULL));
   void *got = download(loss, KILN_F32, 0, R + 1);
   expect("cross-entropy loss and mean", KILN_F32, got, wl, R + 1, 1e-6);
   free(got);
   CHECK_OK(kiln_softmax_cross_entropy_backward(
-      q, dt, R, C, x, 2, KILN_U32, l, 1, 1.0f / R, dx, 0, 0, NULL, NULL));
+      q, MATRIX(x, 2, R, C, dt), RANGE(l, 1, R, KILN_U32),
+      MATRIX(dx, 0, R, C, dt), 1.0f / R, 0, NULL, NULL));
   got = download(dx, dt, 0, R * C);
   expect("cross-entropy backward", dt, got, want, R * C, 1e-7);
   free(got);
   uint32_t zero = 5;
   kiln_buffer *count = words(2, &zero, 1);
-  CHECK_OK(kiln_accuracy_count(q, dt, R, C, x, 2, KILN_U32, l, 1, true, count,
-                               2, 0, NULL, NULL));
+  CHECK_OK(
+      kiln_accuracy_count(q, MATRIX(x, 2, R, C, dt), RANGE(l, 1, R, KILN_U32),
+                          RANGE(count, 2, 1, KILN_U32), true, 0, NULL, NULL));
   got = download(count, KILN_U32, 2, 1);
   double wc = 5 + hits;
   expect("accuracy count", KILN_U32, got, &wc, 1, 0);
@@ -147,8 +163,9 @@ static void run_row_backward(kiln_dtype dt) {
   kiln_buffer *sc = input(dt, 3, C, 323, &sh), *dx = output(dt, R * C);
   kiln_buffer *ds = output(KILN_F32, C), *db = output(KILN_F32, C);
   double want[4 * 9], wds[9] = {0}, wdb[9] = {0};
-  CHECK_OK(kiln_softmax_rows_backward(q, dt, R, C, y, 1, g, 2, dx, 0, 0, NULL,
-                                      NULL));
+  CHECK_OK(kiln_softmax_rows_backward(q, MATRIX(y, 1, R, C, dt),
+                                      MATRIX(g, 2, R, C, dt),
+                                      MATRIX(dx, 0, R, C, dt), 0, NULL, NULL));
   void *got = download(dx, dt, 0, R * C);
   for (size_t r = 0; r < R; r++) {
     double d = 0;
@@ -160,8 +177,10 @@ static void run_row_backward(kiln_dtype dt) {
   expect("softmax backward", dt, got, want, R * C, 1e-5);
   free(got);
   const float eps = 1e-5f;
-  CHECK_OK(kiln_layernorm_rows_backward(q, dt, R, C, y, 1, sc, 3, eps, g, 2, dx,
-                                        0, ds, 0, db, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_layernorm_rows_backward(
+      q, MATRIX(y, 1, R, C, dt), RANGE(sc, 3, C, dt), MATRIX(g, 2, R, C, dt),
+      MATRIX(dx, 0, R, C, dt), RANGE(ds, 0, C, KILN_F32),
+      RANGE(db, 0, C, KILN_F32), eps, 0, NULL, NULL));
   for (size_t r = 0; r < R; r++) {
     double mean = 0, var = 0, sg = 0, sgx = 0;
     for (size_t c = 0; c < C; c++)
@@ -203,16 +222,18 @@ static void run_index(kiln_dtype dt) {
               *x = input(dt, 2, R * C, 332, &xh);
   kiln_buffer *ib = words(2, idx, R), *y = output(dt, R * C);
   double want[7 * 5];
-  CHECK_OK(kiln_gather_rows(q, dt, R, C, t, 1, T, KILN_U32, ib, 2, y, 0, 0,
-                            NULL, NULL));
+  CHECK_OK(kiln_gather_rows(q, MATRIX(t, 1, T, C, dt),
+                            RANGE(ib, 2, R, KILN_U32), MATRIX(y, 0, R, C, dt),
+                            0, NULL, NULL));
   void *got = download(y, dt, 0, R * C);
   for (size_t r = 0; r < R; r++)
     for (size_t c = 0; c < C; c++)
       want[r * C + c] = idx[r] < T ? load(dt, th, idx[r] * C + c) : NAN;
   expect("gather_rows", dt, got, want, R * C, 0);
   free(got);
-  CHECK_OK(kiln_scatter_add_rows(q, dt, R, C, x, 2, KILN_U32, ib, 2, t, 1, T, 0,
-                                 NULL, NULL));
+  CHECK_OK(kiln_scatter_add_rows(q, MATRIX(x, 2, R, C, dt),
+                                 RANGE(ib, 2, R, KILN_U32),
+                                 MATRIX(t, 1, T, C, dt), 0, NULL, NULL));
   for (size_t k = 0; k < T; k++)
     for (size_t c = 0; c < C; c++) {
       double s = load(dt, th, k * C + c);
@@ -231,21 +252,22 @@ static void run_index(kiln_dtype dt) {
 static void run_random(void) {
   const size_t N = 23;
   kiln_buffer *y = output(KILN_F32, N), *u = output(KILN_U32, 4);
-  CHECK_OK(kiln_random_bits(q, 4, 0, 0, u, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_random_bits(q, RANGE(u, 0, 4, KILN_U32), 0, 0, 0, NULL, NULL));
   void *got = download(u, KILN_U32, 0, 4);
   /* Random123's first known-answer vector: counter 0, key 0. */
   const double kat[4] = {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8};
   expect("philox known answer", KILN_U32, got, kat, 4, 0);
   free(got);
   double want[23];
-  CHECK_OK(
-      kiln_random_uniform(q, KILN_F32, N, 7, 3, -2, 2, y, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_random_uniform(q, RANGE(y, 0, N, KILN_F32), 7, 3, -2, 2, 0,
+                               NULL, NULL));
   float *f = download(y, KILN_F32, 0, N);
   for (size_t i = 0; i < N; i++)
     want[i] = f[i] >= -2 && f[i] < 2 ? f[i] : NAN;
   expect("uniform in [-2, 2)", KILN_F32, f, want, N, 0);
   free(f);
-  CHECK_OK(kiln_random_normal(q, KILN_F32, N, 7, 5, 0, 1, y, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_random_normal(q, RANGE(y, 0, N, KILN_F32), 7, 5, 0, 1, 0, NULL,
+                              NULL));
   f = download(y, KILN_F32, 0, N);
   for (size_t i = 0; i < N; i++)
     want[i] = fabs(f[i]) < 5.8f ? f[i] : NAN;
@@ -253,10 +275,11 @@ static void run_random(void) {
   free(f);
   void *xh;
   kiln_buffer *x = input(KILN_BF16, 1, N, 341, &xh), *yb = output(KILN_BF16, N);
-  CHECK_OK(kiln_dropout_mask(q, KILN_F32, N, 0.5f, 9, 1, y, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_dropout_mask(q, RANGE(y, 0, N, KILN_F32), 9, 1, 0.5f, 0, NULL,
+                             NULL));
   float *mask = download(y, KILN_F32, 0, N);
-  CHECK_OK(
-      kiln_dropout(q, KILN_BF16, N, 0.5f, 9, 1, x, 1, yb, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_dropout(q, RANGE(x, 1, N, KILN_BF16),
+                        RANGE(yb, 0, N, KILN_BF16), 9, 1, 0.5f, 0, NULL, NULL));
   got = download(yb, KILN_BF16, 0, N);
   for (size_t i = 0; i < N; i++)
     want[i] =
@@ -282,8 +305,9 @@ static void run_optim(kiln_dtype gdt) {
                         .weight_decay = 0.25f,
                         .nesterov = true,
                         .grad_scale = 0.5f};
-  CHECK_OK(kiln_sgd_step(q, &sp, N, w, 1, gdt, g, 2, m, 3, KILN_BF16, copy, 0,
-                         skip, 1, 0, NULL, NULL));
+  CHECK_OK(kiln_sgd_step(q, RANGE(g, 2, N, gdt), RANGE(skip, 1, 1, KILN_U32),
+                         RANGE(w, 1, N, KILN_F32), RANGE(m, 3, N, KILN_F32),
+                         RANGE(copy, 0, N, KILN_BF16), &sp, 0, NULL, NULL));
   for (size_t i = 0; i < N; i++) {
     double w0 = load(KILN_F32, wh, i);
     double gv = load(gdt, gh, i) * 0.5 + 0.25 * w0, vel = gv;
@@ -303,8 +327,9 @@ static void run_optim(kiln_dtype gdt) {
                           .weight_decay = 0.5f,
                           .step = 1,
                           .grad_scale = 1};
-  CHECK_OK(kiln_adamw_step(q, &ap, N, w, 1, gdt, g, 2, m, 3, v, 1, KILN_F32,
-                           NULL, 0, NULL, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_adamw_step(q, RANGE(g, 2, N, gdt), NULL,
+                           RANGE(w, 1, N, KILN_F32), RANGE(m, 3, N, KILN_F32),
+                           RANGE(v, 1, N, KILN_F32), NULL, &ap, 0, NULL, NULL));
   for (size_t i = 0; i < N; i++) {
     double gv = load(gdt, gh, i), w0 = want[i] * (1 - 0.125 * 0.5);
     double mv = 0.9 * 0 + 0, vv = 0.25 * gv * gv;
@@ -317,9 +342,9 @@ static void run_optim(kiln_dtype gdt) {
   expect("adamw", KILN_F32, got, want, N, 1e-5);
   free(got);
   /* Norm, clip and check over two ranges. */
-  kiln_buffer_range r[2] = {{w, 1, N}, {g, 2, N}};
+  kiln_range r[2] = {{w, 1, N, KILN_F32}, {g, 2, N, KILN_F32}};
   kiln_buffer *norm = output(KILN_F32, 1), *flag = words(0, &no, 1);
-  CHECK_OK(kiln_grad_norm(q, KILN_F32, 1, r, norm, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_grad_norm(q, r, 1, RANGE(norm, 0, 1, KILN_F32), 0, NULL, NULL));
   double ss = 0;
   for (size_t i = 0; i < N; i++)
     ss += want[i] * want[i];
@@ -327,15 +352,16 @@ static void run_optim(kiln_dtype gdt) {
   got = download(norm, KILN_F32, 0, 1);
   expect("grad_norm", KILN_F32, got, &wn, 1, 1e-5);
   free(got);
-  CHECK_OK(
-      kiln_clip_grad_norm(q, KILN_F32, 1, r, norm, 0, 0.5f, 0, NULL, NULL));
+  CHECK_OK(kiln_clip_grad_norm(q, RANGE(norm, 0, 1, KILN_F32), r, 1, 0.5f, 0,
+                               NULL, NULL));
   for (size_t i = 0; i < N; i++)
     want[i] *= 0.5 / (wn + 1e-6);
   got = download(w, KILN_F32, 1, N);
   expect("clip_grad_norm", KILN_F32, got, want, N, 1e-5);
   free(got);
   r[1].buffer = norm, r[1].offset = 0, r[1].count = 1;
-  CHECK_OK(kiln_has_nonfinite(q, KILN_F32, 2, r, flag, 0, 0, NULL, NULL));
+  CHECK_OK(
+      kiln_has_nonfinite(q, r, 2, RANGE(flag, 0, 1, KILN_U32), 0, NULL, NULL));
   got = download(flag, KILN_U32, 0, 1);
   double zero = 0;
   expect("has_nonfinite", KILN_U32, got, &zero, 1, 0);
