@@ -59,7 +59,8 @@ static void softmax_bwd_body(kiln_context *ctx, kiln_queue *q,
       kiln_buffer *yb = util_upload(ctx, q, dt, x, total);
       kiln_buffer *gb = util_upload(ctx, q, dt, dy, total);
       kiln_buffer *dxb = util_upload(ctx, q, dt, dx0, total);
-      assert_kiln_ok(kiln_softmax_rows(q, dt, rows, cols, xb, XOFF, yb, XOFF, 0,
+      assert_kiln_ok(kiln_softmax_rows(q, matrix_of(xb, XOFF, rows, cols, dt),
+                                       matrix_of(yb, XOFF, rows, cols, dt), 0,
                                        NULL, NULL));
       void *y = util_download(q, yb, dt, total);
       assert_kiln_ok(kiln_softmax_rows_backward(
@@ -68,6 +69,10 @@ static void softmax_bwd_body(kiln_context *ctx, kiln_queue *q,
       char what[80];
       snprintf(what, sizeof what, "%s softmax backward %s %zux%zu", profile,
                kiln_dtype_name(dt), rows, cols);
+      /* Bounds gcc cannot see through the shape table (it warns about a
+       * wrapped size otherwise). */
+      if (count == 0 || count > 1u << 20)
+        fail_msg("shape %zu x %zu", rows, cols);
       double *xd = malloc(count * 8), *dyd = malloc(count * 8);
       double *fd = malloc(count * 8);
       for (size_t i = 0; i < count; i++) {
@@ -187,6 +192,10 @@ static void layernorm_bwd_body(kiln_context *ctx, kiln_queue *q,
         snprintf(what, sizeof what, "%s layernorm backward %s %zux%zu%s",
                  profile, kiln_dtype_name(dt), rows, cols,
                  has_scale ? " scale" : "");
+        /* Bounds gcc cannot see through the shape table (it warns about a
+         * wrapped size otherwise). */
+        if (count == 0 || count > 1u << 20)
+          fail_msg("shape %zu x %zu", rows, cols);
         double *xd = malloc(count * 8), *dyd = malloc(count * 8);
         double *scd = malloc(cols * 8), *fd = malloc(count * 8);
         for (size_t i = 0; i < count; i++) {
@@ -339,7 +348,7 @@ static void test_bad_arguments(void **state) {
   assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, ob, 0,
                                                  1e-5f, b, 0, c, 0, NULL, 0,
                                                  NULL, 0, 0, NULL, NULL),
-                    KILN_ERR_SHAPE_MISMATCH, "scale belongs");
+                    KILN_ERR_WRONG_CONTEXT, "scale belongs");
   assert_kiln_error(kiln_layernorm_rows_backward(q, KILN_F32, 2, 2, b, 0, NULL,
                                                  0, 1e-5f, NULL, 0, c, 0, NULL,
                                                  0, NULL, 0, 0, NULL, NULL),

@@ -42,7 +42,7 @@
 #include "kiln/kiln_program.h"
 #include "kiln/kiln_cache.h"
 #include "kiln/kiln_tune.h"
-#include "kiln/ops.h"
+#include "kiln/kiln_ops.h"
 #include "kiln/kiln_multi.h"
 #include "kiln/kiln_sequence.h"
 #include "kiln/ops_train.h"

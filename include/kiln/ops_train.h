@@ -44,7 +44,7 @@
 #endif
 
 #include "kiln/kiln_common.h"
-#include "kiln/ops.h"
+#include "kiln/kiln_ops.h"
 
 KILN_BEGIN_DECLS
 

@@ -33,7 +33,7 @@
 #define KILN_OPS_INTERNAL_H
 
 #include "build/build.h"
-#include "kiln/ops.h"
+#include "kiln/kiln_ops.h"
 
 /* ---- dtypes -------------------------------------------------------------- */
 
@@ -92,6 +92,41 @@ kiln_status kiln__ops_check_map(const char *fn, const kiln_queue *queue,
                                 size_t x_offset, const kiln_buffer *y,
                                 size_t y_offset, size_t count,
                                 kiln_dtype dtype);
+
+/* ---- descriptors (kiln/kiln_tensor.h) ----------------------------------- */
+
+/* desc (a kiln_range or kiln_matrix, named what) is non-NULL. */
+kiln_status kiln__ops_check_desc(const char *fn, const char *what,
+                                 const void *desc);
+
+/* a and b are non-NULL ranges of one count and one dtype (operands of an
+ * elementwise op); KILN_ERR_SHAPE_MISMATCH naming both when not. */
+kiln_status kiln__ops_check_agree(const char *fn, const char *a_what,
+                                  const kiln_range *a, const char *b_what,
+                                  const kiln_range *b);
+
+/* r is a non-NULL range of exactly count elements of dtype, which because
+ * ("x's rows", "ARGMAX") requires; KILN_ERR_SHAPE_MISMATCH when not. */
+kiln_status kiln__ops_check_result(const char *fn, const char *what,
+                                   const kiln_range *r, size_t count,
+                                   kiln_dtype dtype, const char *because);
+
+/* x is non-NULL with a valid layout and trans and an ld (0: packed) of at
+ * least its stored row (row-major) or column (column-major) length and 1;
+ * *ld receives the ld in force. Messages name "<what>.ld" and so on. */
+kiln_status kiln__ops_check_matrix(const char *fn, const char *what,
+                                   const kiln_matrix *x, size_t *ld);
+
+/* kiln__ops_check_matrix, and x is what a row op takes: row-major, not
+ * transposed, contiguous rows (ld 0 or cols), batch_stride 0. */
+kiln_status kiln__ops_check_rows_matrix(const char *fn, const char *what,
+                                        const kiln_matrix *x);
+
+/* a and b (non-NULL) have one shape (rows, cols) and one dtype. */
+kiln_status kiln__ops_check_same_matrix(const char *fn, const char *a_what,
+                                        const kiln_matrix *a,
+                                        const char *b_what,
+                                        const kiln_matrix *b);
 
 /* rows * cols does not overflow; *count receives it. */
 kiln_status kiln__ops_check_shape(const char *fn, size_t rows, size_t cols,
