@@ -236,6 +236,14 @@ static void test_zero_size_and_bad(void **state) {
                               range_of(b, 0, 8, KILN_F16), 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "overlap");
   assert_kiln_ok(kiln_queue_finish(q));
+  /* One count for x and y; NULL descriptors. */
+  assert_kiln_error(kiln_cast(q, range_of(b, 0, 4, KILN_F32),
+                              range_of(b, 8, 5, KILN_F16), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "x (4 elements) and y (5 elements) disagree");
+  assert_kiln_error(kiln_cast(q, NULL, range_of(b, 8, 5, KILN_F16), 0, NULL,
+                              NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_cast: x is NULL");
   util_bad_env_close(&env);
 }
 

@@ -626,6 +626,39 @@ static void test_bad_arguments(void **state) {
       kiln_fill(q, range_of(ro, 0, 4, KILN_F32), &one, 0, NULL, NULL),
       KILN_ERR_INVALID_ARGUMENT);
 
+  /* Descriptors: NULL, and operands that disagree in count or dtype. */
+  const kiln_range *x4 = range_of(b, 0, 4, KILN_F32);
+  assert_kiln_error(kiln_unary(q, KILN_UNARY_EXP, NULL, x4, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_unary: x is NULL");
+  assert_kiln_error(kiln_unary(q, KILN_UNARY_EXP, x4, NULL, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_unary: y is NULL");
+  assert_kiln_error(kiln_unary(q, KILN_UNARY_EXP, x4,
+                               range_of(b, 8, 3, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "kiln_unary: x (4 elements of f32) and y (3 elements of "
+                    "f32) disagree");
+  assert_kiln_error(kiln_unary(q, KILN_UNARY_EXP, x4,
+                               range_of(b, 16, 4, KILN_F16), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "y (4 elements of f16) disagree");
+  assert_kiln_error(kiln_binary(q, KILN_BINARY_ADD, x4,
+                                range_of(b, 4, 5, KILN_F32),
+                                range_of(b, 8, 4, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "a (4 elements of f32) and b (5 elements of f32)");
+  assert_kiln_error(kiln_binary(q, KILN_BINARY_ADD, x4, x4,
+                                range_of(b, 8, 4, KILN_BF16), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "and y (4 elements of bf16)");
+  assert_kiln_error(kiln_binary_scalar(q, KILN_BINARY_MUL, x4,
+                                       range_of(b, 8, 2, KILN_F32), 2.0f, 0,
+                                       NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "kiln_binary_scalar: a (4");
+  assert_kiln_error(kiln_axpy(q, x4, range_of(b, 8, 8, KILN_F32), 1.0f, 0,
+                              NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "kiln_axpy: x (4");
+  assert_kiln_error(kiln_scale(q, NULL, 1.0f, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_scale: x is NULL");
+
   assert_kiln_ok(kiln_buffer_destroy(ro));
   assert_kiln_ok(kiln_buffer_destroy(wo));
   util_bad_env_close(&env);

@@ -604,6 +604,72 @@ static void test_bad_arguments(void **state) {
                        range_of(ob, 0, 2, KILN_F32), 0, NULL, NULL),
       KILN_ERR_WRONG_CONTEXT, "kiln_reduce_cols: result belongs");
 
+  /* Results that are not what the op writes; operands that disagree;
+   * matrices a row op does not take. */
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, range_of(b, 0, 4, KILN_F32),
+                                range_of(r, 0, 2, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "result holds 2 elements of f32 but a reduction needs 1 "
+                    "of f32");
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_ARGMAX,
+                                range_of(b, 0, 4, KILN_F32),
+                                range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "but ARGMAX needs 1 of u32");
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, range_of(b, 0, 4, KILN_F32),
+                                NULL, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_reduce: result is NULL");
+  assert_kiln_error(kiln_dot(q, range_of(b, 0, 4, KILN_F32),
+                             range_of(b, 4, 4, KILN_F16),
+                             range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "x (4 elements of f32) and y (4 elements of f16)");
+  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM,
+                                     matrix_of(b, 0, 3, 5, KILN_F32),
+                                     range_of(r, 0, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "result holds 2 elements of f32 but one result per row "
+                    "of x needs 3 of f32");
+  assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_ARGMAX,
+                                     matrix_of(b, 0, 3, 2, KILN_F32),
+                                     range_of(r, 0, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "needs 2 of u32");
+  kiln_matrix m = {.buffer = b, .rows = 2, .cols = 3, .dtype = KILN_F32};
+  m.trans = KILN_TRANS;
+  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, &m,
+                                     range_of(r, 0, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "kiln_reduce_rows: x.trans is KILN_TRANS (row ops take");
+  m.trans = KILN_NO_TRANS;
+  m.ld = 2;
+  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, &m,
+                                     range_of(r, 0, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.ld 2 is less than 3");
+  m.ld = 4;
+  assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_SUM, &m,
+                                     range_of(r, 0, 3, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.ld 4 is not x's 3 columns");
+  m.ld = 0;
+  m.layout = KILN_COL_MAJOR;
+  assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_SUM, &m,
+                                     range_of(r, 0, 3, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.layout is KILN_COL_MAJOR");
+  m.layout = KILN_ROW_MAJOR;
+  m.batch_stride = 6;
+  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, &m,
+                                     range_of(r, 0, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.batch_stride 6 is not 0");
+  /* ld == cols is contiguous, the same as 0. */
+  m.batch_stride = 0;
+  m.ld = 3;
+  assert_kiln_ok(kiln_reduce_rows(q, KILN_REDUCE_SUM, &m,
+                                  range_of(r, 0, 2, KILN_F32), 0, NULL, NULL));
   assert_kiln_ok(kiln_buffer_destroy(r));
   assert_kiln_ok(kiln_buffer_destroy(ro));
   util_bad_env_close(&env);

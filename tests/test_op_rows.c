@@ -289,6 +289,46 @@ static void test_bad_arguments(void **state) {
                         q, matrix_of(NULL, 0, 2, 4, KILN_BF16), NULL, NULL,
                         matrix_of(c, 0, 2, 4, KILN_BF16), 1e-5f, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "kiln_layernorm_rows: x is NULL");
+  /* Shapes and dtypes that disagree; matrices a row op does not take. */
+  assert_kiln_error(kiln_softmax_rows(q, matrix_of(b, 0, 2, 3, KILN_F32),
+                                      matrix_of(c, 0, 3, 2, KILN_F32), 0, NULL,
+                                      NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "x (2 x 3 f32) and y (3 x 2 f32) disagree");
+  assert_kiln_error(kiln_softmax_rows(q, matrix_of(b, 0, 2, 3, KILN_F32),
+                                      matrix_of(c, 0, 2, 3, KILN_F16), 0, NULL,
+                                      NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "y (2 x 3 f16)");
+  assert_kiln_error(kiln_softmax_rows(q, NULL, matrix_of(c, 0, 2, 3, KILN_F16),
+                                      0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_softmax_rows: x is NULL");
+  kiln_matrix t = {.buffer = c, .rows = 2, .cols = 3, .dtype = KILN_F32,
+                   .trans = KILN_TRANS};
+  assert_kiln_error(kiln_softmax_rows(q, matrix_of(b, 0, 2, 3, KILN_F32), &t,
+                                      0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "y.trans is KILN_TRANS (row ops take one row-major matrix");
+  t.trans = KILN_NO_TRANS;
+  t.ld = 4;
+  assert_kiln_error(kiln_layernorm_rows(q, &t, NULL, NULL, &t, 1e-5f, 0, NULL,
+                                        NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.ld 4 is not x's 3 columns");
+  t.ld = 1;
+  assert_kiln_error(kiln_layernorm_rows(q, &t, NULL, NULL, &t, 1e-5f, 0, NULL,
+                                        NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.ld 1 is less than 3");
+  assert_kiln_error(kiln_layernorm_rows(q, matrix_of(b, 0, 2, 3, KILN_F32),
+                                        range_of(c, 0, 4, KILN_F32), NULL,
+                                        matrix_of(b, 0, 2, 3, KILN_F32), 1e-5f,
+                                        0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "scale (4 elements of f32) and x (3 columns of f32)");
+  assert_kiln_error(kiln_layernorm_rows(q, matrix_of(b, 0, 2, 3, KILN_F32),
+                                        NULL, range_of(c, 0, 3, KILN_BF16),
+                                        matrix_of(b, 0, 2, 3, KILN_F32), 1e-5f,
+                                        0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "bias (3 elements of bf16) and x (3 columns of f32)");
   assert_kiln_ok(kiln_buffer_destroy(c));
   util_bad_env_close(&env);
 }

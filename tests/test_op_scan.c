@@ -195,6 +195,16 @@ static void test_bad_arguments(void **state) {
       kiln_scan(q, KILN_SCAN_INCLUSIVE, range_of(b, 0, SIZE_MAX, KILN_U32),
                 range_of(b, 0, SIZE_MAX, KILN_U32), 0, NULL, NULL),
       KILN_ERR_INVALID_SIZE);
+  /* x and y of one count and dtype. */
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE,
+                              range_of(b, 0, 4, KILN_I32),
+                              range_of(b, 4, 4, KILN_U32), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "x (4 elements of i32) and y (4 elements of u32)");
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_EXCLUSIVE,
+                              range_of(b, 0, 4, KILN_F32),
+                              range_of(b, 4, 6, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "y (6 elements of f32)");
   util_bad_env_close(&env);
 }
 

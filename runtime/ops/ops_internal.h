@@ -7,12 +7,16 @@
  *
  * An op entry point follows this shape:
  *
- *   kiln_status kiln_foo(kiln_queue *queue, ..., num_wait, wait_list, out_event)
+ *   kiln_status kiln_foo(kiln_queue *queue, const kiln_range *xr, ...,
+ *                        num_wait, wait_list, out_event)
  *   {
  *     static const char fn[] = "kiln_foo";
  *     kiln_status s = kiln__ops_check_queue(fn, queue);   // then every arg:
- *     if (s == KILN_OK) s = kiln__ops_check_dtype(fn, "dtype", dtype, mask);
- *     if (s == KILN_OK) s = kiln__ops_check_range(fn, queue, "x", x, x_offset, n, dtype);
+ *     if (s == KILN_OK) s = kiln__ops_check_agree(fn, "x", xr, "y", yr);
+ *     if (s != KILN_OK) return s;          // descriptors are non-NULL now
+ *     const size_t n = xr->count;          // unpack them ...
+ *     if (s == KILN_OK) s = kiln__ops_check_dtype(fn, "x.dtype", xr->dtype, mask);
+ *     if (s == KILN_OK) s = kiln__ops_check_range(fn, queue, "x", xr->buffer, xr->offset, n, xr->dtype);
  *     if (s != KILN_OK) return s;
  *     struct kiln__op op;
  *     s = kiln__op_begin(&op, queue, fn, num_wait, wait_list, out_event);
@@ -54,7 +58,8 @@ kiln_status kiln__ops_check_queue(const char *fn, const kiln_queue *queue);
 kiln_status kiln__ops_check_dtype(const char *fn, const char *what,
                                   kiln_dtype dtype, unsigned allowed);
 
-/* buffer is non-NULL, belongs to the queue's context, and holds the count
+/* buffer is non-NULL, belongs to the queue's context (else
+ * KILN_ERR_WRONG_CONTEXT), and holds the count
  * elements of dtype starting at element offset (offset + count must not
  * overflow; count 0 still requires offset <= the buffer's element count).
  * what names the buffer ("x"); the offset is named "<what>_offset". */
