@@ -45,29 +45,12 @@ static void ops_after_warm_build_nothing(kiln_context *ctx) {
                                   64 * sizeof(float), 0, NULL, NULL));
   assert_kiln_ok(kiln_buffer_fill(q, b, &one, sizeof one, 0,
                                   64 * sizeof(float), 0, NULL, NULL));
-  assert_kiln_ok(kiln_transpose(q, matrix_ld(a, 0, 8, 8, 8, KILN_F32),
-                                matrix_ld(c, 0, 8, 8, 8, KILN_F32), 0, NULL,
+  assert_kiln_ok(kiln_transpose(q, matrix_of(a, 0, 8, 8, KILN_F32),
+                                matrix_of(c, 0, 8, 8, KILN_F32), 0, NULL,
                                 NULL));
-  assert_kiln_ok(kiln_matmul(q, 1,
-                             &(kiln_matrix){.buffer = a,
-                                            .offset = 0,
-                                            .rows = 8,
-                                            .cols = 8,
-                                            .ld = 8,
-                                            .dtype = KILN_F32},
-                             &(kiln_matrix){.buffer = b,
-                                            .offset = 0,
-                                            .rows = 8,
-                                            .cols = 8,
-                                            .ld = 8,
-                                            .dtype = KILN_F32},
-                             &(kiln_matrix){.buffer = c,
-                                            .offset = 0,
-                                            .rows = 8,
-                                            .cols = 8,
-                                            .ld = 8,
-                                            .dtype = KILN_F32},
-                             NULL, 0, NULL, NULL));
+  assert_kiln_ok(kiln_matmul(
+      q, 1, matrix_of(a, 0, 8, 8, KILN_F32), matrix_of(b, 0, 8, 8, KILN_F32),
+      matrix_of(c, 0, 8, 8, KILN_F32), NULL, 0, NULL, NULL));
   float out[64];
   assert_kiln_ok(kiln_buffer_read_sync(q, c, 0, sizeof out, out));
   for (int i = 0; i < 64; i++)

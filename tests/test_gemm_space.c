@@ -135,26 +135,10 @@ static void test_validation(void **state) {
   kiln__gemm_set_gpu_params(&p);
   kiln_buffer *a = util_buffer(ctx, 64 * 4, 0), *b = util_buffer(ctx, 64 * 4, 0),
               *c = util_buffer(ctx, 64 * 4, 0);
-  assert_kiln_error(kiln_matmul(q, 1,
-                                &(kiln_matrix){.buffer = a,
-                                               .offset = 0,
-                                               .rows = 8,
-                                               .cols = 8,
-                                               .ld = 8,
-                                               .dtype = KILN_F32},
-                                &(kiln_matrix){.buffer = b,
-                                               .offset = 0,
-                                               .rows = 8,
-                                               .cols = 8,
-                                               .ld = 8,
-                                               .dtype = KILN_F32},
-                                &(kiln_matrix){.buffer = c,
-                                               .offset = 0,
-                                               .rows = 8,
-                                               .cols = 8,
-                                               .ld = 8,
-                                               .dtype = KILN_F32},
-                                NULL, 0, NULL, NULL),
+  assert_kiln_error(kiln_matmul(q, 1, matrix_of(a, 0, 8, 8, KILN_F32),
+                                matrix_of(b, 0, 8, 8, KILN_F32),
+                                matrix_of(c, 0, 8, 8, KILN_F32), NULL, 0, NULL,
+                                NULL),
                     KILN_ERR_UNSUPPORTED, "GEMM parameters rejected");
   kiln__gemm_set_gpu_params(NULL);
   assert_kiln_ok(kiln_buffer_destroy(a));

@@ -194,26 +194,9 @@ static void run_ops(struct worker *w, kiln_queue *q, int round) {
                             NULL));
   W_OK(w, kiln_buffer_write(q, b, 0, gk * gn * sizeof(float), bh, 0, NULL,
                             NULL));
-  W_OK(w, kiln_matmul(q, 1,
-                      &(kiln_matrix){.buffer = a,
-                                     .offset = 0,
-                                     .rows = m,
-                                     .cols = gk,
-                                     .ld = gk,
-                                     .dtype = KILN_F32},
-                      &(kiln_matrix){.buffer = b,
-                                     .offset = 0,
-                                     .rows = gk,
-                                     .cols = gn,
-                                     .ld = gn,
-                                     .dtype = KILN_F32},
-                      &(kiln_matrix){.buffer = c,
-                                     .offset = 0,
-                                     .rows = m,
-                                     .cols = gn,
-                                     .ld = gn,
-                                     .dtype = KILN_F32},
-                      NULL, 0, NULL, NULL));
+  W_OK(w, kiln_matmul(q, 1, matrix_of(a, 0, m, gk, KILN_F32),
+                      matrix_of(b, 0, gk, gn, KILN_F32),
+                      matrix_of(c, 0, m, gn, KILN_F32), NULL, 0, NULL, NULL));
   W_OK(w, kiln_buffer_read_sync(q, c, 0, m * gn * sizeof(float), host));
   for (size_t i = 0; i < m; i++)
     for (size_t j = 0; j < gn; j++) {

@@ -364,20 +364,11 @@ static void run_transpose(kiln_dtype dt, size_t rows, size_t cols) {
   size_t ldx = cols + 2, ldy = rows + 1;
   void *xh;
   kiln_buffer *x = input(dt, 0, rows * ldx, 101, &xh), *y = output(dt, cols * ldy);
-  CHECK_OK(kiln_transpose(q,
-                          &(kiln_matrix){.buffer = x,
-                                         .offset = 0,
-                                         .rows = rows,
-                                         .cols = cols,
-                                         .ld = ldx,
-                                         .dtype = dt},
-                          &(kiln_matrix){.buffer = y,
-                                         .offset = 0,
-                                         .rows = cols,
-                                         .cols = rows,
-                                         .ld = ldy,
-                                         .dtype = dt},
-                          0, NULL, NULL));
+  const kiln_matrix xm = {
+      .buffer = x, .rows = rows, .cols = cols, .ld = ldx, .dtype = dt};
+  const kiln_matrix ym = {
+      .buffer = y, .rows = cols, .cols = rows, .ld = ldy, .dtype = dt};
+  CHECK_OK(kiln_transpose(q, &xm, &ym, 0, NULL, NULL));
   void *got = download(y, dt, 0, cols * ldy);
   size_t bad = 0;
   for (size_t c = 0; c < cols; c++)
@@ -418,62 +409,12 @@ static void run_gemm(kiln_layout layout, kiln_trans ta, kiln_trans tb,
   kiln_buffer *b = input(dt, 1, b_ext * batch, 112, &bh);
   kiln_buffer *c = beta != 0 ? input(KILN_F32, 3, c_ext * batch, 113, &ch)
                              : output(KILN_F32, c_ext * batch + 3);
-  if (batch == 1)
-    CHECK_OK(kiln_matmul(q, 1,
-                         &(kiln_matrix){.buffer = a,
-                                        .offset = 2,
-                                        .rows = ta == KILN_TRANS ? k : m,
-                                        .cols = ta == KILN_TRANS ? m : k,
-                                        .ld = lda,
-                                        .dtype = dt,
-                                        .layout = layout,
-                                        .trans = ta},
-                         &(kiln_matrix){.buffer = b,
-                                        .offset = 1,
-                                        .rows = tb == KILN_TRANS ? n : k,
-                                        .cols = tb == KILN_TRANS ? k : n,
-                                        .ld = ldb,
-                                        .dtype = dt,
-                                        .layout = layout,
-                                        .trans = tb},
-                         &(kiln_matrix){.buffer = c,
-                                        .offset = 3,
-                                        .rows = m,
-                                        .cols = n,
-                                        .ld = ldc,
-                                        .dtype = KILN_F32,
-                                        .layout = layout},
-                         &(kiln_epilogue){alpha, beta, NULL, KILN_ACT_NONE}, 0,
-                         NULL, NULL));
-  else
-    CHECK_OK(kiln_matmul(q, batch,
-                         &(kiln_matrix){.buffer = a,
-                                        .offset = 2,
-                                        .rows = ta == KILN_TRANS ? k : m,
-                                        .cols = ta == KILN_TRANS ? m : k,
-                                        .ld = lda,
-                                        .dtype = dt,
-                                        .layout = layout,
-                                        .trans = ta},
-                         &(kiln_matrix){.buffer = b,
-                                        .offset = 1,
-                                        .rows = tb == KILN_TRANS ? n : k,
-                                        .cols = tb == KILN_TRANS ? k : n,
-                                        .ld = ldb,
-                                        .batch_stride = b_ext,
-                                        .dtype = dt,
-                                        .layout = layout,
-                                        .trans = tb},
-                         &(kiln_matrix){.buffer = c,
-                                        .offset = 3,
-                                        .rows = m,
-                                        .cols = n,
-                                        .ld = ldc,
-                                        .batch_stride = c_ext,
-                                        .dtype = KILN_F32,
-                                        .layout = layout},
-                         &(kiln_epilogue){alpha, beta, NULL, KILN_ACT_NONE}, 0,
-                         NULL, NULL));
+  const kiln_matrix ma = {a, 2, ar, ac, lda, 0, dt, layout, ta};
+  const kiln_matrix mb = {b, 1, br, bc, ldb, b_ext, dt, layout, tb};
+  const kiln_matrix mc = {
+      c, 3, m, n, ldc, c_ext, KILN_F32, layout, KILN_NO_TRANS};
+  const kiln_epilogue epi = {alpha, beta, NULL, KILN_ACT_NONE};
+  CHECK_OK(kiln_matmul(q, batch, &ma, &mb, &mc, &epi, 0, NULL, NULL));
   float *got = download(c, KILN_F32, 3, c_ext * batch);
   for (size_t e = 0; e < batch; e++)
     for (size_t i = 0; i < m; i++)
