@@ -345,8 +345,11 @@ typedef struct kiln_epilogue {
  *   reads B once). GPU-family profiles need no workspace.
  * - Errors as for every op, plus KILN_ERR_INVALID_ARGUMENT for an unknown
  *   layout, trans or activation, a leading dimension below its minimum (the
- *   message names "a.ld", "b.ld" or "c.ld"), a transposed C, overlapping
- *   batch entries of C or a bias overlapping C; KILN_ERR_INVALID_SIZE when
+ *   message names "a.ld", "b.ld" or "c.ld"), a transposed C, a C or bias
+ *   that is not f32, overlapping batch entries of C or a bias overlapping
+ *   C; KILN_ERR_SHAPE_MISMATCH for sizes that disagree (op(A)'s columns and
+ *   op(B)'s rows, C's shape, the bias's count) or A and B of different
+ *   dtypes; KILN_ERR_INVALID_SIZE when
  *   m, n or k exceeds INT32_MAX; KILN_ERR_OUT_OF_RANGE when a matrix (every
  *   batch entry) or the bias does not fit in its buffer.
  *
