@@ -146,10 +146,7 @@ static void vector_on_device(kiln_context *ctx, kiln_queue *q) {
         else
           assert_kiln_ok(kiln_reduce(
               q, (kiln_reduce_op)op, range_of(xb, xoff, n, dt),
-              range_of(rb, ROFF, 1,
-                       (((kiln_reduce_op)op) == KILN_REDUCE_ARGMAX ? KILN_U32
-                                                                   : KILN_F32)),
-              0, NULL, &ev));
+              range_of(rb, ROFF, 1, util_result_dtype(op)), 0, NULL, &ev));
         assert_kiln_ok(kiln_event_wait(ev));
         kiln_event_release(ev);
         uint32_t out[8];
@@ -196,10 +193,7 @@ static void large_on_device(kiln_context *ctx, kiln_queue *q) {
     else
       assert_kiln_ok(kiln_reduce(
           q, (kiln_reduce_op)ops[i], range_of(xb, 0, n, KILN_F32),
-          range_of(rb, 0, 1,
-                   (((kiln_reduce_op)ops[i]) == KILN_REDUCE_ARGMAX ? KILN_U32
-                                                                   : KILN_F32)),
-          0, NULL, NULL));
+          range_of(rb, 0, 1, util_result_dtype(ops[i])), 0, NULL, NULL));
     uint32_t got;
     assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
     struct ref r = reference(ops[i], KILN_F32, x, x, 0, n, 1);
@@ -368,19 +362,13 @@ static void matrix_on_device(kiln_context *ctx, kiln_queue *q) {
           if (by_rows)
             assert_kiln_ok(kiln_reduce_rows(
                 q, (kiln_reduce_op)op, matrix_of(xb, xoff, rows, cols, dt),
-                range_of(rb, ROFF, rows,
-                         (((kiln_reduce_op)op) == KILN_REDUCE_ARGMAX
-                              ? KILN_U32
-                              : KILN_F32)),
-                0, NULL, NULL));
+                range_of(rb, ROFF, rows, util_result_dtype(op)), 0, NULL,
+                NULL));
           else
             assert_kiln_ok(kiln_reduce_cols(
                 q, (kiln_reduce_op)op, matrix_of(xb, xoff, rows, cols, dt),
-                range_of(rb, ROFF, cols,
-                         (((kiln_reduce_op)op) == KILN_REDUCE_ARGMAX
-                              ? KILN_U32
-                              : KILN_F32)),
-                0, NULL, NULL));
+                range_of(rb, ROFF, cols, util_result_dtype(op)), 0, NULL,
+                NULL));
           uint32_t *out = util_download(q, rb, KILN_U32, outs);
           size_t nout = by_rows ? rows : cols;
           for (size_t o = 0; o < nout; o++) {
@@ -426,10 +414,7 @@ static void deterministic_on_device(kiln_context *ctx, kiln_queue *q) {
       else
         assert_kiln_ok(kiln_reduce(
             q, (kiln_reduce_op)op, range_of(xb, 0, n, KILN_F32),
-            range_of(rb, 0, 1,
-                     (((kiln_reduce_op)op) == KILN_REDUCE_ARGMAX ? KILN_U32
-                                                                 : KILN_F32)),
-            0, NULL, NULL));
+            range_of(rb, 0, 1, util_result_dtype(op)), 0, NULL, NULL));
       assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, dst));
       if (run)
         assert_int_equal(again[0], first[0][0]);
@@ -440,10 +425,7 @@ static void deterministic_on_device(kiln_context *ctx, kiln_queue *q) {
       uint32_t *dst = run ? again : first[1];
       assert_kiln_ok(kiln_reduce_cols(
           q, (kiln_reduce_op)op, matrix_of(xb, 7, 300, 1000, KILN_F32),
-          range_of(rb, 0, 1000,
-                   (((kiln_reduce_op)op) == KILN_REDUCE_ARGMAX ? KILN_U32
-                                                               : KILN_F32)),
-          0, NULL, NULL));
+          range_of(rb, 0, 1000, util_result_dtype(op)), 0, NULL, NULL));
       assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4000, dst));
       if (run)
         assert_memory_equal(again, first[1], 4000);
@@ -452,10 +434,7 @@ static void deterministic_on_device(kiln_context *ctx, kiln_queue *q) {
       uint32_t *dst = run ? again : first[2];
       assert_kiln_ok(kiln_reduce_rows(
           q, (kiln_reduce_op)op, matrix_of(xb, 7, 3, 100000, KILN_F32),
-          range_of(rb, 0, 3,
-                   (((kiln_reduce_op)op) == KILN_REDUCE_ARGMAX ? KILN_U32
-                                                               : KILN_F32)),
-          0, NULL, NULL));
+          range_of(rb, 0, 3, util_result_dtype(op)), 0, NULL, NULL));
       assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 12, dst));
       if (run)
         assert_memory_equal(again, first[2], 12);
@@ -508,14 +487,10 @@ static void test_bad_arguments(void **state) {
                                 range_of(b, 0, 4, KILN_F32),
                                 range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "kiln_reduce: queue is NULL");
-  assert_kiln_error(
-      kiln_reduce(
-          q, (kiln_reduce_op)6, range_of(b, 0, 4, KILN_F32),
-          range_of(r, 0, 1,
-                   (((kiln_reduce_op)6) == KILN_REDUCE_ARGMAX ? KILN_U32
-                                                              : KILN_F32)),
-          0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "op 6 is not a kiln_reduce_op");
+  assert_kiln_error(kiln_reduce(q, (kiln_reduce_op)6,
+                                range_of(b, 0, 4, KILN_F32),
+                                range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "op 6 is not a kiln_reduce_op");
   assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, range_of(b, 0, 4, KILN_I32),
                                 range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "dtype i32");
@@ -592,12 +567,8 @@ static void test_bad_arguments(void **state) {
                        range_of(r, 0, 1, KILN_U32), 0, NULL, NULL),
       KILN_ERR_INVALID_SIZE, "indexes are u32");
   assert_kiln_status(
-      kiln_reduce_cols(
-          q, (kiln_reduce_op)-1, matrix_of(b, 0, 2, 2, KILN_F32),
-          range_of(r, 0, 2,
-                   (((kiln_reduce_op)-1) == KILN_REDUCE_ARGMAX ? KILN_U32
-                                                               : KILN_F32)),
-          0, NULL, NULL),
+      kiln_reduce_cols(q, (kiln_reduce_op)-1, matrix_of(b, 0, 2, 2, KILN_F32),
+                       range_of(r, 0, 2, KILN_F32), 0, NULL, NULL),
       KILN_ERR_INVALID_ARGUMENT);
   assert_kiln_error(
       kiln_reduce_cols(q, KILN_REDUCE_MIN, matrix_of(b, 0, 2, 2, KILN_BF16),

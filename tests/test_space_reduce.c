@@ -67,10 +67,7 @@ static void long_on_device(kiln_context *ctx, kiln_queue *q) {
       else
         assert_kiln_ok(kiln_reduce(
             q, (kiln_reduce_op)op, range_of(xb, off, n, dt),
-            range_of(rb, 1, 1,
-                     (((kiln_reduce_op)op) == KILN_REDUCE_ARGMAX ? KILN_U32
-                                                                 : KILN_F32)),
-            0, NULL, NULL));
+            range_of(rb, 1, 1, util_result_dtype(op)), 0, NULL, NULL));
       uint32_t out[4];
       assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, sizeof out, out));
       const struct ref r = reference(op, dt, x, y, off, n, 1);

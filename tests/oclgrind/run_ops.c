@@ -196,13 +196,9 @@ static void run_reductions(kiln_dtype dt, size_t n) {
     /* A fresh result buffer per op, so each read-back sees one op's write. */
     kiln_buffer_destroy(r);
     r = output(KILN_F32, 8);
-    CHECK_OK(kiln_reduce(
-        q, (kiln_reduce_op)op, &(kiln_range){x, 5, n, dt},
-        &(kiln_range){
-            r, 2, 1,
-            (((kiln_reduce_op)op) == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32)},
-        0, NULL, NULL));
     kiln_dtype rt = op == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32;
+    CHECK_OK(kiln_reduce(q, (kiln_reduce_op)op, &(kiln_range){x, 5, n, dt},
+                         &(kiln_range){r, 2, 1, rt}, 0, NULL, NULL));
     void *got = download(r, rt, 2, 1);
     double want = reduce_ref((kiln_reduce_op)op, v, n, 1);
     char what[48];
@@ -238,17 +234,13 @@ static void run_matrix_reductions(size_t rows, size_t cols) {
     char what[64];
     kiln_buffer_destroy(r);
     r = output(KILN_F32, rows + cols);
-    CHECK_OK(kiln_reduce_rows(
-        q, (kiln_reduce_op)op,
-        &(kiln_matrix){.buffer = x,
-                       .offset = 3,
-                       .rows = rows,
-                       .cols = cols,
-                       .dtype = KILN_F32},
-        &(kiln_range){
-            r, 1, rows,
-            (((kiln_reduce_op)op) == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32)},
-        0, NULL, NULL));
+    CHECK_OK(kiln_reduce_rows(q, (kiln_reduce_op)op,
+                              &(kiln_matrix){.buffer = x,
+                                             .offset = 3,
+                                             .rows = rows,
+                                             .cols = cols,
+                                             .dtype = KILN_F32},
+                              &(kiln_range){r, 1, rows, rt}, 0, NULL, NULL));
     void *got = download(r, rt, 1, rows);
     for (size_t i = 0; i < rows; i++)
       want[i] = reduce_ref((kiln_reduce_op)op, v + i * cols, cols, 1);
@@ -257,17 +249,13 @@ static void run_matrix_reductions(size_t rows, size_t cols) {
     free(got);
     kiln_buffer_destroy(r);
     r = output(KILN_F32, rows + cols);
-    CHECK_OK(kiln_reduce_cols(
-        q, (kiln_reduce_op)op,
-        &(kiln_matrix){.buffer = x,
-                       .offset = 3,
-                       .rows = rows,
-                       .cols = cols,
-                       .dtype = KILN_F32},
-        &(kiln_range){
-            r, 0, cols,
-            (((kiln_reduce_op)op) == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32)},
-        0, NULL, NULL));
+    CHECK_OK(kiln_reduce_cols(q, (kiln_reduce_op)op,
+                              &(kiln_matrix){.buffer = x,
+                                             .offset = 3,
+                                             .rows = rows,
+                                             .cols = cols,
+                                             .dtype = KILN_F32},
+                              &(kiln_range){r, 0, cols, rt}, 0, NULL, NULL));
     got = download(r, rt, 0, cols);
     for (size_t j = 0; j < cols; j++)
       want[j] = reduce_ref((kiln_reduce_op)op, v + j, rows, cols);

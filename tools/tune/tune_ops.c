@@ -363,12 +363,12 @@ static bool reduce_case(kiln_context *ctx, kiln_queue *q, int op,
                  &(kiln_range){dy, off, n, dt},
                  &(kiln_range){dr, 1, 1, KILN_F32}, 0, NULL, NULL);
   else if (s == KILN_OK)
-    s = kiln_reduce(
-        q, (kiln_reduce_op)op, &(kiln_range){dx, off, n, dt},
-        &(kiln_range){
-            dr, 1, 1,
-            (((kiln_reduce_op)op) == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32)},
-        0, NULL, NULL);
+    s = kiln_reduce(q, (kiln_reduce_op)op, &(kiln_range){dx, off, n, dt},
+                    &(kiln_range){dr, 1, 1,
+                                  (kiln_reduce_op)op == KILN_REDUCE_ARGMAX
+                                      ? KILN_U32
+                                      : KILN_F32},
+                    0, NULL, NULL);
   const bool ran = s == KILN_OK &&
                    finish(q, run_timeout_s, timed_out, why, size);
   if (ran) {
