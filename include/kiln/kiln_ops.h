@@ -30,7 +30,7 @@
  *   cols and batch_stride 0. Any other descriptor is refused with
  *   KILN_ERR_INVALID_ARGUMENT naming the field (transpose first, or copy
  *   the rows together). kiln_transpose takes any ld; kiln_matmul takes every
- *   field.
+ *   field but a transposed C.
  * - f16 and bf16 are storage formats: elements are loaded into f32, computed
  *   in f32 and rounded to nearest even when stored, so they work on devices
  *   without cl_khr_fp16. Reductions accumulate in f32 and write f32 results.
