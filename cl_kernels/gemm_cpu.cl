@@ -173,8 +173,8 @@ PACK_KERNEL(gemm_pack_b_bf16, NR, ushort, BF16_LOADF, BF16_LOAD8)
  * (beta != 0); a beta of 0 never reads C, so NaNs there do not leak. Later
  * passes over KC steps (and later host chunks, which pass beta = 1) add to
  * what the earlier ones stored.
- * Epilogue (kiln_gemm_bias_act): when epi is set (the host's last chunk of
- * k, with a bias or an activation), the last KC pass adds
+ * Epilogue (kiln_matmul's kiln_epilogue): when epi is set (the host's last
+ * chunk of k, with a bias or an activation), the last KC pass adds
  * bias[bias_off + i * bias_rs + j * bias_cs] and applies act
  * (gemm_epilogue.clh) to each final value; earlier passes and chunks store
  * plain partial sums, so the activation sees the whole sum exactly once. */

@@ -54,7 +54,9 @@ int main(void) {
   }
   if (kiln_buffer_wrap_cl(ctx, raw, &ky) != KILN_OK ||
       /* y = 2 x + y, by kiln, on the wrapped buffer. */
-      kiln_axpy(q, KILN_F32, N, 2.0f, kx, 0, ky, 0, 0, NULL, NULL) != KILN_OK)
+      kiln_axpy(q, &(kiln_range){kx, 0, N, KILN_F32},
+                &(kiln_range){ky, 0, N, KILN_F32}, 2.0f, 0, NULL,
+                NULL) != KILN_OK)
     goto fail;
   if (kiln_buffer_cl_mem(ky) != raw) {
     fprintf(stderr, "interop: the wrapped buffer is not the cl_mem given\n");

@@ -101,16 +101,16 @@ kiln_status mlp_init(mlp *m, uint64_t seed) {
                             NULL),
         done);
   }
-  TRY(kiln_fill(m->queue, KILN_F32, m->nparams, 0.0, m->opt_m, 0, 0, NULL,
-                NULL),
-      done);
-  TRY(kiln_fill(m->queue, KILN_F32, m->nparams, 0.0, m->opt_v, 0, 0, NULL,
-                NULL),
-      done);
-  if (m->params_lp)
-    TRY(kiln_cast(m->queue, m->nparams, KILN_F32, m->params, 0, KILN_BF16,
-                  m->params_lp, 0, 0, NULL, NULL),
-        done);
+  const float zero = 0.0f;
+  const kiln_range opt_m = {m->opt_m, 0, m->nparams, KILN_F32};
+  const kiln_range opt_v = {m->opt_v, 0, m->nparams, KILN_F32};
+  TRY(kiln_fill(m->queue, &opt_m, &zero, 0, NULL, NULL), done);
+  TRY(kiln_fill(m->queue, &opt_v, &zero, 0, NULL, NULL), done);
+  if (m->params_lp) {
+    const kiln_range params = {m->params, 0, m->nparams, KILN_F32};
+    const kiln_range params_lp = {m->params_lp, 0, m->nparams, KILN_BF16};
+    TRY(kiln_cast(m->queue, &params, &params_lp, 0, NULL, NULL), done);
+  }
   m->steps = 0;
 done:
   return st;
@@ -138,9 +138,9 @@ kiln_status mlp_forward(mlp *m, size_t rows, kiln_buffer *x, size_t x_offset,
   /* The wait list (the batch's upload, on another queue) goes to the first
    * op; the queue is in order, so every later op follows it. */
   if (dt == KILN_BF16) {
-    TRY(kiln_cast(q, rows * INPUTS, KILN_F32, x, x_offset, KILN_BF16,
-                  m->x_lp, 0, num_wait, wait_list, NULL),
-        done);
+    const kiln_range xr = {x, x_offset, rows * INPUTS, KILN_F32};
+    const kiln_range x_lp = {m->x_lp, 0, rows * INPUTS, KILN_BF16};
+    TRY(kiln_cast(q, &xr, &x_lp, num_wait, wait_list, NULL), done);
     num_wait = 0;
     wait_list = NULL;
   }
@@ -150,21 +150,31 @@ kiln_status mlp_forward(mlp *m, size_t rows, kiln_buffer *x, size_t x_offset,
     kiln_buffer *in = layer_input(m, l, x, x_offset, &in_off);
     /* h = act(a W^T + b) in one launch: W is out x in (nn.Linear's
      * layout), hence TRANS; the bias is read from the f32 master copy. */
-    TRY(kiln_gemm_bias_act(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, rows,
-                           ly->out, ly->in, 1.0f, dt, in, in_off, ly->in, w,
-                           ly->w, ly->in, 0.0f, m->h[l], 0, ly->out, m->params,
-                           ly->b,
-                           l == MLP_LAYERS - 1 ? KILN_GEMM_ACT_NONE
-                                               : KILN_GEMM_ACT_RELU,
-                           num_wait, wait_list, NULL),
-        done);
+    const kiln_matrix a = {.buffer = in,
+                           .offset = in_off,
+                           .rows = rows,
+                           .cols = ly->in,
+                           .dtype = dt};
+    const kiln_matrix wt = {.buffer = w,
+                            .offset = ly->w,
+                            .rows = ly->out,
+                            .cols = ly->in,
+                            .dtype = dt,
+                            .trans = KILN_TRANS};
+    const kiln_matrix h = {
+        .buffer = m->h[l], .rows = rows, .cols = ly->out, .dtype = KILN_F32};
+    const kiln_range bias = {m->params, ly->b, ly->out, KILN_F32};
+    const kiln_epilogue e = {
+        1.0f, 0.0f, &bias, l == MLP_LAYERS - 1 ? KILN_ACT_NONE : KILN_ACT_RELU};
+    TRY(kiln_matmul(q, 1, &a, &wt, &h, &e, num_wait, wait_list, NULL), done);
     num_wait = 0;
     wait_list = NULL;
     if (l == MLP_LAYERS - 1)
       break;
     if (dt == KILN_BF16)
-      TRY(kiln_cast(q, rows * ly->out, KILN_F32, m->h[l], 0, KILN_BF16,
-                    m->h_lp[l], 0, 0, NULL, NULL),
+      TRY(kiln_cast(q, &(kiln_range){m->h[l], 0, rows * ly->out, KILN_F32},
+                    &(kiln_range){m->h_lp[l], 0, rows * ly->out, KILN_BF16}, 0,
+                    NULL, NULL),
           done);
   }
 done:
@@ -204,31 +214,48 @@ kiln_status mlp_gradients(mlp *m, size_t rows, kiln_buffer *x,
     kiln_buffer *in = layer_input(m, l, x, x_offset, &in_off);
     kiln_buffer *d = m->dz;
     if (dt == KILN_BF16) {
-      TRY(kiln_cast(q, rows * ly->out, KILN_F32, m->dz, 0, KILN_BF16, m->d_lp,
-                    0, 0, NULL, NULL),
+      TRY(kiln_cast(q, &(kiln_range){m->dz, 0, rows * ly->out, KILN_F32},
+                    &(kiln_range){m->d_lp, 0, rows * ly->out, KILN_BF16}, 0,
+                    NULL, NULL),
           done);
       d = m->d_lp;
     }
     /* dW = dz^T a (out x in), db = the column sums of dz. */
-    TRY(kiln_gemm(q, KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, ly->out,
-                  ly->in, rows, 1.0f, dt, d, 0, ly->out, in, in_off, ly->in,
-                  0.0f, m->grads, ly->w, ly->in, 0, NULL, NULL),
-        done);
-    TRY(kiln_reduce_cols(q, KILN_REDUCE_SUM, KILN_F32, rows, ly->out, m->dz, 0,
-                         m->grads, ly->b, 0, NULL, NULL),
-        done);
+    const kiln_matrix dz = {
+        .buffer = d, .rows = rows, .cols = ly->out, .dtype = dt};
+    kiln_matrix dz_t = dz;
+    dz_t.trans = KILN_TRANS;
+    const kiln_matrix a = {.buffer = in,
+                           .offset = in_off,
+                           .rows = rows,
+                           .cols = ly->in,
+                           .dtype = dt};
+    const kiln_matrix dw = {.buffer = m->grads,
+                            .offset = ly->w,
+                            .rows = ly->out,
+                            .cols = ly->in,
+                            .dtype = KILN_F32};
+    const kiln_matrix dz32 = {
+        .buffer = m->dz, .rows = rows, .cols = ly->out, .dtype = KILN_F32};
+    const kiln_range db = {m->grads, ly->b, ly->out, KILN_F32};
+    TRY(kiln_matmul(q, 1, &dz_t, &a, &dw, NULL, 0, NULL, NULL), done);
+    TRY(kiln_reduce_cols(q, KILN_REDUCE_SUM, &dz32, &db, 0, NULL, NULL), done);
     if (l == 0)
       break;
     /* da = dz W (rows x in), then through the previous layer's ReLU, from
      * its output (kept in h): dz = da where h > 0. */
-    TRY(kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, rows,
-                  ly->in, ly->out, 1.0f, dt, d, 0, ly->out, w, ly->w, ly->in,
-                  0.0f, m->dh, 0, ly->in, 0, NULL, NULL),
-        done);
+    const kiln_matrix wm = {.buffer = w,
+                            .offset = ly->w,
+                            .rows = ly->out,
+                            .cols = ly->in,
+                            .dtype = dt};
+    const kiln_matrix da = {
+        .buffer = m->dh, .rows = rows, .cols = ly->in, .dtype = KILN_F32};
+    TRY(kiln_matmul(q, 1, &dz, &wm, &da, NULL, 0, NULL, NULL), done);
     size_t n = rows * ly->in;
     kiln_range hy = {m->h[l - 1], 0, n, KILN_F32};
-    kiln_range dh = {m->dh, 0, n, KILN_F32}, dz = {m->dz, 0, n, KILN_F32};
-    TRY(kiln_unary_backward(q, KILN_UNARY_RELU, KILN_GRAD_FROM_Y, &hy, &dh, &dz,
+    kiln_range dh = {m->dh, 0, n, KILN_F32}, dzr = {m->dz, 0, n, KILN_F32};
+    TRY(kiln_unary_backward(q, KILN_UNARY_RELU, KILN_GRAD_FROM_Y, &hy, &dh, &dzr,
                             0, NULL, NULL),
         done);
   }

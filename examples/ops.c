@@ -43,19 +43,29 @@ int main(void) {
       kiln_buffer_write_sync(q, bb, 0, sizeof b, b) != KILN_OK)
     goto fail;
 
-  /* C = A B, row-major, no transposes; leading dimensions and offsets count
-   * elements. The first op of a kind on a device builds its kernel (or
-   * loads it from the program cache). */
-  if (kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, M, N, K, 1.0f,
-                KILN_F32, ba, 0, K, bb, 0, N, 0.0f, bc, 0, N, 0, NULL, NULL) != KILN_OK ||
+  /* Operands are descriptors: buffer, offset, shape and element type (a
+   * zeroed kiln_matrix is row-major, packed, not transposed). Offsets and
+   * leading dimensions count elements. */
+  const kiln_matrix ma = {
+      .buffer = ba, .rows = M, .cols = K, .dtype = KILN_F32};
+  const kiln_matrix mb = {
+      .buffer = bb, .rows = K, .cols = N, .dtype = KILN_F32};
+  const kiln_matrix mc = {
+      .buffer = bc, .rows = M, .cols = N, .dtype = KILN_F32};
+  const kiln_matrix mp = {
+      .buffer = bp, .rows = M, .cols = N, .dtype = KILN_F32};
+  const kiln_range rp = {bp, 0, (size_t)M * N, KILN_F32};
+  const kiln_range rmax = {bmax, 0, M, KILN_U32}, rsum = {bsum, 0, 1, KILN_F32};
+  /* C = A B (a NULL epilogue: alpha 1, beta 0). The first op of a kind on a
+   * device builds its kernel (or loads it from the program cache). */
+  if (kiln_matmul(q, 1, &ma, &mb, &mc, NULL, 0, NULL, NULL) != KILN_OK ||
       /* Softmax of each row of C: the probabilities of a row sum to 1. */
-      kiln_softmax_rows(q, KILN_F32, M, N, bc, 0, bp, 0, 0, NULL, NULL) != KILN_OK ||
+      kiln_softmax_rows(q, &mc, &mp, 0, NULL, NULL) != KILN_OK ||
       /* Where each row of C peaks: u32 column indexes. */
-      kiln_reduce_rows(q, KILN_REDUCE_ARGMAX, KILN_F32, M, N, bc, 0, bmax, 0, 0,
-                       NULL, NULL) != KILN_OK ||
+      kiln_reduce_rows(q, KILN_REDUCE_ARGMAX, &mc, &rmax, 0, NULL, NULL) !=
+          KILN_OK ||
       /* The sum of every probability: M, one per row. */
-      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, (size_t)M * N, bp, 0, bsum, 0, 0,
-                  NULL, NULL) != KILN_OK)
+      kiln_reduce(q, KILN_REDUCE_SUM, &rp, &rsum, 0, NULL, NULL) != KILN_OK)
     goto fail;
   if (kiln_buffer_read_sync(q, bc, 0, sizeof c, c) != KILN_OK ||
       kiln_buffer_read_sync(q, bp, 0, sizeof probs, probs) != KILN_OK ||

@@ -284,7 +284,10 @@ static void run_free(run *r) {
 /* Test accuracy in percent (a negative value on a kiln error). */
 static double evaluate(run *r, size_t count, size_t batch) {
   uint32_t correct = 0;
-  TRY(kiln_fill(r->q, KILN_U32, 1, 0.0, r->correct, 0, 0, NULL, NULL), fail);
+  const uint32_t zero = 0;
+  TRY(kiln_fill(r->q, &(kiln_range){r->correct, 0, 1, KILN_U32}, &zero, 0, NULL,
+                NULL),
+      fail);
   for (size_t start = 0; start < count; start += batch) {
     size_t rows = count - start < batch ? count - start : batch;
     TRY(mlp_forward(r->model, rows, r->test_x, start * FMNIST_PIXELS, 0, NULL),

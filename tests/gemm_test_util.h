@@ -27,14 +27,16 @@ struct gcase {
   bool share_a, share_b;    /* stride_a = 0, stride_b = 0 */
   size_t row_step;          /* check every row_step-th row (0: 1) */
   bool nan_a;               /* fill A with NaN (alpha == 0 cases) */
-  /* kiln_gemm_bias_act (batch 0 only): act, and a bias at bias_off when
-   * bias is set. epi selects the entry point even with neither. */
+  /* The epilogue: act, and a bias at bias_off when bias is set. epi
+   * passes an epilogue even with neither (else alpha 1, beta 0 pass
+   * NULL). */
   bool epi, bias;
-  kiln_gemm_activation act;
+  bool mix; /* A and B described in the layout other than C's */
+  kiln_activation act;
   size_t bias_off;
 };
 
-/* GELU's tanh form in double (the reference of KILN_GEMM_ACT_GELU). */
+/* GELU's tanh form in double (the reference of KILN_ACT_GELU). */
 static double gelu_ref(double x) {
   return 0.5 * x *
          (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
@@ -92,21 +94,30 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
   float *bias = util_random(KILN_F32, bias_count, -2.0, 2.0, 41u + (uint32_t)n);
   kiln_buffer *dbias = util_upload(ctx, q, KILN_F32, bias, bias_count);
 
+  /* The descriptors. With mix, A and B are described in the other layout
+   * than C: the same memory read as the stored transpose, trans flipped. */
+  kiln_matrix ma = {da, gc->a_off, ar, ac, lda, stride_a, gc->dtype, L, gc->ta};
+  kiln_matrix mb = {db, gc->b_off, br, bc, ldb, stride_b, gc->dtype, L, gc->tb};
+  const kiln_matrix mc = {dc, gc->c_off,    m, n, ldc, stride_c, KILN_F32,
+                          L,  KILN_NO_TRANS};
+  if (gc->mix) {
+    kiln_matrix *ops[2] = {&ma, &mb};
+    for (int i = 0; i < 2; i++) {
+      const size_t r = ops[i]->rows;
+      ops[i]->rows = ops[i]->cols;
+      ops[i]->cols = r;
+      ops[i]->layout = L == KILN_ROW_MAJOR ? KILN_COL_MAJOR : KILN_ROW_MAJOR;
+      ops[i]->trans = ops[i]->trans == KILN_TRANS ? KILN_NO_TRANS : KILN_TRANS;
+    }
+  }
+  const kiln_range bias_range = {dbias, gc->bias_off, n, KILN_F32};
+  const kiln_epilogue e = {gc->alpha, gc->beta, gc->bias ? &bias_range : NULL,
+                           gc->act};
+  /* A NULL epilogue is alpha 1, beta 0 and nothing else. */
+  const bool plain = !gc->epi && gc->alpha == 1.0f && gc->beta == 0.0f;
   kiln_event *ev = NULL;
-  if (gc->epi)
-    assert_kiln_ok(kiln_gemm_bias_act(
-        q, L, gc->ta, gc->tb, m, n, k, gc->alpha, gc->dtype, da, gc->a_off, lda,
-        db, gc->b_off, ldb, gc->beta, dc, gc->c_off, ldc,
-        gc->bias ? dbias : NULL, gc->bias_off, gc->act, 0, NULL, &ev));
-  else if (gc->batch == 0)
-    assert_kiln_ok(kiln_gemm(q, L, gc->ta, gc->tb, m, n, k, gc->alpha,
-                             gc->dtype, da, gc->a_off, lda, db, gc->b_off, ldb,
-                             gc->beta, dc, gc->c_off, ldc, 0, NULL, &ev));
-  else
-    assert_kiln_ok(kiln_gemm_batched(
-        q, L, gc->ta, gc->tb, m, n, k, gc->alpha, gc->dtype, da, gc->a_off, lda,
-        stride_a, db, gc->b_off, ldb, stride_b, gc->beta, dc, gc->c_off, ldc,
-        stride_c, batch, 0, NULL, &ev));
+  assert_kiln_ok(
+      kiln_matmul(q, batch, &ma, &mb, &mc, plain ? NULL : &e, 0, NULL, &ev));
   assert_non_null(ev);
   assert_kiln_ok(kiln_event_wait(ev));
   kiln_event_release(ev);
@@ -165,9 +176,9 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
           bound += fabs((double)bias[gc->bias_off + j]);
         }
         double tol = 2.0 * (double)(k + 4) * u * bound + 1e-30;
-        if (gc->act == KILN_GEMM_ACT_RELU) {
+        if (gc->act == KILN_ACT_RELU) {
           want = want < 0.0 ? 0.0 : want;
-        } else if (gc->act == KILN_GEMM_ACT_GELU) {
+        } else if (gc->act == KILN_ACT_GELU) {
           tol = 1.13 * tol + 16.0 * u * (fabs(want) + 1.0);
           want = gelu_ref(want);
         }
@@ -272,8 +283,8 @@ static inline void run_cpu_family(const struct gcase *cases, size_t count,
 /* The epilogue: act, bias (or not) and the bias's offset. */
 #define EPI(A, HAS_BIAS, OFF)                                                  \
   .epi = true, .act = A, .bias = HAS_BIAS, .bias_off = OFF
-#define RELU KILN_GEMM_ACT_RELU
-#define GELU KILN_GEMM_ACT_GELU
-#define NONE KILN_GEMM_ACT_NONE
+#define RELU KILN_ACT_RELU
+#define GELU KILN_ACT_GELU
+#define NONE KILN_ACT_NONE
 
 #endif

@@ -88,4 +88,19 @@ void kiln_test_print_skip(const char *test, const char *reason);
 void kiln_test_fill_random(float *data, size_t count, float lo, float hi,
                            uint32_t seed);
 
+/* Descriptors for op calls (kiln/kiln_tensor.h), as pointers to compound
+ * literals that live until the end of the enclosing block:
+ * kiln_unary(q, op, range_of(x, 0, n, KILN_F32), range_of(y, 0, n,
+ * KILN_F32), 0, NULL, NULL). matrix_of is a packed row-major matrix,
+ * matrix_ld the same with a leading dimension. */
+#define range_of(buf, off, n, dt) (&(kiln_range){(buf), (off), (n), (dt)})
+#define matrix_ld(buf, off, r_, c_, ld_, dt)                                   \
+  (&(kiln_matrix){.buffer = (buf),                                             \
+                  .offset = (off),                                             \
+                  .rows = (r_),                                                \
+                  .cols = (c_),                                                \
+                  .ld = (ld_),                                                 \
+                  .dtype = (dt)})
+#define matrix_of(buf, off, r_, c_, dt) matrix_ld(buf, off, r_, c_, 0, dt)
+
 #endif

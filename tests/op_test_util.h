@@ -18,6 +18,11 @@
 
 /* ---- storage formats ----------------------------------------------------- */
 
+/* The dtype a reduction writes: u32 indexes for ARGMAX, else f32. */
+static inline kiln_dtype util_result_dtype(int op) {
+  return op == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32;
+}
+
 static inline float util_bits_to_f32(uint32_t u) {
   float f;
   memcpy(&f, &u, sizeof f);

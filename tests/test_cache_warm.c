@@ -45,11 +45,12 @@ static void ops_after_warm_build_nothing(kiln_context *ctx) {
                                   64 * sizeof(float), 0, NULL, NULL));
   assert_kiln_ok(kiln_buffer_fill(q, b, &one, sizeof one, 0,
                                   64 * sizeof(float), 0, NULL, NULL));
-  assert_kiln_ok(kiln_transpose(q, KILN_F32, 8, 8, a, 0, 8, c, 0, 8, 0, NULL,
+  assert_kiln_ok(kiln_transpose(q, matrix_of(a, 0, 8, 8, KILN_F32),
+                                matrix_of(c, 0, 8, 8, KILN_F32), 0, NULL,
                                 NULL));
-  assert_kiln_ok(kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 8,
-                           8, 8, 1.0f, KILN_F32, a, 0, 8, b, 0, 8, 0.0f, c, 0,
-                           8, 0, NULL, NULL));
+  assert_kiln_ok(kiln_matmul(
+      q, 1, matrix_of(a, 0, 8, 8, KILN_F32), matrix_of(b, 0, 8, 8, KILN_F32),
+      matrix_of(c, 0, 8, 8, KILN_F32), NULL, 0, NULL, NULL));
   float out[64];
   assert_kiln_ok(kiln_buffer_read_sync(q, c, 0, sizeof out, out));
   for (int i = 0; i < 64; i++)

@@ -135,9 +135,10 @@ static void test_validation(void **state) {
   kiln__gemm_set_gpu_params(&p);
   kiln_buffer *a = util_buffer(ctx, 64 * 4, 0), *b = util_buffer(ctx, 64 * 4, 0),
               *c = util_buffer(ctx, 64 * 4, 0);
-  assert_kiln_error(kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS,
-                              8, 8, 8, 1.0f, KILN_F32, a, 0, 8, b, 0, 8, 0.0f,
-                              c, 0, 8, 0, NULL, NULL),
+  assert_kiln_error(kiln_matmul(q, 1, matrix_of(a, 0, 8, 8, KILN_F32),
+                                matrix_of(b, 0, 8, 8, KILN_F32),
+                                matrix_of(c, 0, 8, 8, KILN_F32), NULL, 0, NULL,
+                                NULL),
                     KILN_ERR_UNSUPPORTED, "GEMM parameters rejected");
   kiln__gemm_set_gpu_params(NULL);
   assert_kiln_ok(kiln_buffer_destroy(a));

@@ -229,8 +229,9 @@ static void test_reduce(void **state) {
     assert_kiln_ok(kiln_buffer_create(ctx, parts[d] * 4, 0, &bx));
     assert_kiln_ok(kiln_buffer_create(ctx, 4, 0, &br));
     assert_kiln_ok(kiln_buffer_write_sync(q, bx, 0, parts[d] * 4, x + first));
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, parts[d], bx, 0,
-                               br, 0, 0, NULL, NULL));
+    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM,
+                               range_of(bx, 0, parts[d], KILN_F32),
+                               range_of(br, 0, 1, KILN_F32), 0, NULL, NULL));
     assert_kiln_ok(kiln_buffer_read_sync(q, br, 0, 4, &part));
     acc += part;
     first += parts[d];

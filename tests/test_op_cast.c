@@ -93,8 +93,8 @@ static void cast_on_device(kiln_context *ctx, kiln_queue *q) {
         size_t n = sizes[si];
         assert_kiln_ok(
             kiln_buffer_write_sync(q, yb, 0, total * kiln_dtype_size(to), y0));
-        assert_kiln_ok(
-            kiln_cast(q, n, from, xb, XOFF, to, yb, YOFF, 0, NULL, NULL));
+        assert_kiln_ok(kiln_cast(q, range_of(xb, XOFF, n, from),
+                                 range_of(yb, YOFF, n, to), 0, NULL, NULL));
         void *y = util_download(q, yb, to, total);
         char what[64];
         snprintf(what, sizeof what, "%s->%s n=%zu", kiln_dtype_name(from),
@@ -123,8 +123,8 @@ static void cast_on_device(kiln_context *ctx, kiln_queue *q) {
       free(y0);
     }
     /* Same dtype in place is a copy onto itself. */
-    assert_kiln_ok(
-        kiln_cast(q, 100, from, xb, XOFF, from, xb, XOFF, 0, NULL, NULL));
+    assert_kiln_ok(kiln_cast(q, range_of(xb, XOFF, 100, from),
+                             range_of(xb, XOFF, 100, from), 0, NULL, NULL));
     void *again = util_download(q, xb, from, total);
     assert_memory_equal(again, x, total * kiln_dtype_size(from));
     free(again);
@@ -162,11 +162,14 @@ static void round_trip_on_device(kiln_context *ctx, kiln_queue *q) {
   for (int s = 0; s < 2; s++) {
     kiln_buffer *a = util_upload(ctx, q, KILN_F32, sets[s], counts[s]);
     kiln_buffer *m = util_buffer(ctx, counts[s] * 2, 0);
-    assert_kiln_ok(
-        kiln_cast(q, counts[s], KILN_F32, a, 0, mids[s], m, 0, 0, NULL, NULL));
-    assert_kiln_ok(kiln_fill(q, KILN_F32, counts[s], 0, a, 0, 0, NULL, NULL));
-    assert_kiln_ok(
-        kiln_cast(q, counts[s], mids[s], m, 0, KILN_F32, a, 0, 0, NULL, NULL));
+    assert_kiln_ok(kiln_cast(q, range_of(a, 0, counts[s], KILN_F32),
+                             range_of(m, 0, counts[s], mids[s]), 0, NULL,
+                             NULL));
+    assert_kiln_ok(kiln_fill(q, range_of(a, 0, counts[s], KILN_F32),
+                             &(float){0.0f}, 0, NULL, NULL));
+    assert_kiln_ok(kiln_cast(q, range_of(m, 0, counts[s], mids[s]),
+                             range_of(a, 0, counts[s], KILN_F32), 0, NULL,
+                             NULL));
     float *back = util_download(q, a, KILN_F32, counts[s]);
     for (size_t i = 0; i < counts[s]; i++)
       if (util_f32_to_bits(back[i]) != util_f32_to_bits(sets[s][i]))
@@ -203,34 +206,44 @@ static void test_zero_size_and_bad(void **state) {
   kiln_queue *q = env.q;
   kiln_buffer *b = env.b, *ob = env.ob;
   kiln_event *e = NULL;
-  assert_kiln_ok(kiln_cast(q, 0, KILN_F32, b, 16, KILN_F16, b, 32, 0, NULL, &e));
+  assert_kiln_ok(kiln_cast(q, range_of(b, 16, 0, KILN_F32),
+                           range_of(b, 32, 0, KILN_F16), 0, NULL, &e));
   assert_kiln_ok(kiln_event_wait(e));
   kiln_event_release(e);
 
-  assert_kiln_error(
-      kiln_cast(NULL, 4, KILN_F32, b, 0, KILN_F16, b, 16, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "kiln_cast: queue is NULL");
-  assert_kiln_error(
-      kiln_cast(q, 4, KILN_I32, b, 0, KILN_F16, b, 16, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "x_dtype i32");
-  assert_kiln_error(
-      kiln_cast(q, 4, KILN_F32, b, 0, (kiln_dtype)7, b, 16, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "y_dtype 7 is not a kiln_dtype");
+  assert_kiln_error(kiln_cast(NULL, range_of(b, 0, 4, KILN_F32),
+                              range_of(b, 16, 4, KILN_F16), 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_cast: queue is NULL");
+  assert_kiln_error(kiln_cast(q, range_of(b, 0, 4, KILN_I32),
+                              range_of(b, 16, 4, KILN_F16), 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.dtype i32");
+  assert_kiln_error(kiln_cast(q, range_of(b, 0, 4, KILN_F32),
+                              range_of(b, 16, 4, (kiln_dtype)7), 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "y.dtype 7 is not a kiln_dtype");
   /* 64 bytes: 32 f16 elements, 16 f32. */
-  assert_kiln_status(
-      kiln_cast(q, 20, KILN_F16, b, 0, KILN_F32, ob, 0, 0, NULL, NULL),
-      KILN_ERR_SHAPE_MISMATCH);
-  assert_kiln_error(
-      kiln_cast(q, 20, KILN_F16, b, 0, KILN_F32, b, 0, 0, NULL, NULL),
-      KILN_ERR_OUT_OF_RANGE, "y range [offset 0, +20 elements of f32)");
-  assert_kiln_error(
-      kiln_cast(q, 4, KILN_F32, NULL, 0, KILN_F16, b, 0, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "x is NULL");
+  assert_kiln_status(kiln_cast(q, range_of(b, 0, 20, KILN_F16),
+                               range_of(ob, 0, 20, KILN_F32), 0, NULL, NULL),
+                     KILN_ERR_WRONG_CONTEXT);
+  assert_kiln_error(kiln_cast(q, range_of(b, 0, 20, KILN_F16),
+                              range_of(b, 0, 20, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_OUT_OF_RANGE,
+                    "y range [offset 0, +20 elements of f32)");
+  assert_kiln_error(kiln_cast(q, range_of(NULL, 0, 4, KILN_F32),
+                              range_of(b, 0, 4, KILN_F16), 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "x is NULL");
   /* Narrowing in place would race: refused even at the same offset. */
-  assert_kiln_error(
-      kiln_cast(q, 8, KILN_F32, b, 0, KILN_F16, b, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(kiln_cast(q, range_of(b, 0, 8, KILN_F32),
+                              range_of(b, 0, 8, KILN_F16), 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "overlap");
   assert_kiln_ok(kiln_queue_finish(q));
+  /* One count for x and y; NULL descriptors. */
+  assert_kiln_error(kiln_cast(q, range_of(b, 0, 4, KILN_F32),
+                              range_of(b, 8, 5, KILN_F16), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "x (4 elements) and y (5 elements) disagree");
+  assert_kiln_error(kiln_cast(q, NULL, range_of(b, 8, 5, KILN_F16), 0, NULL,
+                              NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_cast: x is NULL");
   util_bad_env_close(&env);
 }
 

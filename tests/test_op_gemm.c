@@ -16,8 +16,8 @@
  * and the reference uses the rounded values, so storage rounding is not
  * part of the bound.
  *
- * Epilogue (kiln_gemm_bias_act): the bias adds one rounding (bound gains
- * |bias|), ReLU is 1-Lipschitz and exact, so the bound passes through it.
+ * Epilogue (kiln_matmul's kiln_epilogue): the bias adds one rounding (bound
+ * gains |bias|), ReLU is 1-Lipschitz and exact, so the bound passes through it.
  * GELU's derivative is at most 1.13 in magnitude, so an input error e moves
  * it by at most 1.13 e; its own f32 evaluation adds OpenCL's tanh error
  * (<= 5 ulp of a value below 1, 10 u absolute) scaled by 0.5 |x|, and a few
@@ -45,16 +45,20 @@ static void test_sizes(void **state) {
   run_all(cases, sizeof cases / sizeof cases[0], true);
 }
 
-/* Every transpose in both layouts, rectangular m != n != k. */
+/* Every transpose in both layouts, rectangular m != n != k; and A and B
+ * described in the other layout than C. */
 static void test_transposes_layouts(void **state) {
   (void)state;
-  struct gcase cases[8];
+  struct gcase cases[16];
   size_t c = 0;
-  for (int l = 0; l < 2; l++)
-    for (int ta = 0; ta < 2; ta++)
-      for (int tb = 0; tb < 2; tb++)
-        cases[c++] = (struct gcase)GC(l ? COL : ROW, ta ? T : N, tb ? T : N, 61,
+  for (int mix = 0; mix < 2; mix++)
+    for (int l = 0; l < 2; l++)
+      for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+          cases[c] = (struct gcase)GC(l ? COL : ROW, ta ? T : N, tb ? T : N, 61,
                                       19, 131, 1.0f, 0.0f, KILN_F32);
+          cases[c++].mix = mix;
+        }
   run_all(cases, c, true);
 }
 
@@ -177,8 +181,9 @@ static double gemm_rate(kiln_context *ctx, kiln_queue *q) {
     /* C overlapping A and B is refused, so A is used for A and B, and the
      * rate is that of C = A A with C in a second buffer. */
     kiln_buffer *c = util_buffer(ctx, n * n * 4, 0);
-    assert_kiln_ok(kiln_gemm(q, ROW, N, N, n, n, n, 1.0f, KILN_F32, a, 0, n, a,
-                             0, n, 0.0f, c, 0, n, 0, NULL, NULL));
+    assert_kiln_ok(kiln_matmul(
+        q, 1, matrix_of(a, 0, n, n, KILN_F32), matrix_of(a, 0, n, n, KILN_F32),
+        matrix_of(c, 0, n, n, KILN_F32), NULL, 0, NULL, NULL));
     assert_kiln_ok(kiln_queue_finish(q));
     clock_gettime(CLOCK_MONOTONIC, &t1);
     assert_kiln_ok(kiln_buffer_destroy(c));
@@ -281,6 +286,25 @@ static void test_bias_act_chunks(void **state) {
 
 /* ---- bad input ----------------------------------------------------------- */
 
+/* kiln_matmul from sgemm's arguments plus batch strides, a bias and an
+ * activation: the descriptors, as kiln_ops.h's mapping from BLAS says. */
+static kiln_status blas_like(kiln_queue *q, kiln_layout L, kiln_trans ta,
+                             kiln_trans tb, size_t m, size_t n, size_t k,
+                             float alpha, kiln_dtype dt, kiln_buffer *a,
+                             size_t ao, size_t lda, size_t sa, kiln_buffer *b,
+                             size_t bo, size_t ldb, size_t sb, float beta,
+                             kiln_buffer *c, size_t co, size_t ldc, size_t sc,
+                             size_t batch, kiln_buffer *bias, size_t bias_off,
+                             kiln_activation act, kiln_event **ev) {
+  const bool at = ta == KILN_TRANS, bt = tb == KILN_TRANS;
+  const kiln_matrix da = {a, ao, at ? k : m, at ? m : k, lda, sa, dt, L, ta};
+  const kiln_matrix db = {b, bo, bt ? n : k, bt ? k : n, ldb, sb, dt, L, tb};
+  const kiln_matrix dc = {c, co, m, n, ldc, sc, KILN_F32, L, KILN_NO_TRANS};
+  const kiln_epilogue e = {
+      alpha, beta, bias ? range_of(bias, bias_off, n, KILN_F32) : NULL, act};
+  return kiln_matmul(q, batch, &da, &db, &dc, &e, 0, NULL, ev);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   kiln_context *ctx = NULL;
@@ -292,60 +316,66 @@ static void test_bad_input(void **state) {
   assert_kiln_ok(kiln_buffer_create(ctx, 16 * 16 * 4, 0, &c));
   kiln_event *ev = (kiln_event *)(uintptr_t)1;
 
-#define GEMM(...) kiln_gemm(__VA_ARGS__, 0, NULL, &ev)
+  /* The old BLAS-shaped argument lists, turned into descriptors by
+   * blas_like, so each case below changes one argument. */
+#define GEMM(qq, L, TA, TB, M, N_, K, al, dt, A, ao, lda, B, bo, ldb, be, C,   \
+             co, ldc)                                                          \
+  blas_like(qq, L, TA, TB, M, N_, K, al, dt, A, ao, lda, 0, B, bo, ldb, 0, be, \
+            C, co, ldc, 0, 1, NULL, 0, NONE, &ev)
   assert_kiln_error(GEMM(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b,
                          0, 4, 0.0f, c, 0, 4),
-                    KILN_ERR_NULL_POINTER, "kiln_gemm: queue is NULL");
+                    KILN_ERR_NULL_POINTER, "kiln_matmul: queue is NULL");
   assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, NULL, 0, 4, b,
                          0, 4, 0.0f, c, 0, 4),
-                    KILN_ERR_NULL_POINTER, "kiln_gemm: a is NULL");
+                    KILN_ERR_NULL_POINTER, "kiln_matmul: a is NULL");
   assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, NULL,
                          0, 4, 0.0f, c, 0, 4),
-                    KILN_ERR_NULL_POINTER, "kiln_gemm: b is NULL");
+                    KILN_ERR_NULL_POINTER, "kiln_matmul: b is NULL");
   assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
                          4, 0.0f, NULL, 0, 4),
-                    KILN_ERR_NULL_POINTER, "kiln_gemm: c is NULL");
+                    KILN_ERR_NULL_POINTER, "kiln_matmul: c is NULL");
   assert_kiln_error(GEMM(q, (kiln_layout)2, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0,
                          4, b, 0, 4, 0.0f, c, 0, 4),
                     KILN_ERR_INVALID_ARGUMENT,
-                    "layout 2 is not a valid kiln_layout");
+                    "a.layout 2 is not a valid kiln_layout");
   assert_kiln_error(GEMM(q, ROW, (kiln_trans)5, N, 4, 4, 4, 1.0f, KILN_F32, a,
                          0, 4, b, 0, 4, 0.0f, c, 0, 4),
                     KILN_ERR_INVALID_ARGUMENT,
-                    "trans_a 5 is not a valid kiln_trans");
+                    "a.trans 5 is not a valid kiln_trans");
   assert_kiln_error(GEMM(q, ROW, N, (kiln_trans)-1, 4, 4, 4, 1.0f, KILN_F32, a,
                          0, 4, b, 0, 4, 0.0f, c, 0, 4),
-                    KILN_ERR_INVALID_ARGUMENT, "trans_b -1");
+                    KILN_ERR_INVALID_ARGUMENT, "b.trans -1");
   assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_I32, a, 0, 4, b, 0,
                          4, 0.0f, c, 0, 4),
-                    KILN_ERR_INVALID_ARGUMENT, "ab_dtype i32 is not supported");
+                    KILN_ERR_INVALID_ARGUMENT, "a.dtype i32 is not supported");
   assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, (kiln_dtype)9, a, 0, 4, b,
                          0, 4, 0.0f, c, 0, 4),
-                    KILN_ERR_INVALID_ARGUMENT,
-                    "ab_dtype 9 is not a kiln_dtype");
+                    KILN_ERR_INVALID_ARGUMENT, "a.dtype 9 is not a kiln_dtype");
   /* Leading dimensions below the stored row (column) length. */
   assert_kiln_error(GEMM(q, ROW, N, N, 4, 5, 6, 1.0f, KILN_F32, a, 0, 5, b, 0,
                          5, 0.0f, c, 0, 5),
                     KILN_ERR_INVALID_ARGUMENT,
-                    "lda 5 is less than 6, the row length of a");
+                    "a.ld 5 is less than 6, the row length of a");
   assert_kiln_error(GEMM(q, ROW, N, T, 4, 5, 6, 1.0f, KILN_F32, a, 0, 6, b, 0,
                          5, 0.0f, c, 0, 5),
-                    KILN_ERR_INVALID_ARGUMENT, "ldb 5 is less than 6");
+                    KILN_ERR_INVALID_ARGUMENT, "b.ld 5 is less than 6");
   assert_kiln_error(GEMM(q, COL, N, N, 4, 5, 6, 1.0f, KILN_F32, a, 0, 4, b, 0,
                          6, 0.0f, c, 0, 3),
                     KILN_ERR_INVALID_ARGUMENT,
-                    "ldc 3 is less than 4, the column length of c");
-  assert_kiln_error(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 0, b, 0,
-                         4, 0.0f, c, 0, 4),
-                    KILN_ERR_INVALID_ARGUMENT, "lda 0");
+                    "c.ld 3 is less than 4, the column length of c");
+  /* ld 0 is packed. */
+  assert_kiln_ok(GEMM(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 0, b, 0, 0,
+                      0.0f, c, 0, 0));
+  kiln_event_release(ev);
+  ev = NULL;
   /* Out of range: the buffers hold 256 floats. */
   assert_kiln_error(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 1, 16, b,
                          0, 16, 0.0f, c, 0, 16),
                     KILN_ERR_OUT_OF_RANGE,
-                    "kiln_gemm: a range [offset 1, +256 elements");
+                    "kiln_matmul: a range [offset 1, +256 elements");
   assert_kiln_error(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b,
                          0, 17, 0.0f, c, 0, 16),
-                    KILN_ERR_OUT_OF_RANGE, "kiln_gemm: b range");
+                    KILN_ERR_OUT_OF_RANGE, "kiln_matmul: b range");
   assert_kiln_error(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b,
                          0, 16, 0.0f, c, 300, 16),
                     KILN_ERR_OUT_OF_RANGE, "c_offset 300 is beyond");
@@ -375,72 +405,139 @@ static void test_bad_input(void **state) {
 #undef GEMM
   assert_ptr_equal(ev, NULL); /* unchanged by every failure */
 
+  /* Descriptors that disagree, and fields kiln_matmul does not take. */
+  const kiln_matrix ma = {.buffer = a, .rows = 4, .cols = 6, .dtype = KILN_F32};
+  const kiln_matrix mb = {.buffer = b, .rows = 6, .cols = 5, .dtype = KILN_F32};
+  const kiln_matrix mc = {.buffer = c, .rows = 4, .cols = 5, .dtype = KILN_F32};
+  kiln_matrix bad;
+#define MM(A, B, C, E) kiln_matmul(q, 1, A, B, C, E, 0, NULL, &ev)
+  assert_kiln_error(MM(NULL, &mb, &mc, NULL), KILN_ERR_NULL_POINTER,
+                    "kiln_matmul: a is NULL");
+  assert_kiln_error(MM(&ma, &mb, NULL, NULL), KILN_ERR_NULL_POINTER,
+                    "kiln_matmul: c is NULL");
+  bad = mb;
+  bad.rows = 7;
+  assert_kiln_error(MM(&ma, &bad, &mc, NULL), KILN_ERR_SHAPE_MISMATCH,
+                    "the inner dimensions (k) disagree: 6 from op(a)'s "
+                    "columns, 7 from op(b)'s rows");
+  bad.trans = KILN_TRANS; /* op(b) is 5 x 7 */
+  assert_kiln_error(MM(&ma, &bad, &mc, NULL), KILN_ERR_SHAPE_MISMATCH,
+                    "6 from op(a)'s columns, 5 from op(b)'s rows");
+  bad = mc;
+  bad.rows = 3;
+  assert_kiln_error(MM(&ma, &mb, &bad, NULL), KILN_ERR_SHAPE_MISMATCH,
+                    "the rows of the product (m) disagree: 4 from op(a), 3 "
+                    "from c");
+  bad = mc;
+  bad.cols = 6;
+  assert_kiln_error(MM(&ma, &mb, &bad, NULL), KILN_ERR_SHAPE_MISMATCH,
+                    "the columns of the product (n) disagree: 5 from op(b), "
+                    "6 from c");
+  bad = mb;
+  bad.dtype = KILN_F16;
+  assert_kiln_error(MM(&ma, &bad, &mc, NULL), KILN_ERR_SHAPE_MISMATCH,
+                    "a (f32) and b (f16) disagree");
+  bad = mc;
+  bad.dtype = KILN_BF16;
+  assert_kiln_error(MM(&ma, &mb, &bad, NULL), KILN_ERR_INVALID_ARGUMENT,
+                    "c.dtype bf16 is not supported");
+  bad = mc;
+  bad.trans = KILN_TRANS;
+  assert_kiln_error(MM(&ma, &mb, &bad, NULL), KILN_ERR_INVALID_ARGUMENT,
+                    "c.trans is KILN_TRANS");
+  bad = ma;
+  bad.ld = 5;
+  assert_kiln_error(MM(&bad, &mb, &mc, NULL), KILN_ERR_INVALID_ARGUMENT,
+                    "a.ld 5 is less than 6");
+  /* A column-major A is checked against its column length. */
+  bad = (kiln_matrix){a, 0, 6, 4, 5, 0, KILN_F32, KILN_COL_MAJOR, KILN_TRANS};
+  assert_kiln_error(MM(&bad, &mb, &mc, NULL), KILN_ERR_INVALID_ARGUMENT,
+                    "a.ld 5 is less than 6, the column length of a");
+  bad.ld = 6; /* op(A) = the 4 x 6 matrix ma describes */
+  assert_kiln_ok(MM(&bad, &mb, &mc, NULL));
+  kiln_event_release(ev);
+  ev = NULL;
+  kiln_epilogue e = KILN_EPILOGUE_INIT;
+  e.bias = range_of(b, 0, 4, KILN_F32);
+  assert_kiln_error(MM(&ma, &mb, &mc, &e), KILN_ERR_SHAPE_MISMATCH,
+                    "the bias and the columns of C disagree: 4 from "
+                    "epilogue.bias, 5 from c");
+  e.bias = range_of(b, 0, 5, KILN_F16);
+  assert_kiln_error(MM(&ma, &mb, &mc, &e), KILN_ERR_INVALID_ARGUMENT,
+                    "epilogue.bias dtype f16 is not supported");
+  e.bias = range_of(NULL, 0, 5, KILN_F32);
+  assert_kiln_error(MM(&ma, &mb, &mc, &e), KILN_ERR_NULL_POINTER,
+                    "epilogue.bias's buffer is NULL");
+#undef MM
+  assert_ptr_equal(ev, NULL);
+
   /* Batched: overlapping C entries, batch too large, ranges of the batch. */
-#define GEMMB(...) kiln_gemm_batched(__VA_ARGS__, 0, NULL, NULL)
+#define GEMMB(qq, L, TA, TB, M, N_, K, al, dt, A, ao, lda, sa, B, bo, ldb, sb, \
+              be, C, co, ldc, sc, batch)                                       \
+  blas_like(qq, L, TA, TB, M, N_, K, al, dt, A, ao, lda, sa, B, bo, ldb, sb,   \
+            be, C, co, ldc, sc, batch, NULL, 0, NONE, NULL)
   assert_kiln_error(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 16, b,
                           0, 4, 16, 0.0f, c, 0, 4, 15, 2),
                     KILN_ERR_INVALID_ARGUMENT,
-                    "stride_c 15 is less than the 16 elements");
+                    "c.batch_stride 15 is less than the 16 elements");
   assert_kiln_error(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 16, b,
                           0, 4, 16, 0.0f, c, 0, 4, 16, 17),
-                    KILN_ERR_OUT_OF_RANGE, "kiln_gemm_batched: a range");
+                    KILN_ERR_OUT_OF_RANGE, "kiln_matmul: a range");
   assert_kiln_error(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 0, b,
                           0, 4, 0, 0.0f, c, 0, 4, 16, (size_t)UINT32_MAX + 1),
                     KILN_ERR_INVALID_SIZE,
                     "batch 4294967296 exceeds UINT32_MAX");
   assert_kiln_error(GEMMB(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, 16, b,
                           0, 4, SIZE_MAX / 2, 0.0f, c, 0, 4, 16, 3),
-                    KILN_ERR_INVALID_SIZE, "stride_b");
+                    KILN_ERR_INVALID_SIZE, "b.batch_stride");
 #undef GEMMB
 
-  /* kiln_gemm_bias_act: kiln_gemm's checks, plus act and the bias. */
-#define GEMMX(...) kiln_gemm_bias_act(__VA_ARGS__, 0, NULL, NULL)
-  assert_kiln_error(kiln_gemm_bias_act(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32,
-                                       a, 0, 4, b, 0, 4, 0.0f, c, 0, 4, NULL,
-                                       0, NONE, 0, NULL, NULL),
-                    KILN_ERR_NULL_POINTER, "kiln_gemm_bias_act: queue is NULL");
+  /* The epilogue: kiln_matmul's checks, plus the activation and the
+   * bias. */
+#define GEMMX(qq, L, TA, TB, M, N_, K, al, dt, A, ao, lda, B, bo, ldb, be, C,  \
+              co, ldc, bias, bias_off, act)                                    \
+  blas_like(qq, L, TA, TB, M, N_, K, al, dt, A, ao, lda, 0, B, bo, ldb, 0, be, \
+            C, co, ldc, 0, 1, bias, bias_off, act, NULL)
+  assert_kiln_error(GEMMX(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b,
+                          0, 4, 0.0f, c, 0, 4, NULL, 0, NONE),
+                    KILN_ERR_NULL_POINTER, "kiln_matmul: queue is NULL");
   assert_kiln_error(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 3, b, 0,
                           4, 0.0f, c, 0, 4, NULL, 0, RELU),
                     KILN_ERR_INVALID_ARGUMENT,
-                    "kiln_gemm_bias_act: lda 3 is less than 4");
+                    "kiln_matmul: a.ld 3 is less than 4");
   assert_kiln_error(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
-                          4, 0.0f, c, 0, 4, NULL, 0, (kiln_gemm_activation)3),
+                          4, 0.0f, c, 0, 4, NULL, 0, (kiln_activation)3),
                     KILN_ERR_INVALID_ARGUMENT,
-                    "kiln_gemm_bias_act: act 3 is not a valid "
-                    "kiln_gemm_activation");
+                    "kiln_matmul: epilogue.activation 3 is not a valid "
+                    "kiln_activation");
   assert_kiln_error(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
-                          4, 0.0f, c, 0, 4, NULL, 0, (kiln_gemm_activation)-1),
-                    KILN_ERR_INVALID_ARGUMENT, "act -1");
+                          4, 0.0f, c, 0, 4, NULL, 0, (kiln_activation)-1),
+                    KILN_ERR_INVALID_ARGUMENT, "activation -1");
   /* The bias holds n = 16 floats from its offset: 256 - 241 = 15 do not. */
   assert_kiln_error(GEMMX(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b,
                           0, 16, 0.0f, c, 0, 16, b, 241, GELU),
-                    KILN_ERR_OUT_OF_RANGE, "kiln_gemm_bias_act: bias");
+                    KILN_ERR_OUT_OF_RANGE, "kiln_matmul: bias");
   assert_kiln_ok(GEMMX(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b, 0,
                        16, 0.0f, c, 0, 16, b, 240, GELU));
   /* A bias inside C is read while C is written. */
   assert_kiln_error(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
                           4, 0.0f, c, 0, 4, c, 10, RELU),
-                    KILN_ERR_INVALID_ARGUMENT, "kiln_gemm_bias_act: bias");
+                    KILN_ERR_INVALID_ARGUMENT, "kiln_matmul: bias");
   assert_kiln_ok(GEMMX(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0, 4,
                        0.0f, c, 0, 4, c, 16, RELU));
 #undef GEMMX
   assert_kiln_ok(kiln_queue_finish(q));
-  assert_kiln_status(kiln_gemm_batched(NULL, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32,
-                                       a, 0, 4, 16, b, 0, 4, 16, 0.0f, c, 0, 4,
-                                       16, 2, 0, NULL, NULL),
-                     KILN_ERR_NULL_POINTER);
 
   /* Zero sizes are no-ops whose out event still completes. */
   ev = NULL;
-  assert_kiln_ok(kiln_gemm(q, ROW, N, N, 0, 4, 4, 1.0f, KILN_F32, a, 0, 4, b, 0,
-                           4, 0.0f, c, 0, 4, 0, NULL, &ev));
+  assert_kiln_ok(kiln_matmul(
+      q, 1, matrix_of(a, 0, 0, 4, KILN_F32), matrix_of(b, 0, 4, 4, KILN_F32),
+      matrix_of(c, 0, 0, 4, KILN_F32), NULL, 0, NULL, &ev));
   assert_non_null(ev);
   assert_kiln_ok(kiln_event_wait(ev));
   kiln_event_release(ev);
   ev = NULL;
-  assert_kiln_ok(kiln_gemm_batched(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, a, 0,
-                                   4, 16, b, 0, 4, 16, 0.0f, c, 0, 4, 16, 0, 0,
-                                   NULL, &ev));
+  assert_kiln_ok(kiln_matmul(q, 0, &ma, &mb, &mc, NULL, 0, NULL, &ev));
   assert_non_null(ev);
   assert_kiln_ok(kiln_event_wait(ev));
   kiln_event_release(ev);
@@ -449,10 +546,10 @@ static void test_bad_input(void **state) {
   kiln_context *other = NULL;
   kiln_test_open(0, &other, NULL);
   kiln_buffer *foreign = util_buffer(other, 256, 0);
-  assert_kiln_error(kiln_gemm(q, ROW, N, N, 4, 4, 4, 1.0f, KILN_F32, foreign, 0,
-                              4, b, 0, 4, 0.0f, c, 0, 4, 0, NULL, NULL),
-                    KILN_ERR_SHAPE_MISMATCH,
-                    "a belongs to a different context");
+  bad = ma;
+  bad.buffer = foreign;
+  assert_kiln_error(kiln_matmul(q, 1, &bad, &mb, &mc, NULL, 0, NULL, NULL),
+                    KILN_ERR_WRONG_CONTEXT, "a belongs to a different context");
   assert_kiln_ok(kiln_buffer_destroy(foreign));
   assert_kiln_ok(kiln_context_destroy(other));
 

@@ -141,10 +141,12 @@ static void vector_on_device(kiln_context *ctx, kiln_queue *q) {
         kiln_event *ev = NULL;
         if (op == 6)
           assert_kiln_ok(
-              kiln_dot(q, dt, n, xb, xoff, yb, xoff, rb, ROFF, 0, NULL, &ev));
+              kiln_dot(q, range_of(xb, xoff, n, dt), range_of(yb, xoff, n, dt),
+                       range_of(rb, ROFF, 1, KILN_F32), 0, NULL, &ev));
         else
-          assert_kiln_ok(kiln_reduce(q, (kiln_reduce_op)op, dt, n, xb, xoff, rb,
-                                     ROFF, 0, NULL, &ev));
+          assert_kiln_ok(kiln_reduce(
+              q, (kiln_reduce_op)op, range_of(xb, xoff, n, dt),
+              range_of(rb, ROFF, 1, util_result_dtype(op)), 0, NULL, &ev));
         assert_kiln_ok(kiln_event_wait(ev));
         kiln_event_release(ev);
         uint32_t out[8];
@@ -185,11 +187,13 @@ static void large_on_device(kiln_context *ctx, kiln_queue *q) {
   int ops[] = {KILN_REDUCE_SUM, 6, KILN_REDUCE_NRM2};
   for (int i = 0; i < 3; i++) {
     if (ops[i] == 6)
-      assert_kiln_ok(
-          kiln_dot(q, KILN_F32, n, xb, 0, xb, 0, rb, 0, 0, NULL, NULL));
+      assert_kiln_ok(kiln_dot(q, range_of(xb, 0, n, KILN_F32),
+                              range_of(xb, 0, n, KILN_F32),
+                              range_of(rb, 0, 1, KILN_F32), 0, NULL, NULL));
     else
-      assert_kiln_ok(kiln_reduce(q, (kiln_reduce_op)ops[i], KILN_F32, n, xb, 0,
-                                 rb, 0, 0, NULL, NULL));
+      assert_kiln_ok(kiln_reduce(
+          q, (kiln_reduce_op)ops[i], range_of(xb, 0, n, KILN_F32),
+          range_of(rb, 0, 1, util_result_dtype(ops[i])), 0, NULL, NULL));
     uint32_t got;
     assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
     struct ref r = reference(ops[i], KILN_F32, x, x, 0, n, 1);
@@ -228,8 +232,9 @@ static void special_on_device(kiln_context *ctx, kiln_queue *q) {
         sq += (double)x[i] * x[i];
     }
     assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, n * 4, x));
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, n, xb, 0, rb, 0,
-                               0, NULL, NULL));
+    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2,
+                               range_of(xb, 0, n, KILN_F32),
+                               range_of(rb, 0, 1, KILN_F32), 0, NULL, NULL));
     float got;
     assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
     double want = sqrt(sq);
@@ -262,15 +267,17 @@ static void special_on_device(kiln_context *ctx, kiln_queue *q) {
         sq += (double)z[i] * z[i];
       }
       assert_kiln_ok(kiln_buffer_write_sync(q, zb, 0, m * 4, z));
-      assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, m, zb, 0, rb, 0,
-                                 0, NULL, NULL));
+      assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2,
+                                 range_of(zb, 0, m, KILN_F32),
+                                 range_of(rb, 0, 1, KILN_F32), 0, NULL, NULL));
       float got;
       assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
       UTIL_CLOSE(got, sqrt(sq), (depth(m) / 2 + 3) * ldexp(1.0, -24) * sqrt(sq),
                  "nrm2 of mixed scales, case %d", c);
       /* Only zeros and tiny values: the result is tiny, not 0. */
-      assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, 2300, zb, 0, rb,
-                                 0, 0, NULL, NULL));
+      assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2,
+                                 range_of(zb, 0, 2300, KILN_F32),
+                                 range_of(rb, 0, 1, KILN_F32), 0, NULL, NULL));
       assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
       double sq2 = 0;
       for (size_t i = 0; i < 2300; i++)
@@ -286,37 +293,40 @@ static void special_on_device(kiln_context *ctx, kiln_queue *q) {
   assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof v, v));
   float r[4];
   uint32_t idx;
-  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MIN, KILN_F32, 6, xb, 0, rb, 0, 0,
-                             NULL, NULL));
-  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MAX, KILN_F32, 6, xb, 0, rb, 1, 0,
-                             NULL, NULL));
-  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 6, xb, 0, rb, 2, 0,
-                             NULL, NULL));
-  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, 6, xb, 0, rb, 3, 0,
-                             NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MIN, range_of(xb, 0, 6, KILN_F32),
+                             range_of(rb, 0, 1, KILN_F32), 0, NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MAX, range_of(xb, 0, 6, KILN_F32),
+                             range_of(rb, 1, 1, KILN_F32), 0, NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM, range_of(xb, 0, 6, KILN_F32),
+                             range_of(rb, 2, 1, KILN_F32), 0, NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, range_of(xb, 0, 6, KILN_F32),
+                             range_of(rb, 3, 1, KILN_F32), 0, NULL, NULL));
   assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, sizeof r, r));
   assert_true(r[0] == -1.0f);
   assert_true(r[1] == 2.0f);
   assert_true(isnan(r[2]));
   assert_true(isnan(r[3]));
-  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX, KILN_F32, 6, xb, 0, rb, 0,
-                             0, NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX,
+                             range_of(xb, 0, 6, KILN_F32),
+                             range_of(rb, 0, 1, KILN_U32), 0, NULL, NULL));
   assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &idx));
   assert_int_equal(idx, 1); /* first of the two 2.0s, NaN skipped */
   float allnan[3] = {NAN, NAN, NAN}, inf[3] = {1.0f, INFINITY, -2.0f};
   assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof allnan, allnan));
-  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX, KILN_F32, 3, xb, 0, rb, 0,
-                             0, NULL, NULL));
-  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MAX, KILN_F32, 3, xb, 0, rb, 1, 0,
-                             NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX,
+                             range_of(xb, 0, 3, KILN_F32),
+                             range_of(rb, 0, 1, KILN_U32), 0, NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MAX, range_of(xb, 0, 3, KILN_F32),
+                             range_of(rb, 1, 1, KILN_F32), 0, NULL, NULL));
   assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 8, r));
   assert_int_equal(util_f32_to_bits(r[0]), 0);
   assert_true(isnan(r[1]));
   assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof inf, inf));
-  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, 3, xb, 0, rb, 0, 0,
-                             NULL, NULL));
-  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX, KILN_F32, 3, xb, 0, rb, 1,
-                             0, NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, range_of(xb, 0, 3, KILN_F32),
+                             range_of(rb, 0, 1, KILN_F32), 0, NULL, NULL));
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX,
+                             range_of(xb, 0, 3, KILN_F32),
+                             range_of(rb, 1, 1, KILN_U32), 0, NULL, NULL));
   assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 8, r));
   assert_true(isinf(r[0]) && r[0] > 0);
   assert_int_equal(util_f32_to_bits(r[1]), 1);
@@ -350,13 +360,15 @@ static void matrix_on_device(kiln_context *ctx, kiln_queue *q) {
       for (int op = 0; op <= KILN_REDUCE_ARGMAX; op++) {
         for (int by_rows = 0; by_rows < 2; by_rows++) {
           if (by_rows)
-            assert_kiln_ok(kiln_reduce_rows(q, (kiln_reduce_op)op, dt, rows,
-                                            cols, xb, xoff, rb, ROFF, 0, NULL,
-                                            NULL));
+            assert_kiln_ok(kiln_reduce_rows(
+                q, (kiln_reduce_op)op, matrix_of(xb, xoff, rows, cols, dt),
+                range_of(rb, ROFF, rows, util_result_dtype(op)), 0, NULL,
+                NULL));
           else
-            assert_kiln_ok(kiln_reduce_cols(q, (kiln_reduce_op)op, dt, rows,
-                                            cols, xb, xoff, rb, ROFF, 0, NULL,
-                                            NULL));
+            assert_kiln_ok(kiln_reduce_cols(
+                q, (kiln_reduce_op)op, matrix_of(xb, xoff, rows, cols, dt),
+                range_of(rb, ROFF, cols, util_result_dtype(op)), 0, NULL,
+                NULL));
           uint32_t *out = util_download(q, rb, KILN_U32, outs);
           size_t nout = by_rows ? rows : cols;
           for (size_t o = 0; o < nout; o++) {
@@ -396,11 +408,13 @@ static void deterministic_on_device(kiln_context *ctx, kiln_queue *q) {
     for (int run = 0; run < 3; run++) {
       uint32_t *dst = run ? again : first[0];
       if (op == 6)
-        assert_kiln_ok(
-            kiln_dot(q, KILN_F32, n, xb, 0, xb, 0, rb, 0, 0, NULL, NULL));
+        assert_kiln_ok(kiln_dot(q, range_of(xb, 0, n, KILN_F32),
+                                range_of(xb, 0, n, KILN_F32),
+                                range_of(rb, 0, 1, KILN_F32), 0, NULL, NULL));
       else
-        assert_kiln_ok(kiln_reduce(q, (kiln_reduce_op)op, KILN_F32, n, xb, 0,
-                                   rb, 0, 0, NULL, NULL));
+        assert_kiln_ok(kiln_reduce(
+            q, (kiln_reduce_op)op, range_of(xb, 0, n, KILN_F32),
+            range_of(rb, 0, 1, util_result_dtype(op)), 0, NULL, NULL));
       assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, dst));
       if (run)
         assert_int_equal(again[0], first[0][0]);
@@ -409,16 +423,18 @@ static void deterministic_on_device(kiln_context *ctx, kiln_queue *q) {
       continue;
     for (int run = 0; run < 2; run++) {
       uint32_t *dst = run ? again : first[1];
-      assert_kiln_ok(kiln_reduce_cols(q, (kiln_reduce_op)op, KILN_F32, 300,
-                                      1000, xb, 7, rb, 0, 0, NULL, NULL));
+      assert_kiln_ok(kiln_reduce_cols(
+          q, (kiln_reduce_op)op, matrix_of(xb, 7, 300, 1000, KILN_F32),
+          range_of(rb, 0, 1000, util_result_dtype(op)), 0, NULL, NULL));
       assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4000, dst));
       if (run)
         assert_memory_equal(again, first[1], 4000);
     }
     for (int run = 0; run < 2; run++) {
       uint32_t *dst = run ? again : first[2];
-      assert_kiln_ok(kiln_reduce_rows(q, (kiln_reduce_op)op, KILN_F32, 3,
-                                      100000, xb, 7, rb, 0, 0, NULL, NULL));
+      assert_kiln_ok(kiln_reduce_rows(
+          q, (kiln_reduce_op)op, matrix_of(xb, 7, 3, 100000, KILN_F32),
+          range_of(rb, 0, 3, util_result_dtype(op)), 0, NULL, NULL));
       assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 12, dst));
       if (run)
         assert_memory_equal(again, first[2], 12);
@@ -437,13 +453,17 @@ static void test_deterministic(void **state) {
 static void zero_size_on_device(kiln_context *ctx, kiln_queue *q) {
   kiln_buffer *b = util_buffer(ctx, 16, 0);
   kiln_event *e[4] = {NULL, NULL, NULL, NULL};
+  assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM, range_of(b, 4, 0, KILN_F32),
+                             range_of(b, 4, 1, KILN_F32), 0, NULL, &e[0]));
+  assert_kiln_ok(kiln_dot(q, range_of(b, 0, 0, KILN_BF16),
+                          range_of(b, 0, 0, KILN_BF16),
+                          range_of(b, 0, 1, KILN_F32), 1, &e[0], &e[1]));
   assert_kiln_ok(
-      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 0, b, 4, b, 4, 0, NULL, &e[0]));
-  assert_kiln_ok(kiln_dot(q, KILN_BF16, 0, b, 0, b, 0, b, 0, 1, &e[0], &e[1]));
-  assert_kiln_ok(kiln_reduce_rows(q, KILN_REDUCE_MAX, KILN_F16, 0, 5, b, 0, b,
-                                  0, 1, &e[1], &e[2]));
-  assert_kiln_ok(kiln_reduce_cols(q, KILN_REDUCE_ARGMAX, KILN_F32, 7, 0, b, 0,
-                                  b, 0, 0, NULL, &e[3]));
+      kiln_reduce_rows(q, KILN_REDUCE_MAX, matrix_of(b, 0, 0, 5, KILN_F16),
+                       range_of(b, 0, 0, KILN_F32), 1, &e[1], &e[2]));
+  assert_kiln_ok(kiln_reduce_cols(q, KILN_REDUCE_ARGMAX,
+                                  matrix_of(b, 0, 7, 0, KILN_F32),
+                                  range_of(b, 0, 0, KILN_U32), 0, NULL, &e[3]));
   assert_kiln_ok(kiln_event_wait_all(4, e));
   for (int i = 0; i < 4; i++)
     kiln_event_release(e[i]);
@@ -463,80 +483,164 @@ static void test_bad_arguments(void **state) {
   kiln_buffer *r = util_buffer(env.ctx, 8, 0);
   kiln_buffer *ro = util_buffer(env.ctx, 8, KILN_MEM_READ_ONLY);
 
-  assert_kiln_error(kiln_reduce(NULL, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, r, 0,
-                                0, NULL, NULL),
+  assert_kiln_error(kiln_reduce(NULL, KILN_REDUCE_SUM,
+                                range_of(b, 0, 4, KILN_F32),
+                                range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "kiln_reduce: queue is NULL");
-  assert_kiln_error(
-      kiln_reduce(q, (kiln_reduce_op)6, KILN_F32, 4, b, 0, r, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "op 6 is not a kiln_reduce_op");
-  assert_kiln_error(
-      kiln_reduce(q, KILN_REDUCE_SUM, KILN_I32, 4, b, 0, r, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "dtype i32");
-  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, NULL, 0, r, 0,
-                                0, NULL, NULL),
+  assert_kiln_error(kiln_reduce(q, (kiln_reduce_op)6,
+                                range_of(b, 0, 4, KILN_F32),
+                                range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "op 6 is not a kiln_reduce_op");
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, range_of(b, 0, 4, KILN_I32),
+                                range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "dtype i32");
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM,
+                                range_of(NULL, 0, 4, KILN_F32),
+                                range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "x is NULL");
-  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, NULL, 0,
-                                0, NULL, NULL),
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, range_of(b, 0, 4, KILN_F32),
+                                range_of(NULL, 0, 1, KILN_F32), 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "result is NULL");
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, range_of(b, 0, 4, KILN_F32),
+                                range_of(r, 2, 1, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_OUT_OF_RANGE, "result range [offset 2, +1");
   assert_kiln_error(
-      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, r, 2, 0, NULL, NULL),
-      KILN_ERR_OUT_OF_RANGE, "result range [offset 2, +1");
-  assert_kiln_error(
-      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 17, b, 0, r, 0, 0, NULL, NULL),
+      kiln_reduce(q, KILN_REDUCE_SUM, range_of(b, 0, 17, KILN_F32),
+                  range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
       KILN_ERR_OUT_OF_RANGE, "x range [offset 0, +17 elements of f32)");
-  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, SIZE_MAX, r,
-                                0, 0, NULL, NULL),
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM,
+                                range_of(b, SIZE_MAX, 4, KILN_F32),
+                                range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
                     KILN_ERR_INVALID_SIZE, "x_offset");
-  assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, ob, 0, r, 0,
-                                 0, NULL, NULL),
-                     KILN_ERR_SHAPE_MISMATCH);
-  assert_kiln_error(
-      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, ro, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "result is written");
-  assert_kiln_error(
-      kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, b, 2, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM,
+                                 range_of(ob, 0, 4, KILN_F32),
+                                 range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
+                     KILN_ERR_WRONG_CONTEXT);
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, range_of(b, 0, 4, KILN_F32),
+                                range_of(ro, 0, 1, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "result is written");
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, range_of(b, 0, 4, KILN_F32),
+                                range_of(b, 2, 1, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "overlap");
 
-  assert_kiln_error(
-      kiln_dot(q, KILN_F32, 4, b, 0, NULL, 0, r, 0, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "kiln_dot: y is NULL");
-  assert_kiln_status(kiln_dot(q, KILN_F32, 4, b, 0, ob, 0, r, 0, 0, NULL, NULL),
-                     KILN_ERR_SHAPE_MISMATCH);
-  assert_kiln_status(kiln_dot(q, KILN_U32, 4, b, 0, b, 0, r, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_dot(q, range_of(b, 0, 4, KILN_F32),
+                             range_of(NULL, 0, 4, KILN_F32),
+                             range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_dot: y is NULL");
+  assert_kiln_status(kiln_dot(q, range_of(b, 0, 4, KILN_F32),
+                              range_of(ob, 0, 4, KILN_F32),
+                              range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
+                     KILN_ERR_WRONG_CONTEXT);
+  assert_kiln_status(kiln_dot(q, range_of(b, 0, 4, KILN_U32),
+                              range_of(b, 0, 4, KILN_U32),
+                              range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
-  assert_kiln_status(kiln_dot(NULL, KILN_F32, 4, b, 0, b, 0, r, 0, 0, NULL,
-                              NULL),
+  assert_kiln_status(kiln_dot(NULL, range_of(b, 0, 4, KILN_F32),
+                              range_of(b, 0, 4, KILN_F32),
+                              range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
 
-  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, KILN_F32, 3, 0, b, 0,
-                                     r, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_SIZE, "cols is 0 with rows 3");
-  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, KILN_F32, SIZE_MAX, 3,
-                                     b, 0, r, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_SIZE,
-                    "rows 18446744073709551615 x cols 3 overflows");
-  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, KILN_F32, 3, 5, b, 0,
-                                     r, 0, 0, NULL, NULL),
-                    KILN_ERR_OUT_OF_RANGE,
-                    "result range [offset 0, +3 elements of f32)");
-  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, KILN_F32, 2, 9, b, 0,
-                                     r, 0, 0, NULL, NULL),
-                    KILN_ERR_OUT_OF_RANGE, "x range");
-  assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_ARGMAX, KILN_F32, 0, 2, b,
-                                     0, r, 0, 0, NULL, NULL),
-                    KILN_ERR_INVALID_SIZE, "rows is 0 with cols 2");
-  assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_ARGMAX, KILN_F32,
-                                     (size_t)UINT32_MAX + 1, 1, b, 0, r, 0, 0,
-                                     NULL, NULL),
-                    KILN_ERR_INVALID_SIZE, "indexes are u32");
-  assert_kiln_status(kiln_reduce_cols(q, (kiln_reduce_op)-1, KILN_F32, 2, 2, b,
-                                      0, r, 0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_MIN, KILN_BF16, 2, 2, b, 0,
-                                     ob, 0, 0, NULL, NULL),
-                    KILN_ERR_SHAPE_MISMATCH,
-                    "kiln_reduce_cols: result belongs");
+  assert_kiln_error(
+      kiln_reduce_rows(q, KILN_REDUCE_SUM, matrix_of(b, 0, 3, 0, KILN_F32),
+                       range_of(r, 0, 3, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_INVALID_SIZE, "cols is 0 with rows 3");
+  assert_kiln_error(
+      kiln_reduce_rows(q, KILN_REDUCE_SUM,
+                       matrix_of(b, 0, SIZE_MAX, 3, KILN_F32),
+                       range_of(r, 0, SIZE_MAX, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_INVALID_SIZE, "rows 18446744073709551615 x cols 3 overflows");
+  assert_kiln_error(
+      kiln_reduce_rows(q, KILN_REDUCE_SUM, matrix_of(b, 0, 3, 5, KILN_F32),
+                       range_of(r, 0, 3, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE, "result range [offset 0, +3 elements of f32)");
+  assert_kiln_error(
+      kiln_reduce_rows(q, KILN_REDUCE_SUM, matrix_of(b, 0, 2, 9, KILN_F32),
+                       range_of(r, 0, 2, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE, "x range");
+  assert_kiln_error(
+      kiln_reduce_cols(q, KILN_REDUCE_ARGMAX, matrix_of(b, 0, 0, 2, KILN_F32),
+                       range_of(r, 0, 2, KILN_U32), 0, NULL, NULL),
+      KILN_ERR_INVALID_SIZE, "rows is 0 with cols 2");
+  assert_kiln_error(
+      kiln_reduce_cols(q, KILN_REDUCE_ARGMAX,
+                       matrix_of(b, 0, (size_t)UINT32_MAX + 1, 1, KILN_F32),
+                       range_of(r, 0, 1, KILN_U32), 0, NULL, NULL),
+      KILN_ERR_INVALID_SIZE, "indexes are u32");
+  assert_kiln_status(
+      kiln_reduce_cols(q, (kiln_reduce_op)-1, matrix_of(b, 0, 2, 2, KILN_F32),
+                       range_of(r, 0, 2, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT);
+  assert_kiln_error(
+      kiln_reduce_cols(q, KILN_REDUCE_MIN, matrix_of(b, 0, 2, 2, KILN_BF16),
+                       range_of(ob, 0, 2, KILN_F32), 0, NULL, NULL),
+      KILN_ERR_WRONG_CONTEXT, "kiln_reduce_cols: result belongs");
 
+  /* Results that are not what the op writes; operands that disagree;
+   * matrices a row op does not take. */
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, range_of(b, 0, 4, KILN_F32),
+                                range_of(r, 0, 2, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "result holds 2 elements of f32 but a reduction needs 1 "
+                    "of f32");
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_ARGMAX,
+                                range_of(b, 0, 4, KILN_F32),
+                                range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "but ARGMAX needs 1 of u32");
+  assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM, range_of(b, 0, 4, KILN_F32),
+                                NULL, 0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_reduce: result is NULL");
+  assert_kiln_error(kiln_dot(q, range_of(b, 0, 4, KILN_F32),
+                             range_of(b, 4, 4, KILN_F16),
+                             range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "x (4 elements of f32) and y (4 elements of f16)");
+  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM,
+                                     matrix_of(b, 0, 3, 5, KILN_F32),
+                                     range_of(r, 0, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "result holds 2 elements of f32 but one result per row "
+                    "of x needs 3 of f32");
+  assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_ARGMAX,
+                                     matrix_of(b, 0, 3, 2, KILN_F32),
+                                     range_of(r, 0, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "needs 2 of u32");
+  kiln_matrix m = {.buffer = b, .rows = 2, .cols = 3, .dtype = KILN_F32};
+  m.trans = KILN_TRANS;
+  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, &m,
+                                     range_of(r, 0, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "kiln_reduce_rows: x.trans is KILN_TRANS (row ops take");
+  m.trans = KILN_NO_TRANS;
+  m.ld = 2;
+  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, &m,
+                                     range_of(r, 0, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.ld 2 is less than 3");
+  m.ld = 4;
+  assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_SUM, &m,
+                                     range_of(r, 0, 3, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.ld 4 is not x's 3 columns");
+  m.ld = 0;
+  m.layout = KILN_COL_MAJOR;
+  assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_SUM, &m,
+                                     range_of(r, 0, 3, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.layout is KILN_COL_MAJOR");
+  m.layout = KILN_ROW_MAJOR;
+  m.batch_stride = 6;
+  assert_kiln_error(kiln_reduce_rows(q, KILN_REDUCE_SUM, &m,
+                                     range_of(r, 0, 2, KILN_F32), 0, NULL,
+                                     NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.batch_stride 6 is not 0");
+  /* ld == cols is contiguous, the same as 0. */
+  m.batch_stride = 0;
+  m.ld = 3;
+  assert_kiln_ok(kiln_reduce_rows(q, KILN_REDUCE_SUM, &m,
+                                  range_of(r, 0, 2, KILN_F32), 0, NULL, NULL));
   assert_kiln_ok(kiln_buffer_destroy(r));
   assert_kiln_ok(kiln_buffer_destroy(ro));
   util_bad_env_close(&env);

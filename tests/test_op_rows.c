@@ -91,7 +91,8 @@ static void softmax_on_device(kiln_context *ctx, kiln_queue *q) {
       void *y0 = util_random(dt, total, -1, 1, 4);
       kiln_buffer *xb = util_upload(ctx, q, dt, x, total);
       kiln_buffer *yb = util_upload(ctx, q, dt, y0, total);
-      assert_kiln_ok(kiln_softmax_rows(q, dt, rows, cols, xb, XOFF, yb, YOFF, 0,
+      assert_kiln_ok(kiln_softmax_rows(q, matrix_of(xb, XOFF, rows, cols, dt),
+                                       matrix_of(yb, YOFF, rows, cols, dt), 0,
                                        NULL, NULL));
       void *y = util_download(q, yb, dt, total);
       char what[64];
@@ -101,7 +102,8 @@ static void softmax_on_device(kiln_context *ctx, kiln_queue *q) {
       util_check_guard(dt, y0, y, YOFF, count, total, what);
       free(y);
       /* In place. */
-      assert_kiln_ok(kiln_softmax_rows(q, dt, rows, cols, xb, XOFF, xb, XOFF, 0,
+      assert_kiln_ok(kiln_softmax_rows(q, matrix_of(xb, XOFF, rows, cols, dt),
+                                       matrix_of(xb, XOFF, rows, cols, dt), 0,
                                        NULL, NULL));
       y = util_download(q, xb, dt, total);
       check_softmax(dt, x, XOFF, y, XOFF, rows, cols, "in place");
@@ -117,8 +119,9 @@ static void softmax_on_device(kiln_context *ctx, kiln_queue *q) {
   for (int i = 0; i < 40; i++)
     big[i] = 1000.0f + (float)(i % 7);
   kiln_buffer *bb = util_upload(ctx, q, KILN_F32, big, 40);
-  assert_kiln_ok(
-      kiln_softmax_rows(q, KILN_F32, 2, 20, bb, 0, bb, 0, 0, NULL, NULL));
+  assert_kiln_ok(kiln_softmax_rows(q, matrix_of(bb, 0, 2, 20, KILN_F32),
+                                   matrix_of(bb, 0, 2, 20, KILN_F32), 0, NULL,
+                                   NULL));
   float *out = util_download(q, bb, KILN_F32, 40);
   check_softmax(KILN_F32, big, 0, out, 0, 2, 20, "large inputs");
   free(out);
@@ -151,8 +154,10 @@ static void layernorm_on_device(kiln_context *ctx, kiln_queue *q) {
       for (int variant = 0; variant < 4; variant++) {
         bool has_g = variant & 1, has_b = variant & 2;
         assert_kiln_ok(kiln_layernorm_rows(
-            q, dt, rows, cols, xb, XOFF, has_g ? gb : NULL, 2,
-            has_b ? bb : NULL, 1, eps, yb, YOFF, 0, NULL, NULL));
+            q, matrix_of(xb, XOFF, rows, cols, dt),
+            has_g ? range_of(gb, 2, cols, dt) : NULL,
+            has_b ? range_of(bb, 1, cols, dt) : NULL,
+            matrix_of(yb, YOFF, rows, cols, dt), eps, 0, NULL, NULL));
         void *y = util_download(q, yb, dt, total);
         char what[80];
         snprintf(what, sizeof what, "layernorm %s %zux%zu%s%s",
@@ -165,8 +170,10 @@ static void layernorm_on_device(kiln_context *ctx, kiln_queue *q) {
         util_check_guard(dt, y0, y, YOFF, count, total, what);
         free(y);
       }
-      assert_kiln_ok(kiln_layernorm_rows(q, dt, rows, cols, xb, XOFF, gb, 0, bb,
-                                         0, eps, xb, XOFF, 0, NULL, NULL));
+      assert_kiln_ok(kiln_layernorm_rows(
+          q, matrix_of(xb, XOFF, rows, cols, dt), range_of(gb, 0, cols, dt),
+          range_of(bb, 0, cols, dt), matrix_of(xb, XOFF, rows, cols, dt), eps,
+          0, NULL, NULL));
       void *y = util_download(q, xb, dt, total);
       check_layernorm(dt, x, XOFF, g, b, eps, y, XOFF, rows, cols,
                       "layernorm in place");
@@ -191,9 +198,12 @@ static void test_layernorm(void **state) {
 static void zero_size_on_device(kiln_context *ctx, kiln_queue *q) {
   kiln_buffer *b = util_buffer(ctx, 16, 0);
   kiln_event *e = NULL, *e2 = NULL;
-  assert_kiln_ok(kiln_softmax_rows(q, KILN_F32, 0, 9, b, 0, b, 0, 0, NULL, &e));
-  assert_kiln_ok(kiln_layernorm_rows(q, KILN_BF16, 0, 0, b, 0, NULL, 0, NULL, 0,
-                                     1e-5f, b, 0, 1, &e, &e2));
+  assert_kiln_ok(kiln_softmax_rows(q, matrix_of(b, 0, 0, 9, KILN_F32),
+                                   matrix_of(b, 0, 0, 9, KILN_F32), 0, NULL,
+                                   &e));
+  assert_kiln_ok(kiln_layernorm_rows(q, matrix_of(b, 0, 0, 0, KILN_BF16), NULL,
+                                     NULL, matrix_of(b, 0, 0, 0, KILN_BF16),
+                                     1e-5f, 1, &e, &e2));
   assert_kiln_ok(kiln_event_wait(e2));
   kiln_event_release(e);
   kiln_event_release(e2);
@@ -211,55 +221,114 @@ static void test_bad_arguments(void **state) {
   kiln_queue *q = env.q;
   kiln_buffer *b = env.b, *ob = env.ob;
   kiln_buffer *c = util_buffer(env.ctx, 64, 0);
+  assert_kiln_error(kiln_softmax_rows(NULL, matrix_of(b, 0, 2, 2, KILN_F32),
+                                      matrix_of(c, 0, 2, 2, KILN_F32), 0, NULL,
+                                      NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_softmax_rows: queue is NULL");
+  assert_kiln_error(kiln_softmax_rows(q, matrix_of(b, 0, 2, 2, KILN_I32),
+                                      matrix_of(c, 0, 2, 2, KILN_I32), 0, NULL,
+                                      NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "dtype i32");
+  assert_kiln_error(kiln_softmax_rows(q, matrix_of(b, 0, 2, 0, KILN_F32),
+                                      matrix_of(c, 0, 2, 0, KILN_F32), 0, NULL,
+                                      NULL),
+                    KILN_ERR_INVALID_SIZE, "cols is 0 with rows 2");
   assert_kiln_error(
-      kiln_softmax_rows(NULL, KILN_F32, 2, 2, b, 0, c, 0, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "kiln_softmax_rows: queue is NULL");
-  assert_kiln_error(
-      kiln_softmax_rows(q, KILN_I32, 2, 2, b, 0, c, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "dtype i32");
-  assert_kiln_error(
-      kiln_softmax_rows(q, KILN_F32, 2, 0, b, 0, c, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_SIZE, "cols is 0 with rows 2");
-  assert_kiln_error(
-      kiln_softmax_rows(q, KILN_F32, 4, 5, b, 0, c, 0, 0, NULL, NULL),
+      kiln_softmax_rows(q, matrix_of(b, 0, 4, 5, KILN_F32),
+                        matrix_of(c, 0, 4, 5, KILN_F32), 0, NULL, NULL),
       KILN_ERR_OUT_OF_RANGE, "x range [offset 0, +20 elements of f32)");
-  assert_kiln_error(
-      kiln_softmax_rows(q, KILN_F32, SIZE_MAX, 2, b, 0, c, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_SIZE, "overflows");
-  assert_kiln_status(
-      kiln_softmax_rows(q, KILN_F32, 2, 2, b, 0, ob, 0, 0, NULL, NULL),
-      KILN_ERR_SHAPE_MISMATCH);
-  assert_kiln_error(
-      kiln_softmax_rows(q, KILN_F32, 2, 2, b, 0, NULL, 0, 0, NULL, NULL),
-      KILN_ERR_NULL_POINTER, "y is NULL");
-  assert_kiln_error(
-      kiln_softmax_rows(q, KILN_F32, 2, 2, b, 0, b, 1, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_error(kiln_softmax_rows(q, matrix_of(b, 0, SIZE_MAX, 2, KILN_F32),
+                                      matrix_of(c, 0, SIZE_MAX, 2, KILN_F32), 0,
+                                      NULL, NULL),
+                    KILN_ERR_INVALID_SIZE, "overflows");
+  assert_kiln_status(kiln_softmax_rows(q, matrix_of(b, 0, 2, 2, KILN_F32),
+                                       matrix_of(ob, 0, 2, 2, KILN_F32), 0,
+                                       NULL, NULL),
+                     KILN_ERR_WRONG_CONTEXT);
+  assert_kiln_error(kiln_softmax_rows(q, matrix_of(b, 0, 2, 2, KILN_F32),
+                                      matrix_of(NULL, 0, 2, 2, KILN_F32), 0,
+                                      NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "y is NULL");
+  assert_kiln_error(kiln_softmax_rows(q, matrix_of(b, 0, 2, 2, KILN_F32),
+                                      matrix_of(b, 1, 2, 2, KILN_F32), 0, NULL,
+                                      NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "overlap");
 
-  assert_kiln_error(kiln_layernorm_rows(q, KILN_F32, 2, 4, b, 0, NULL, 0, NULL,
-                                        0, -1.0f, c, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_layernorm_rows(
+                        q, matrix_of(b, 0, 2, 4, KILN_F32), NULL, NULL,
+                        matrix_of(c, 0, 2, 4, KILN_F32), -1.0f, 0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT,
                     "eps -1 must be finite and >= 0");
-  assert_kiln_status(kiln_layernorm_rows(q, KILN_F32, 2, 4, b, 0, NULL, 0, NULL,
-                                         0, NAN, c, 0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_ARGUMENT);
-  assert_kiln_error(kiln_layernorm_rows(q, KILN_F32, 2, 4, b, 0, c, 14, NULL, 0,
-                                        1e-5f, c, 0, 0, NULL, NULL),
+  assert_kiln_status(
+      kiln_layernorm_rows(q, matrix_of(b, 0, 2, 4, KILN_F32), NULL, NULL,
+                          matrix_of(c, 0, 2, 4, KILN_F32), NAN, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT);
+  assert_kiln_error(kiln_layernorm_rows(q, matrix_of(b, 0, 2, 4, KILN_F32),
+                                        range_of(c, 14, 4, KILN_F32), NULL,
+                                        matrix_of(c, 0, 2, 4, KILN_F32), 1e-5f,
+                                        0, NULL, NULL),
                     KILN_ERR_OUT_OF_RANGE,
                     "scale range [offset 14, +4 elements of f32)");
-  assert_kiln_error(kiln_layernorm_rows(q, KILN_F32, 2, 4, b, 0, NULL, 0, ob, 0,
-                                        1e-5f, c, 0, 0, NULL, NULL),
-                    KILN_ERR_SHAPE_MISMATCH,
+  assert_kiln_error(kiln_layernorm_rows(q, matrix_of(b, 0, 2, 4, KILN_F32),
+                                        NULL, range_of(ob, 0, 4, KILN_F32),
+                                        matrix_of(c, 0, 2, 4, KILN_F32), 1e-5f,
+                                        0, NULL, NULL),
+                    KILN_ERR_WRONG_CONTEXT,
                     "bias belongs to a different context");
-  assert_kiln_status(kiln_layernorm_rows(q, KILN_F32, 2, 4, b, 0, c, 0, NULL, 0,
-                                         1e-5f, c, 9, 0, NULL, NULL),
+  assert_kiln_status(kiln_layernorm_rows(q, matrix_of(b, 0, 2, 4, KILN_F32),
+                                         range_of(c, 0, 4, KILN_F32), NULL,
+                                         matrix_of(c, 9, 2, 4, KILN_F32), 1e-5f,
+                                         0, NULL, NULL),
                      KILN_ERR_OUT_OF_RANGE);
-  assert_kiln_error(kiln_layernorm_rows(q, KILN_F32, 1, 4, b, 0, c, 2, NULL, 0,
-                                        1e-5f, c, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_layernorm_rows(q, matrix_of(b, 0, 1, 4, KILN_F32),
+                                        range_of(c, 2, 4, KILN_F32), NULL,
+                                        matrix_of(c, 0, 1, 4, KILN_F32), 1e-5f,
+                                        0, NULL, NULL),
                     KILN_ERR_INVALID_ARGUMENT, "scale bytes");
-  assert_kiln_error(kiln_layernorm_rows(q, KILN_BF16, 2, 4, NULL, 0, NULL, 0,
-                                        NULL, 0, 1e-5f, c, 0, 0, NULL, NULL),
+  assert_kiln_error(kiln_layernorm_rows(
+                        q, matrix_of(NULL, 0, 2, 4, KILN_BF16), NULL, NULL,
+                        matrix_of(c, 0, 2, 4, KILN_BF16), 1e-5f, 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "kiln_layernorm_rows: x is NULL");
+  /* Shapes and dtypes that disagree; matrices a row op does not take. */
+  assert_kiln_error(kiln_softmax_rows(q, matrix_of(b, 0, 2, 3, KILN_F32),
+                                      matrix_of(c, 0, 3, 2, KILN_F32), 0, NULL,
+                                      NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "x (2 x 3 f32) and y (3 x 2 f32) disagree");
+  assert_kiln_error(kiln_softmax_rows(q, matrix_of(b, 0, 2, 3, KILN_F32),
+                                      matrix_of(c, 0, 2, 3, KILN_F16), 0, NULL,
+                                      NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "y (2 x 3 f16)");
+  assert_kiln_error(kiln_softmax_rows(q, NULL, matrix_of(c, 0, 2, 3, KILN_F16),
+                                      0, NULL, NULL),
+                    KILN_ERR_NULL_POINTER, "kiln_softmax_rows: x is NULL");
+  kiln_matrix t = {.buffer = c, .rows = 2, .cols = 3, .dtype = KILN_F32,
+                   .trans = KILN_TRANS};
+  assert_kiln_error(kiln_softmax_rows(q, matrix_of(b, 0, 2, 3, KILN_F32), &t,
+                                      0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "y.trans is KILN_TRANS (row ops take one row-major matrix");
+  t.trans = KILN_NO_TRANS;
+  t.ld = 4;
+  assert_kiln_error(kiln_layernorm_rows(q, &t, NULL, NULL, &t, 1e-5f, 0, NULL,
+                                        NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.ld 4 is not x's 3 columns");
+  t.ld = 1;
+  assert_kiln_error(kiln_layernorm_rows(q, &t, NULL, NULL, &t, 1e-5f, 0, NULL,
+                                        NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "x.ld 1 is less than 3");
+  assert_kiln_error(kiln_layernorm_rows(q, matrix_of(b, 0, 2, 3, KILN_F32),
+                                        range_of(c, 0, 4, KILN_F32), NULL,
+                                        matrix_of(b, 0, 2, 3, KILN_F32), 1e-5f,
+                                        0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "scale (4 elements of f32) and x (3 columns of f32)");
+  assert_kiln_error(kiln_layernorm_rows(q, matrix_of(b, 0, 2, 3, KILN_F32),
+                                        NULL, range_of(c, 0, 3, KILN_BF16),
+                                        matrix_of(b, 0, 2, 3, KILN_F32), 1e-5f,
+                                        0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "bias (3 elements of bf16) and x (3 columns of f32)");
   assert_kiln_ok(kiln_buffer_destroy(c));
   util_bad_env_close(&env);
 }

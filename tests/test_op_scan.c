@@ -71,8 +71,9 @@ static void scan_on_device(kiln_context *ctx, kiln_queue *q) {
       for (size_t si = 0; si < NSIZES; si++) {
         size_t n = sizes[si];
         assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, total * 4, y0));
-        assert_kiln_ok(kiln_scan(q, (kiln_scan_kind)kind, dt, n, xb, XOFF, yb,
-                                 YOFF, 0, NULL, NULL));
+        assert_kiln_ok(kiln_scan(q, (kiln_scan_kind)kind,
+                                 range_of(xb, XOFF, n, dt),
+                                 range_of(yb, YOFF, n, dt), 0, NULL, NULL));
         uint32_t *y = util_download(q, yb, KILN_U32, total);
         char what[64];
         snprintf(what, sizeof what, "%s %s n=%zu",
@@ -86,8 +87,9 @@ static void scan_on_device(kiln_context *ctx, kiln_queue *q) {
     for (int kind = 0; kind < 2; kind++) {
       size_t n = 20000;
       kiln_buffer *ib = util_upload(ctx, q, dt, x, total);
-      assert_kiln_ok(kiln_scan(q, (kiln_scan_kind)kind, dt, n, ib, XOFF, ib,
-                               XOFF, 0, NULL, NULL));
+      assert_kiln_ok(kiln_scan(q, (kiln_scan_kind)kind,
+                               range_of(ib, XOFF, n, dt),
+                               range_of(ib, XOFF, n, dt), 0, NULL, NULL));
       uint32_t *got = util_download(q, ib, KILN_U32, total);
       /* check() reads y at YOFF: shift the result there. */
       uint32_t *shifted = calloc(total, 4);
@@ -114,11 +116,11 @@ static void deterministic_on_device(kiln_context *ctx, kiln_queue *q) {
   void *x = util_random(KILN_F32, n, -1, 1, 5);
   kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, n);
   kiln_buffer *yb = util_buffer(ctx, n * 4, 0);
-  assert_kiln_ok(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F32, n, xb, 0, yb, 0, 0,
-                           NULL, NULL));
+  assert_kiln_ok(kiln_scan(q, KILN_SCAN_INCLUSIVE, range_of(xb, 0, n, KILN_F32),
+                           range_of(yb, 0, n, KILN_F32), 0, NULL, NULL));
   void *a = util_download(q, yb, KILN_F32, n);
-  assert_kiln_ok(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F32, n, xb, 0, yb, 0, 0,
-                           NULL, NULL));
+  assert_kiln_ok(kiln_scan(q, KILN_SCAN_INCLUSIVE, range_of(xb, 0, n, KILN_F32),
+                           range_of(yb, 0, n, KILN_F32), 0, NULL, NULL));
   void *b = util_download(q, yb, KILN_F32, n);
   assert_memory_equal(a, b, n * 4);
   free(a);
@@ -136,10 +138,10 @@ static void test_deterministic(void **state) {
 static void zero_size_on_device(kiln_context *ctx, kiln_queue *q) {
   kiln_buffer *b = util_buffer(ctx, 16, 0);
   kiln_event *e = NULL, *e2 = NULL;
-  assert_kiln_ok(
-      kiln_scan(q, KILN_SCAN_EXCLUSIVE, KILN_U32, 0, b, 0, b, 4, 0, NULL, &e));
-  assert_kiln_ok(
-      kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F32, 0, b, 4, b, 0, 1, &e, &e2));
+  assert_kiln_ok(kiln_scan(q, KILN_SCAN_EXCLUSIVE, range_of(b, 0, 0, KILN_U32),
+                           range_of(b, 4, 0, KILN_U32), 0, NULL, &e));
+  assert_kiln_ok(kiln_scan(q, KILN_SCAN_INCLUSIVE, range_of(b, 4, 0, KILN_F32),
+                           range_of(b, 0, 0, KILN_F32), 1, &e, &e2));
   assert_kiln_ok(kiln_event_wait(e2));
   kiln_event_release(e);
   kiln_event_release(e2);
@@ -156,37 +158,53 @@ static void test_bad_arguments(void **state) {
   struct util_bad_env env = util_bad_env_open();
   kiln_queue *q = env.q;
   kiln_buffer *b = env.b, *ob = env.ob;
-  assert_kiln_error(kiln_scan(NULL, KILN_SCAN_INCLUSIVE, KILN_F32, 4, b, 0, b,
-                              0, 0, NULL, NULL),
+  assert_kiln_error(kiln_scan(NULL, KILN_SCAN_INCLUSIVE,
+                              range_of(b, 0, 4, KILN_F32),
+                              range_of(b, 0, 4, KILN_F32), 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "kiln_scan: queue is NULL");
-  assert_kiln_error(
-      kiln_scan(q, (kiln_scan_kind)2, KILN_F32, 4, b, 0, b, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "kind 2");
-  assert_kiln_error(
-      kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F16, 4, b, 0, b, 0, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT,
-      "dtype f16 is not supported by this op (it takes "
-      "f32, i32, u32)");
-  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_I32, 4, NULL, 0, b,
-                              0, 0, NULL, NULL),
+  assert_kiln_error(kiln_scan(q, (kiln_scan_kind)2, range_of(b, 0, 4, KILN_F32),
+                              range_of(b, 0, 4, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "kind 2");
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE,
+                              range_of(b, 0, 4, KILN_F16),
+                              range_of(b, 0, 4, KILN_F16), 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT,
+                    "dtype f16 is not supported by this op (it takes "
+                    "f32, i32, u32)");
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE,
+                              range_of(NULL, 0, 4, KILN_I32),
+                              range_of(b, 0, 4, KILN_I32), 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "x is NULL");
-  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_I32, 4, b, 0, NULL,
-                              0, 0, NULL, NULL),
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE,
+                              range_of(b, 0, 4, KILN_I32),
+                              range_of(NULL, 0, 4, KILN_I32), 0, NULL, NULL),
                     KILN_ERR_NULL_POINTER, "y is NULL");
-  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, 10, b, 7, ob, 0,
-                              0, NULL, NULL),
-                    KILN_ERR_OUT_OF_RANGE,
-                    "x range [offset 7, +10 elements of u32)");
-  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, 4, b, 0, ob, 0,
-                              0, NULL, NULL),
-                    KILN_ERR_SHAPE_MISMATCH,
-                    "y belongs to a different context");
   assert_kiln_error(
-      kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, 4, b, 0, b, 1, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT, "overlap");
-  assert_kiln_status(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, SIZE_MAX, b, 0,
-                               b, 0, 0, NULL, NULL),
-                     KILN_ERR_INVALID_SIZE);
+      kiln_scan(q, KILN_SCAN_INCLUSIVE, range_of(b, 7, 10, KILN_U32),
+                range_of(ob, 0, 10, KILN_U32), 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE, "x range [offset 7, +10 elements of u32)");
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE,
+                              range_of(b, 0, 4, KILN_U32),
+                              range_of(ob, 0, 4, KILN_U32), 0, NULL, NULL),
+                    KILN_ERR_WRONG_CONTEXT, "y belongs to a different context");
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE,
+                              range_of(b, 0, 4, KILN_U32),
+                              range_of(b, 1, 4, KILN_U32), 0, NULL, NULL),
+                    KILN_ERR_INVALID_ARGUMENT, "overlap");
+  assert_kiln_status(
+      kiln_scan(q, KILN_SCAN_INCLUSIVE, range_of(b, 0, SIZE_MAX, KILN_U32),
+                range_of(b, 0, SIZE_MAX, KILN_U32), 0, NULL, NULL),
+      KILN_ERR_INVALID_SIZE);
+  /* x and y of one count and dtype. */
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE,
+                              range_of(b, 0, 4, KILN_I32),
+                              range_of(b, 4, 4, KILN_U32), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "x (4 elements of i32) and y (4 elements of u32)");
+  assert_kiln_error(kiln_scan(q, KILN_SCAN_EXCLUSIVE,
+                              range_of(b, 0, 4, KILN_F32),
+                              range_of(b, 4, 6, KILN_F32), 0, NULL, NULL),
+                    KILN_ERR_SHAPE_MISMATCH, "y (6 elements of f32)");
   util_bad_env_close(&env);
 }
 

@@ -67,7 +67,8 @@ static void softmax_bwd_body(kiln_context *ctx, kiln_queue *q,
       kiln_buffer *yb = util_upload(ctx, q, dt, x, total);
       kiln_buffer *gb = util_upload(ctx, q, dt, dy, total);
       kiln_buffer *dxb = util_upload(ctx, q, dt, dx0, total);
-      assert_kiln_ok(kiln_softmax_rows(q, dt, rows, cols, xb, XOFF, yb, XOFF, 0,
+      assert_kiln_ok(kiln_softmax_rows(q, matrix_of(xb, XOFF, rows, cols, dt),
+                                       matrix_of(yb, XOFF, rows, cols, dt), 0,
                                        NULL, NULL));
       void *y = util_download(q, yb, dt, total);
       assert_kiln_ok(kiln_softmax_rows_backward(
@@ -200,6 +201,10 @@ static void layernorm_bwd_body(kiln_context *ctx, kiln_queue *q,
         snprintf(what, sizeof what, "%s layernorm backward %s %zux%zu%s",
                  profile, kiln_dtype_name(dt), rows, cols,
                  has_scale ? " scale" : "");
+        /* Bounds gcc cannot see through the shape table (it warns about a
+         * wrapped size otherwise). */
+        if (count == 0 || count > 1u << 20)
+          fail_msg("shape %zu x %zu", rows, cols);
         double *xd = malloc(count * 8), *dyd = malloc(count * 8);
         double *scd = malloc(cols * 8), *fd = malloc(count * 8);
         for (size_t i = 0; i < count; i++) {
@@ -368,7 +373,7 @@ static void test_bad_arguments(void **state) {
                         RANGE(ob, 0, 2, KILN_F32), MATRIX(b, 0, 2, 2, KILN_F32),
                         MATRIX(c, 0, 2, 2, KILN_F32), NULL, NULL, 1e-5f, 0,
                         NULL, NULL),
-                    KILN_ERR_SHAPE_MISMATCH, "scale belongs");
+                    KILN_ERR_WRONG_CONTEXT, "scale belongs");
   assert_kiln_error(
       kiln_layernorm_rows_backward(q, MATRIX(b, 0, 2, 2, KILN_F32), NULL, NULL,
                                    MATRIX(c, 0, 2, 2, KILN_F32), NULL, NULL,

@@ -38,8 +38,9 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct tcase *tc,
   assert_kiln_ok(kiln_buffer_write_sync(q, dx, 0, x_count * es, x));
   assert_kiln_ok(kiln_buffer_write_sync(q, dy, 0, y_count * es, y0));
   kiln_event *ev = NULL;
-  assert_kiln_ok(kiln_transpose(q, tc->dtype, rows, cols, dx, tc->x_off, ldx,
-                                dy, tc->y_off, ldy, 0, NULL, &ev));
+  assert_kiln_ok(kiln_transpose(
+      q, matrix_ld(dx, tc->x_off, rows, cols, ldx, tc->dtype),
+      matrix_ld(dy, tc->y_off, cols, rows, ldy, tc->dtype), 0, NULL, &ev));
   assert_non_null(ev);
   assert_kiln_ok(kiln_event_wait(ev));
   kiln_event_release(ev);
@@ -58,6 +59,18 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct tcase *tc,
                "%zu): y element %zu differs",
                profile, rows, cols, kiln_dtype_name(tc->dtype), ldx, ldy,
                tc->x_off, tc->y_off, i);
+  /* The same memory described column-major: x is then cols x rows and y
+   * rows x cols, and the transpose moves the same elements. */
+  const kiln_matrix cx = {dx, tc->x_off, cols,           rows,         ldx,
+                          0,  tc->dtype, KILN_COL_MAJOR, KILN_NO_TRANS};
+  const kiln_matrix cy = {dy, tc->y_off, rows,           cols,         ldy,
+                          0,  tc->dtype, KILN_COL_MAJOR, KILN_NO_TRANS};
+  assert_kiln_ok(kiln_buffer_write_sync(q, dy, 0, y_count * es, y0));
+  assert_kiln_ok(kiln_transpose(q, &cx, &cy, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_read_sync(q, dy, 0, y_count * es, y));
+  if (memcmp(want, y, y_count * es) != 0)
+    fail_msg("profile %s: %zu x %zu %s column-major differs", profile, rows,
+             cols, kiln_dtype_name(tc->dtype));
   free(want);
   free(x);
   free(y0);
@@ -139,10 +152,12 @@ static void test_round_trip_and_empty(void **state) {
     assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &b));
     assert_kiln_ok(kiln_buffer_write_sync(q, a, 0, n * 4, h));
     kiln_event *e1 = NULL, *e2 = NULL;
-    assert_kiln_ok(
-        kiln_transpose(q, KILN_F32, r, c, a, 0, c, b, 0, r, 0, NULL, &e1));
-    assert_kiln_ok(
-        kiln_transpose(q, KILN_F32, c, r, b, 0, r, a, 0, c, 1, &e1, &e2));
+    assert_kiln_ok(kiln_transpose(q, matrix_ld(a, 0, r, c, c, KILN_F32),
+                                  matrix_ld(b, 0, c, r, r, KILN_F32), 0, NULL,
+                                  &e1));
+    assert_kiln_ok(kiln_transpose(q, matrix_ld(b, 0, c, r, r, KILN_F32),
+                                  matrix_ld(a, 0, r, c, c, KILN_F32), 1, &e1,
+                                  &e2));
     assert_kiln_ok(kiln_event_wait(e2));
     assert_kiln_ok(kiln_buffer_read_sync(q, a, 0, n * 4, back));
     assert_memory_equal(h, back, n * 4);
@@ -150,8 +165,9 @@ static void test_round_trip_and_empty(void **state) {
     kiln_event_release(e2);
 
     kiln_event *e3 = NULL;
-    assert_kiln_ok(
-        kiln_transpose(q, KILN_F32, 0, 5, a, 0, 5, b, 0, 1, 0, NULL, &e3));
+    assert_kiln_ok(kiln_transpose(q, matrix_ld(a, 0, 0, 5, 5, KILN_F32),
+                                  matrix_ld(b, 0, 5, 0, 1, KILN_F32), 0, NULL,
+                                  &e3));
     assert_non_null(e3);
     assert_kiln_ok(kiln_event_wait(e3));
     kiln_event_release(e3);
@@ -172,7 +188,10 @@ static void test_bad_input(void **state) {
   assert_kiln_ok(kiln_buffer_create(ctx, 64 * 4, 0, &x));
   assert_kiln_ok(kiln_buffer_create(ctx, 64 * 4, 0, &y));
   kiln_event *ev = NULL;
-#define TR(...) kiln_transpose(__VA_ARGS__, 0, NULL, &ev)
+/* y (cols x rows, ldy) = x^T (rows x cols, ldx), row-major. */
+#define TR(qq, dt, r, c, xb, xo, ldx, yb, yo, ldy)                             \
+  kiln_transpose(qq, matrix_ld(xb, xo, r, c, ldx, dt),                         \
+                 matrix_ld(yb, yo, c, r, ldy, dt), 0, NULL, &ev)
   assert_kiln_error(TR(NULL, KILN_F32, 8, 8, x, 0, 8, y, 0, 8),
                     KILN_ERR_NULL_POINTER, "kiln_transpose: queue is NULL");
   assert_kiln_error(TR(q, KILN_F32, 8, 8, NULL, 0, 8, y, 0, 8),
@@ -183,11 +202,44 @@ static void test_bad_input(void **state) {
                     KILN_ERR_INVALID_ARGUMENT, "dtype 7 is not a kiln_dtype");
   /* Leading dimensions shorter than a row. */
   assert_kiln_error(TR(q, KILN_F32, 4, 8, x, 0, 7, y, 0, 4),
-                    KILN_ERR_INVALID_ARGUMENT, "ldx 7 is less than cols 8");
+                    KILN_ERR_INVALID_ARGUMENT, "x.ld 7 is less than 8");
   assert_kiln_error(TR(q, KILN_F32, 4, 8, x, 0, 8, y, 0, 3),
-                    KILN_ERR_INVALID_ARGUMENT, "ldy 3 is less than rows 4");
-  assert_kiln_error(TR(q, KILN_F32, 0, 0, x, 0, 0, y, 0, 1),
-                    KILN_ERR_INVALID_ARGUMENT, "ldx 0");
+                    KILN_ERR_INVALID_ARGUMENT, "y.ld 3 is less than 4");
+  /* ld 0 is packed: an empty matrix is a no-op. */
+  assert_kiln_ok(TR(q, KILN_F32, 0, 0, x, 0, 0, y, 0, 0));
+  kiln_event_release(ev);
+  ev = NULL;
+  /* Descriptors: NULL, fields transpose does not take, disagreements. */
+  const kiln_matrix mx = {.buffer = x, .rows = 4, .cols = 8, .dtype = KILN_F32};
+  const kiln_matrix my = {.buffer = y, .rows = 8, .cols = 4, .dtype = KILN_F32};
+  kiln_matrix bad = mx;
+  assert_kiln_error(kiln_transpose(q, NULL, &my, 0, NULL, &ev),
+                    KILN_ERR_NULL_POINTER, "kiln_transpose: x is NULL");
+  assert_kiln_error(kiln_transpose(q, &mx, NULL, 0, NULL, &ev),
+                    KILN_ERR_NULL_POINTER, "kiln_transpose: y is NULL");
+  bad.trans = KILN_TRANS;
+  assert_kiln_error(kiln_transpose(q, &bad, &my, 0, NULL, &ev),
+                    KILN_ERR_INVALID_ARGUMENT, "x.trans is KILN_TRANS");
+  bad = mx;
+  bad.batch_stride = 32;
+  assert_kiln_error(kiln_transpose(q, &bad, &my, 0, NULL, &ev),
+                    KILN_ERR_INVALID_ARGUMENT, "x.batch_stride 32 is not 0");
+  bad = mx;
+  bad.layout = KILN_COL_MAJOR;
+  bad.rows = 8;
+  bad.cols = 4;
+  assert_kiln_error(kiln_transpose(q, &bad, &my, 0, NULL, &ev),
+                    KILN_ERR_INVALID_ARGUMENT, "different layouts");
+  bad.layout = (kiln_layout)5;
+  assert_kiln_error(kiln_transpose(q, &bad, &my, 0, NULL, &ev),
+                    KILN_ERR_INVALID_ARGUMENT, "x.layout 5 is not a valid");
+  assert_kiln_error(kiln_transpose(q, &mx, &mx, 0, NULL, &ev),
+                    KILN_ERR_SHAPE_MISMATCH,
+                    "y (4 x 8 f32) is not x (4 x 8 f32) transposed");
+  bad = my;
+  bad.dtype = KILN_I32;
+  assert_kiln_error(kiln_transpose(q, &mx, &bad, 0, NULL, &ev),
+                    KILN_ERR_SHAPE_MISMATCH, "y (8 x 4 i32) is not x");
   /* Out of range: 64 floats each. */
   assert_kiln_error(TR(q, KILN_F32, 8, 8, x, 1, 8, y, 0, 8),
                     KILN_ERR_OUT_OF_RANGE,
@@ -218,9 +270,10 @@ static void test_bad_input(void **state) {
   kiln_context *other = NULL;
   kiln_test_open(0, &other, NULL);
   kiln_buffer *foreign = util_buffer(other, 256, 0);
-  assert_kiln_error(
-      kiln_transpose(q, KILN_F32, 8, 8, x, 0, 8, foreign, 0, 8, 0, NULL, NULL),
-      KILN_ERR_SHAPE_MISMATCH, "y belongs to a different context");
+  assert_kiln_error(kiln_transpose(q, matrix_ld(x, 0, 8, 8, 8, KILN_F32),
+                                   matrix_ld(foreign, 0, 8, 8, 8, KILN_F32), 0,
+                                   NULL, NULL),
+                    KILN_ERR_WRONG_CONTEXT, "y belongs to a different context");
   assert_kiln_ok(kiln_buffer_destroy(foreign));
   assert_kiln_ok(kiln_context_destroy(other));
   assert_kiln_ok(kiln_buffer_destroy(x));

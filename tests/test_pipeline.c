@@ -19,11 +19,11 @@ static kiln_status work(void *user, kiln_queue *queue, size_t batch,
   struct job *j = user;
   j->calls++;
   float b = (float)batch;
-  kiln_status s = kiln_fill(queue, KILN_F32, j->n, b, out, 0, num_wait,
-                            wait_list, NULL);
+  kiln_status s = kiln_fill(queue, range_of(out, 0, j->n, KILN_F32), &b,
+                            num_wait, wait_list, NULL);
   if (s == KILN_OK)
-    s = kiln_axpy(queue, KILN_F32, j->n, 2.0f, in, 0, out, 0, 0, NULL,
-                  out_event);
+    s = kiln_axpy(queue, range_of(in, 0, j->n, KILN_F32),
+                  range_of(out, 0, j->n, KILN_F32), 2.0f, 0, NULL, out_event);
   return s;
 }
 

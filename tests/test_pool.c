@@ -156,7 +156,7 @@ static void test_reuse_and_stats(void **state) {
      * access: read-only refuses an op's output, and 900 bytes are all. */
     assert_int_equal(kiln_buffer_size(b), 900);
     assert_kiln_status(
-        kiln_scale(queue, KILN_F32, 225, 2.0f, b, 0, 0, NULL, NULL),
+        kiln_scale(queue, range_of(b, 0, 225, KILN_F32), 2.0f, 0, NULL, NULL),
         KILN_ERR_INVALID_ARGUMENT);
     assert_last_error_contains("KILN_MEM_READ_ONLY");
     assert_kiln_status(kiln_buffer_read_sync(queue, b, 0, 901, out),

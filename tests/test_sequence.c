@@ -64,14 +64,18 @@ static void step(struct rig *r, const kiln_buffer *x, float a) {
   assert_kiln_ok(kiln_kernel_set_arg_f32(r->kernel, 2, a));
   assert_kiln_ok(kiln_kernel_set_arg_f32(r->kernel, 3, 0.25f));
   size_t global = N, local = 32; /* rusticl allows at most 32 here */
-  assert_kiln_ok(kiln_axpy(r->queue, KILN_F32, N, 0.5f, r->x, 0, r->y, 0, 0,
-                           NULL, NULL));
+  assert_kiln_ok(kiln_axpy(r->queue, range_of(r->x, 0, N, KILN_F32),
+                           range_of(r->y, 0, N, KILN_F32), 0.5f, 0, NULL,
+                           NULL));
   assert_kiln_ok(kiln_kernel_launch(r->queue, r->kernel, 1, &global, &local, 0,
                                     NULL, NULL));
-  assert_kiln_ok(kiln_unary(r->queue, KILN_UNARY_ABS, KILN_F32, N, r->y, 0,
-                            r->t, 0, 0, NULL, NULL));
-  assert_kiln_ok(kiln_binary(r->queue, KILN_BINARY_MUL, KILN_F32, N, r->t, 0,
-                             r->x, 0, r->y, 0, 0, NULL, NULL));
+  assert_kiln_ok(kiln_unary(r->queue, KILN_UNARY_ABS,
+                            range_of(r->y, 0, N, KILN_F32),
+                            range_of(r->t, 0, N, KILN_F32), 0, NULL, NULL));
+  assert_kiln_ok(kiln_binary(r->queue, KILN_BINARY_MUL,
+                             range_of(r->t, 0, N, KILN_F32),
+                             range_of(r->x, 0, N, KILN_F32),
+                             range_of(r->y, 0, N, KILN_F32), 0, NULL, NULL));
 }
 
 static void read_y(struct rig *r, float *out) {
@@ -94,8 +98,8 @@ static void check_replay(size_t d, unsigned flags) {
   kiln_sequence *seq;
   assert_kiln_ok(kiln_sequence_begin(r.queue, flags, &seq));
   size_t user_launch = 0;
-  assert_kiln_ok(kiln_axpy(r.queue, KILN_F32, N, 0.5f, r.x, 0, r.y, 0, 0,
-                           NULL, NULL));
+  assert_kiln_ok(kiln_axpy(r.queue, range_of(r.x, 0, N, KILN_F32),
+                           range_of(r.y, 0, N, KILN_F32), 0.5f, 0, NULL, NULL));
   user_launch = kiln_sequence_launch_count(seq);
   /* Record from step() minus its first op, which is recorded above so that
    * the user launch's number is known. */
@@ -106,10 +110,13 @@ static void check_replay(size_t d, unsigned flags) {
   size_t global = N, local = 32; /* rusticl allows at most 32 here */
   assert_kiln_ok(kiln_kernel_launch(r.queue, r.kernel, 1, &global, &local, 0,
                                     NULL, NULL));
-  assert_kiln_ok(kiln_unary(r.queue, KILN_UNARY_ABS, KILN_F32, N, r.y, 0, r.t,
-                            0, 0, NULL, NULL));
-  assert_kiln_ok(kiln_binary(r.queue, KILN_BINARY_MUL, KILN_F32, N, r.t, 0,
-                             r.x, 0, r.y, 0, 0, NULL, NULL));
+  assert_kiln_ok(kiln_unary(r.queue, KILN_UNARY_ABS,
+                            range_of(r.y, 0, N, KILN_F32),
+                            range_of(r.t, 0, N, KILN_F32), 0, NULL, NULL));
+  assert_kiln_ok(kiln_binary(r.queue, KILN_BINARY_MUL,
+                             range_of(r.t, 0, N, KILN_F32),
+                             range_of(r.x, 0, N, KILN_F32),
+                             range_of(r.y, 0, N, KILN_F32), 0, NULL, NULL));
   assert_kiln_ok(kiln_sequence_end(seq));
   assert_true(kiln_sequence_launch_count(seq) >= 4);
   /* Of the devices tests run on, PoCL offers command buffers and its
@@ -196,8 +203,9 @@ static void test_bad_inputs(void **state) {
                      KILN_ERR_INVALID_STATE);
   assert_last_error_contains("the queue is recording a sequence");
   kiln_event *ev = NULL;
-  assert_kiln_status(kiln_axpy(r.queue, KILN_F32, N, 1.0f, r.x, 0, r.y, 0, 0,
-                               NULL, &ev),
+  assert_kiln_status(kiln_axpy(r.queue, range_of(r.x, 0, N, KILN_F32),
+                               range_of(r.y, 0, N, KILN_F32), 1.0f, 0, NULL,
+                               &ev),
                      KILN_ERR_INVALID_STATE);
   assert_kiln_ok(kiln_kernel_set_arg_buffer(r.kernel, 0, r.y));
   assert_kiln_ok(kiln_kernel_set_arg_buffer(r.kernel, 1, r.x));
@@ -211,8 +219,8 @@ static void test_bad_inputs(void **state) {
   assert_kiln_status(kiln_kernel_launch(r.queue, r.kernel, 1, &global, NULL, 0,
                                         NULL, &ev),
                      KILN_ERR_INVALID_STATE);
-  assert_kiln_ok(kiln_axpy(r.queue, KILN_F32, N, 1.0f, r.x, 0, r.y, 0, 0, NULL,
-                           NULL));
+  assert_kiln_ok(kiln_axpy(r.queue, range_of(r.x, 0, N, KILN_F32),
+                           range_of(r.y, 0, N, KILN_F32), 1.0f, 0, NULL, NULL));
   assert_kiln_ok(kiln_kernel_launch(r.queue, r.kernel, 1, &global, NULL, 0,
                                     NULL, NULL));
   assert_kiln_status(kiln_queue_destroy(r.queue), KILN_ERR_BUSY);

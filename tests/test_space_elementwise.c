@@ -16,7 +16,8 @@
 static const struct kiln__space *sp = &kiln__elementwise_space;
 
 static kiln_status axpy_17(kiln_queue *q, kiln_buffer *x, kiln_buffer *y) {
-  return kiln_axpy(q, KILN_F32, 17, 1.0f, x, 0, y, 0, 0, NULL, NULL);
+  return kiln_axpy(q, range_of(x, 0, 17, KILN_F32),
+                   range_of(y, 0, 17, KILN_F32), 1.0f, 0, NULL, NULL);
 }
 
 static void test_validation(void **state) {

@@ -17,8 +17,8 @@
 static const struct kiln__space *sp = &kiln__reduce_space;
 
 static kiln_status sum_17(kiln_queue *q, kiln_buffer *x, kiln_buffer *r) {
-  return kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 17, x, 0, r, 0, 0, NULL,
-                     NULL);
+  return kiln_reduce(q, KILN_REDUCE_SUM, range_of(x, 0, 17, KILN_F32),
+                     range_of(r, 0, 1, KILN_F32), 0, NULL, NULL);
 }
 
 static void test_validation(void **state) {
@@ -61,11 +61,13 @@ static void long_on_device(kiln_context *ctx, kiln_queue *q) {
     kiln_buffer *yb = util_upload(ctx, q, dt, y, off + n);
     for (int op = 0; op <= 6; op++) {
       if (op == 6)
-        assert_kiln_ok(kiln_dot(q, dt, n, xb, off, yb, off, rb, 1, 0, NULL,
-                                NULL));
+        assert_kiln_ok(kiln_dot(q, range_of(xb, off, n, dt),
+                                range_of(yb, off, n, dt),
+                                range_of(rb, 1, 1, KILN_F32), 0, NULL, NULL));
       else
-        assert_kiln_ok(kiln_reduce(q, (kiln_reduce_op)op, dt, n, xb, off, rb,
-                                   1, 0, NULL, NULL));
+        assert_kiln_ok(kiln_reduce(
+            q, (kiln_reduce_op)op, range_of(xb, off, n, dt),
+            range_of(rb, 1, 1, util_result_dtype(op)), 0, NULL, NULL));
       uint32_t out[4];
       assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, sizeof out, out));
       const struct ref r = reference(op, dt, x, y, off, n, 1);

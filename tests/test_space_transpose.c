@@ -15,7 +15,8 @@ static const struct kiln__space *sp = &kiln__transpose_space;
 
 static kiln_status transpose_8x8(kiln_queue *q, kiln_buffer *x,
                                  kiln_buffer *y) {
-  return kiln_transpose(q, KILN_F32, 8, 8, x, 0, 8, y, 0, 8, 0, NULL, NULL);
+  return kiln_transpose(q, matrix_ld(x, 0, 8, 8, 8, KILN_F32),
+                        matrix_ld(y, 0, 8, 8, 8, KILN_F32), 0, NULL, NULL);
 }
 
 static void test_validation(void **state) {

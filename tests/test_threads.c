@@ -109,14 +109,14 @@ static void run_ops(struct worker *w, kiln_queue *q, int round) {
 
   /* y = -x; y = 0.5 * x + y  ->  y = -0.5 x. */
   W_OK(w, kiln_buffer_create(ctx, n * sizeof(float), 0, &y));
-  W_OK(w, kiln_unary(q, KILN_UNARY_NEG, KILN_F32, n, sh->input, 0, y, 0, 0,
-                     NULL, NULL));
-  W_OK(w, kiln_axpy(q, KILN_F32, n, 0.5f, sh->input, 0, y, 0, 0, NULL,
-                    &ev_axpy));
+  W_OK(w, kiln_unary(q, KILN_UNARY_NEG, range_of(sh->input, 0, n, KILN_F32),
+                     range_of(y, 0, n, KILN_F32), 0, NULL, NULL));
+  W_OK(w, kiln_axpy(q, range_of(sh->input, 0, n, KILN_F32),
+                    range_of(y, 0, n, KILN_F32), 0.5f, 0, NULL, &ev_axpy));
   /* sum(y), waiting on the axpy's event explicitly. */
   W_OK(w, kiln_buffer_create(ctx, sizeof(float), 0, &sum));
-  W_OK(w, kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, n, y, 0, sum, 0, 1,
-                      &ev_axpy, &ev_sum));
+  W_OK(w, kiln_reduce(q, KILN_REDUCE_SUM, range_of(y, 0, n, KILN_F32),
+                      range_of(sum, 0, 1, KILN_F32), 1, &ev_axpy, &ev_sum));
   W_OK(w, kiln_buffer_read(q, y, 0, n * sizeof(float), host, 1, &ev_sum,
                            NULL));
   float got_sum = 0;
@@ -139,8 +139,8 @@ static void run_ops(struct worker *w, kiln_queue *q, int round) {
   W_OK(w, kiln_buffer_create(ctx, n * sizeof(int32_t), 0, &scanned));
   W_OK(w, kiln_buffer_write(q, ints, 0, n * sizeof(int32_t), ihost, 0, NULL,
                             NULL));
-  W_OK(w, kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_I32, n, ints, 0, scanned, 0,
-                    0, NULL, NULL));
+  W_OK(w, kiln_scan(q, KILN_SCAN_INCLUSIVE, range_of(ints, 0, n, KILN_I32),
+                    range_of(scanned, 0, n, KILN_I32), 0, NULL, NULL));
   W_OK(w, kiln_buffer_read_sync(q, scanned, 0, n * sizeof(int32_t), ihost + n));
   int32_t acc = 0;
   for (size_t i = 0; i < n; i++) {
@@ -151,8 +151,9 @@ static void run_ops(struct worker *w, kiln_queue *q, int round) {
 
   /* Transpose a rows x cols slice of the shared input; bit-exact. */
   W_OK(w, kiln_buffer_create(ctx, rows * cols * sizeof(float), 0, &t));
-  W_OK(w, kiln_transpose(q, KILN_F32, rows, cols, sh->input, 1, cols, t, 0,
-                         rows, 0, NULL, NULL));
+  W_OK(w, kiln_transpose(q, matrix_ld(sh->input, 1, rows, cols, cols, KILN_F32),
+                         matrix_ld(t, 0, cols, rows, rows, KILN_F32), 0, NULL,
+                         NULL));
   W_OK(w, kiln_buffer_read_sync(q, t, 0, rows * cols * sizeof(float), host));
   for (size_t r = 0; r < rows; r++)
     for (size_t cc = 0; cc < cols; cc++)
@@ -161,8 +162,9 @@ static void run_ops(struct worker *w, kiln_queue *q, int round) {
 
   /* Softmax of the same slice: rows sum to 1, order preserved. */
   W_OK(w, kiln_buffer_create(ctx, rows * cols * sizeof(float), 0, &sm));
-  W_OK(w, kiln_softmax_rows(q, KILN_F32, rows, cols, sh->input, 1, sm, 0, 0,
-                            NULL, NULL));
+  W_OK(w, kiln_softmax_rows(q, matrix_of(sh->input, 1, rows, cols, KILN_F32),
+                            matrix_of(sm, 0, rows, cols, KILN_F32), 0, NULL,
+                            NULL));
   W_OK(w, kiln_buffer_read_sync(q, sm, 0, rows * cols * sizeof(float), host));
   for (size_t r = 0; r < rows; r++) {
     const float *xr = x + 1 + r * cols;
@@ -192,9 +194,9 @@ static void run_ops(struct worker *w, kiln_queue *q, int round) {
                             NULL));
   W_OK(w, kiln_buffer_write(q, b, 0, gk * gn * sizeof(float), bh, 0, NULL,
                             NULL));
-  W_OK(w, kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, m, gn, gk,
-                    1.0f, KILN_F32, a, 0, gk, b, 0, gn, 0.0f, c, 0, gn, 0,
-                    NULL, NULL));
+  W_OK(w, kiln_matmul(q, 1, matrix_of(a, 0, m, gk, KILN_F32),
+                      matrix_of(b, 0, gk, gn, KILN_F32),
+                      matrix_of(c, 0, m, gn, KILN_F32), NULL, 0, NULL, NULL));
   W_OK(w, kiln_buffer_read_sync(q, c, 0, m * gn * sizeof(float), host));
   for (size_t i = 0; i < m; i++)
     for (size_t j = 0; j < gn; j++) {

@@ -122,7 +122,8 @@ static void test_trace_ops(void **state) {
     assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &x));
     assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &y));
     assert_kiln_ok(kiln_buffer_create(ctx, 16, 0, &r));
-    assert_kiln_ok(kiln_fill(q, KILN_F32, n, 1.5, x, 0, 0, NULL, NULL));
+    assert_kiln_ok(kiln_fill(q, range_of(x, 0, n, KILN_F32), &(float){1.5f}, 0,
+                             NULL, NULL));
     assert_kiln_ok(kiln_queue_finish(q));
     size_t count;
     /* After one op the file is already a complete array. */
@@ -130,20 +131,26 @@ static void test_trace_ops(void **state) {
     assert_int_equal(count, expected_events + 1);
     json_decref(all);
 
-    assert_kiln_ok(kiln_fill(q, KILN_F32, n, 2, y, 0, 0, NULL, NULL));
-    assert_kiln_ok(kiln_axpy(q, KILN_F32, n, 3.0f, x, 0, y, 0, 0, NULL, NULL));
-    kiln_event *ev = NULL;
-    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, n, y, 0, r, 0, 0,
-                               NULL, &ev));
-    assert_kiln_ok(kiln_dot(q, KILN_F32, n, x, 0, y, 0, r, 1, 1, &ev, NULL));
-    kiln_event_release(ev);
-    assert_kiln_ok(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_F32, n, x, 0, y, 0, 0,
+    assert_kiln_ok(kiln_fill(q, range_of(y, 0, n, KILN_F32), &(float){2.0f}, 0,
                              NULL, NULL));
-    assert_kiln_ok(kiln_softmax_rows(q, KILN_F32, 64, 64, x, 0, y, 0, 0, NULL,
+    assert_kiln_ok(kiln_axpy(q, range_of(x, 0, n, KILN_F32),
+                             range_of(y, 0, n, KILN_F32), 3.0f, 0, NULL, NULL));
+    kiln_event *ev = NULL;
+    assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM, range_of(y, 0, n, KILN_F32),
+                               range_of(r, 0, 1, KILN_F32), 0, NULL, &ev));
+    assert_kiln_ok(kiln_dot(q, range_of(x, 0, n, KILN_F32),
+                            range_of(y, 0, n, KILN_F32),
+                            range_of(r, 1, 1, KILN_F32), 1, &ev, NULL));
+    kiln_event_release(ev);
+    assert_kiln_ok(kiln_scan(q, KILN_SCAN_INCLUSIVE,
+                             range_of(x, 0, n, KILN_F32),
+                             range_of(y, 0, n, KILN_F32), 0, NULL, NULL));
+    assert_kiln_ok(kiln_softmax_rows(q, matrix_of(x, 0, 64, 64, KILN_F32),
+                                     matrix_of(y, 0, 64, 64, KILN_F32), 0, NULL,
                                      NULL));
     /* Zero-size: no event in the trace. */
-    assert_kiln_ok(kiln_unary(q, KILN_UNARY_EXP, KILN_F32, 0, x, 0, y, 0, 0,
-                              NULL, NULL));
+    assert_kiln_ok(kiln_unary(q, KILN_UNARY_EXP, range_of(x, 0, 0, KILN_F32),
+                              range_of(y, 0, 0, KILN_F32), 0, NULL, NULL));
     assert_kiln_ok(kiln_queue_finish(q));
     expected_events += 7;
     all = load_events(expected_events, &count);
@@ -199,7 +206,8 @@ static void *worker_main(void *arg) {
   if (w->status == KILN_OK)
     w->status = kiln_buffer_create(w->ctx, 1024 * 4, 0, &b);
   for (int i = 0; i < w->ops && w->status == KILN_OK; i++)
-    w->status = kiln_scale(q, KILN_F32, 1024, 0.5f, b, 0, 0, NULL, NULL);
+    w->status =
+        kiln_scale(q, range_of(b, 0, 1024, KILN_F32), 0.5f, 0, NULL, NULL);
   if (w->status == KILN_OK)
     w->status = kiln_queue_finish(q);
   kiln_buffer_destroy(b);
@@ -370,7 +378,8 @@ static int child_main(const char *mode) {
   if (s == KILN_OK)
     s = kiln_buffer_create(ctx, 4096, 0, &x);
   if (s == KILN_OK)
-    s = kiln_fill(q, KILN_F32, 1024, 1.0, x, 0, 0, NULL, NULL);
+    s = kiln_fill(q, range_of(x, 0, 1024, KILN_F32), &(float){1.0f}, 0, NULL,
+                  NULL);
   if (s == KILN_OK)
     s = kiln_queue_finish(q);
   if (s != KILN_OK) {

@@ -20,6 +20,30 @@
  * Errors: every fallible function returns a kiln_status (KILN_OK is 0, errors
  * are negative) and leaves a precise message in kiln_last_error(). kiln never
  * aborts, exits or prints.
+ *
+ * Conventions (docs/conventions.md states them in full; every header follows
+ * them):
+ * - Argument order of every call that enqueues work: queue, the op's kind,
+ *   sizes the descriptors lack, inputs, outputs, scalars, options, then
+ *   `size_t num_wait, kiln_event *const *wait_list, kiln_event **out_event`.
+ *   No public function takes more than 12 parameters.
+ * - Data is named by descriptors (kiln/kiln_tensor.h): a kiln_range (buffer,
+ *   offset, count, dtype) or a kiln_matrix (buffer, offset, rows, cols, ld,
+ *   batch_stride, dtype, layout, trans); an optional operand is NULL. dtype
+ *   and extent come from the descriptors; operands that must agree are
+ *   checked (KILN_ERR_SHAPE_MISMATCH, naming both). GEMM's alpha, beta, bias
+ *   and activation are a kiln_epilogue.
+ * - Units: offsets and counts are elements of the dtype the call names;
+ *   bytes only where memory has no element type yet, in parameters ending
+ *   in _bytes.
+ * - Names: kiln_<object>_create/_destroy, getters
+ *   kiln_<object>_get_<property>, one enum per concept (a reduction is a
+ *   kiln_reduce_op everywhere).
+ * - Errors: one mistake, one status: NULL handle KILN_ERR_NULL_POINTER,
+ *   object of another context KILN_ERR_WRONG_CONTEXT, sizes that disagree
+ *   KILN_ERR_SHAPE_MISMATCH, past a buffer KILN_ERR_OUT_OF_RANGE, zero or
+ *   overflowing sizes KILN_ERR_INVALID_SIZE. On an argument error nothing is
+ *   enqueued and *out_event is unchanged.
  */
 #ifndef KILN_H
 #define KILN_H
@@ -42,7 +66,7 @@
 #include "kiln/kiln_program.h"
 #include "kiln/kiln_cache.h"
 #include "kiln/kiln_tune.h"
-#include "kiln/ops.h"
+#include "kiln/kiln_ops.h"
 #include "kiln/kiln_multi.h"
 #include "kiln/kiln_sequence.h"
 #include "kiln/kiln_ops_train.h"

@@ -23,7 +23,7 @@
 
 #include "kiln/kiln_common.h"
 #include "kiln/kiln_context.h"
-#include "kiln/ops.h"
+#include "kiln/kiln_ops.h"
 
 KILN_BEGIN_DECLS
 
@@ -75,7 +75,7 @@ KILN_API kiln_status kiln_device_set_split(const kiln_device_set *set,
                                            size_t total, size_t count,
                                            size_t *parts);
 
-/* Batched GEMM in f32 on host arrays, as kiln_gemm_batched (offsets 0),
+/* Batched GEMM in f32 on host arrays, as kiln_matmul (offsets 0),
  * with the batch split across the devices. a, b and c are host pointers
  * holding every batch entry at its stride; stride_a or stride_b 0 shares one
  * matrix among every entry (it goes whole to every device). Blocks until c

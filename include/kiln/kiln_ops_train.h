@@ -62,7 +62,7 @@
 
 #include "kiln/kiln_common.h"
 #include "kiln/kiln_tensor.h"
-#include "kiln/ops.h"
+#include "kiln/kiln_ops.h"
 
 KILN_BEGIN_DECLS
 

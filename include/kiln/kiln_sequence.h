@@ -2,7 +2,7 @@
  * them with one call.
  *
  * Between kiln_sequence_begin and kiln_sequence_end, kiln_kernel_launch and
- * every op (kiln/ops.h) on the recording queue are captured, not run: each
+ * every op (kiln/kiln_ops.h) on the recording queue are captured, not run: each
  * launch with its arguments as they are at that moment (buffers, scalars,
  * sizes). kiln_sequence_replay then enqueues them all, in order, on that
  * queue, from a prepared list of kernels whose arguments are already set:

@@ -190,6 +190,12 @@ kiln_status kiln_device_set_calibrate(kiln_device_set *set) {
     if (status == KILN_OK)
       status = kiln_buffer_fill(q, m, &zero, 4, 0, 3 * N * N * 4, 0, NULL,
                                 NULL);
+    /* C = A B, three N x N f32 matrices side by side in m. */
+    const kiln_matrix a = {
+        .buffer = m, .rows = N, .cols = N, .dtype = KILN_F32};
+    kiln_matrix b = a, c = a;
+    b.offset = N * N;
+    c.offset = 2 * N * N;
     double t0 = 0;
     for (int r = 0; r <= REPS && status == KILN_OK; r++) {
       if (r == 1) { /* the first run builds the kernels */
@@ -197,9 +203,7 @@ kiln_status kiln_device_set_calibrate(kiln_device_set *set) {
         t0 = now_s();
       }
       if (status == KILN_OK)
-        status = kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, N,
-                           N, N, 1.0f, KILN_F32, m, 0, N, m, N * N, N, 0.0f, m,
-                           2 * N * N, N, 0, NULL, NULL);
+        status = kiln_matmul(q, 1, &a, &b, &c, NULL, 0, NULL, NULL);
     }
     if (status == KILN_OK)
       status = kiln_queue_finish(q);

@@ -136,11 +136,17 @@ kiln_status kiln_multi_gemm_batched(
     /* beta == 0 never reads C: do not upload it. */
     if (status == KILN_OK)
       status = upload(ctx, q, beta != 0.0f ? pc : NULL, nc * 4, &p->buf[2]);
+    const kiln_matrix da = {p->buf[0],       0,      trans_a ? k : m,
+                            trans_a ? m : k, lda,    stride_a,
+                            KILN_F32,        layout, trans_a};
+    const kiln_matrix db = {p->buf[1],       0,      trans_b ? n : k,
+                            trans_b ? k : n, ldb,    stride_b,
+                            KILN_F32,        layout, trans_b};
+    const kiln_matrix dc = {
+        p->buf[2], 0, m, n, ldc, stride_c, KILN_F32, layout, KILN_NO_TRANS};
+    const kiln_epilogue e = {alpha, beta, NULL, KILN_ACT_NONE};
     if (status == KILN_OK)
-      status = kiln_gemm_batched(q, layout, trans_a, trans_b, m, n, k, alpha,
-                                 KILN_F32, p->buf[0], 0, lda, stride_a,
-                                 p->buf[1], 0, ldb, stride_b, beta, p->buf[2],
-                                 0, ldc, stride_c, p->count, 0, NULL, NULL);
+      status = kiln_matmul(q, p->count, &da, &db, &dc, &e, 0, NULL, NULL);
     if (status == KILN_OK)
       status = kiln_buffer_read(q, p->buf[2], 0, nc * 4, pc, 0, NULL, NULL);
     if (status == KILN_OK)
@@ -177,14 +183,14 @@ static kiln_status map(const char *fn, kiln_device_set *set, int arity, int op,
     status = upload(ctx, q, x + p->first, bytes, &p->buf[0]);
     if (status == KILN_OK && arity == 2)
       status = upload(ctx, q, x2 + p->first, bytes, &p->buf[1]);
+    const kiln_range r0 = {p->buf[0], 0, p->count, KILN_F32};
+    const kiln_range r1 = {p->buf[1], 0, p->count, KILN_F32};
     if (status == KILN_OK) {
       if (arity == 1)
-        status = kiln_unary(q, (kiln_unary_op)op, KILN_F32, p->count,
-                            p->buf[0], 0, p->buf[0], 0, 0, NULL, NULL);
+        status = kiln_unary(q, (kiln_unary_op)op, &r0, &r0, 0, NULL, NULL);
       else
-        status = kiln_binary(q, (kiln_binary_op)op, KILN_F32, p->count,
-                             p->buf[0], 0, p->buf[1], 0, p->buf[0], 0, 0, NULL,
-                             NULL);
+        status =
+            kiln_binary(q, (kiln_binary_op)op, &r0, &r1, &r0, 0, NULL, NULL);
     }
     /* All uploads are enqueued before this download (one in-order queue),
      * so y may be the same array as x. */
@@ -239,8 +245,9 @@ kiln_status kiln_multi_reduce(kiln_device_set *set, kiln_reduce_op op,
     if (status == KILN_OK)
       status = upload(ctx, q, NULL, 4, &p->buf[1]);
     if (status == KILN_OK)
-      status = kiln_reduce(q, op, KILN_F32, p->count, p->buf[0], 0, p->buf[1],
-                           0, 0, NULL, NULL);
+      status =
+          kiln_reduce(q, op, &(kiln_range){p->buf[0], 0, p->count, KILN_F32},
+                      &(kiln_range){p->buf[1], 0, 1, KILN_F32}, 0, NULL, NULL);
     if (status == KILN_OK)
       status = kiln_buffer_read(q, p->buf[1], 0, 4, &partial[d], 0, NULL, NULL);
     if (status == KILN_OK)

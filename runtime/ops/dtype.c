@@ -1,5 +1,5 @@
 /* The element types of the op library (kiln_dtype_size, kiln_dtype_name in
- * kiln/ops.h): the bottom of the ops room, used by the checks, the ops and
+ * kiln/kiln_ops.h): the bottom of the ops room, used by the checks, the ops and
  * the trace writer alike. */
 #include "ops_internal.h"
 

@@ -47,7 +47,7 @@ kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
   if (buffer == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, what);
   if (buffer->ctx != queue->ctx)
-    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                       "%s: %s belongs to a different context than queue", fn,
                       what);
   size_t esize = kiln_dtype_size(dtype);
@@ -153,6 +153,105 @@ kiln_status kiln__ops_check_overlap(const char *fn, const char *a_what,
                     "in the same buffer%s",
                     fn, a_what, a0, a1, b_what, b0, b1,
                     same_ok ? " (only the very same range is allowed)" : "");
+}
+
+/* ---- descriptors --------------------------------------------------------- */
+
+kiln_status kiln__ops_check_desc(const char *fn, const char *what,
+                                 const void *desc) {
+  if (desc == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, what);
+  return KILN_OK;
+}
+
+kiln_status kiln__ops_check_agree(const char *fn, const char *a_what,
+                                  const kiln_range *a, const char *b_what,
+                                  const kiln_range *b) {
+  kiln_status s = kiln__ops_check_desc(fn, a_what, a);
+  if (s == KILN_OK)
+    s = kiln__ops_check_desc(fn, b_what, b);
+  if (s == KILN_OK && (a->count != b->count || a->dtype != b->dtype))
+    s = kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                   "%s: %s (%zu elements of %s) and %s (%zu elements of %s) "
+                   "disagree: the op needs one count and one dtype",
+                   fn, a_what, a->count, kiln_dtype_name(a->dtype), b_what,
+                   b->count, kiln_dtype_name(b->dtype));
+  return s;
+}
+
+kiln_status kiln__ops_check_result(const char *fn, const char *what,
+                                   const kiln_range *r, size_t count,
+                                   kiln_dtype dtype, const char *because) {
+  kiln_status s = kiln__ops_check_desc(fn, what, r);
+  if (s == KILN_OK && (r->count != count || r->dtype != dtype))
+    s = kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                   "%s: %s holds %zu elements of %s but %s needs %zu of %s", fn,
+                   what, r->count, kiln_dtype_name(r->dtype), because, count,
+                   kiln_dtype_name(dtype));
+  return s;
+}
+
+kiln_status kiln__ops_check_matrix(const char *fn, const char *what,
+                                   const kiln_matrix *x, size_t *ld) {
+  kiln_status s = kiln__ops_check_desc(fn, what, x);
+  if (s != KILN_OK)
+    return s;
+  if ((unsigned)x->layout > KILN_COL_MAJOR)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s.layout %d is not a valid kiln_layout", fn, what,
+                      (int)x->layout);
+  if ((unsigned)x->trans > KILN_TRANS)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s.trans %d is not a valid kiln_trans", fn, what,
+                      (int)x->trans);
+  const bool row = x->layout == KILN_ROW_MAJOR;
+  const size_t len = row ? x->cols : x->rows;
+  const size_t min = len > 1 ? len : 1;
+  *ld = x->ld != 0 ? x->ld : min;
+  if (*ld < min)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s.ld %zu is less than %zu, the %s length of %s as "
+                      "stored (%zu x %zu, %s)",
+                      fn, what, *ld, min, row ? "row" : "column", what, x->rows,
+                      x->cols, row ? "row-major" : "column-major");
+  return KILN_OK;
+}
+
+kiln_status kiln__ops_check_rows_matrix(const char *fn, const char *what,
+                                        const kiln_matrix *x) {
+  size_t ld;
+  kiln_status s = kiln__ops_check_matrix(fn, what, x, &ld);
+  static const char takes[] =
+      "(row ops take one row-major matrix with contiguous rows: layout "
+      "KILN_ROW_MAJOR, trans KILN_NO_TRANS, ld 0 or cols, batch_stride 0)";
+  if (s == KILN_OK && x->layout != KILN_ROW_MAJOR)
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: %s.layout is KILN_COL_MAJOR %s", fn, what, takes);
+  if (s == KILN_OK && x->trans != KILN_NO_TRANS)
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: %s.trans is KILN_TRANS %s",
+                   fn, what, takes);
+  if (s == KILN_OK && ld != (x->cols > 1 ? x->cols : 1))
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: %s.ld %zu is not %s's %zu columns %s", fn, what, ld,
+                   what, x->cols, takes);
+  if (s == KILN_OK && x->batch_stride != 0)
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: %s.batch_stride %zu is not 0 %s", fn, what,
+                   x->batch_stride, takes);
+  return s;
+}
+
+kiln_status kiln__ops_check_same_matrix(const char *fn, const char *a_what,
+                                        const kiln_matrix *a,
+                                        const char *b_what,
+                                        const kiln_matrix *b) {
+  if (a->rows != b->rows || a->cols != b->cols || a->dtype != b->dtype)
+    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                      "%s: %s (%zu x %zu %s) and %s (%zu x %zu %s) disagree: "
+                      "the op needs one shape and one dtype",
+                      fn, a_what, a->rows, a->cols, kiln_dtype_name(a->dtype),
+                      b_what, b->rows, b->cols, kiln_dtype_name(b->dtype));
+  return KILN_OK;
 }
 
 kiln_status kiln__ops_check_shape(const char *fn, size_t rows, size_t cols,

@@ -1,5 +1,6 @@
 /* Elementwise ops and casts: kiln_unary, kiln_binary, kiln_binary_scalar,
- * kiln_axpy, kiln_scale, kiln_fill, kiln_cast (contracts in kiln/ops.h).
+ * kiln_axpy, kiln_scale, kiln_fill, kiln_cast (contracts in
+ * kiln/kiln_ops.h).
  *
  * On the CPU family every kernel here maps a work-item to 16 consecutive
  * elements, in groups of the profile's elementwise_wg (cl_kernels/
@@ -12,7 +13,6 @@
 #include "ops_internal.h"
 #include "ops_space.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -164,9 +164,7 @@ static kiln_status launch(struct kiln__op *op, cl_kernel k, size_t n,
 static double dsize(kiln_dtype dtype) { return (double)kiln_dtype_size(dtype); }
 
 KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
-                                kiln_dtype dtype, size_t n,
-                                const kiln_buffer *x, size_t x_offset,
-                                kiln_buffer *y, size_t y_offset,
+                                const kiln_range *xr, const kiln_range *yr,
                                 size_t num_wait, kiln_event *const *wait_list,
                                 kiln_event **out_event) {
   static const char fn[] = "kiln_unary";
@@ -174,7 +172,15 @@ KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
   if (s == KILN_OK && (unsigned)op > KILN_UNARY_TANH)
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: op %d is not a kiln_unary_op", fn, (int)op);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_agree(fn, "x", xr, "y", yr));
+  if (s != KILN_OK)
+    return s;
+  const size_t n = xr->count;
+  const kiln_dtype dtype = xr->dtype;
+  const kiln_buffer *x = xr->buffer;
+  kiln_buffer *y = yr->buffer;
+  const size_t x_offset = xr->offset, y_offset = yr->offset;
+  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
                             dtype));
   if (s != KILN_OK)
@@ -206,16 +212,24 @@ static kiln_status check_binary_op(const char *fn, kiln_binary_op op) {
 }
 
 KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
-                                 kiln_dtype dtype, size_t n,
-                                 const kiln_buffer *a, size_t a_offset,
-                                 const kiln_buffer *b, size_t b_offset,
-                                 kiln_buffer *y, size_t y_offset,
-                                 size_t num_wait, kiln_event *const *wait_list,
+                                 const kiln_range *ar, const kiln_range *br,
+                                 const kiln_range *yr, size_t num_wait,
+                                 kiln_event *const *wait_list,
                                  kiln_event **out_event) {
   static const char fn[] = "kiln_binary";
   kiln_status s = kiln__ops_check_queue(fn, queue);
   CHECK(check_binary_op(fn, op));
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_agree(fn, "a", ar, "b", br));
+  CHECK(kiln__ops_check_agree(fn, "a", ar, "y", yr));
+  if (s != KILN_OK)
+    return s;
+  const size_t n = ar->count;
+  const kiln_dtype dtype = ar->dtype;
+  const kiln_buffer *a = ar->buffer, *b = br->buffer;
+  kiln_buffer *y = yr->buffer;
+  const size_t a_offset = ar->offset, b_offset = br->offset,
+               y_offset = yr->offset;
+  CHECK(kiln__ops_check_dtype(fn, "a.dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_in(fn, queue, "a", a, a_offset, n, dtype));
   CHECK(kiln__ops_check_in(fn, queue, "b", b, b_offset, n, dtype));
   CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
@@ -246,16 +260,23 @@ KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
 }
 
 KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
-                                        kiln_dtype dtype, size_t n,
-                                        const kiln_buffer *a, size_t a_offset,
-                                        float scalar, kiln_buffer *y,
-                                        size_t y_offset, size_t num_wait,
+                                        const kiln_range *ar,
+                                        const kiln_range *yr, float scalar,
+                                        size_t num_wait,
                                         kiln_event *const *wait_list,
                                         kiln_event **out_event) {
   static const char fn[] = "kiln_binary_scalar";
   kiln_status s = kiln__ops_check_queue(fn, queue);
   CHECK(check_binary_op(fn, op));
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_agree(fn, "a", ar, "y", yr));
+  if (s != KILN_OK)
+    return s;
+  const size_t n = ar->count;
+  const kiln_dtype dtype = ar->dtype;
+  const kiln_buffer *a = ar->buffer;
+  kiln_buffer *y = yr->buffer;
+  const size_t a_offset = ar->offset, y_offset = yr->offset;
+  CHECK(kiln__ops_check_dtype(fn, "a.dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_map(fn, queue, "a", a, a_offset, y, y_offset, n,
                             dtype));
   if (s != KILN_OK)
@@ -279,15 +300,21 @@ KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
   return kiln__op_end(&o, s, out_event);
 }
 
-KILN_API kiln_status kiln_axpy(kiln_queue *queue, kiln_dtype dtype, size_t n,
-                               float alpha, const kiln_buffer *x,
-                               size_t x_offset, kiln_buffer *y,
-                               size_t y_offset, size_t num_wait,
-                               kiln_event *const *wait_list,
+KILN_API kiln_status kiln_axpy(kiln_queue *queue, const kiln_range *xr,
+                               const kiln_range *yr, float alpha,
+                               size_t num_wait, kiln_event *const *wait_list,
                                kiln_event **out_event) {
   static const char fn[] = "kiln_axpy";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_agree(fn, "x", xr, "y", yr));
+  if (s != KILN_OK)
+    return s;
+  const size_t n = xr->count;
+  const kiln_dtype dtype = xr->dtype;
+  const kiln_buffer *x = xr->buffer;
+  kiln_buffer *y = yr->buffer;
+  const size_t x_offset = xr->offset, y_offset = yr->offset;
+  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
   CHECK(kiln__ops_check_in(fn, queue, "y", y, y_offset, n, dtype));
   CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
@@ -314,13 +341,20 @@ KILN_API kiln_status kiln_axpy(kiln_queue *queue, kiln_dtype dtype, size_t n,
   return kiln__op_end(&o, s, out_event);
 }
 
-KILN_API kiln_status kiln_scale(kiln_queue *queue, kiln_dtype dtype, size_t n,
-                                float alpha, kiln_buffer *x, size_t x_offset,
-                                size_t num_wait, kiln_event *const *wait_list,
+KILN_API kiln_status kiln_scale(kiln_queue *queue, const kiln_range *xr,
+                                float alpha, size_t num_wait,
+                                kiln_event *const *wait_list,
                                 kiln_event **out_event) {
   static const char fn[] = "kiln_scale";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_desc(fn, "x", xr));
+  if (s != KILN_OK)
+    return s;
+  const size_t n = xr->count;
+  const kiln_dtype dtype = xr->dtype;
+  kiln_buffer *x = xr->buffer;
+  const size_t x_offset = xr->offset;
+  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
   CHECK(kiln__ops_check_out(fn, queue, "x", x, x_offset, n, dtype));
   if (s != KILN_OK)
@@ -343,87 +377,33 @@ KILN_API kiln_status kiln_scale(kiln_queue *queue, kiln_dtype dtype, size_t n,
   return kiln__op_end(&o, s, out_event);
 }
 
-/* Host conversions for fill values, rounding to nearest even like the
- * kernels. f16 after F. Giesen's float_to_half_fast3_rtne: subnormal results
- * come from one float addition that aligns the binary point, so the FPU
- * does the rounding. */
-static uint16_t host_f32_to_f16(float x) {
-  uint32_t f, sign;
-  memcpy(&f, &x, sizeof f);
-  sign = f & 0x80000000u;
-  f ^= sign;
-  uint16_t o;
-  if (f >= (127u + 16u) << 23) { /* >= 65536: inf, or NaN kept quiet */
-    o = f > 0x7f800000u ? 0x7e00 : 0x7c00;
-  } else if (f < 113u << 23) { /* below 2^-14: subnormal or zero */
-    float magic = 0.5f, t;
-    memcpy(&t, &f, sizeof t);
-    t += magic;
-    uint32_t tb, mb;
-    memcpy(&tb, &t, sizeof tb);
-    memcpy(&mb, &magic, sizeof mb);
-    o = (uint16_t)(tb - mb);
-  } else {
-    uint32_t odd = (f >> 13) & 1u;
-    f += ((uint32_t)(15 - 127) << 23) + 0xfffu + odd;
-    o = (uint16_t)(f >> 13);
-  }
-  return (uint16_t)(o | (sign >> 16));
-}
-
-static uint16_t host_f32_to_bf16(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-/* The bits to fill with, or an error naming value. */
-static kiln_status fill_bits(const char *fn, kiln_dtype dtype, double value,
-                             uint32_t *bits) {
-  float f = (float)value;
-  switch (dtype) {
-  case KILN_F32:
-    memcpy(bits, &f, sizeof f);
-    return KILN_OK;
-  case KILN_F16:
-    *bits = host_f32_to_f16(f);
-    return KILN_OK;
-  case KILN_BF16:
-    *bits = host_f32_to_bf16(f);
-    return KILN_OK;
-  case KILN_I32:
-    if (!isfinite(value) || value != floor(value) || value < INT32_MIN ||
-        value > INT32_MAX)
-      break;
-    *bits = (uint32_t)(int32_t)value;
-    return KILN_OK;
-  case KILN_U32:
-    if (!isfinite(value) || value != floor(value) || value < 0 ||
-        value > UINT32_MAX)
-      break;
-    *bits = (uint32_t)value;
-    return KILN_OK;
-  }
-  return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                    "%s: value %g is not representable in %s (an integer in "
-                    "the type's range is required)",
-                    fn, value, kiln_dtype_name(dtype));
-}
-
-KILN_API kiln_status kiln_fill(kiln_queue *queue, kiln_dtype dtype, size_t n,
-                               double value, kiln_buffer *y, size_t y_offset,
-                               size_t num_wait, kiln_event *const *wait_list,
+KILN_API kiln_status kiln_fill(kiln_queue *queue, const kiln_range *yr,
+                               const void *value, size_t num_wait,
+                               kiln_event *const *wait_list,
                                kiln_event **out_event) {
   static const char fn[] = "kiln_fill";
-  uint32_t bits = 0;
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype,
+  CHECK(kiln__ops_check_desc(fn, "y", yr));
+  CHECK(kiln__ops_check_desc(fn, "value", value));
+  if (s != KILN_OK)
+    return s;
+  const size_t n = yr->count;
+  const kiln_dtype dtype = yr->dtype;
+  kiln_buffer *y = yr->buffer;
+  const size_t y_offset = yr->offset;
+  CHECK(kiln__ops_check_dtype(fn, "y.dtype", dtype,
                               KILN__DT_FLOATS | KILN__DT(KILN_I32) |
                                   KILN__DT(KILN_U32)));
-  CHECK(fill_bits(fn, dtype, value, &bits));
+  /* One element of y's dtype, bit for bit (every fill dtype is 2 or 4
+   * bytes; the kernels take the bits as an integer). */
+  uint32_t bits = 0;
+  if (s == KILN_OK && kiln_dtype_size(dtype) == 2) {
+    uint16_t half;
+    memcpy(&half, value, sizeof half);
+    bits = half;
+  } else if (s == KILN_OK) {
+    memcpy(&bits, value, sizeof bits);
+  }
   CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
   if (s != KILN_OK)
     return s;
@@ -451,16 +431,28 @@ KILN_API kiln_status kiln_fill(kiln_queue *queue, kiln_dtype dtype, size_t n,
   return kiln__op_end(&o, s, out_event);
 }
 
-KILN_API kiln_status kiln_cast(kiln_queue *queue, size_t n, kiln_dtype x_dtype,
-                               const kiln_buffer *x, size_t x_offset,
-                               kiln_dtype y_dtype, kiln_buffer *y,
-                               size_t y_offset, size_t num_wait,
+KILN_API kiln_status kiln_cast(kiln_queue *queue, const kiln_range *xr,
+                               const kiln_range *yr, size_t num_wait,
                                kiln_event *const *wait_list,
                                kiln_event **out_event) {
   static const char fn[] = "kiln_cast";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "x_dtype", x_dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_dtype(fn, "y_dtype", y_dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_desc(fn, "x", xr));
+  CHECK(kiln__ops_check_desc(fn, "y", yr));
+  if (s == KILN_OK && xr->count != yr->count)
+    s = kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                   "%s: x (%zu elements) and y (%zu elements) disagree: a "
+                   "cast needs one count",
+                   fn, xr->count, yr->count);
+  if (s != KILN_OK)
+    return s;
+  const size_t n = xr->count;
+  const kiln_dtype x_dtype = xr->dtype, y_dtype = yr->dtype;
+  const kiln_buffer *x = xr->buffer;
+  kiln_buffer *y = yr->buffer;
+  const size_t x_offset = xr->offset, y_offset = yr->offset;
+  CHECK(kiln__ops_check_dtype(fn, "x.dtype", x_dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_dtype(fn, "y.dtype", y_dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, x_dtype));
   CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, y_dtype));
   CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, x_dtype, "y", y,

@@ -21,9 +21,9 @@
  *     with a parameter space, chosen, checked and launched by
  *     ops_gemm_gpu.c (the profile's row, a tuning file or kiln_tuning_set).
  *
- * Epilogue (kiln_gemm_bias_act): a bias per column of C and an activation,
- * applied by the kernel that writes the final value of C (the last chunk
- * of k on the CPU family), so a dense layer is one pass over C. In the
+ * Epilogue (kiln_matmul's kiln_epilogue): a bias per column of C and an
+ * activation, applied by the kernel that writes the final value of C (the last
+ * chunk of k on the CPU family), so a dense layer is one pass over C. In the
  * canonical form the bias runs along C's columns (row-major) or rows (a
  * column-major C, transposed): the kernels take its two strides.
  */
@@ -32,8 +32,8 @@
 
 #include <stdio.h>
 
-/* The most workspace one GEMM call asks of its queue (documented in ops.h).
- * Atomic only so that a test changing it is not a data race. */
+/* The most workspace one GEMM call asks of its queue (documented in
+ * kiln_ops.h). Atomic only so that a test changing it is not a data race. */
 #define GEMM_WORKSPACE_MAX ((size_t)64 << 20)
 static atomic_size_t workspace_limit = GEMM_WORKSPACE_MAX;
 
@@ -67,7 +67,7 @@ static bool use_skinny(size_t m, size_t n, size_t k) {
 
 /* The epilogue does anything. */
 static bool has_epilogue(const struct gemm_problem *g) {
-  return g->bias != NULL || g->act != KILN_GEMM_ACT_NONE;
+  return g->bias != NULL || g->act != KILN_ACT_NONE;
 }
 
 /* ---- argument checks ----------------------------------------------------- */
@@ -404,17 +404,15 @@ static bool ranges_overlap(size_t a0, size_t a1, size_t b0, size_t b1) {
   return a0 < b1 && b0 < a1;
 }
 
-static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
-                        kiln_trans trans_a, kiln_trans trans_b, size_t m,
-                        size_t n, size_t k, float alpha, kiln_dtype dtype,
-                        const kiln_buffer *a, size_t a_offset, size_t lda,
-                        size_t stride_a, const kiln_buffer *b, size_t b_offset,
-                        size_t ldb, size_t stride_b, float beta, kiln_buffer *c,
-                        size_t c_offset, size_t ldc, size_t stride_c,
-                        size_t batch, const kiln_buffer *bias,
-                        size_t bias_offset, kiln_gemm_activation act,
-                        size_t num_wait, kiln_event *const *wait_list,
-                        kiln_event **out_event) {
+static kiln_status
+gemm(const char *fn, kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
+     kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
+     kiln_dtype dtype, const kiln_buffer *a, size_t a_offset, size_t lda,
+     size_t stride_a, const kiln_buffer *b, size_t b_offset, size_t ldb,
+     size_t stride_b, float beta, kiln_buffer *c, size_t c_offset, size_t ldc,
+     size_t stride_c, size_t batch, const kiln_buffer *bias, size_t bias_offset,
+     kiln_activation act, size_t num_wait, kiln_event *const *wait_list,
+     kiln_event **out_event) {
   kiln_status s = kiln__ops_check_queue(fn, queue);
   if (s == KILN_OK)
     s = check_enum(fn, "layout", (int)layout, "kiln_layout");
@@ -423,7 +421,7 @@ static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
   if (s == KILN_OK)
     s = check_enum(fn, "trans_b", (int)trans_b, "kiln_trans");
   if (s == KILN_OK)
-    s = kiln__ops_check_dtype(fn, "ab_dtype", dtype, KILN__DT_FLOATS);
+    s = kiln__ops_check_dtype(fn, "a.dtype", dtype, KILN__DT_FLOATS);
   if (s != KILN_OK)
     return s;
   const size_t dims[3] = {m, n, k};
@@ -439,20 +437,20 @@ static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
                       fn, batch);
   const bool ta = trans_a == KILN_TRANS, tb = trans_b == KILN_TRANS;
   size_t a_ext, b_ext, c_ext;
-  s = check_matrix(fn, queue, "a", "lda", "stride_a", layout, ta ? k : m,
+  s = check_matrix(fn, queue, "a", "a.ld", "a.batch_stride", layout, ta ? k : m,
                    ta ? m : k, a, a_offset, lda, stride_a, batch, dtype,
                    &a_ext);
   if (s == KILN_OK)
-    s = check_matrix(fn, queue, "b", "ldb", "stride_b", layout, tb ? n : k,
-                     tb ? k : n, b, b_offset, ldb, stride_b, batch, dtype,
-                     &b_ext);
+    s = check_matrix(fn, queue, "b", "b.ld", "b.batch_stride", layout,
+                     tb ? n : k, tb ? k : n, b, b_offset, ldb, stride_b, batch,
+                     dtype, &b_ext);
   if (s == KILN_OK)
-    s = check_matrix(fn, queue, "c", "ldc", "stride_c", layout, m, n, c,
+    s = check_matrix(fn, queue, "c", "c.ld", "c.batch_stride", layout, m, n, c,
                      c_offset, ldc, stride_c, batch, KILN_F32, &c_ext);
-  if (s == KILN_OK && (unsigned)act > KILN_GEMM_ACT_GELU)
+  if (s == KILN_OK && (unsigned)act > KILN_ACT_GELU)
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                   "%s: act %d is not a valid kiln_gemm_activation", fn,
-                   (int)act);
+                   "%s: epilogue.activation %d is not a valid kiln_activation",
+                   fn, (int)act);
   /* The bias is read whenever C is written (m, n and batch > 0), even when
    * k or alpha is 0. */
   if (s == KILN_OK && bias != NULL)
@@ -464,10 +462,11 @@ static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
   if (s != KILN_OK)
     return s;
   if (batch > 1 && c_ext > 0 && stride_c < c_ext)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                      "%s: stride_c %zu is less than the %zu elements one C "
-                      "spans, so batch entries of C would overlap",
-                      fn, stride_c, c_ext);
+    return kiln__fail(
+        KILN_ERR_INVALID_ARGUMENT,
+        "%s: c.batch_stride %zu is less than the %zu elements one C "
+        "spans, so batch entries of C would overlap",
+        fn, stride_c, c_ext);
   /* C must not overlap A or B: a cheap check for the common mistake of
    * passing the same buffer (views of one parent are not detected). */
   size_t esize = kiln_dtype_size(dtype), c_end = 0, x_end = 0;
@@ -542,43 +541,102 @@ static kiln_status gemm(const char *fn, kiln_queue *queue, kiln_layout layout,
   return kiln__op_end(&op, s, out_event);
 }
 
-KILN_API kiln_status kiln_gemm(
-    kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
-    kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
-    kiln_dtype ab_dtype, const kiln_buffer *a, size_t a_offset, size_t lda,
-    const kiln_buffer *b, size_t b_offset, size_t ldb, float beta,
-    kiln_buffer *c, size_t c_offset, size_t ldc, size_t num_wait,
-    kiln_event *const *wait_list, kiln_event **out_event) {
-  return gemm("kiln_gemm", queue, layout, trans_a, trans_b, m, n, k, alpha,
-              ab_dtype, a, a_offset, lda, 0, b, b_offset, ldb, 0, beta, c,
-              c_offset, ldc, 0, 1, NULL, 0, KILN_GEMM_ACT_NONE, num_wait,
-              wait_list, out_event);
+/* Dimensions of op(X) for a matrix as stored. */
+static void op_dims(const kiln_matrix *x, size_t *rows, size_t *cols) {
+  const bool t = x->trans == KILN_TRANS;
+  *rows = t ? x->cols : x->rows;
+  *cols = t ? x->rows : x->cols;
 }
 
-KILN_API kiln_status kiln_gemm_bias_act(
-    kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
-    kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
-    kiln_dtype ab_dtype, const kiln_buffer *a, size_t a_offset, size_t lda,
-    const kiln_buffer *b, size_t b_offset, size_t ldb, float beta,
-    kiln_buffer *c, size_t c_offset, size_t ldc, const kiln_buffer *bias,
-    size_t bias_offset, kiln_gemm_activation act, size_t num_wait,
-    kiln_event *const *wait_list, kiln_event **out_event) {
-  return gemm("kiln_gemm_bias_act", queue, layout, trans_a, trans_b, m, n, k,
-              alpha, ab_dtype, a, a_offset, lda, 0, b, b_offset, ldb, 0, beta,
-              c, c_offset, ldc, 0, 1, bias, bias_offset, act, num_wait,
-              wait_list, out_event);
+/* x, an operand of a GEMM computed in layout: as stored, or, when x is in
+ * the other layout, the same elements read as the transpose in layout (a
+ * column-major r x c matrix is the row-major c x r one), with trans
+ * flipped so that op(x) is unchanged. */
+static kiln_matrix in_layout(const kiln_matrix *x, size_t ld,
+                             kiln_layout layout) {
+  kiln_matrix y = *x;
+  y.ld = ld;
+  if (x->layout != layout) {
+    y.layout = layout;
+    y.rows = x->cols;
+    y.cols = x->rows;
+    y.trans = x->trans == KILN_TRANS ? KILN_NO_TRANS : KILN_TRANS;
+  }
+  return y;
 }
 
-KILN_API kiln_status kiln_gemm_batched(
-    kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
-    kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
-    kiln_dtype ab_dtype, const kiln_buffer *a, size_t a_offset, size_t lda,
-    size_t stride_a, const kiln_buffer *b, size_t b_offset, size_t ldb,
-    size_t stride_b, float beta, kiln_buffer *c, size_t c_offset, size_t ldc,
-    size_t stride_c, size_t batch, size_t num_wait,
-    kiln_event *const *wait_list, kiln_event **out_event) {
-  return gemm("kiln_gemm_batched", queue, layout, trans_a, trans_b, m, n, k,
-              alpha, ab_dtype, a, a_offset, lda, stride_a, b, b_offset, ldb,
-              stride_b, beta, c, c_offset, ldc, stride_c, batch, NULL, 0,
-              KILN_GEMM_ACT_NONE, num_wait, wait_list, out_event);
+/* Operands whose sizes must agree; KILN_ERR_SHAPE_MISMATCH naming both. */
+static kiln_status check_dim(const char *fn, const char *what, size_t x,
+                             const char *x_name, size_t y, const char *y_name) {
+  if (x != y)
+    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                      "%s: %s disagree: %zu from %s, %zu from %s", fn, what, x,
+                      x_name, y, y_name);
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_matmul(kiln_queue *queue, size_t batch,
+                                 const kiln_matrix *a, const kiln_matrix *b,
+                                 const kiln_matrix *c,
+                                 const kiln_epilogue *epilogue, size_t num_wait,
+                                 kiln_event *const *wait_list,
+                                 kiln_event **out_event) {
+  static const char fn[] = "kiln_matmul";
+  static const kiln_epilogue plain = KILN_EPILOGUE_INIT;
+  const kiln_epilogue *e = epilogue != NULL ? epilogue : &plain;
+  size_t lda = 0, ldb = 0, ldc = 0;
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  if (s == KILN_OK)
+    s = kiln__ops_check_matrix(fn, "a", a, &lda);
+  if (s == KILN_OK)
+    s = kiln__ops_check_matrix(fn, "b", b, &ldb);
+  if (s == KILN_OK)
+    s = kiln__ops_check_matrix(fn, "c", c, &ldc);
+  if (s != KILN_OK)
+    return s;
+  if (c->trans != KILN_NO_TRANS)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: c.trans is KILN_TRANS: C is written as stored "
+                      "(for C^T, swap A and B and transpose both)",
+                      fn);
+  size_t m, k, kb, n;
+  op_dims(a, &m, &k);
+  op_dims(b, &kb, &n);
+  s = check_dim(fn, "the inner dimensions (k)", k, "op(a)'s columns", kb,
+                "op(b)'s rows");
+  if (s == KILN_OK)
+    s = check_dim(fn, "the rows of the product (m)", m, "op(a)", c->rows, "c");
+  if (s == KILN_OK)
+    s = check_dim(fn, "the columns of the product (n)", n, "op(b)", c->cols,
+                  "c");
+  if (s == KILN_OK && a->dtype != b->dtype)
+    s = kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                   "%s: a (%s) and b (%s) disagree: A and B share one dtype",
+                   fn, kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype));
+  if (s == KILN_OK)
+    s = kiln__ops_check_dtype(fn, "c.dtype", c->dtype, KILN__DT(KILN_F32));
+  if (s == KILN_OK && e->bias != NULL && e->bias->buffer == NULL)
+    s = kiln__fail(KILN_ERR_NULL_POINTER,
+                   "%s: epilogue.bias's buffer is NULL (a NULL bias range "
+                   "means no bias)",
+                   fn);
+  if (s == KILN_OK && e->bias != NULL)
+    s = kiln__ops_check_dtype(fn, "epilogue.bias dtype", e->bias->dtype,
+                              KILN__DT(KILN_F32));
+  if (s == KILN_OK && e->bias != NULL)
+    s = check_dim(fn, "the bias and the columns of C", e->bias->count,
+                  "epilogue.bias", n, "c");
+  if (s != KILN_OK)
+    return s;
+  /* Everything in C's layout: kernels see one layout (ops_gemm.c's
+   * canonical form starts from there). */
+  const kiln_matrix ca = in_layout(a, lda, c->layout);
+  const kiln_matrix cb = in_layout(b, ldb, c->layout);
+  return gemm(fn, queue, c->layout, ca.trans, cb.trans, m, n, k, e->alpha,
+              a->dtype, ca.buffer, ca.offset, ca.ld, ca.batch_stride, cb.buffer,
+              cb.offset, cb.ld, cb.batch_stride, e->beta, c->buffer, c->offset,
+              ldc, c->batch_stride, batch,
+              e->bias != NULL ? e->bias->buffer : NULL,
+              e->bias != NULL ? e->bias->offset : 0, e->activation, num_wait,
+              wait_list, out_event);
 }

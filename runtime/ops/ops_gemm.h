@@ -5,8 +5,8 @@
 #include <stddef.h>
 
 /* The most workspace one GEMM call asks of its queue, in bytes (default
- * 64 MiB, documented in kiln/ops.h); 0 restores the default. Tests lower it
- * to exercise the chunking of k and of the batch with small matrices. A
+ * 64 MiB, documented in kiln/kiln_ops.h); 0 restores the default. Tests lower
+ * it to exercise the chunking of k and of the batch with small matrices. A
  * process-wide setting, so only for tests, set before any GEMM runs. */
 void kiln__gemm_set_workspace_limit(size_t bytes);
 
@@ -45,7 +45,7 @@ struct gemm_problem {
   size_t c_offset, c_stride, ldc;
   /* Epilogue: act, and the bias (NULL for none) of canonical output (i, j)
    * at bias_offset + i * bias_rs + j * bias_cs. */
-  kiln_gemm_activation act;
+  kiln_activation act;
   const kiln_buffer *bias;
   size_t bias_offset, bias_rs, bias_cs;
 };

@@ -7,12 +7,16 @@
  *
  * An op entry point follows this shape:
  *
- *   kiln_status kiln_foo(kiln_queue *queue, ..., num_wait, wait_list, out_event)
+ *   kiln_status kiln_foo(kiln_queue *queue, const kiln_range *xr, ...,
+ *                        num_wait, wait_list, out_event)
  *   {
  *     static const char fn[] = "kiln_foo";
  *     kiln_status s = kiln__ops_check_queue(fn, queue);   // then every arg:
- *     if (s == KILN_OK) s = kiln__ops_check_dtype(fn, "dtype", dtype, mask);
- *     if (s == KILN_OK) s = kiln__ops_check_range(fn, queue, "x", x, x_offset, n, dtype);
+ *     if (s == KILN_OK) s = kiln__ops_check_agree(fn, "x", xr, "y", yr);
+ *     if (s != KILN_OK) return s;          // descriptors are non-NULL now
+ *     const size_t n = xr->count;          // unpack them ...
+ *     if (s == KILN_OK) s = kiln__ops_check_dtype(fn, "x.dtype", xr->dtype, mask);
+ *     if (s == KILN_OK) s = kiln__ops_check_range(fn, queue, "x", xr->buffer, xr->offset, n, xr->dtype);
  *     if (s != KILN_OK) return s;
  *     struct kiln__op op;
  *     s = kiln__op_begin(&op, queue, fn, num_wait, wait_list, out_event);
@@ -33,7 +37,7 @@
 #define KILN_OPS_INTERNAL_H
 
 #include "build/build.h"
-#include "kiln/ops.h"
+#include "kiln/kiln_ops.h"
 
 /* ---- dtypes -------------------------------------------------------------- */
 
@@ -54,7 +58,8 @@ kiln_status kiln__ops_check_queue(const char *fn, const kiln_queue *queue);
 kiln_status kiln__ops_check_dtype(const char *fn, const char *what,
                                   kiln_dtype dtype, unsigned allowed);
 
-/* buffer is non-NULL, belongs to the queue's context, and holds the count
+/* buffer is non-NULL, belongs to the queue's context (else
+ * KILN_ERR_WRONG_CONTEXT), and holds the count
  * elements of dtype starting at element offset (offset + count must not
  * overflow; count 0 still requires offset <= the buffer's element count).
  * what names the buffer ("x"); the offset is named "<what>_offset". */
@@ -92,6 +97,41 @@ kiln_status kiln__ops_check_map(const char *fn, const kiln_queue *queue,
                                 size_t x_offset, const kiln_buffer *y,
                                 size_t y_offset, size_t count,
                                 kiln_dtype dtype);
+
+/* ---- descriptors (kiln/kiln_tensor.h) ----------------------------------- */
+
+/* desc (a kiln_range or kiln_matrix, named what) is non-NULL. */
+kiln_status kiln__ops_check_desc(const char *fn, const char *what,
+                                 const void *desc);
+
+/* a and b are non-NULL ranges of one count and one dtype (operands of an
+ * elementwise op); KILN_ERR_SHAPE_MISMATCH naming both when not. */
+kiln_status kiln__ops_check_agree(const char *fn, const char *a_what,
+                                  const kiln_range *a, const char *b_what,
+                                  const kiln_range *b);
+
+/* r is a non-NULL range of exactly count elements of dtype, which because
+ * ("x's rows", "ARGMAX") requires; KILN_ERR_SHAPE_MISMATCH when not. */
+kiln_status kiln__ops_check_result(const char *fn, const char *what,
+                                   const kiln_range *r, size_t count,
+                                   kiln_dtype dtype, const char *because);
+
+/* x is non-NULL with a valid layout and trans and an ld (0: packed) of at
+ * least its stored row (row-major) or column (column-major) length and 1;
+ * *ld receives the ld in force. Messages name "<what>.ld" and so on. */
+kiln_status kiln__ops_check_matrix(const char *fn, const char *what,
+                                   const kiln_matrix *x, size_t *ld);
+
+/* kiln__ops_check_matrix, and x is what a row op takes: row-major, not
+ * transposed, contiguous rows (ld 0 or cols), batch_stride 0. */
+kiln_status kiln__ops_check_rows_matrix(const char *fn, const char *what,
+                                        const kiln_matrix *x);
+
+/* a and b (non-NULL) have one shape (rows, cols) and one dtype. */
+kiln_status kiln__ops_check_same_matrix(const char *fn, const char *a_what,
+                                        const kiln_matrix *a,
+                                        const char *b_what,
+                                        const kiln_matrix *b);
 
 /* rows * cols does not overflow; *count receives it. */
 kiln_status kiln__ops_check_shape(const char *fn, size_t rows, size_t cols,

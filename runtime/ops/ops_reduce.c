@@ -1,5 +1,5 @@
 /* Reductions: kiln_reduce, kiln_dot, kiln_reduce_rows, kiln_reduce_cols
- * (contracts in kiln/ops.h; kernels in cl_kernels/reduce.cl).
+ * (contracts in kiln/kiln_ops.h; kernels in cl_kernels/reduce.cl).
  *
  * Every reduction is "rows" or "columns" of a row-major matrix (a vector is
  * one row). The host splits each row (or each block of columns) into
@@ -336,15 +336,26 @@ static double flops_per(int opi) {
 }
 
 KILN_API kiln_status kiln_reduce(kiln_queue *queue, kiln_reduce_op op,
-                                 kiln_dtype dtype, size_t n,
-                                 const kiln_buffer *x, size_t x_offset,
-                                 kiln_buffer *result, size_t result_offset,
+                                 const kiln_range *xr, const kiln_range *rr,
                                  size_t num_wait, kiln_event *const *wait_list,
                                  kiln_event **out_event) {
   static const char fn[] = "kiln_reduce";
   kiln_status s = kiln__ops_check_queue(fn, queue);
   CHECK(check_op(fn, op));
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_desc(fn, "x", xr));
+  if (s != KILN_OK)
+    return s;
+  CHECK(kiln__ops_check_result(fn, "result", rr, 1, result_dtype(op),
+                               op == KILN_REDUCE_ARGMAX ? "ARGMAX"
+                                                        : "a reduction"));
+  if (s != KILN_OK)
+    return s;
+  const size_t n = xr->count;
+  const kiln_dtype dtype = xr->dtype;
+  const kiln_buffer *x = xr->buffer;
+  kiln_buffer *result = rr->buffer;
+  const size_t x_offset = xr->offset, result_offset = rr->offset;
+  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
   CHECK(check_index_range(fn, op, "a vector", n));
   CHECK(kiln__ops_check_out(fn, queue, "result", result, result_offset,
@@ -366,15 +377,23 @@ KILN_API kiln_status kiln_reduce(kiln_queue *queue, kiln_reduce_op op,
   return kiln__op_end(&o, s, out_event);
 }
 
-KILN_API kiln_status kiln_dot(kiln_queue *queue, kiln_dtype dtype, size_t n,
-                              const kiln_buffer *x, size_t x_offset,
-                              const kiln_buffer *y, size_t y_offset,
-                              kiln_buffer *result, size_t result_offset,
+KILN_API kiln_status kiln_dot(kiln_queue *queue, const kiln_range *xr,
+                              const kiln_range *yr, const kiln_range *rr,
                               size_t num_wait, kiln_event *const *wait_list,
                               kiln_event **out_event) {
   static const char fn[] = "kiln_dot";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_agree(fn, "x", xr, "y", yr));
+  CHECK(kiln__ops_check_result(fn, "result", rr, 1, KILN_F32, "a dot product"));
+  if (s != KILN_OK)
+    return s;
+  const size_t n = xr->count;
+  const kiln_dtype dtype = xr->dtype;
+  const kiln_buffer *x = xr->buffer, *y = yr->buffer;
+  kiln_buffer *result = rr->buffer;
+  const size_t x_offset = xr->offset, y_offset = yr->offset,
+               result_offset = rr->offset;
+  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
   CHECK(kiln__ops_check_in(fn, queue, "y", y, y_offset, n, dtype));
   CHECK(kiln__ops_check_out(fn, queue, "result", result, result_offset,
@@ -407,7 +426,7 @@ static kiln_status check_matrix(const char *fn, kiln_queue *queue,
   size_t along = by_rows ? cols : rows, outputs = by_rows ? rows : cols;
   kiln_status s = kiln__ops_check_queue(fn, queue);
   CHECK(check_op(fn, op));
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_shape(fn, rows, cols, &count));
   if (s == KILN_OK && along == 0 && outputs > 0)
     s = kiln__fail(KILN_ERR_INVALID_SIZE,
@@ -427,14 +446,27 @@ static kiln_status check_matrix(const char *fn, kiln_queue *queue,
 
 /* kiln_reduce_rows (by_rows) or kiln_reduce_cols. */
 static kiln_status reduce_matrix(const char *fn, kiln_queue *queue,
-                                 kiln_reduce_op op, kiln_dtype dtype,
-                                 size_t rows, size_t cols, const kiln_buffer *x,
-                                 size_t x_offset, kiln_buffer *result,
-                                 size_t result_offset, bool by_rows,
+                                 kiln_reduce_op op, const kiln_matrix *xm,
+                                 const kiln_range *rr, bool by_rows,
                                  size_t num_wait, kiln_event *const *wait_list,
                                  kiln_event **out_event) {
-  kiln_status s = check_matrix(fn, queue, op, dtype, rows, cols, x, x_offset,
-                               result, result_offset, by_rows);
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  CHECK(check_op(fn, op));
+  CHECK(kiln__ops_check_rows_matrix(fn, "x", xm));
+  if (s != KILN_OK)
+    return s;
+  CHECK(kiln__ops_check_result(
+      fn, "result", rr, by_rows ? xm->rows : xm->cols, result_dtype(op),
+      by_rows ? "one result per row of x" : "one result per column of x"));
+  if (s != KILN_OK)
+    return s;
+  const size_t rows = xm->rows, cols = xm->cols, x_offset = xm->offset,
+               result_offset = rr->offset;
+  const kiln_dtype dtype = xm->dtype;
+  const kiln_buffer *x = xm->buffer;
+  kiln_buffer *result = rr->buffer;
+  s = check_matrix(fn, queue, op, dtype, rows, cols, x, x_offset, result,
+                   result_offset, by_rows);
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -455,27 +487,21 @@ static kiln_status reduce_matrix(const char *fn, kiln_queue *queue,
 }
 
 KILN_API kiln_status kiln_reduce_rows(kiln_queue *queue, kiln_reduce_op op,
-                                      kiln_dtype dtype, size_t rows,
-                                      size_t cols, const kiln_buffer *x,
-                                      size_t x_offset, kiln_buffer *result,
-                                      size_t result_offset, size_t num_wait,
+                                      const kiln_matrix *x,
+                                      const kiln_range *result, size_t num_wait,
                                       kiln_event *const *wait_list,
                                       kiln_event **out_event) {
-  return reduce_matrix("kiln_reduce_rows", queue, op, dtype, rows, cols, x,
-                       x_offset, result, result_offset, true, num_wait,
+  return reduce_matrix("kiln_reduce_rows", queue, op, x, result, true, num_wait,
                        wait_list, out_event);
 }
 
 KILN_API kiln_status kiln_reduce_cols(kiln_queue *queue, kiln_reduce_op op,
-                                      kiln_dtype dtype, size_t rows,
-                                      size_t cols, const kiln_buffer *x,
-                                      size_t x_offset, kiln_buffer *result,
-                                      size_t result_offset, size_t num_wait,
+                                      const kiln_matrix *x,
+                                      const kiln_range *result, size_t num_wait,
                                       kiln_event *const *wait_list,
                                       kiln_event **out_event) {
-  return reduce_matrix("kiln_reduce_cols", queue, op, dtype, rows, cols, x,
-                       x_offset, result, result_offset, false, num_wait,
-                       wait_list, out_event);
+  return reduce_matrix("kiln_reduce_cols", queue, op, x, result, false,
+                       num_wait, wait_list, out_event);
 }
 
 void kiln__ops_warm_reduce(const kiln_context *ctx, kiln__warm_add_fn add,

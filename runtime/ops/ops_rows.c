@@ -1,5 +1,5 @@
 /* Row ops: kiln_softmax_rows, kiln_layernorm_rows (contracts in
- * kiln/ops.h; kernels in cl_kernels/rows.cl).
+ * kiln/kiln_ops.h; kernels in cl_kernels/rows.cl).
  *
  * One worker per row: on the CPU family a work-item that makes three
  * vectorised passes over its row (cached between passes for rows up to a
@@ -45,36 +45,42 @@ static kiln_status launch_rows(struct kiln__op *op, const struct params *p,
   return kiln__op_launch(op, k, 1, &global, &p->wg);
 }
 
-/* Shape, dtype and x/y checks shared by both ops. */
+/* Descriptor, shape, dtype and x/y checks shared by both ops. */
 static kiln_status check_common(const char *fn, kiln_queue *queue,
-                                kiln_dtype dtype, size_t rows, size_t cols,
-                                const kiln_buffer *x, size_t x_offset,
-                                kiln_buffer *y, size_t y_offset) {
+                                const kiln_matrix *xm, const kiln_matrix *ym) {
   size_t count = 0;
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_FLOATS));
+  CHECK(kiln__ops_check_rows_matrix(fn, "x", xm));
+  CHECK(kiln__ops_check_rows_matrix(fn, "y", ym));
+  CHECK(kiln__ops_check_same_matrix(fn, "x", xm, "y", ym));
+  if (s != KILN_OK)
+    return s;
+  const size_t rows = xm->rows, cols = xm->cols;
+  const kiln_dtype dtype = xm->dtype;
+  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
   CHECK(kiln__ops_check_shape(fn, rows, cols, &count));
   if (s == KILN_OK && rows > 0 && cols == 0)
     s = kiln__fail(KILN_ERR_INVALID_SIZE,
                    "%s: cols is 0 with rows %zu: a row needs an element", fn,
                    rows);
-  CHECK(kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, count,
-                            dtype));
+  CHECK(kiln__ops_check_map(fn, queue, "x", xm->buffer, xm->offset, ym->buffer,
+                            ym->offset, count, dtype));
   return s;
 }
 
-KILN_API kiln_status kiln_softmax_rows(kiln_queue *queue, kiln_dtype dtype,
-                                       size_t rows, size_t cols,
-                                       const kiln_buffer *x, size_t x_offset,
-                                       kiln_buffer *y, size_t y_offset,
-                                       size_t num_wait,
+KILN_API kiln_status kiln_softmax_rows(kiln_queue *queue, const kiln_matrix *xm,
+                                       const kiln_matrix *ym, size_t num_wait,
                                        kiln_event *const *wait_list,
                                        kiln_event **out_event) {
   static const char fn[] = "kiln_softmax_rows";
-  kiln_status s =
-      check_common(fn, queue, dtype, rows, cols, x, x_offset, y, y_offset);
+  kiln_status s = check_common(fn, queue, xm, ym);
   if (s != KILN_OK)
     return s;
+  const size_t rows = xm->rows, cols = xm->cols;
+  const size_t x_offset = xm->offset, y_offset = ym->offset;
+  const kiln_dtype dtype = xm->dtype;
+  const kiln_buffer *x = xm->buffer;
+  kiln_buffer *y = ym->buffer;
   struct kiln__op o;
   if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
     return s;
@@ -96,31 +102,49 @@ KILN_API kiln_status kiln_softmax_rows(kiln_queue *queue, kiln_dtype dtype,
   return kiln__op_end(&o, s, out_event);
 }
 
-KILN_API kiln_status kiln_layernorm_rows(kiln_queue *queue, kiln_dtype dtype,
-                                         size_t rows, size_t cols,
-                                         const kiln_buffer *x, size_t x_offset,
-                                         const kiln_buffer *scale,
-                                         size_t scale_offset,
-                                         const kiln_buffer *bias,
-                                         size_t bias_offset, float eps,
-                                         kiln_buffer *y, size_t y_offset,
-                                         size_t num_wait,
-                                         kiln_event *const *wait_list,
-                                         kiln_event **out_event) {
+/* An optional vector of the layernorm (scale, bias): one element of x's
+ * dtype per column. */
+static kiln_status check_vector(const char *fn, const char *what,
+                                const kiln_range *v, const kiln_matrix *xm) {
+  if (v != NULL && (v->count != xm->cols || v->dtype != xm->dtype))
+    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                      "%s: %s (%zu elements of %s) and x (%zu columns of %s) "
+                      "disagree: %s holds one element of x's dtype per column",
+                      fn, what, v->count, kiln_dtype_name(v->dtype), xm->cols,
+                      kiln_dtype_name(xm->dtype), what);
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_layernorm_rows(
+    kiln_queue *queue, const kiln_matrix *xm, const kiln_range *scale_r,
+    const kiln_range *bias_r, const kiln_matrix *ym, float eps, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_layernorm_rows";
-  kiln_status s =
-      check_common(fn, queue, dtype, rows, cols, x, x_offset, y, y_offset);
+  kiln_status s = check_common(fn, queue, xm, ym);
+  if (s != KILN_OK)
+    return s;
+  const size_t rows = xm->rows, cols = xm->cols;
+  const size_t x_offset = xm->offset, y_offset = ym->offset;
+  const kiln_dtype dtype = xm->dtype;
+  const kiln_buffer *x = xm->buffer;
+  kiln_buffer *y = ym->buffer;
+  const kiln_buffer *scale = scale_r != NULL ? scale_r->buffer : NULL;
+  const kiln_buffer *bias = bias_r != NULL ? bias_r->buffer : NULL;
+  const size_t scale_offset = scale_r != NULL ? scale_r->offset : 0;
+  const size_t bias_offset = bias_r != NULL ? bias_r->offset : 0;
+  CHECK(check_vector(fn, "scale", scale_r, xm));
+  CHECK(check_vector(fn, "bias", bias_r, xm));
   if (s == KILN_OK && !(isfinite(eps) && eps >= 0))
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: eps %g must be finite and >= 0", fn, (double)eps);
-  if (scale != NULL) {
+  if (scale_r != NULL) {
     CHECK(kiln__ops_check_in(fn, queue, "scale", scale, scale_offset, cols,
                              dtype));
     CHECK(kiln__ops_check_overlap(fn, "scale", scale, scale_offset, cols,
                                   dtype, "y", y, y_offset, rows * cols, dtype,
                                   false));
   }
-  if (bias != NULL) {
+  if (bias_r != NULL) {
     CHECK(kiln__ops_check_in(fn, queue, "bias", bias, bias_offset, cols,
                              dtype));
     CHECK(kiln__ops_check_overlap(fn, "bias", bias, bias_offset, cols, dtype,

@@ -1,4 +1,4 @@
-/* Prefix sums: kiln_scan (contract in kiln/ops.h; kernels in
+/* Prefix sums: kiln_scan (contract in kiln/kiln_ops.h; kernels in
  * cl_kernels/scan.cl).
  *
  * A chunked three-phase scan: chunk totals, an exclusive scan of the totals,
@@ -83,9 +83,7 @@ static kiln_status run(struct kiln__op *op, kiln_scan_kind kind,
 }
 
 KILN_API kiln_status kiln_scan(kiln_queue *queue, kiln_scan_kind kind,
-                               kiln_dtype dtype, size_t n,
-                               const kiln_buffer *x, size_t x_offset,
-                               kiln_buffer *y, size_t y_offset,
+                               const kiln_range *xr, const kiln_range *yr,
                                size_t num_wait, kiln_event *const *wait_list,
                                kiln_event **out_event) {
   static const char fn[] = "kiln_scan";
@@ -93,7 +91,15 @@ KILN_API kiln_status kiln_scan(kiln_queue *queue, kiln_scan_kind kind,
   if (s == KILN_OK && (unsigned)kind > KILN_SCAN_EXCLUSIVE)
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: kind %d is not a kiln_scan_kind", fn, (int)kind);
-  CHECK(kiln__ops_check_dtype(fn, "dtype", dtype, KILN__DT_SCAN));
+  CHECK(kiln__ops_check_agree(fn, "x", xr, "y", yr));
+  if (s != KILN_OK)
+    return s;
+  const size_t n = xr->count;
+  const kiln_dtype dtype = xr->dtype;
+  const kiln_buffer *x = xr->buffer;
+  kiln_buffer *y = yr->buffer;
+  const size_t x_offset = xr->offset, y_offset = yr->offset;
+  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_SCAN));
   CHECK(kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
                             dtype));
   if (s != KILN_OK)

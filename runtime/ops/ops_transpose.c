@@ -125,36 +125,70 @@ static kiln_status config(const kiln_context *ctx, bool *cpu, size_t *tile,
   return s;
 }
 
-KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
-                                    size_t rows, size_t cols,
-                                    const kiln_buffer *x, size_t x_offset,
-                                    size_t ldx, kiln_buffer *y, size_t y_offset,
-                                    size_t ldy, size_t num_wait,
+/* A transpose operand: not transposed itself, one matrix. */
+static kiln_status check_plain(const char *fn, const char *what,
+                               const kiln_matrix *m) {
+  if (m->trans != KILN_NO_TRANS)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s.trans is KILN_TRANS: kiln_transpose takes "
+                      "matrices as stored (KILN_NO_TRANS)",
+                      fn, what);
+  if (m->batch_stride != 0)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s.batch_stride %zu is not 0: kiln_transpose "
+                      "takes one matrix",
+                      fn, what, m->batch_stride);
+  return KILN_OK;
+}
+
+KILN_API kiln_status kiln_transpose(kiln_queue *queue, const kiln_matrix *xm,
+                                    const kiln_matrix *ym, size_t num_wait,
                                     kiln_event *const *wait_list,
                                     kiln_event **out_event) {
   static const char fn[] = "kiln_transpose";
+  size_t ldx = 0, ldy = 0;
   kiln_status s = kiln__ops_check_queue(fn, queue);
   if (s == KILN_OK)
-    s = kiln__ops_check_dtype(fn, "dtype", dtype, ALL_DTYPES);
+    s = kiln__ops_check_matrix(fn, "x", xm, &ldx);
+  if (s == KILN_OK)
+    s = kiln__ops_check_matrix(fn, "y", ym, &ldy);
+  if (s == KILN_OK)
+    s = check_plain(fn, "x", xm);
+  if (s == KILN_OK)
+    s = check_plain(fn, "y", ym);
+  if (s == KILN_OK && xm->layout != ym->layout)
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: x and y have different layouts (a row-major x^T "
+                   "stored column-major is x itself: copy it instead)",
+                   fn);
+  if (s == KILN_OK &&
+      (ym->rows != xm->cols || ym->cols != xm->rows || ym->dtype != xm->dtype))
+    s = kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                   "%s: y (%zu x %zu %s) is not x (%zu x %zu %s) transposed",
+                   fn, ym->rows, ym->cols, kiln_dtype_name(ym->dtype), xm->rows,
+                   xm->cols, kiln_dtype_name(xm->dtype));
+  if (s == KILN_OK)
+    s = kiln__ops_check_dtype(fn, "x.dtype", xm->dtype, ALL_DTYPES);
   if (s != KILN_OK)
     return s;
+  /* A column-major rows x cols matrix is, element for element, the
+   * row-major cols x rows one: transpose that. */
+  const bool row = xm->layout == KILN_ROW_MAJOR;
+  const size_t rows = row ? xm->rows : xm->cols;
+  const size_t cols = row ? xm->cols : xm->rows;
+  const kiln_dtype dtype = xm->dtype;
+  const kiln_buffer *x = xm->buffer;
+  kiln_buffer *y = ym->buffer;
+  const size_t x_offset = xm->offset, y_offset = ym->offset;
   if (rows > UINT32_MAX || cols > UINT32_MAX)
     return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: %s %zu exceeds UINT32_MAX",
                       fn, rows > UINT32_MAX ? "rows" : "cols",
                       rows > UINT32_MAX ? rows : cols);
-  if (ldx < cols || ldx == 0)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                      "%s: ldx %zu is less than cols %zu (and at least 1)", fn,
-                      ldx, cols);
-  if (ldy < rows || ldy == 0)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                      "%s: ldy %zu is less than rows %zu (and at least 1)", fn,
-                      ldy, rows);
   size_t x_ext, y_ext;
   if (!extent(rows, cols, ldx, &x_ext) || !extent(cols, rows, ldy, &y_ext))
     return kiln__fail(KILN_ERR_INVALID_SIZE,
-                      "%s: the extent of x (%zu x %zu, ldx %zu) or y (%zu x "
-                      "%zu, ldy %zu) overflows size_t",
+                      "%s: the extent of x (%zu x %zu, x.ld %zu) or y (%zu x "
+                      "%zu, y.ld %zu) overflows size_t",
                       fn, rows, cols, ldx, cols, rows, ldy);
   s = kiln__ops_check_range(fn, queue, "x", x, x_offset, x_ext, dtype);
   if (s == KILN_OK)
@@ -196,13 +230,13 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, kiln_dtype dtype,
              esize == 2 ? 16u : 32u);
     const cl_uint rows32 = (cl_uint)rows, cols32 = (cl_uint)cols;
     const cl_ulong xo = x_offset, yo = y_offset, lx = ldx, ly = ldy;
-    cl_mem xm = x->cl, ym = y->cl;
+    cl_mem x_mem = x->cl, y_mem = y->cl;
     cl_kernel kernel;
     if (s == KILN_OK)
       s = kiln__op_kernel(&op, "transpose", options, name, &kernel, 8,
-                        KILN__ARG(rows32), KILN__ARG(cols32), KILN__ARG(xm),
-                        KILN__ARG(xo), KILN__ARG(lx), KILN__ARG(ym),
-                        KILN__ARG(yo), KILN__ARG(ly));
+                          KILN__ARG(rows32), KILN__ARG(cols32),
+                          KILN__ARG(x_mem), KILN__ARG(xo), KILN__ARG(lx),
+                          KILN__ARG(y_mem), KILN__ARG(yo), KILN__ARG(ly));
     if (s == KILN_OK)
       s = kiln__op_launch(&op, kernel, 2, global, local);
   }

@@ -59,7 +59,8 @@ static double binary_ref(kiln_binary_op op, double a, double b) {
 static void run_unary(kiln_unary_op op, kiln_dtype dt, size_t n) {
   void *xh;
   kiln_buffer *x = input(dt, 3, n, 11u + op, &xh), *y = output(dt, n + 5);
-  CHECK_OK(kiln_unary(q, op, dt, n, x, 3, y, 5, 0, NULL, NULL));
+  CHECK_OK(kiln_unary(q, op, &(kiln_range){x, 3, n, dt},
+                      &(kiln_range){y, 5, n, dt}, 0, NULL, NULL));
   void *got = download(y, dt, 5, n);
   double *want = malloc(n * sizeof *want);
   for (size_t i = 0; i < n; i++)
@@ -77,9 +78,12 @@ static void run_binary(kiln_binary_op op, kiln_dtype dt, size_t n, bool scalar) 
   kiln_buffer *b = input(dt, 2, n, 31u + op, &bh), *y = output(dt, n);
   const float s = 1.25f;
   if (scalar)
-    CHECK_OK(kiln_binary_scalar(q, op, dt, n, a, 1, s, y, 0, 0, NULL, NULL));
+    CHECK_OK(kiln_binary_scalar(q, op, &(kiln_range){a, 1, n, dt},
+                                &(kiln_range){y, 0, n, dt}, s, 0, NULL, NULL));
   else
-    CHECK_OK(kiln_binary(q, op, dt, n, a, 1, b, 2, y, 0, 0, NULL, NULL));
+    CHECK_OK(kiln_binary(q, op, &(kiln_range){a, 1, n, dt},
+                         &(kiln_range){b, 2, n, dt}, &(kiln_range){y, 0, n, dt},
+                         0, NULL, NULL));
   void *got = download(y, dt, 0, n);
   double *want = malloc(n * sizeof *want);
   for (size_t i = 0; i < n; i++)
@@ -97,7 +101,8 @@ static void run_axpy_scale_fill(void) {
   const size_t n = 53;
   void *xh, *yh;
   kiln_buffer *x = input(KILN_F32, 4, n, 41, &xh), *y = input(KILN_F32, 0, n, 42, &yh);
-  CHECK_OK(kiln_axpy(q, KILN_F32, n, -0.75f, x, 4, y, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_axpy(q, &(kiln_range){x, 4, n, KILN_F32},
+                     &(kiln_range){y, 0, n, KILN_F32}, -0.75f, 0, NULL, NULL));
   void *got = download(y, KILN_F32, 0, n);
   double want[53];
   for (size_t i = 0; i < n; i++)
@@ -107,7 +112,8 @@ static void run_axpy_scale_fill(void) {
   kiln_buffer_destroy(x), kiln_buffer_destroy(y), free(xh), free(yh);
 
   kiln_buffer *s = input(KILN_BF16, 7, 19, 43, &xh);
-  CHECK_OK(kiln_scale(q, KILN_BF16, 19, 0.5f, s, 7, 0, NULL, NULL));
+  CHECK_OK(
+      kiln_scale(q, &(kiln_range){s, 7, 19, KILN_BF16}, 0.5f, 0, NULL, NULL));
   got = download(s, KILN_BF16, 7, 19);
   for (size_t i = 0; i < 19; i++)
     want[i] = 0.5 * load(KILN_BF16, xh, i);
@@ -118,7 +124,15 @@ static void run_axpy_scale_fill(void) {
   for (size_t d = 0; d < 5; d++) {
     kiln_buffer *f = output(all[d], 30);
     double v = all[d] == KILN_I32 ? -7 : all[d] == KILN_U32 ? 4000000000.0 : 2.5;
-    CHECK_OK(kiln_fill(q, all[d], 23, v, f, 6, 0, NULL, NULL));
+    /* v as one element of each dtype (2.5 is 0x4100 in f16, 0x4020 in
+     * bf16). */
+    const float vf = 2.5f;
+    const uint16_t vh = 0x4100, vb = 0x4020;
+    const int32_t vi = -7;
+    const uint32_t vu = 4000000000u;
+    const void *const bits[] = {&vf, &vh, &vb, &vi, &vu};
+    CHECK_OK(
+        kiln_fill(q, &(kiln_range){f, 6, 23, all[d]}, bits[d], 0, NULL, NULL));
     got = download(f, all[d], 6, 23);
     for (size_t i = 0; i < 23; i++)
       want[i] = v;
@@ -133,7 +147,8 @@ static void run_cast(kiln_dtype from, kiln_dtype to) {
   const size_t n = 31;
   void *xh;
   kiln_buffer *x = input(from, 2, n, 51, &xh), *y = output(to, n + 1);
-  CHECK_OK(kiln_cast(q, n, from, x, 2, to, y, 1, 0, NULL, NULL));
+  CHECK_OK(kiln_cast(q, &(kiln_range){x, 2, n, from},
+                     &(kiln_range){y, 1, n, to}, 0, NULL, NULL));
   void *got = download(y, to, 1, n);
   double want[31];
   for (size_t i = 0; i < n; i++)
@@ -181,8 +196,9 @@ static void run_reductions(kiln_dtype dt, size_t n) {
     /* A fresh result buffer per op, so each read-back sees one op's write. */
     kiln_buffer_destroy(r);
     r = output(KILN_F32, 8);
-    CHECK_OK(kiln_reduce(q, (kiln_reduce_op)op, dt, n, x, 5, r, 2, 0, NULL, NULL));
     kiln_dtype rt = op == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32;
+    CHECK_OK(kiln_reduce(q, (kiln_reduce_op)op, &(kiln_range){x, 5, n, dt},
+                         &(kiln_range){r, 2, 1, rt}, 0, NULL, NULL));
     void *got = download(r, rt, 2, 1);
     double want = reduce_ref((kiln_reduce_op)op, v, n, 1);
     char what[48];
@@ -194,7 +210,8 @@ static void run_reductions(kiln_dtype dt, size_t n) {
   kiln_buffer *y = input(dt, 0, n, 62, &yh);
   kiln_buffer_destroy(r);
   r = output(KILN_F32, 8);
-  CHECK_OK(kiln_dot(q, dt, n, x, 5, y, 0, r, 0, 0, NULL, NULL));
+  CHECK_OK(kiln_dot(q, &(kiln_range){x, 5, n, dt}, &(kiln_range){y, 0, n, dt},
+                    &(kiln_range){r, 0, 1, KILN_F32}, 0, NULL, NULL));
   void *got = download(r, KILN_F32, 0, 1);
   double want = 0;
   for (size_t i = 0; i < n; i++)
@@ -217,8 +234,13 @@ static void run_matrix_reductions(size_t rows, size_t cols) {
     char what[64];
     kiln_buffer_destroy(r);
     r = output(KILN_F32, rows + cols);
-    CHECK_OK(kiln_reduce_rows(q, (kiln_reduce_op)op, KILN_F32, rows, cols, x, 3,
-                              r, 1, 0, NULL, NULL));
+    CHECK_OK(kiln_reduce_rows(q, (kiln_reduce_op)op,
+                              &(kiln_matrix){.buffer = x,
+                                             .offset = 3,
+                                             .rows = rows,
+                                             .cols = cols,
+                                             .dtype = KILN_F32},
+                              &(kiln_range){r, 1, rows, rt}, 0, NULL, NULL));
     void *got = download(r, rt, 1, rows);
     for (size_t i = 0; i < rows; i++)
       want[i] = reduce_ref((kiln_reduce_op)op, v + i * cols, cols, 1);
@@ -227,8 +249,13 @@ static void run_matrix_reductions(size_t rows, size_t cols) {
     free(got);
     kiln_buffer_destroy(r);
     r = output(KILN_F32, rows + cols);
-    CHECK_OK(kiln_reduce_cols(q, (kiln_reduce_op)op, KILN_F32, rows, cols, x, 3,
-                              r, 0, 0, NULL, NULL));
+    CHECK_OK(kiln_reduce_cols(q, (kiln_reduce_op)op,
+                              &(kiln_matrix){.buffer = x,
+                                             .offset = 3,
+                                             .rows = rows,
+                                             .cols = cols,
+                                             .dtype = KILN_F32},
+                              &(kiln_range){r, 0, cols, rt}, 0, NULL, NULL));
     got = download(r, rt, 0, cols);
     for (size_t j = 0; j < cols; j++)
       want[j] = reduce_ref((kiln_reduce_op)op, v + j, rows, cols);
@@ -244,7 +271,8 @@ static void run_scan(kiln_scan_kind kind, kiln_dtype dt, size_t n, bool in_place
   kiln_buffer *x = input(dt, 2, n, 81, &xh);
   kiln_buffer *y = in_place ? x : output(dt, n + 4);
   size_t y_off = in_place ? 2 : 4;
-  CHECK_OK(kiln_scan(q, kind, dt, n, x, 2, y, y_off, 0, NULL, NULL));
+  CHECK_OK(kiln_scan(q, kind, &(kiln_range){x, 2, n, dt},
+                     &(kiln_range){y, y_off, n, dt}, 0, NULL, NULL));
   void *got = download(y, dt, y_off, n);
   double *want = malloc(n * sizeof *want), acc = 0;
   for (size_t i = 0; i < n; i++) {
@@ -273,7 +301,10 @@ static void run_rows(kiln_dtype dt, size_t rows, size_t cols, bool affine) {
   kiln_buffer *b = affine ? input(dt, 3, cols, 93, &bh) : NULL;
   double *want = malloc(rows * cols * sizeof *want);
   char what[64];
-  CHECK_OK(kiln_softmax_rows(q, dt, rows, cols, x, 1, y, 0, 0, NULL, NULL));
+  const kiln_matrix xm = {
+      .buffer = x, .offset = 1, .rows = rows, .cols = cols, .dtype = dt};
+  const kiln_matrix ym = {.buffer = y, .rows = rows, .cols = cols, .dtype = dt};
+  CHECK_OK(kiln_softmax_rows(q, &xm, &ym, 0, NULL, NULL));
   void *got = download(y, dt, 0, rows * cols);
   for (size_t r = 0; r < rows; r++) {
     double mx = -INFINITY, den = 0;
@@ -288,7 +319,8 @@ static void run_rows(kiln_dtype dt, size_t rows, size_t cols, bool affine) {
   expect(what, dt, got, want, rows * cols, 1e-6);
   free(got);
   const float eps = 1e-5f;
-  CHECK_OK(kiln_layernorm_rows(q, dt, rows, cols, x, 1, s, 2, b, 3, eps, y, 0,
+  const kiln_range sr = {s, 2, cols, dt}, br = {b, 3, cols, dt};
+  CHECK_OK(kiln_layernorm_rows(q, &xm, s ? &sr : NULL, b ? &br : NULL, &ym, eps,
                                0, NULL, NULL));
   got = download(y, dt, 0, rows * cols);
   for (size_t r = 0; r < rows; r++) {
@@ -320,7 +352,11 @@ static void run_transpose(kiln_dtype dt, size_t rows, size_t cols) {
   size_t ldx = cols + 2, ldy = rows + 1;
   void *xh;
   kiln_buffer *x = input(dt, 0, rows * ldx, 101, &xh), *y = output(dt, cols * ldy);
-  CHECK_OK(kiln_transpose(q, dt, rows, cols, x, 0, ldx, y, 0, ldy, 0, NULL, NULL));
+  const kiln_matrix xm = {
+      .buffer = x, .rows = rows, .cols = cols, .ld = ldx, .dtype = dt};
+  const kiln_matrix ym = {
+      .buffer = y, .rows = cols, .cols = rows, .ld = ldy, .dtype = dt};
+  CHECK_OK(kiln_transpose(q, &xm, &ym, 0, NULL, NULL));
   void *got = download(y, dt, 0, cols * ldy);
   size_t bad = 0;
   for (size_t c = 0; c < cols; c++)
@@ -361,13 +397,12 @@ static void run_gemm(kiln_layout layout, kiln_trans ta, kiln_trans tb,
   kiln_buffer *b = input(dt, 1, b_ext * batch, 112, &bh);
   kiln_buffer *c = beta != 0 ? input(KILN_F32, 3, c_ext * batch, 113, &ch)
                              : output(KILN_F32, c_ext * batch + 3);
-  if (batch == 1)
-    CHECK_OK(kiln_gemm(q, layout, ta, tb, m, n, k, alpha, dt, a, 2, lda, b, 1,
-                       ldb, beta, c, 3, ldc, 0, NULL, NULL));
-  else
-    CHECK_OK(kiln_gemm_batched(q, layout, ta, tb, m, n, k, alpha, dt, a, 2, lda,
-                               0, b, 1, ldb, b_ext, beta, c, 3, ldc, c_ext,
-                               batch, 0, NULL, NULL));
+  const kiln_matrix ma = {a, 2, ar, ac, lda, 0, dt, layout, ta};
+  const kiln_matrix mb = {b, 1, br, bc, ldb, b_ext, dt, layout, tb};
+  const kiln_matrix mc = {
+      c, 3, m, n, ldc, c_ext, KILN_F32, layout, KILN_NO_TRANS};
+  const kiln_epilogue epi = {alpha, beta, NULL, KILN_ACT_NONE};
+  CHECK_OK(kiln_matmul(q, batch, &ma, &mb, &mc, &epi, 0, NULL, NULL));
   float *got = download(c, KILN_F32, 3, c_ext * batch);
   for (size_t e = 0; e < batch; e++)
     for (size_t i = 0; i < m; i++)

@@ -19,8 +19,8 @@ int main(void) {
   if (s == KILN_OK)
     s = kiln_buffer_create(ctx, sizeof sum, 0, &result);
   if (s == KILN_OK)
-    s = kiln_reduce(queue, KILN_REDUCE_SUM, KILN_F32, 100, x, 0, result, 0, 0,
-                    NULL, NULL);
+    s = kiln_reduce(queue, KILN_REDUCE_SUM, &(kiln_range){x, 0, 100, KILN_F32},
+                    &(kiln_range){result, 0, 1, KILN_F32}, 0, NULL, NULL);
   if (s == KILN_OK)
     s = kiln_buffer_read_sync(queue, result, 0, sizeof sum, &sum);
   if (s != KILN_OK)

@@ -64,8 +64,8 @@ bool bench_run_launch(const struct bench_env *env, struct bench_result *r) {
     goto done;
   }
   /* Warm both paths: builds, first-launch JIT, caches. */
-  if (kiln_scale(env->queue, KILN_F32, n, 1.0f, x, 0, 0, NULL, NULL) !=
-          KILN_OK ||
+  if (kiln_scale(env->queue, &(kiln_range){x, 0, n, KILN_F32}, 1.0f, 0, NULL,
+                 NULL) != KILN_OK ||
       clEnqueueNDRangeKernel(q, ck, 1, NULL, &global, &local, 0, NULL, NULL) !=
           CL_SUCCESS ||
       kiln_queue_finish(env->queue) != KILN_OK) {
@@ -78,8 +78,8 @@ bool bench_run_launch(const struct bench_env *env, struct bench_result *r) {
    * medians of the per-call times are compared. */
   for (int i = 0; i < LAUNCHES; i++) {
     double t0 = bench_now();
-    kiln_status ks =
-        kiln_scale(env->queue, KILN_F32, n, 1.0f, x, 0, 0, NULL, NULL);
+    kiln_status ks = kiln_scale(env->queue, &(kiln_range){x, 0, n, KILN_F32},
+                                1.0f, 0, NULL, NULL);
     double t1 = bench_now();
     cl_int ce =
         clEnqueueNDRangeKernel(q, ck, 1, NULL, &global, &local, 0, NULL, NULL);
@@ -140,14 +140,36 @@ static kiln_status row_op(void *p) {
   struct row_args *a = p;
   switch (a->kind) {
   case ROW_SUM:
-    return kiln_reduce_rows(a->q, KILN_REDUCE_SUM, KILN_F32, a->rows, a->cols,
-                            a->x, 0, a->y, 0, 0, NULL, NULL);
+    return kiln_reduce_rows(a->q, KILN_REDUCE_SUM,
+                            &(kiln_matrix){.buffer = a->x,
+                                           .rows = a->rows,
+                                           .cols = a->cols,
+                                           .dtype = KILN_F32},
+                            &(kiln_range){a->y, 0, a->rows, KILN_F32}, 0, NULL,
+                            NULL);
   case ROW_SOFTMAX:
-    return kiln_softmax_rows(a->q, KILN_F32, a->rows, a->cols, a->x, 0, a->y, 0,
+    return kiln_softmax_rows(a->q,
+                             &(kiln_matrix){.buffer = a->x,
+                                            .rows = a->rows,
+                                            .cols = a->cols,
+                                            .dtype = KILN_F32},
+                             &(kiln_matrix){.buffer = a->y,
+                                            .rows = a->rows,
+                                            .cols = a->cols,
+                                            .dtype = KILN_F32},
                              0, NULL, NULL);
   case ROW_LAYERNORM:
-    return kiln_layernorm_rows(a->q, KILN_F32, a->rows, a->cols, a->x, 0, NULL,
-                               0, NULL, 0, 1e-5f, a->y, 0, 0, NULL, NULL);
+    return kiln_layernorm_rows(a->q,
+                               &(kiln_matrix){.buffer = a->x,
+                                              .rows = a->rows,
+                                              .cols = a->cols,
+                                              .dtype = KILN_F32},
+                               NULL, NULL,
+                               &(kiln_matrix){.buffer = a->y,
+                                              .rows = a->rows,
+                                              .cols = a->cols,
+                                              .dtype = KILN_F32},
+                               1e-5f, 0, NULL, NULL);
   }
   return KILN_ERR_INVALID_ARGUMENT;
 }

@@ -296,10 +296,11 @@ bool bench_run_d2h(const struct bench_env *env, struct bench_result *r) {
 static kiln_status small_ops(kiln_queue *q, size_t n, kiln_buffer *x,
                              kiln_buffer *y) {
   for (int i = 0; i < SEQ_OPS; i++) {
-    kiln_status s =
-        i % 2 == 0
-            ? kiln_axpy(q, KILN_F32, n, 0.5f, x, 0, y, 0, 0, NULL, NULL)
-            : kiln_scale(q, KILN_F32, n, 0.5f, y, 0, 0, NULL, NULL);
+    kiln_status s = i % 2 == 0 ? kiln_axpy(q, &(kiln_range){x, 0, n, KILN_F32},
+                                           &(kiln_range){y, 0, n, KILN_F32},
+                                           0.5f, 0, NULL, NULL)
+                               : kiln_scale(q, &(kiln_range){y, 0, n, KILN_F32},
+                                            0.5f, 0, NULL, NULL);
     if (s != KILN_OK)
       return s;
   }
@@ -471,17 +472,19 @@ static kiln_status batch_ops(kiln_queue *q, size_t n, kiln_buffer *in,
                              kiln_buffer *out, size_t num_wait,
                              kiln_event *const *wait_list,
                              kiln_event **out_event) {
-  kiln_status s = kiln_unary(q, KILN_UNARY_ABS, KILN_F32, n, in, 0, out, 0,
-                             num_wait, wait_list, NULL);
+  kiln_status s =
+      kiln_unary(q, KILN_UNARY_ABS, &(kiln_range){in, 0, n, KILN_F32},
+                 &(kiln_range){out, 0, n, KILN_F32}, num_wait, wait_list, NULL);
   if (s == KILN_OK)
-    s = kiln_scale(q, KILN_F32, n, -1.0f, out, 0, 0, NULL, NULL);
+    s = kiln_scale(q, &(kiln_range){out, 0, n, KILN_F32}, -1.0f, 0, NULL, NULL);
   if (s == KILN_OK)
-    s = kiln_unary(q, KILN_UNARY_EXP, KILN_F32, n, out, 0, out, 0, 0, NULL,
-                   NULL);
+    s = kiln_unary(q, KILN_UNARY_EXP, &(kiln_range){out, 0, n, KILN_F32},
+                   &(kiln_range){out, 0, n, KILN_F32}, 0, NULL, NULL);
   if (s == KILN_OK)
-    s = kiln_scale(q, KILN_F32, n, 2.0f, out, 0, 0, NULL, NULL);
+    s = kiln_scale(q, &(kiln_range){out, 0, n, KILN_F32}, 2.0f, 0, NULL, NULL);
   if (s == KILN_OK)
-    s = kiln_axpy(q, KILN_F32, n, 1.0f, in, 0, out, 0, 0, NULL, out_event);
+    s = kiln_axpy(q, &(kiln_range){in, 0, n, KILN_F32},
+                  &(kiln_range){out, 0, n, KILN_F32}, 1.0f, 0, NULL, out_event);
   return s;
 }
 

@@ -145,9 +145,15 @@ struct gemm_args {
 
 static kiln_status gemm_op(void *p) {
   struct gemm_args *g = p;
-  return kiln_gemm(g->q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, g->m,
-                   g->n, g->k, 1.0f, g->dt, g->a, 0, g->k, g->b, 0, g->n, 0.0f,
-                   g->c, 0, g->n, 0, NULL, NULL);
+  return kiln_matmul(
+      g->q, 1,
+      &(kiln_matrix){
+          .buffer = g->a, .rows = g->m, .cols = g->k, .dtype = g->dt},
+      &(kiln_matrix){
+          .buffer = g->b, .rows = g->k, .cols = g->n, .dtype = g->dt},
+      &(kiln_matrix){
+          .buffer = g->c, .rows = g->m, .cols = g->n, .dtype = KILN_F32},
+      NULL, 0, NULL, NULL);
 }
 
 static bool run_gemm(const struct bench_env *env, struct bench_result *r) {
@@ -239,8 +245,13 @@ struct tr_args {
 
 static kiln_status tr_op(void *p) {
   struct tr_args *t = p;
-  return kiln_transpose(t->q, KILN_F32, t->rows, t->cols, t->x, 0, t->cols,
-                        t->y, 0, t->rows, 0, NULL, NULL);
+  return kiln_transpose(
+      t->q,
+      &(kiln_matrix){
+          .buffer = t->x, .rows = t->rows, .cols = t->cols, .dtype = KILN_F32},
+      &(kiln_matrix){
+          .buffer = t->y, .rows = t->cols, .cols = t->rows, .dtype = KILN_F32},
+      0, NULL, NULL);
 }
 
 static bool run_transpose(const struct bench_env *env, struct bench_result *r) {
@@ -296,20 +307,25 @@ static kiln_status vec_op(void *p) {
   struct vec_args *v = p;
   switch (v->kind) {
   case VEC_SUM:
-    return kiln_reduce(v->q, KILN_REDUCE_SUM, KILN_F32, v->n, v->x, 0, v->out,
-                       0, 0, NULL, NULL);
+    return kiln_reduce(v->q, KILN_REDUCE_SUM,
+                       &(kiln_range){v->x, 0, v->n, KILN_F32},
+                       &(kiln_range){v->out, 0, 1, KILN_F32}, 0, NULL, NULL);
   case VEC_NRM2:
-    return kiln_reduce(v->q, KILN_REDUCE_NRM2, KILN_F32, v->n, v->x, 0, v->out,
-                       0, 0, NULL, NULL);
+    return kiln_reduce(v->q, KILN_REDUCE_NRM2,
+                       &(kiln_range){v->x, 0, v->n, KILN_F32},
+                       &(kiln_range){v->out, 0, 1, KILN_F32}, 0, NULL, NULL);
   case VEC_DOT:
-    return kiln_dot(v->q, KILN_F32, v->n, v->x, 0, v->y, 0, v->out, 0, 0, NULL,
-                    NULL);
+    return kiln_dot(v->q, &(kiln_range){v->x, 0, v->n, KILN_F32},
+                    &(kiln_range){v->y, 0, v->n, KILN_F32},
+                    &(kiln_range){v->out, 0, 1, KILN_F32}, 0, NULL, NULL);
   case VEC_AXPY:
-    return kiln_axpy(v->q, KILN_F32, v->n, 0.5f, v->x, 0, v->y, 0, 0, NULL,
+    return kiln_axpy(v->q, &(kiln_range){v->x, 0, v->n, KILN_F32},
+                     &(kiln_range){v->y, 0, v->n, KILN_F32}, 0.5f, 0, NULL,
                      NULL);
   case VEC_SCALE:
     /* -1: every run flips x exactly, so the result stays checkable. */
-    return kiln_scale(v->q, KILN_F32, v->n, -1.0f, v->x, 0, 0, NULL, NULL);
+    return kiln_scale(v->q, &(kiln_range){v->x, 0, v->n, KILN_F32}, -1.0f, 0,
+                      NULL, NULL);
   }
   return KILN_ERR_INVALID_ARGUMENT;
 }

@@ -70,10 +70,16 @@ static int dev_done(struct ctx *c, int status) {
 
 /* ---- GEMM ---- */
 static int kiln_gemm_run(struct ctx *c) {
-  return dev_done(c,
-                  kiln_gemm(c->q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS,
-                            c->m, c->n, c->k, 1.0f, KILN_F32, c->a, 0, c->k,
-                            c->b, 0, c->n, 0.0f, c->c, 0, c->n, 0, NULL, NULL));
+  return dev_done(
+      c, kiln_matmul(
+             c->q, 1,
+             &(kiln_matrix){
+                 .buffer = c->a, .rows = c->m, .cols = c->k, .dtype = KILN_F32},
+             &(kiln_matrix){
+                 .buffer = c->b, .rows = c->k, .cols = c->n, .dtype = KILN_F32},
+             &(kiln_matrix){
+                 .buffer = c->c, .rows = c->m, .cols = c->n, .dtype = KILN_F32},
+             NULL, 0, NULL, NULL));
 }
 static int clblast_gemm_run(struct ctx *c) {
   return dev_done(c, CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
@@ -92,8 +98,10 @@ static int host_gemm_run(struct ctx *c) {
 
 /* ---- sum ---- */
 static int kiln_sum_run(struct ctx *c) {
-  return dev_done(c, kiln_reduce(c->q, KILN_REDUCE_SUM, KILN_F32, c->n, c->a, 0,
-                                 c->r, 0, 0, NULL, NULL));
+  return dev_done(c, kiln_reduce(c->q, KILN_REDUCE_SUM,
+                                 &(kiln_range){c->a, 0, c->n, KILN_F32},
+                                 &(kiln_range){c->r, 0, 1, KILN_F32}, 0, NULL,
+                                 NULL));
 }
 static int clblast_sum_run(struct ctx *c) {
   return dev_done(c,
@@ -125,8 +133,10 @@ static int host_sum_run(struct ctx *c) {
 
 /* ---- dot, nrm2, axpy, scale ---- */
 static int kiln_dot_run(struct ctx *c) {
-  return dev_done(c, kiln_dot(c->q, KILN_F32, c->n, c->a, 0, c->b, 0, c->r, 0,
-                              0, NULL, NULL));
+  return dev_done(c,
+                  kiln_dot(c->q, &(kiln_range){c->a, 0, c->n, KILN_F32},
+                           &(kiln_range){c->b, 0, c->n, KILN_F32},
+                           &(kiln_range){c->r, 0, 1, KILN_F32}, 0, NULL, NULL));
 }
 static int clblast_dot_run(struct ctx *c) {
   return dev_done(c,
@@ -139,8 +149,10 @@ static int host_dot_run(struct ctx *c) {
   return 0;
 }
 static int kiln_nrm2_run(struct ctx *c) {
-  return dev_done(c, kiln_reduce(c->q, KILN_REDUCE_NRM2, KILN_F32, c->n, c->a,
-                                 0, c->r, 0, 0, NULL, NULL));
+  return dev_done(c, kiln_reduce(c->q, KILN_REDUCE_NRM2,
+                                 &(kiln_range){c->a, 0, c->n, KILN_F32},
+                                 &(kiln_range){c->r, 0, 1, KILN_F32}, 0, NULL,
+                                 NULL));
 }
 static int clblast_nrm2_run(struct ctx *c) {
   return dev_done(c,
@@ -152,7 +164,8 @@ static int host_nrm2_run(struct ctx *c) {
   return 0;
 }
 static int kiln_axpy_run(struct ctx *c) {
-  return dev_done(c, kiln_axpy(c->q, KILN_F32, c->n, 1e-3f, c->a, 0, c->b, 0, 0,
+  return dev_done(c, kiln_axpy(c->q, &(kiln_range){c->a, 0, c->n, KILN_F32},
+                               &(kiln_range){c->b, 0, c->n, KILN_F32}, 1e-3f, 0,
                                NULL, NULL));
 }
 static int clblast_axpy_run(struct ctx *c) {
@@ -165,8 +178,8 @@ static int host_axpy_run(struct ctx *c) {
   return 0;
 }
 static int kiln_scale_run(struct ctx *c) {
-  return dev_done(
-      c, kiln_scale(c->q, KILN_F32, c->n, -1.0f, c->a, 0, 0, NULL, NULL));
+  return dev_done(c, kiln_scale(c->q, &(kiln_range){c->a, 0, c->n, KILN_F32},
+                                -1.0f, 0, NULL, NULL));
 }
 static int clblast_scale_run(struct ctx *c) {
   return dev_done(c, CLBlastSscal(c->n, -1.0f, kiln_buffer_cl_mem(c->a), 0, 1,
@@ -197,8 +210,14 @@ static int host_copy_run(struct ctx *c) {
   return 0;
 }
 static int kiln_transpose_run(struct ctx *c) {
-  return dev_done(c, kiln_transpose(c->q, KILN_F32, c->m, c->k, c->a, 0, c->k,
-                                    c->b, 0, c->m, 0, NULL, NULL));
+  return dev_done(
+      c, kiln_transpose(
+             c->q,
+             &(kiln_matrix){
+                 .buffer = c->a, .rows = c->m, .cols = c->k, .dtype = KILN_F32},
+             &(kiln_matrix){
+                 .buffer = c->b, .rows = c->k, .cols = c->m, .dtype = KILN_F32},
+             0, NULL, NULL));
 }
 static int clblast_transpose_run(struct ctx *c) {
   return dev_done(

@@ -79,9 +79,15 @@ struct gemm_case {
 
 static void kiln_gemm_run(void *user) {
   struct gemm_case *g = user;
-  KILN_TRY(kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, g->n,
-                     g->n, g->n, 1.0f, KILN_F32, g->a, 0, g->n, g->b, 0, g->n,
-                     0.0f, g->c, 0, g->n, 0, NULL, NULL));
+  KILN_TRY(kiln_matmul(
+      q, 1,
+      &(kiln_matrix){
+          .buffer = g->a, .rows = g->n, .cols = g->n, .dtype = KILN_F32},
+      &(kiln_matrix){
+          .buffer = g->b, .rows = g->n, .cols = g->n, .dtype = KILN_F32},
+      &(kiln_matrix){
+          .buffer = g->c, .rows = g->n, .cols = g->n, .dtype = KILN_F32},
+      NULL, 0, NULL, NULL));
   KILN_TRY(kiln_queue_finish(q));
 }
 
@@ -108,20 +114,28 @@ static void kiln_band_run(void *user) {
     side++;
   switch (b->op) {
   case 0:
-    KILN_TRY(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, b->n, b->x, 0, b->r, 0,
-                         0, NULL, NULL));
+    KILN_TRY(kiln_reduce(q, KILN_REDUCE_SUM,
+                         &(kiln_range){b->x, 0, b->n, KILN_F32},
+                         &(kiln_range){b->r, 0, 1, KILN_F32}, 0, NULL, NULL));
     break;
   case 1:
-    KILN_TRY(kiln_dot(q, KILN_F32, b->n, b->x, 0, b->y, 0, b->r, 0, 0, NULL,
-                      NULL));
+    KILN_TRY(kiln_dot(q, &(kiln_range){b->x, 0, b->n, KILN_F32},
+                      &(kiln_range){b->y, 0, b->n, KILN_F32},
+                      &(kiln_range){b->r, 0, 1, KILN_F32}, 0, NULL, NULL));
     break;
   case 2:
-    KILN_TRY(kiln_axpy(q, KILN_F32, b->n, 0.5f, b->x, 0, b->y, 0, 0, NULL,
+    KILN_TRY(kiln_axpy(q, &(kiln_range){b->x, 0, b->n, KILN_F32},
+                       &(kiln_range){b->y, 0, b->n, KILN_F32}, 0.5f, 0, NULL,
                        NULL));
     break;
   default:
-    KILN_TRY(kiln_transpose(q, KILN_F32, side, side, b->x, 0, side, b->y, 0,
-                            side, 0, NULL, NULL));
+    KILN_TRY(kiln_transpose(
+        q,
+        &(kiln_matrix){
+            .buffer = b->x, .rows = side, .cols = side, .dtype = KILN_F32},
+        &(kiln_matrix){
+            .buffer = b->y, .rows = side, .cols = side, .dtype = KILN_F32},
+        0, NULL, NULL));
   }
   KILN_TRY(kiln_queue_finish(q));
 }

@@ -41,10 +41,14 @@ static bool demo_sum(kiln_context *ctx, kiln_queue *queue) {
   }
   float got = 0.0f;
   double t0 = now_ms();
-  if (kiln_buffer_create(ctx, SUM_N * sizeof(float), KILN_MEM_READ_ONLY, &bx) != KILN_OK ||
-      kiln_buffer_create(ctx, sizeof(float), KILN_MEM_READ_WRITE, &br) != KILN_OK ||
-      kiln_buffer_write_sync(queue, bx, 0, SUM_N * sizeof(float), x) != KILN_OK ||
-      kiln_reduce(queue, KILN_REDUCE_SUM, KILN_F32, SUM_N, bx, 0, br, 0, 0, NULL,
+  if (kiln_buffer_create(ctx, SUM_N * sizeof(float), KILN_MEM_READ_ONLY, &bx) !=
+          KILN_OK ||
+      kiln_buffer_create(ctx, sizeof(float), KILN_MEM_READ_WRITE, &br) !=
+          KILN_OK ||
+      kiln_buffer_write_sync(queue, bx, 0, SUM_N * sizeof(float), x) !=
+          KILN_OK ||
+      kiln_reduce(queue, KILN_REDUCE_SUM, &(kiln_range){bx, 0, SUM_N, KILN_F32},
+                  &(kiln_range){br, 0, 1, KILN_F32}, 0, NULL,
                   NULL) != KILN_OK ||
       kiln_buffer_read_sync(queue, br, 0, sizeof(float), &got) != KILN_OK) {
     printf("  sum failed: %s\n", kiln_last_error());
@@ -78,15 +82,24 @@ static bool demo_gemm(kiln_context *ctx, kiln_queue *queue) {
   for (size_t i = 0; i < k * n; i++)
     b[i] = value(i, 0xb);
   double t0 = now_ms();
-  if (kiln_buffer_create(ctx, m * k * sizeof(float), KILN_MEM_READ_ONLY, &ba) != KILN_OK ||
-      kiln_buffer_create(ctx, k * n * sizeof(float), KILN_MEM_READ_ONLY, &bb) != KILN_OK ||
-      kiln_buffer_create(ctx, m * n * sizeof(float), KILN_MEM_READ_WRITE, &bc) != KILN_OK ||
-      kiln_buffer_write_sync(queue, ba, 0, m * k * sizeof(float), a) != KILN_OK ||
-      kiln_buffer_write_sync(queue, bb, 0, k * n * sizeof(float), b) != KILN_OK ||
-      kiln_gemm(queue, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, m, n, k,
-                1.0f, KILN_F32, ba, 0, k, bb, 0, n, 0.0f, bc, 0, n, 0, NULL,
-                NULL) != KILN_OK ||
-      kiln_buffer_read_sync(queue, bc, 0, m * n * sizeof(float), c) != KILN_OK) {
+  if (kiln_buffer_create(ctx, m * k * sizeof(float), KILN_MEM_READ_ONLY, &ba) !=
+          KILN_OK ||
+      kiln_buffer_create(ctx, k * n * sizeof(float), KILN_MEM_READ_ONLY, &bb) !=
+          KILN_OK ||
+      kiln_buffer_create(ctx, m * n * sizeof(float), KILN_MEM_READ_WRITE,
+                         &bc) != KILN_OK ||
+      kiln_buffer_write_sync(queue, ba, 0, m * k * sizeof(float), a) !=
+          KILN_OK ||
+      kiln_buffer_write_sync(queue, bb, 0, k * n * sizeof(float), b) !=
+          KILN_OK ||
+      kiln_matmul(
+          queue, 1,
+          &(kiln_matrix){.buffer = ba, .rows = m, .cols = k, .dtype = KILN_F32},
+          &(kiln_matrix){.buffer = bb, .rows = k, .cols = n, .dtype = KILN_F32},
+          &(kiln_matrix){.buffer = bc, .rows = m, .cols = n, .dtype = KILN_F32},
+          NULL, 0, NULL, NULL) != KILN_OK ||
+      kiln_buffer_read_sync(queue, bc, 0, m * n * sizeof(float), c) !=
+          KILN_OK) {
     printf("  gemm failed: %s\n", kiln_last_error());
     goto done;
   }

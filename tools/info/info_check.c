@@ -115,9 +115,11 @@ bool info_check_device(const kiln_device *device, char *detail,
     want_sum += host[CHECK_N + i];
   float got_sum = 0.0f;
   step = "the sum op (kiln_reduce)";
-  if (kiln_buffer_create(ctx, sizeof(float), KILN_MEM_READ_WRITE, &sum) != KILN_OK ||
-      kiln_reduce(queue, KILN_REDUCE_SUM, KILN_F32, CHECK_N, b, 0, sum, 0, 0,
-                  NULL, NULL) != KILN_OK ||
+  if (kiln_buffer_create(ctx, sizeof(float), KILN_MEM_READ_WRITE, &sum) !=
+          KILN_OK ||
+      kiln_reduce(
+          queue, KILN_REDUCE_SUM, &(kiln_range){b, 0, CHECK_N, KILN_F32},
+          &(kiln_range){sum, 0, 1, KILN_F32}, 0, NULL, NULL) != KILN_OK ||
       kiln_buffer_read_sync(queue, sum, 0, sizeof(float), &got_sum) != KILN_OK)
     goto fail;
   if ((double)got_sum != want_sum) {

@@ -102,6 +102,27 @@ bool tune_wait(kiln_event *ev, double timeout_s, bool *timed_out) {
   }
 }
 
+/* The case's GEMM on the device buffers, with leading dimensions lda, ldb
+ * and ldc (its bias and ReLU when the case has them). */
+static kiln_status gate_matmul(kiln_queue *q, const struct gate_case *g,
+                               kiln_buffer *da, kiln_buffer *db,
+                               kiln_buffer *dc, kiln_buffer *dbias, size_t lda,
+                               size_t ldb, size_t ldc, kiln_event **ev) {
+  const bool ta = g->ta == KILN_TRANS, tb = g->tb == KILN_TRANS;
+  const kiln_matrix a = {da,   g->off, ta ? g->k : g->m, ta ? g->m : g->k,
+                         lda,  0,      g->dtype,         g->layout,
+                         g->ta};
+  const kiln_matrix b = {db,   g->off, tb ? g->n : g->k, tb ? g->k : g->n,
+                         ldb,  0,      g->dtype,         g->layout,
+                         g->tb};
+  const kiln_matrix c = {dc, g->off,   g->m,      g->n,         ldc,
+                         0,  KILN_F32, g->layout, KILN_NO_TRANS};
+  const kiln_range bias = {dbias, 0, g->n, KILN_F32};
+  const kiln_epilogue e = {g->alpha, g->beta, g->relu_bias ? &bias : NULL,
+                           g->relu_bias ? KILN_ACT_RELU : KILN_ACT_NONE};
+  return kiln_matmul(q, 1, &a, &b, &c, &e, 0, NULL, ev);
+}
+
 /* One case; false with why on any failure. */
 static bool run_case(kiln_context *ctx, kiln_queue *q,
                      const struct gate_case *g, const char *params,
@@ -142,17 +163,13 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
       kiln_buffer_create(ctx, nb * es, 0, &db) != KILN_OK ||
       kiln_buffer_create(ctx, nc * 4, 0, &dc) != KILN_OK ||
       kiln_buffer_create(ctx, g->n * 4, 0, &dbias) != KILN_OK ||
-      kiln_buffer_write_sync(q, da, 0, na * es, bf16 ? (void *)ah : (void *)a) != KILN_OK ||
-      kiln_buffer_write_sync(q, db, 0, nb * es, bf16 ? (void *)bh : (void *)b) != KILN_OK ||
+      kiln_buffer_write_sync(q, da, 0, na * es,
+                             bf16 ? (void *)ah : (void *)a) != KILN_OK ||
+      kiln_buffer_write_sync(q, db, 0, nb * es,
+                             bf16 ? (void *)bh : (void *)b) != KILN_OK ||
       kiln_buffer_write_sync(q, dc, 0, nc * 4, c) != KILN_OK ||
-      kiln_buffer_write_sync(q, dbias, 0, g->n * 4, bias) !=
-          KILN_OK ||
-      kiln_gemm_bias_act(q, g->layout, g->ta, g->tb, g->m, g->n, g->k,
-                         g->alpha, g->dtype, da, g->off, lda, db, g->off, ldb,
-                         g->beta, dc, g->off, ldc, g->relu_bias ? dbias : NULL,
-                         0,
-                         g->relu_bias ? KILN_GEMM_ACT_RELU : KILN_GEMM_ACT_NONE,
-                         0, NULL, &ev) != KILN_OK ||
+      kiln_buffer_write_sync(q, dbias, 0, g->n * 4, bias) != KILN_OK ||
+      gate_matmul(q, g, da, db, dc, dbias, lda, ldb, ldc, &ev) != KILN_OK ||
       !tune_wait(ev, run_timeout_s, timed_out)) {
     if (*timed_out)
       snprintf(why, size, "run timeout (a launch ran past %g s)",
@@ -282,9 +299,14 @@ double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
     kiln_event *ev = NULL;
     bool timed_out = false;
     const bool ran =
-        kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, m, n, k,
-                  1.0f, KILN_F32, a, 0, k, b, 0, n, 0.0f, c, 0, n, 0, NULL,
-                  &ev) == KILN_OK &&
+        kiln_matmul(q, 1,
+                    &(kiln_matrix){
+                        .buffer = a, .rows = m, .cols = k, .dtype = KILN_F32},
+                    &(kiln_matrix){
+                        .buffer = b, .rows = k, .cols = n, .dtype = KILN_F32},
+                    &(kiln_matrix){
+                        .buffer = c, .rows = m, .cols = n, .dtype = KILN_F32},
+                    NULL, 0, NULL, &ev) == KILN_OK &&
         tune_wait(ev, run_timeout_s, &timed_out);
     kiln_event_release(ev);
     if (!ran) {

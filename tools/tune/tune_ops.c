@@ -176,8 +176,20 @@ static bool transpose_case(kiln_context *ctx, kiln_queue *q,
   bool ok = false;
   if (x == NULL || y0 == NULL) {
     snprintf(why, size, "%s", kiln_last_error());
-  } else if (kiln_transpose(q, t->dtype, t->rows, t->cols, dx, t->x_off, ldx,
-                            dy, t->y_off, ldy, 0, NULL, NULL) != KILN_OK) {
+  } else if (kiln_transpose(q,
+                            &(kiln_matrix){.buffer = dx,
+                                           .offset = t->x_off,
+                                           .rows = t->rows,
+                                           .cols = t->cols,
+                                           .ld = ldx,
+                                           .dtype = t->dtype},
+                            &(kiln_matrix){.buffer = dy,
+                                           .offset = t->y_off,
+                                           .rows = t->cols,
+                                           .cols = t->rows,
+                                           .ld = ldy,
+                                           .dtype = t->dtype},
+                            0, NULL, NULL) != KILN_OK) {
     snprintf(why, size, "%s", kiln_last_error());
   } else if (!finish(q, run_timeout_s, timed_out, why, size)) {
     /* why says it */
@@ -255,14 +267,17 @@ static bool ew_case(kiln_context *ctx, kiln_queue *q, int op, kiln_dtype dt,
   void *y = NULL;
   kiln_status s = x && y0 ? KILN_OK : KILN_ERR_OUT_OF_HOST_MEMORY;
   if (s == KILN_OK && op == EW_AXPY)
-    s = kiln_axpy(q, dt, n, 1.5f, dx, xo, dy, yo, 0, NULL, NULL);
+    s = kiln_axpy(q, &(kiln_range){dx, xo, n, dt}, &(kiln_range){dy, yo, n, dt},
+                  1.5f, 0, NULL, NULL);
   else if (s == KILN_OK && op == EW_ADD)
-    s = kiln_binary(q, KILN_BINARY_ADD, dt, n, dx, xo, dx, yo, dy, yo, 0,
-                    NULL, NULL);
+    s = kiln_binary(q, KILN_BINARY_ADD, &(kiln_range){dx, xo, n, dt},
+                    &(kiln_range){dx, yo, n, dt}, &(kiln_range){dy, yo, n, dt},
+                    0, NULL, NULL);
   else if (s == KILN_OK && op == EW_SCALE)
-    s = kiln_scale(q, dt, n, -0.75f, dy, yo, 0, NULL, NULL);
+    s = kiln_scale(q, &(kiln_range){dy, yo, n, dt}, -0.75f, 0, NULL, NULL);
   else if (s == KILN_OK)
-    s = kiln_unary(q, KILN_UNARY_NEG, dt, n, dx, xo, dy, yo, 0, NULL, NULL);
+    s = kiln_unary(q, KILN_UNARY_NEG, &(kiln_range){dx, xo, n, dt},
+                   &(kiln_range){dy, yo, n, dt}, 0, NULL, NULL);
   bool ok = false;
   if (s != KILN_OK)
     snprintf(why, size, "%s", x && y0 ? kiln_last_error() : "out of memory");
@@ -344,10 +359,16 @@ static bool reduce_case(kiln_context *ctx, kiln_queue *q, int op,
   if (s == KILN_OK)
     s = kiln_buffer_write_sync(q, dr, 0, sizeof res, res);
   if (s == KILN_OK && op == 6)
-    s = kiln_dot(q, dt, n, dx, off, dy, off, dr, 1, 0, NULL, NULL);
+    s = kiln_dot(q, &(kiln_range){dx, off, n, dt},
+                 &(kiln_range){dy, off, n, dt},
+                 &(kiln_range){dr, 1, 1, KILN_F32}, 0, NULL, NULL);
   else if (s == KILN_OK)
-    s = kiln_reduce(q, (kiln_reduce_op)op, dt, n, dx, off, dr, 1, 0, NULL,
-                    NULL);
+    s = kiln_reduce(q, (kiln_reduce_op)op, &(kiln_range){dx, off, n, dt},
+                    &(kiln_range){dr, 1, 1,
+                                  (kiln_reduce_op)op == KILN_REDUCE_ARGMAX
+                                      ? KILN_U32
+                                      : KILN_F32},
+                    0, NULL, NULL);
   const bool ran = s == KILN_OK &&
                    finish(q, run_timeout_s, timed_out, why, size);
   if (ran) {
@@ -449,20 +470,28 @@ static kiln_status run_transpose(kiln_queue *q, const size_t *z,
                                  kiln_buffer *a, kiln_buffer *b,
                                  kiln_buffer *c) {
   (void)c;
-  return kiln_transpose(q, KILN_F32, z[0], z[1], a, 0, z[1], b, 0, z[0], 0,
-                        NULL, NULL);
+  return kiln_transpose(
+      q,
+      &(kiln_matrix){
+          .buffer = a, .rows = z[0], .cols = z[1], .dtype = KILN_F32},
+      &(kiln_matrix){
+          .buffer = b, .rows = z[1], .cols = z[0], .dtype = KILN_F32},
+      0, NULL, NULL);
 }
 
 /* sum, dot and nrm2 of z[0] elements. */
 static kiln_status run_reduce(kiln_queue *q, const size_t *z, kiln_buffer *a,
                               kiln_buffer *b, kiln_buffer *c) {
-  kiln_status s = kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, z[0], a, 0, c, 0,
-                              0, NULL, NULL);
+  kiln_status s =
+      kiln_reduce(q, KILN_REDUCE_SUM, &(kiln_range){a, 0, z[0], KILN_F32},
+                  &(kiln_range){c, 0, 1, KILN_F32}, 0, NULL, NULL);
   if (s == KILN_OK)
-    s = kiln_dot(q, KILN_F32, z[0], a, 0, b, 0, c, 1, 0, NULL, NULL);
+    s = kiln_dot(q, &(kiln_range){a, 0, z[0], KILN_F32},
+                 &(kiln_range){b, 0, z[0], KILN_F32},
+                 &(kiln_range){c, 1, 1, KILN_F32}, 0, NULL, NULL);
   if (s == KILN_OK)
-    s = kiln_reduce(q, KILN_REDUCE_NRM2, KILN_F32, z[0], a, 0, c, 2, 0, NULL,
-                    NULL);
+    s = kiln_reduce(q, KILN_REDUCE_NRM2, &(kiln_range){a, 0, z[0], KILN_F32},
+                    &(kiln_range){c, 2, 1, KILN_F32}, 0, NULL, NULL);
   return s;
 }
 
@@ -471,9 +500,11 @@ static kiln_status run_elementwise(kiln_queue *q, const size_t *z,
                                    kiln_buffer *a, kiln_buffer *b,
                                    kiln_buffer *c) {
   (void)c;
-  kiln_status s = kiln_axpy(q, KILN_F32, z[0], 0.5f, a, 0, b, 0, 0, NULL, NULL);
+  kiln_status s =
+      kiln_axpy(q, &(kiln_range){a, 0, z[0], KILN_F32},
+                &(kiln_range){b, 0, z[0], KILN_F32}, 0.5f, 0, NULL, NULL);
   if (s == KILN_OK)
-    s = kiln_scale(q, KILN_F32, z[0], 0.5f, b, 0, 0, NULL, NULL);
+    s = kiln_scale(q, &(kiln_range){b, 0, z[0], KILN_F32}, 0.5f, 0, NULL, NULL);
   return s;
 }
 
