@@ -34,8 +34,8 @@ int main(void) {
     goto fail;
 
   /* The raw handles. They are borrowed: valid while the kiln objects live. */
-  cl_context cl_ctx = kiln_context_cl_context(ctx);
-  cl_command_queue cl_q = kiln_queue_cl_queue(q);
+  cl_context cl_ctx = kiln_context_get_cl_context(ctx);
+  cl_command_queue cl_q = kiln_queue_get_cl_queue(q);
   char name[256] = "";
   cl_device_id dev = NULL;
   if (clGetCommandQueueInfo(cl_q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) != CL_SUCCESS ||
@@ -56,7 +56,7 @@ int main(void) {
       /* y = 2 x + y, by kiln, on the wrapped buffer. */
       kiln_axpy(q, KILN_F32, N, 2.0f, kx, 0, ky, 0, 0, NULL, NULL) != KILN_OK)
     goto fail;
-  if (kiln_buffer_cl_mem(ky) != raw) {
+  if (kiln_buffer_get_cl_mem(ky) != raw) {
     fprintf(stderr, "interop: the wrapped buffer is not the cl_mem given\n");
     goto done;
   }

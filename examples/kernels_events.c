@@ -81,11 +81,11 @@ int main(void) {
   if (kiln_event_wait_all(2, both) != KILN_OK)
     goto fail;
   uint64_t s0, s1, o0, o1;
-  if (kiln_event_profiling(scaled, &s0, &s1) != KILN_OK ||
-      kiln_event_profiling(offsetted, &o0, &o1) != KILN_OK)
+  if (kiln_event_get_profiling(scaled, &s0, &s1) != KILN_OK ||
+      kiln_event_get_profiling(offsetted, &o0, &o1) != KILN_OK)
     goto fail;
   printf("%s: scale %.3f ms, offset %.3f ms on the device\n",
-         kiln_context_device_info(ctx)->name, (double)(s1 - s0) * 1e-6,
+         kiln_context_get_device_info(ctx)->name, (double)(s1 - s0) * 1e-6,
          (double)(o1 - o0) * 1e-6);
 
   /* Check every element against the host: z = 3 x + 1. */

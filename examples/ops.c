@@ -106,7 +106,7 @@ int main(void) {
     goto done;
   }
   printf("ops: gemm %dx%dx%d, softmax, argmax and sum correct on %s\n", M, N,
-         K, kiln_context_device_info(ctx)->name);
+         K, kiln_context_get_device_info(ctx)->name);
   rc = EXIT_SUCCESS;
   goto done;
 fail:

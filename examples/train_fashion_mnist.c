@@ -449,7 +449,7 @@ int main(int argc, char **argv) {
   if (root)
     printf("train_fashion_mnist: %s, %s, %s lr %g, weight decay %g, batch %zu, hidden %zu, %zu training and "
          "%zu test examples, %zu steps per epoch, seed %" PRIu64 "\n",
-         kiln_context_device_info(r.ctx)->name,
+         kiln_context_get_device_info(r.ctx)->name,
          kiln_dtype_name(o.precision),
          o.hyper.optimizer == MLP_SGD ? "sgd (momentum 0.9)" : "adamw",
          (double)o.hyper.lr, (double)o.hyper.weight_decay, B, o.hidden, train.count, test.count, steps_per_epoch,

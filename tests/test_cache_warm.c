@@ -88,7 +88,7 @@ static void test_warm(void **state) {
     kiln_cache_list *list;
     assert_kiln_ok(kiln_cache_list_create(&list));
     size_t labelled = 0;
-    for (size_t i = 0; i < kiln_cache_list_count(list); i++)
+    for (size_t i = 0; i < kiln_cache_list_get_count(list); i++)
       if (strcmp(kiln_cache_list_get(list, i)->label, "user") != 0)
         labelled++;
     kiln_cache_list_destroy(list);

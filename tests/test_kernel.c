@@ -59,7 +59,7 @@ static void test_create_errors(void **state) {
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("program");
   assert_null(kernel);
-  assert_int_equal(kiln_kernel_arg_count(NULL), 0);
+  assert_int_equal(kiln_kernel_get_arg_count(NULL), 0);
   FOR_EACH_TEST_DEVICE(d) {
     struct fixture f;
     open_fixture(d, &f);
@@ -79,7 +79,7 @@ static void test_create_errors(void **state) {
     assert_last_error_contains("fixed");
     assert_null(kernel);
     assert_kiln_ok(kiln_kernel_create(f.program, "types", &kernel));
-    assert_int_equal(kiln_kernel_arg_count(kernel), 11);
+    assert_int_equal(kiln_kernel_get_arg_count(kernel), 11);
     assert_kiln_ok(kiln_kernel_destroy(kernel));
     close_fixture(&f);
   }
@@ -131,13 +131,13 @@ static void test_setter_errors(void **state) {
     kiln_buffer *foreign;
     assert_kiln_ok(kiln_buffer_create(other, 64, 0, &foreign));
     assert_kiln_status(kiln_kernel_set_arg_buffer(k, 0, foreign),
-                       KILN_ERR_SHAPE_MISMATCH);
+                       KILN_ERR_WRONG_CONTEXT);
     assert_last_error_contains("another context");
     assert_kiln_ok(kiln_buffer_destroy(foreign));
     assert_kiln_ok(kiln_context_destroy(other));
 
     /* Local memory. */
-    uint64_t local_mem = kiln_context_device_info(f.ctx)->local_mem_bytes;
+    uint64_t local_mem = kiln_context_get_device_info(f.ctx)->local_mem_bytes;
     assert_kiln_status(kiln_kernel_set_arg_local(k, 1, 0), KILN_ERR_INVALID_SIZE);
     assert_last_error_contains("size_bytes is 0");
     assert_kiln_status(kiln_kernel_set_arg_local(k, 1, (size_t)local_mem + 1),
@@ -216,7 +216,7 @@ static void test_launch_errors(void **state) {
   FOR_EACH_TEST_DEVICE(d) {
     struct fixture f;
     open_fixture(d, &f);
-    const kiln_device_info *info = kiln_context_device_info(f.ctx);
+    const kiln_device_info *info = kiln_context_get_device_info(f.ctx);
     kiln_kernel *k;
     assert_kiln_ok(kiln_kernel_create(f.program, "grid", &k));
     kiln_buffer *buf;
@@ -276,7 +276,7 @@ static void test_launch_errors(void **state) {
     kiln_test_open(d, &other, &other_queue);
     assert_kiln_ok(kiln_kernel_set_arg_buffer(k, 0, buf));
     assert_kiln_status(kiln_kernel_launch(other_queue, k, 1, g, l, 0, NULL, NULL),
-                       KILN_ERR_SHAPE_MISMATCH);
+                       KILN_ERR_WRONG_CONTEXT);
     assert_last_error_contains("another context");
     kiln_test_close(other, other_queue);
 
@@ -351,7 +351,7 @@ static void test_grid_and_chosen_local_size(void **state) {
 
     /* With the serial-default quirk, a small range is still split so every
      * compute unit gets a group. */
-    const kiln_device_info *info = kiln_context_device_info(f.ctx);
+    const kiln_device_info *info = kiln_context_get_device_info(f.ctx);
     if ((f.ctx->backend->quirks & KILN_QUIRK_SERIAL_DEFAULT_LOCAL_SIZE) != 0 &&
         info->compute_units > 1) {
       assert_kiln_ok(kiln_kernel_create(f.program, "groups", &k));
@@ -418,14 +418,14 @@ static void test_kernel_info(void **state) {
     assert_kiln_ok(kiln_kernel_get_info(saxpy, &info));
     assert_string_equal(info.name, "saxpy");
     assert_int_equal(info.num_args, 4);
-    cl_device_id dev = kiln_device_cl_device(kiln_test_device(d));
+    cl_device_id dev = kiln_device_get_cl_device(kiln_test_device(d));
     size_t wg = 0, multiple = 0;
-    assert_int_equal(clGetKernelWorkGroupInfo(kiln_kernel_cl_kernel(saxpy), dev,
+    assert_int_equal(clGetKernelWorkGroupInfo(kiln_kernel_get_cl_kernel(saxpy), dev,
                                               CL_KERNEL_WORK_GROUP_SIZE,
                                               sizeof wg, &wg, NULL),
                      CL_SUCCESS);
     assert_int_equal(clGetKernelWorkGroupInfo(
-                         kiln_kernel_cl_kernel(saxpy), dev,
+                         kiln_kernel_get_cl_kernel(saxpy), dev,
                          CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
                          sizeof multiple, &multiple, NULL),
                      CL_SUCCESS);
@@ -433,7 +433,7 @@ static void test_kernel_info(void **state) {
     assert_int_equal(info.preferred_multiple, multiple);
     assert_true(info.work_group_size >= 1);
     assert_true(info.work_group_size <=
-                kiln_context_device_info(f.ctx)->max_work_group_size);
+                kiln_context_get_device_info(f.ctx)->max_work_group_size);
     assert_int_equal(info.required_size[0], 0);
 
     assert_kiln_ok(kiln_kernel_get_info(fixed, &info));

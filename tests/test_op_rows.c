@@ -249,7 +249,7 @@ static void test_bad_arguments(void **state) {
                     "scale range [offset 14, +4 elements of f32)");
   assert_kiln_error(kiln_layernorm_rows(q, KILN_F32, 2, 4, b, 0, NULL, 0, ob, 0,
                                         1e-5f, c, 0, 0, NULL, NULL),
-                    KILN_ERR_SHAPE_MISMATCH,
+                    KILN_ERR_WRONG_CONTEXT,
                     "bias belongs to a different context");
   assert_kiln_status(kiln_layernorm_rows(q, KILN_F32, 2, 4, b, 0, c, 0, NULL, 0,
                                          1e-5f, c, 9, 0, NULL, NULL),

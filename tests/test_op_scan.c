@@ -179,7 +179,7 @@ static void test_bad_arguments(void **state) {
                     "x range [offset 7, +10 elements of u32)");
   assert_kiln_error(kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, 4, b, 0, ob, 0,
                               0, NULL, NULL),
-                    KILN_ERR_SHAPE_MISMATCH,
+                    KILN_ERR_WRONG_CONTEXT,
                     "y belongs to a different context");
   assert_kiln_error(
       kiln_scan(q, KILN_SCAN_INCLUSIVE, KILN_U32, 4, b, 0, b, 1, 0, NULL, NULL),

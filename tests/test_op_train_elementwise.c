@@ -283,7 +283,7 @@ static void test_bad_arguments(void **state) {
   assert_kiln_error(
       kiln_binary_broadcast(q, KILN_BINARY_ADD, KILN_BROADCAST_ROW, KILN_F32, 2,
                             2, b, 0, ob, 0, c, 4, 0, NULL, NULL),
-      KILN_ERR_SHAPE_MISMATCH, "b belongs to a different context");
+      KILN_ERR_WRONG_CONTEXT, "b belongs to a different context");
   assert_kiln_error(kiln_binary_broadcast(q, KILN_BINARY_ADD,
                                           KILN_BROADCAST_ROW, KILN_F32, 2, 2, b,
                                           0, NULL, 0, c, 4, 0, NULL, NULL),

@@ -97,7 +97,7 @@ static void test_bad_inputs(void **state) {
   kiln_test_open(0, &other, &foreign);
   assert_kiln_status(kiln_pipeline_run(queue, foreign, 4, 8, 8, in, out, work,
                                        &j),
-                     KILN_ERR_SHAPE_MISMATCH);
+                     KILN_ERR_WRONG_CONTEXT);
   kiln_test_close(other, foreign);
   assert_int_equal(j.calls, 0);
   /* A function that gives no event is refused, and what ran is finished. */

@@ -14,7 +14,7 @@
 /* The invariant kiln_pool_stats promises, checked after every step. */
 static kiln_pool_stats stats_of(kiln_pool *pool) {
   kiln_pool_stats s;
-  assert_kiln_ok(kiln_pool_stats_get(pool, &s));
+  assert_kiln_ok(kiln_pool_get_stats(pool, &s));
   assert_int_equal(s.reserved_bytes,
                    s.in_use_bytes + s.pending_bytes + s.cached_bytes);
   assert_true(s.requested_bytes <= s.in_use_bytes);
@@ -29,13 +29,13 @@ static cl_event gated_write(kiln_context *ctx, kiln_queue *queue,
                             kiln_buffer *buffer, const void *data, size_t size,
                             cl_event *done) {
   cl_int err;
-  cl_event gate = clCreateUserEvent(kiln_context_cl_context(ctx), &err);
+  cl_event gate = clCreateUserEvent(kiln_context_get_cl_context(ctx), &err);
   assert_int_equal(err, CL_SUCCESS);
-  assert_int_equal(clEnqueueWriteBuffer(kiln_queue_cl_queue(queue),
-                                        kiln_buffer_cl_mem(buffer), CL_FALSE,
+  assert_int_equal(clEnqueueWriteBuffer(kiln_queue_get_cl_queue(queue),
+                                        kiln_buffer_get_cl_mem(buffer), CL_FALSE,
                                         0, size, data, 1, &gate, done),
                    CL_SUCCESS);
-  clFlush(kiln_queue_cl_queue(queue));
+  clFlush(kiln_queue_get_cl_queue(queue));
   return gate;
 }
 
@@ -74,8 +74,8 @@ static void test_bad_inputs(void **state) {
       KILN_ERR_INVALID_ARGUMENT);
 
   kiln_pool_stats s;
-  assert_kiln_status(kiln_pool_stats_get(NULL, &s), KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_pool_stats_get(pool, NULL), KILN_ERR_NULL_POINTER);
+  assert_kiln_status(kiln_pool_get_stats(NULL, &s), KILN_ERR_NULL_POINTER);
+  assert_kiln_status(kiln_pool_get_stats(pool, NULL), KILN_ERR_NULL_POINTER);
   size_t released = 1;
   assert_kiln_status(kiln_pool_trim(NULL, &released), KILN_ERR_NULL_POINTER);
   assert_int_equal(released, 0);
@@ -116,14 +116,14 @@ static void test_reuse_and_stats(void **state) {
 
     kiln_buffer *a;
     assert_kiln_ok(kiln_pool_alloc(pool, 1000, 0, &a));
-    assert_int_equal(kiln_buffer_size(a), 1000);
+    assert_int_equal(kiln_buffer_get_size(a), 1000);
     s = stats_of(pool);
     assert_int_equal(s.in_use_bytes, 1024); /* 1000 rounds up to 1024 */
     assert_int_equal(s.requested_bytes, 1000);
     assert_int_equal(s.misses, 1);
     assert_int_equal(s.hits, 0);
     assert_int_equal(s.live_buffers, 1);
-    cl_mem a_mem = kiln_buffer_cl_mem(a);
+    cl_mem a_mem = kiln_buffer_get_cl_mem(a);
 
     unsigned char in[1000], out[1000];
     for (size_t i = 0; i < sizeof in; i++)
@@ -142,7 +142,7 @@ static void test_reuse_and_stats(void **state) {
     assert_kiln_ok(kiln_queue_finish(queue));
     kiln_buffer *b;
     assert_kiln_ok(kiln_pool_alloc(pool, 900, KILN_MEM_READ_ONLY, &b));
-    assert_ptr_equal(kiln_buffer_cl_mem(b), a_mem);
+    assert_ptr_equal(kiln_buffer_get_cl_mem(b), a_mem);
     s = stats_of(pool);
     assert_int_equal(s.hits, 1);
     assert_int_equal(s.misses, 2);
@@ -154,7 +154,7 @@ static void test_reuse_and_stats(void **state) {
     assert_memory_equal(in, out, 900);
     /* Handed out again, the block's buffer has this request's size and
      * access: read-only refuses an op's output, and 900 bytes are all. */
-    assert_int_equal(kiln_buffer_size(b), 900);
+    assert_int_equal(kiln_buffer_get_size(b), 900);
     assert_kiln_status(
         kiln_scale(queue, KILN_F32, 225, 2.0f, b, 0, 0, NULL, NULL),
         KILN_ERR_INVALID_ARGUMENT);
@@ -205,7 +205,7 @@ static void test_pending_command_blocks_reuse(void **state) {
     assert_kiln_ok(kiln_pool_create(queue, 0, &pool));
     kiln_buffer *a;
     assert_kiln_ok(kiln_pool_alloc(pool, 4096, 0, &a));
-    cl_mem a_mem = kiln_buffer_cl_mem(a);
+    cl_mem a_mem = kiln_buffer_get_cl_mem(a);
 
     /* A write held back by a user event: pending until the test says. */
     static unsigned char data[4096];
@@ -217,7 +217,7 @@ static void test_pending_command_blocks_reuse(void **state) {
     kiln_buffer *b[3];
     for (int i = 0; i < 3; i++) {
       assert_kiln_ok(kiln_pool_alloc(pool, 4096, 0, &b[i]));
-      assert_ptr_not_equal(kiln_buffer_cl_mem(b[i]), a_mem);
+      assert_ptr_not_equal(kiln_buffer_get_cl_mem(b[i]), a_mem);
     }
     kiln_pool_stats s = stats_of(pool);
     assert_int_equal(s.hits, 0);
@@ -236,7 +236,7 @@ static void test_pending_command_blocks_reuse(void **state) {
     kiln_buffer *e[4], *again = NULL;
     for (int i = 0; i < 4; i++) {
       assert_kiln_ok(kiln_pool_alloc(pool, 4000 + (size_t)i, 0, &e[i]));
-      if (kiln_buffer_cl_mem(e[i]) == a_mem)
+      if (kiln_buffer_get_cl_mem(e[i]) == a_mem)
         again = e[i];
     }
     assert_non_null(again); /* a's block came back once the write had run */
@@ -245,8 +245,8 @@ static void test_pending_command_blocks_reuse(void **state) {
     assert_int_equal(s.hits, 4);
     unsigned char out[4096];
     assert_kiln_ok(
-        kiln_buffer_read_sync(queue, again, 0, kiln_buffer_size(again), out));
-    assert_memory_equal(out, data, kiln_buffer_size(again));
+        kiln_buffer_read_sync(queue, again, 0, kiln_buffer_get_size(again), out));
+    assert_memory_equal(out, data, kiln_buffer_get_size(again));
     assert_kiln_ok(kiln_buffer_destroy(odd));
     for (int i = 0; i < 4; i++)
       assert_kiln_ok(kiln_buffer_destroy(e[i]));
@@ -268,7 +268,7 @@ static void test_release_after_other_queue(void **state) {
     assert_kiln_ok(kiln_pool_create(home, 0, &pool));
     kiln_buffer *a;
     assert_kiln_ok(kiln_pool_alloc(pool, 2048, 0, &a));
-    cl_mem a_mem = kiln_buffer_cl_mem(a);
+    cl_mem a_mem = kiln_buffer_get_cl_mem(a);
     static unsigned char data[2048];
     memset(data, 0x3c, sizeof data);
     cl_event write_done;
@@ -282,7 +282,7 @@ static void test_release_after_other_queue(void **state) {
     kiln_buffer *b[2];
     for (int i = 0; i < 2; i++) {
       assert_kiln_ok(kiln_pool_alloc(pool, 2048, 0, &b[i]));
-      assert_ptr_not_equal(kiln_buffer_cl_mem(b[i]), a_mem);
+      assert_ptr_not_equal(kiln_buffer_get_cl_mem(b[i]), a_mem);
     }
     assert_kiln_ok(kiln_buffer_destroy(b[0]));
     assert_kiln_ok(kiln_buffer_destroy(b[1]));
@@ -291,7 +291,7 @@ static void test_release_after_other_queue(void **state) {
     assert_kiln_ok(kiln_queue_finish(home));
     kiln_buffer *c;
     assert_kiln_ok(kiln_pool_alloc(pool, 2048, 0, &c));
-    assert_ptr_equal(kiln_buffer_cl_mem(c), a_mem);
+    assert_ptr_equal(kiln_buffer_get_cl_mem(c), a_mem);
     assert_kiln_ok(kiln_buffer_destroy(c));
     assert_kiln_ok(kiln_pool_destroy(pool));
     assert_kiln_ok(kiln_queue_destroy(other));
@@ -367,7 +367,7 @@ static void *work(void *arg) {
         memcmp(in, out, n) != 0 || kiln_buffer_destroy(b) != KILN_OK)
       w->failures++;
     kiln_pool_stats s;
-    if (kiln_pool_stats_get(w->pool, &s) != KILN_OK ||
+    if (kiln_pool_get_stats(w->pool, &s) != KILN_OK ||
         s.reserved_bytes != s.in_use_bytes + s.pending_bytes + s.cached_bytes)
       w->failures++;
   }

@@ -116,7 +116,7 @@ static void test_oversized_buffers(void **state) {
     kiln_context *ctx;
     kiln_queue *q;
     kiln_test_open(d, &ctx, &q);
-    const kiln_device_info *info = kiln_context_device_info(ctx);
+    const kiln_device_info *info = kiln_context_get_device_info(ctx);
     kiln_buffer *b = (kiln_buffer *)&b; /* must be reset to NULL */
     char text[32];
 
@@ -182,7 +182,7 @@ static void test_exhaust_device_memory(void **state) {
     kiln_context *ctx;
     kiln_queue *q;
     kiln_test_open(d, &ctx, &q);
-    const kiln_device_info *info = kiln_context_device_info(ctx);
+    const kiln_device_info *info = kiln_context_get_device_info(ctx);
     if (info->global_mem_bytes > (1ull << 30) || UNDER_ASAN) {
       fprintf(stderr, "# %s: %llu bytes of global memory; exhaustion test "
                       "skipped (runs with at most 1 GiB, without ASan)\n",
@@ -273,7 +273,7 @@ static void object_cycle(struct cycle_state *cs, size_t i) {
 
   kiln_buffer *b, *sub;
   uint32_t v = (uint32_t)i, back = 0;
-  size_t align = kiln_context_device_info(cs->ctx)->mem_base_addr_align_bits / 8;
+  size_t align = kiln_context_get_device_info(cs->ctx)->mem_base_addr_align_bits / 8;
   assert_kiln_ok(kiln_buffer_create(cs->ctx, 2 * align, 0, &b));
   assert_kiln_ok(kiln_buffer_create_sub(b, align, align, 0, &sub));
   assert_kiln_ok(kiln_buffer_write_sync(cs->q, sub, 0, sizeof v, &v));
@@ -302,7 +302,7 @@ static void object_cycle(struct cycle_state *cs, size_t i) {
 static void program_cycle(kiln_context *ctx, struct cycle_state *cs) {
   kiln_program *p;
   assert_kiln_ok(kiln_program_create_built(ctx, slow_source, NULL, &p));
-  cs->from_cache += kiln_program_from_cache(p);
+  cs->from_cache += kiln_program_is_from_cache(p);
   assert_kiln_ok(kiln_program_destroy(p));
 }
 
@@ -336,7 +336,7 @@ static long long program_round(struct cycle_state *cs, size_t cycles) {
 static long long bare_program_round(const struct cycle_state *cs,
                                     const unsigned char *binary, size_t size,
                                     size_t cycles) {
-  cl_device_id dev = kiln_device_cl_device(cs->device);
+  cl_device_id dev = kiln_device_get_cl_device(cs->device);
   long long before = live_heap_bytes();
   cl_int err;
   cl_context cl = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
@@ -375,7 +375,7 @@ static unsigned char *program_binary(const struct cycle_state *cs,
   kiln_program *p;
   assert_kiln_ok(kiln_context_create(cs->device, NULL, &ctx));
   assert_kiln_ok(kiln_program_create_built(ctx, slow_source, NULL, &p));
-  cl_program cl = kiln_program_cl_program(p);
+  cl_program cl = kiln_program_get_cl_program(p);
   assert_int_equal(clGetProgramInfo(cl, CL_PROGRAM_BINARY_SIZES, sizeof *size,
                                     size, NULL),
                    CL_SUCCESS);
@@ -562,9 +562,9 @@ static void test_queue_destroy_waits(void **state) {
     /* Destroy with the launch and the read still pending. */
     assert_kiln_ok(kiln_queue_destroy(busy));
     kiln_event_state st = KILN_EVENT_QUEUED;
-    assert_kiln_ok(kiln_event_state_get(read_done, &st));
+    assert_kiln_ok(kiln_event_get_state(read_done, &st));
     assert_int_equal(st, KILN_EVENT_COMPLETE);
-    assert_kiln_ok(kiln_event_state_get(launched, &st));
+    assert_kiln_ok(kiln_event_get_state(launched, &st));
     assert_int_equal(st, KILN_EVENT_COMPLETE);
     check_slow(host); /* the read had landed when destroy returned */
     assert_kiln_ok(kiln_event_wait(launched));
@@ -617,7 +617,7 @@ static void test_destroy_objects_with_work_pending(void **state) {
 
     /* A view destroyed while a write to it is pending; its parent is then
      * free of children and may go too. */
-    size_t align = kiln_context_device_info(ctx)->mem_base_addr_align_bits / 8;
+    size_t align = kiln_context_get_device_info(ctx)->mem_base_addr_align_bits / 8;
     kiln_buffer *view;
     assert_kiln_ok(kiln_buffer_create_sub(kept, align, 64, 0, &view));
     assert_kiln_status(kiln_buffer_destroy(kept), KILN_ERR_BUSY);

@@ -267,7 +267,7 @@ static void run_user_kernels(struct worker *w, kiln_queue *q, int round) {
   kiln_cache_info info;
   W_OK(w, kiln_cache_get_info(&info));
   W_OK(w, kiln_cache_list_create(&list));
-  for (size_t i = 0; i < kiln_cache_list_count(list); i++) {
+  for (size_t i = 0; i < kiln_cache_list_get_count(list); i++) {
     const kiln_cache_entry *e = kiln_cache_list_get(list, i);
     W_CHECK(w, e != NULL && e->file[0] != '\0', "cache list entry %zu", i);
   }
@@ -310,7 +310,7 @@ static void run_handoff(struct worker *w, kiln_queue *q) {
     if (kiln_event_wait(theirs) != KILN_OK)
       worker_fail(w, "kiln_event_wait: %s", kiln_last_error());
     kiln_event_state state = KILN_EVENT_QUEUED;
-    if (kiln_event_state_get(theirs, &state) != KILN_OK ||
+    if (kiln_event_get_state(theirs, &state) != KILN_OK ||
         state != KILN_EVENT_COMPLETE)
       worker_fail(w, "neighbour's event is not complete (%d)", (int)state);
     kiln_event_release(theirs);

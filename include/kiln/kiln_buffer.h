@@ -59,8 +59,8 @@ KILN_API kiln_status kiln_buffer_create_sub(kiln_buffer *parent,
  * buffer. */
 KILN_API kiln_status kiln_buffer_destroy(kiln_buffer *buffer);
 
-KILN_API size_t kiln_buffer_size(const kiln_buffer *buffer);
-KILN_API kiln_context *kiln_buffer_context(const kiln_buffer *buffer);
+KILN_API size_t kiln_buffer_get_size(const kiln_buffer *buffer);
+KILN_API kiln_context *kiln_buffer_get_context(const kiln_buffer *buffer);
 
 /* Copy size_bytes from host src into dst at offset_bytes. src must stay valid
  * and unchanged until the command completes. */

@@ -5,7 +5,7 @@
  * first copies through a pinned bounce buffer of its own, or pins page by
  * page. kiln_pinned is host memory the driver allocated for DMA
  * (CL_MEM_ALLOC_HOST_PTR, mapped for the object's whole life: the portable
- * way, since OpenCL has no explicit "pin" call). Pass kiln_pinned_ptr() (or
+ * way, since OpenCL has no explicit "pin" call). Pass kiln_pinned_get_ptr() (or
  * a pointer inside it) as the host pointer of kiln_buffer_write/read.
  *
  * kiln_staging copies a caller's pageable memory through a ring of pinned
@@ -41,8 +41,8 @@ KILN_API kiln_status kiln_pinned_destroy(kiln_pinned *pinned);
 
 /* The host address (NULL for NULL) and size in bytes (0 for NULL).
  * Thread-safe. */
-KILN_API void *kiln_pinned_ptr(const kiln_pinned *pinned);
-KILN_API size_t kiln_pinned_size(const kiln_pinned *pinned);
+KILN_API void *kiln_pinned_get_ptr(const kiln_pinned *pinned);
+KILN_API size_t kiln_pinned_get_size(const kiln_pinned *pinned);
 
 /* A ring of num_chunks (>= 1) pinned chunks of chunk_bytes (> 0) each, for
  * staged transfers on queue. Counts as a child of the context. Thread-safe

@@ -86,7 +86,7 @@ KILN_API kiln_status kiln_pool_trim(kiln_pool *pool,
                                     size_t *out_released_bytes);
 
 /* A consistent snapshot of the pool's statistics. Thread-safe. */
-KILN_API kiln_status kiln_pool_stats_get(kiln_pool *pool,
+KILN_API kiln_status kiln_pool_get_stats(kiln_pool *pool,
                                          kiln_pool_stats *out);
 
 KILN_END_DECLS

@@ -90,6 +90,35 @@ kiln_status kiln__buffer_range(const kiln_buffer *buffer, size_t offset,
   return KILN_OK;
 }
 
+kiln_status kiln__range_bytes(const kiln_range *range, const char *what,
+                              size_t *offset_bytes, size_t *size_bytes) {
+  if (range == NULL || range->buffer == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s%s is NULL", what,
+                      range == NULL ? "" : "->buffer");
+  size_t es = kiln_dtype_size(range->dtype);
+  if (es == 0)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s dtype %d is not a "
+                      "kiln_dtype", what, (int)range->dtype);
+  size_t off, size, end;
+  if (kiln__mul_overflows(range->offset, es, &off) ||
+      kiln__mul_overflows(range->count, es, &size) ||
+      kiln__add_overflows(off, size, &end))
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s range [offset %zu, +%zu elements of %s) overflows "
+                      "size_t in bytes",
+                      what, range->offset, range->count,
+                      kiln_dtype_name(range->dtype));
+  if (end > range->buffer->size)
+    return kiln__fail(KILN_ERR_OUT_OF_RANGE,
+                      "%s range [offset %zu, +%zu elements of %s) exceeds "
+                      "the buffer's %zu bytes",
+                      what, range->offset, range->count,
+                      kiln_dtype_name(range->dtype), range->buffer->size);
+  *offset_bytes = off;
+  *size_bytes = size;
+  return KILN_OK;
+}
+
 kiln_status kiln__buffer_wrap(kiln_context *ctx, cl_mem mem, size_t size,
                               unsigned flags, kiln_buffer *parent,
                               size_t origin, const char *fn,
@@ -269,11 +298,11 @@ kiln_status kiln_buffer_destroy(kiln_buffer *buffer) {
   return KILN_OK;
 }
 
-size_t kiln_buffer_size(const kiln_buffer *buffer) {
+size_t kiln_buffer_get_size(const kiln_buffer *buffer) {
   return buffer != NULL ? buffer->size : 0;
 }
 
-kiln_context *kiln_buffer_context(const kiln_buffer *buffer) {
+kiln_context *kiln_buffer_get_context(const kiln_buffer *buffer) {
   return buffer != NULL ? buffer->ctx : NULL;
 }
 
@@ -286,7 +315,7 @@ static kiln_status check_queue_buffer(const kiln_queue *queue,
   if (buffer == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, what);
   if (buffer->ctx != queue->ctx)
-    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                       "%s: %s belongs to another context than the queue", fn,
                       what);
   /* A transfer would run now, out of the recorded order. */

@@ -46,7 +46,7 @@ kiln_status kiln_pipeline_run(kiln_queue *compute, kiln_queue *transfer,
   if (fn == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: fn is NULL", fn_name);
   if (transfer != NULL && transfer->ctx != compute->ctx)
-    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                       "%s: transfer belongs to another context than compute",
                       fn_name);
   if (transfer == compute)

@@ -475,7 +475,7 @@ kiln_status kiln_pool_release_after(kiln_pool *pool, kiln_buffer *buffer,
       if (wait_list[i] == NULL || wait_list[i]->ctx != pool->ctx) {
         free(waits);
         return kiln__fail(wait_list[i] == NULL ? KILN_ERR_NULL_POINTER
-                                               : KILN_ERR_SHAPE_MISMATCH,
+                                               : KILN_ERR_WRONG_CONTEXT,
                           "%s: wait_list[%zu] is %s", fn, i,
                           wait_list[i] == NULL ? "NULL"
                                                : "of another context");
@@ -513,13 +513,13 @@ kiln_status kiln_pool_trim(kiln_pool *pool, size_t *out_released_bytes) {
   return KILN_OK;
 }
 
-kiln_status kiln_pool_stats_get(kiln_pool *pool, kiln_pool_stats *out) {
+kiln_status kiln_pool_get_stats(kiln_pool *pool, kiln_pool_stats *out) {
   if (pool == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER,
-                      "kiln_pool_stats_get: pool is NULL");
+                      "kiln_pool_get_stats: pool is NULL");
   if (out == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER,
-                      "kiln_pool_stats_get: out is NULL");
+                      "kiln_pool_get_stats: out is NULL");
   pthread_mutex_lock(&pool->lock);
   collect_fences(pool);
   *out = pool->stats;

@@ -166,6 +166,6 @@ kiln_status kiln_queue_marker(kiln_queue *queue, size_t num_wait,
   return kiln__event_out(queue, ev, out_event);
 }
 
-kiln_context *kiln_queue_context(const kiln_queue *queue) {
+kiln_context *kiln_queue_get_context(const kiln_queue *queue) {
   return queue != NULL ? queue->ctx : NULL;
 }

@@ -115,7 +115,7 @@ static kiln_status check(kiln_staging *s, kiln_buffer *buffer, size_t offset,
   if (host == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, host_arg);
   if (buffer->ctx != s->ctx)
-    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                       "%s: %s belongs to another context than the staging "
                       "ring",
                       fn, buffer_arg);
@@ -134,7 +134,7 @@ kiln_status kiln_staging_write(kiln_staging *staging, kiln_buffer *dst,
       check(staging, dst, offset_bytes, size_bytes, src, fn, "dst", "src");
   if (status != KILN_OK || size_bytes == 0)
     return status;
-  unsigned char *ring = kiln_pinned_ptr(staging->ring);
+  unsigned char *ring = kiln_pinned_get_ptr(staging->ring);
   size_t chunk = staging->chunk_bytes;
   cl_int err = CL_SUCCESS;
   const char *call = "clWaitForEvents";
@@ -190,7 +190,7 @@ struct drain {
 static cl_int read_through(kiln_staging *s, cl_mem src, size_t offset,
                            size_t size, const struct drain *d, const char *fn,
                            const char **call) {
-  unsigned char *ring = kiln_pinned_ptr(s->ring);
+  unsigned char *ring = kiln_pinned_get_ptr(s->ring);
   size_t chunk = s->chunk_bytes, n = s->num_chunks;
   size_t chunks = size / chunk + (size % chunk != 0);
   cl_int err = CL_SUCCESS;

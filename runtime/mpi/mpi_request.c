@@ -74,11 +74,11 @@ static void slot_bytes(const kiln_mpi_request *r, size_t *raw, size_t *wide) {
   *raw = (*raw + 63) & ~(size_t)63;
 }
 
-static MPI_Op mpi_op(kiln_mpi_op op) {
+static MPI_Op mpi_op(kiln_reduce_op op) {
   switch (op) {
-  case KILN_MPI_MAX:
+  case KILN_REDUCE_MAX:
     return MPI_MAX;
-  case KILN_MPI_MIN:
+  case KILN_REDUCE_MIN:
     return MPI_MIN;
   default:
     return MPI_SUM; /* MEAN divides afterwards */
@@ -112,7 +112,7 @@ static void widen(const kiln_mpi_request *r, const unsigned char *raw,
 /* Divide for MEAN, then store in the device format. */
 static void narrow(const kiln_mpi_request *r, float *wide, unsigned char *raw,
                    size_t n) {
-  if (r->a.op == KILN_MPI_MEAN) {
+  if (r->a.op == KILN_REDUCE_MEAN) {
     float size = (float)r->mpi->size;
     for (size_t i = 0; i < n; i++)
       wide[i] /= size;
@@ -257,7 +257,7 @@ static kiln_status device_done(struct slot *s, bool *done) {
   if (s->event == NULL)
     return KILN_OK;
   kiln_event_state state;
-  kiln_status status = kiln_event_state_get(s->event, &state);
+  kiln_status status = kiln_event_get_state(s->event, &state);
   if (status != KILN_OK)
     return status;
   if (state == KILN_EVENT_FAILED)

@@ -86,22 +86,15 @@ static bool span(size_t nb, size_t stride, size_t one, size_t *out) {
   return *out <= SIZE_MAX / 4;
 }
 
-kiln_status kiln_multi_gemm_batched(
-    kiln_device_set *set, kiln_layout layout, kiln_trans trans_a,
-    kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
-    const float *a, size_t lda, size_t stride_a, const float *b, size_t ldb,
-    size_t stride_b, float beta, float *c, size_t ldc, size_t stride_c,
-    size_t batch) {
-  static const char fn[] = "kiln_multi_gemm_batched";
-  kiln_status status = check_set(fn, set);
-  if (status != KILN_OK)
-    return status;
-  if (a == NULL || b == NULL || c == NULL)
-    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn,
-                      a == NULL ? "a" : b == NULL ? "b" : "c");
-  if (layout != KILN_ROW_MAJOR && layout != KILN_COL_MAJOR)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: layout %d is unknown",
-                      fn, (int)layout);
+/* The split GEMM once the descriptors are read into BLAS terms. */
+static kiln_status gemm_split(const char *fn, kiln_device_set *set,
+                              kiln_layout layout, kiln_trans trans_a,
+                              kiln_trans trans_b, size_t m, size_t n, size_t k,
+                              float alpha, const float *a, size_t lda,
+                              size_t stride_a, const float *b, size_t ldb,
+                              size_t stride_b, float beta, float *c,
+                              size_t ldc, size_t stride_c, size_t batch) {
+  kiln_status status = KILN_OK;
   if (batch == 0 || m == 0 || n == 0)
     return KILN_OK;
   size_t ea, eb, ec;
@@ -147,6 +140,76 @@ kiln_status kiln_multi_gemm_batched(
       status = kiln_queue_flush(q);
   }
   return finish(set, parts, status);
+}
+
+/* Check one operand's descriptor: host data (buffer NULL), f32, the
+ * layout of a. */
+static kiln_status check_host_matrix(const char *fn, const char *name,
+                                     const kiln_matrix *x, const void *host,
+                                     kiln_layout layout) {
+  if (x == NULL || host == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s%s is NULL", fn, name,
+                      x == NULL ? "" : "_host");
+  if (x->buffer != NULL)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s->buffer is not NULL; the split GEMM takes host "
+                      "data (%s_host), see kiln_multi.h",
+                      fn, name, name);
+  if (x->dtype != KILN_F32)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s dtype %s is not f32", fn, name,
+                      kiln_dtype_name(x->dtype));
+  if (x->layout != KILN_ROW_MAJOR && x->layout != KILN_COL_MAJOR)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: %s layout %d is unknown",
+                      fn, name, (int)x->layout);
+  if (x->layout != layout)
+    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                      "%s: %s layout differs from a's", fn, name);
+  if (x->trans != KILN_NO_TRANS && x->trans != KILN_TRANS)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: %s trans %d is unknown",
+                      fn, name, (int)x->trans);
+  return KILN_OK;
+}
+
+/* The leading dimension in force: ld, or the packed one when ld is 0. */
+static size_t lead(const kiln_matrix *x) {
+  if (x->ld != 0)
+    return x->ld;
+  return x->layout == KILN_COL_MAJOR ? x->rows : x->cols;
+}
+
+kiln_status kiln_multi_gemm_batched(kiln_device_set *set, size_t batch,
+                                    const kiln_matrix *a, const float *a_host,
+                                    const kiln_matrix *b, const float *b_host,
+                                    const kiln_matrix *c, float *c_host,
+                                    float alpha, float beta) {
+  static const char fn[] = "kiln_multi_gemm_batched";
+  kiln_status status = check_set(fn, set);
+  if (status == KILN_OK && a == NULL)
+    status = kiln__fail(KILN_ERR_NULL_POINTER, "%s: a is NULL", fn);
+  if (status == KILN_OK)
+    status = check_host_matrix(fn, "a", a, a_host, a->layout);
+  if (status == KILN_OK)
+    status = check_host_matrix(fn, "b", b, b_host, a->layout);
+  if (status == KILN_OK)
+    status = check_host_matrix(fn, "c", c, c_host, a->layout);
+  if (status != KILN_OK)
+    return status;
+  if (c->trans != KILN_NO_TRANS)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: c->trans must be KILN_NO_TRANS", fn);
+  /* op(a) is m x k, op(b) k x n, c m x n. */
+  size_t m = a->trans ? a->cols : a->rows, k = a->trans ? a->rows : a->cols;
+  size_t kb = b->trans ? b->cols : b->rows, n = b->trans ? b->rows : b->cols;
+  if (kb != k || c->rows != m || c->cols != n)
+    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                      "%s: op(a) is %zu x %zu, op(b) %zu x %zu and c %zu x "
+                      "%zu; they must be m x k, k x n and m x n",
+                      fn, m, k, kb, n, c->rows, c->cols);
+  return gemm_split(fn, set, a->layout, a->trans, b->trans, m, n, k, alpha,
+                    a_host + a->offset, lead(a), a->batch_stride,
+                    b_host + b->offset, lead(b), b->batch_stride, beta,
+                    c_host + c->offset, lead(c), c->batch_stride, batch);
 }
 
 /* The elementwise ops: arity 1 (unary) or 2 (binary). */

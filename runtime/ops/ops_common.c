@@ -47,7 +47,7 @@ kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
   if (buffer == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, what);
   if (buffer->ctx != queue->ctx)
-    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                       "%s: %s belongs to a different context than queue", fn,
                       what);
   size_t esize = kiln_dtype_size(dtype);

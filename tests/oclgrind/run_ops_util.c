@@ -155,7 +155,7 @@ kiln_buffer *output(kiln_dtype dt, size_t count) {
  * every element outside that range still holds its sentinel. */
 void *download(kiln_buffer *b, kiln_dtype dt, size_t offset,
                       size_t n) {
-  size_t es = dsize(dt), total = kiln_buffer_size(b) / es;
+  size_t es = dsize(dt), total = kiln_buffer_get_size(b) / es;
   unsigned char *all = malloc(total * es), *want = malloc(es);
   void *h = calloc(n ? n : 1, es);
   fill_sentinels(want, es, 1);

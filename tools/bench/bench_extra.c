@@ -49,9 +49,9 @@ bool bench_run_launch(const struct bench_env *env, struct bench_result *r) {
     snprintf(r->note, sizeof r->note, "%s", kiln_last_error());
     goto done;
   }
-  cl_command_queue q = kiln_queue_cl_queue(env->queue);
-  cl_kernel ck = kiln_kernel_cl_kernel(k);
-  cl_mem xm = kiln_buffer_cl_mem(x);
+  cl_command_queue q = kiln_queue_get_cl_queue(env->queue);
+  cl_kernel ck = kiln_kernel_get_cl_kernel(k);
+  cl_mem xm = kiln_buffer_get_cl_mem(x);
   float a = 1.0f;
   cl_ulong n64 = n;
   size_t local =

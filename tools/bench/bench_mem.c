@@ -79,8 +79,8 @@ static double time_pool(const struct bench_env *env, kiln_pool *pool,
 
 static double time_driver(const struct bench_env *env, size_t bytes, bool use,
                           const void *src) {
-  cl_context c = kiln_context_cl_context(env->ctx);
-  cl_command_queue q = kiln_queue_cl_queue(env->queue);
+  cl_context c = kiln_context_get_cl_context(env->ctx);
+  cl_command_queue q = kiln_queue_get_cl_queue(env->queue);
   double t[101];
   for (int run = 0; run <= env->runs; run++) {
     double t0 = bench_now();
@@ -119,7 +119,7 @@ bool bench_run_pool(const struct bench_env *env, struct bench_result *r) {
   double pool_s = time_pool(env, pool, bytes, false, src);
   double pool_use_s = pool_s >= 0 ? time_pool(env, pool, bytes, true, src) : -1;
   kiln_pool_stats st = {0};
-  kiln_pool_stats_get(pool, &st);
+  kiln_pool_get_stats(pool, &st);
   kiln_pool_destroy(pool);
   if (pool_s < 0 || pool_use_s < 0)
     return fail(r, "pool");
@@ -237,14 +237,14 @@ static bool run_transfer(const struct bench_env *env, struct bench_result *r,
     fail(r, "setup");
     goto done;
   }
-  memcpy(kiln_pinned_ptr(pinned), pageable, n);
+  memcpy(kiln_pinned_get_ptr(pinned), pageable, n);
   static const enum way ways[] = {PINNED, STAGED,   PAGEABLE,
                                   MAPPED, MAP_ONLY, MEMCPY};
   static const char *names[] = {"pinned", "staged",   "pageable",
                                 "mapped", "map-only", "memcpy"};
   double map_only_s = 0;
   for (int w = 0; w < 6; w++) {
-    double s = time_copy(env, ways[w], h2d, dev, kiln_pinned_ptr(pinned),
+    double s = time_copy(env, ways[w], h2d, dev, kiln_pinned_get_ptr(pinned),
                          pageable, other, staging, n);
     if (s < 0) {
       fail(r, names[w]);
@@ -264,7 +264,7 @@ static bool run_transfer(const struct bench_env *env, struct bench_result *r,
     /* Every way moved the same bytes: the device copy and the host copy
      * must both equal the pattern. */
     ok = kiln_buffer_read_sync(env->queue, dev, 0, n, check) == KILN_OK &&
-         memcmp(check, h2d ? pageable : kiln_pinned_ptr(pinned), n) == 0;
+         memcmp(check, h2d ? pageable : kiln_pinned_get_ptr(pinned), n) == 0;
     if (!ok)
       snprintf(r->note, sizeof r->note, "the device copy differs");
     r->verified = ok;
@@ -320,7 +320,7 @@ static kiln_status direct(void *p) {
 
 static kiln_status replay(void *p) {
   struct seq_args *a = p;
-  return kiln_sequence_replay(a->seq, a->q, 0, NULL, NULL);
+  return kiln_sequence_replay(a->seq, 0, NULL, NULL);
 }
 
 static const char bare_source[] =
@@ -352,11 +352,11 @@ static bool bare_setup(const struct bench_env *env, size_t n, kiln_buffer *z,
   if (kiln_program_create_built(env->ctx, bare_source, NULL, prog) != KILN_OK ||
       kiln_kernel_create(*prog, "scale", k) != KILN_OK)
     return false;
-  cl_kernel ck = kiln_kernel_cl_kernel(*k);
-  cl_mem zm = kiln_buffer_cl_mem(z);
+  cl_kernel ck = kiln_kernel_get_cl_kernel(*k);
+  cl_mem zm = kiln_buffer_get_cl_mem(z);
   float one = 1.0f;
   cl_ulong n64 = n;
-  b->q = kiln_queue_cl_queue(env->queue);
+  b->q = kiln_queue_get_cl_queue(env->queue);
   b->k = ck;
   b->local =
       env->info->max_work_group_size < 64 ? env->info->max_work_group_size : 64;
@@ -433,7 +433,7 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
     if (s == KILN_OK)
       s = kiln_buffer_write_sync(env->queue, y, 0, n * 4, host);
     if (s == KILN_OK)
-      s = kiln_sequence_replay(list, env->queue, 0, NULL, NULL);
+      s = kiln_sequence_replay(list, 0, NULL, NULL);
     if (s == KILN_OK)
       s = kiln_buffer_read_sync(env->queue, y, 0, n * 4, got);
     ok = s == KILN_OK && memcmp(want, got, n * 4) == 0;

@@ -78,9 +78,9 @@ static int kiln_gemm_run(struct ctx *c) {
 static int clblast_gemm_run(struct ctx *c) {
   return dev_done(c, CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
                                   CLBlastTransposeNo, c->m, c->n, c->k, 1.0f,
-                                  kiln_buffer_cl_mem(c->a), 0, c->k,
-                                  kiln_buffer_cl_mem(c->b), 0, c->n, 0.0f,
-                                  kiln_buffer_cl_mem(c->c), 0, c->n, &c->clq,
+                                  kiln_buffer_get_cl_mem(c->a), 0, c->k,
+                                  kiln_buffer_get_cl_mem(c->b), 0, c->n, 0.0f,
+                                  kiln_buffer_get_cl_mem(c->c), 0, c->n, &c->clq,
                                   NULL));
 }
 static int host_gemm_run(struct ctx *c) {
@@ -97,8 +97,8 @@ static int kiln_sum_run(struct ctx *c) {
 }
 static int clblast_sum_run(struct ctx *c) {
   return dev_done(c,
-                  CLBlastSsum(c->n, kiln_buffer_cl_mem(c->r), 0,
-                              kiln_buffer_cl_mem(c->a), 0, 1, &c->clq, NULL));
+                  CLBlastSsum(c->n, kiln_buffer_get_cl_mem(c->r), 0,
+                              kiln_buffer_get_cl_mem(c->a), 0, 1, &c->clq, NULL));
 }
 static int host_sum_run(struct ctx *c) {
   float s = 0.0f;
@@ -130,9 +130,9 @@ static int kiln_dot_run(struct ctx *c) {
 }
 static int clblast_dot_run(struct ctx *c) {
   return dev_done(c,
-                  CLBlastSdot(c->n, kiln_buffer_cl_mem(c->r), 0,
-                              kiln_buffer_cl_mem(c->a), 0, 1,
-                              kiln_buffer_cl_mem(c->b), 0, 1, &c->clq, NULL));
+                  CLBlastSdot(c->n, kiln_buffer_get_cl_mem(c->r), 0,
+                              kiln_buffer_get_cl_mem(c->a), 0, 1,
+                              kiln_buffer_get_cl_mem(c->b), 0, 1, &c->clq, NULL));
 }
 static int host_dot_run(struct ctx *c) {
   c->sink = cblas_sdot((int)c->n, c->ha, 1, c->hb, 1);
@@ -144,8 +144,8 @@ static int kiln_nrm2_run(struct ctx *c) {
 }
 static int clblast_nrm2_run(struct ctx *c) {
   return dev_done(c,
-                  CLBlastSnrm2(c->n, kiln_buffer_cl_mem(c->r), 0,
-                               kiln_buffer_cl_mem(c->a), 0, 1, &c->clq, NULL));
+                  CLBlastSnrm2(c->n, kiln_buffer_get_cl_mem(c->r), 0,
+                               kiln_buffer_get_cl_mem(c->a), 0, 1, &c->clq, NULL));
 }
 static int host_nrm2_run(struct ctx *c) {
   c->sink = cblas_snrm2((int)c->n, c->ha, 1);
@@ -157,8 +157,8 @@ static int kiln_axpy_run(struct ctx *c) {
 }
 static int clblast_axpy_run(struct ctx *c) {
   return dev_done(c,
-                  CLBlastSaxpy(c->n, 1e-3f, kiln_buffer_cl_mem(c->a), 0, 1,
-                               kiln_buffer_cl_mem(c->b), 0, 1, &c->clq, NULL));
+                  CLBlastSaxpy(c->n, 1e-3f, kiln_buffer_get_cl_mem(c->a), 0, 1,
+                               kiln_buffer_get_cl_mem(c->b), 0, 1, &c->clq, NULL));
 }
 static int host_axpy_run(struct ctx *c) {
   cblas_saxpy((int)c->n, 1e-3f, c->ha, 1, c->hb, 1);
@@ -169,7 +169,7 @@ static int kiln_scale_run(struct ctx *c) {
       c, kiln_scale(c->q, KILN_F32, c->n, -1.0f, c->a, 0, 0, NULL, NULL));
 }
 static int clblast_scale_run(struct ctx *c) {
-  return dev_done(c, CLBlastSscal(c->n, -1.0f, kiln_buffer_cl_mem(c->a), 0, 1,
+  return dev_done(c, CLBlastSscal(c->n, -1.0f, kiln_buffer_get_cl_mem(c->a), 0, 1,
                                   &c->clq, NULL));
 }
 static int host_scale_run(struct ctx *c) {
@@ -184,8 +184,8 @@ static int kiln_copy_run(struct ctx *c) {
 }
 static int clblast_copy_run(struct ctx *c) {
   return dev_done(c,
-                  CLBlastScopy(c->n, kiln_buffer_cl_mem(c->a), 0, 1,
-                               kiln_buffer_cl_mem(c->b), 0, 1, &c->clq, NULL));
+                  CLBlastScopy(c->n, kiln_buffer_get_cl_mem(c->a), 0, 1,
+                               kiln_buffer_get_cl_mem(c->b), 0, 1, &c->clq, NULL));
 }
 static int host_copy_run(struct ctx *c) {
   const float *x = c->ha;
@@ -203,8 +203,8 @@ static int kiln_transpose_run(struct ctx *c) {
 static int clblast_transpose_run(struct ctx *c) {
   return dev_done(
       c, CLBlastSomatcopy(CLBlastLayoutRowMajor, CLBlastTransposeYes, c->m,
-                          c->k, 1.0f, kiln_buffer_cl_mem(c->a), 0, c->k,
-                          kiln_buffer_cl_mem(c->b), 0, c->m, &c->clq, NULL));
+                          c->k, 1.0f, kiln_buffer_get_cl_mem(c->a), 0, c->k,
+                          kiln_buffer_get_cl_mem(c->b), 0, c->m, &c->clq, NULL));
 }
 
 struct row {
@@ -392,11 +392,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kiln-compare: %s\n", kiln_last_error());
     return 1;
   }
-  c.clq = kiln_queue_cl_queue(c.q);
-  const kiln_device_info *info = kiln_context_device_info(c.kctx);
+  c.clq = kiln_queue_get_cl_queue(c.q);
+  const kiln_device_info *info = kiln_context_get_device_info(c.kctx);
   printf("device: %s (%s; profile %s); host: %d OpenMP threads, OpenBLAS "
          "%s\n",
-         info->name, info->platform_name, kiln_context_profile(c.kctx),
+         info->name, info->platform_name, kiln_context_get_profile(c.kctx),
          omp_get_max_threads(), openblas_get_config());
   printf("median of %d interleaved runs after a warm-up; OMP_WAIT_POLICY=%s, "
          "OPENBLAS_THREAD_TIMEOUT=%s\n\n",

@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
   KILN_TRY(kiln_queue_create(ctx, 0, &q));
   CUDA_TRY(cublasCreate(&blas));
   printf("kiln on %s (profile %s); cuBLAS on CUDA device 0\n",
-         kiln_context_device_info(ctx)->name, kiln_context_profile(ctx));
+         kiln_context_get_device_info(ctx)->name, kiln_context_get_profile(ctx));
   printf("%-10s %8s %12s %12s %8s\n", "op", "size", "kiln", "reference",
          "ratio");
   static const size_t sizes[] = {1024, 2048, 4096};

@@ -70,8 +70,8 @@ bool info_check_device(const kiln_device *device, char *detail,
   /* Bypass kiln's program cache: the point is to see the compiler work. */
   if (kiln_program_build(prog, NULL, KILN_BUILD_NO_CACHE) != KILN_OK) {
     excerpt(detail, detail_size, "build failed: ",
-            kiln_program_build_log(prog));
-    if (strlen(kiln_program_build_log(prog)) == 0)
+            kiln_program_get_build_log(prog));
+    if (strlen(kiln_program_get_build_log(prog)) == 0)
       snprintf(detail, detail_size, "build failed: %s", kiln_last_error());
     goto done;
   }

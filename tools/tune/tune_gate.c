@@ -83,7 +83,7 @@ bool tune_wait(kiln_event *ev, double timeout_s, bool *timed_out) {
   long sleep_ns = 20000;
   for (int spins = 0;; spins++) {
     kiln_event_state st;
-    if (kiln_event_state_get(ev, &st) != KILN_OK)
+    if (kiln_event_get_state(ev, &st) != KILN_OK)
       return false;
     if (st == KILN_EVENT_COMPLETE || st == KILN_EVENT_FAILED)
       return kiln_event_wait(ev) == KILN_OK; /* the failure's message */
