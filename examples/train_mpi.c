@@ -132,7 +132,7 @@ kiln_status dp_check_params(dp *d, mlp *m) {
     kiln_set_last_error(st, "out of host memory for the model checksum");
     goto done;
   }
-  st = kiln_buffer_read_sync(m->queue, m->params, 0, bytes, host);
+  st = kiln_buffer_read_sync(m->queue, &(kiln_range){m->params, 0, m->nparams, KILN_F32}, host);
   if (st != KILN_OK)
     goto done;
   uint64_t mine = fnv1a(host, bytes);

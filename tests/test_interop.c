@@ -67,7 +67,7 @@ static void test_handles(void **state) {
                                           CL_FALSE, 0, sizeof in, in, 0, NULL,
                                           NULL),
                      CL_SUCCESS);
-    assert_kiln_ok(kiln_buffer_read_sync(queue, buffer, 0, sizeof out, out));
+    assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){buffer, 0, 48, KILN_U32}, out));
     assert_memory_equal(in, out, sizeof in);
 
     assert_kiln_ok(kiln_buffer_destroy(buffer));
@@ -156,10 +156,9 @@ static void test_wrap_cl(void **state) {
     assert_int_equal(mem_refs(mem), 2);
 
     float back[100];
-    assert_kiln_ok(kiln_buffer_read_sync(queue, wrapped, 0, sizeof back, back));
+    assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){wrapped, 0, 100, KILN_F32}, back));
     assert_memory_equal(back, data, sizeof data);
-    assert_kiln_status(kiln_buffer_read_sync(queue, wrapped, 4, sizeof back,
-                                             back),
+    assert_kiln_status(kiln_buffer_read_sync(queue, &(kiln_range){wrapped, 1, 100, KILN_F32}, back),
                        KILN_ERR_OUT_OF_RANGE);
     assert_last_error_contains("exceeds the buffer's 400 bytes");
     /* Its access is known: a writable view of it is refused. */

@@ -198,7 +198,7 @@ static void test_setter_errors(void **state) {
     assert_kiln_ok(kiln_kernel_launch(f.queue, k, 1, &one_item, &one_item, 0,
                                       NULL, NULL));
     int32_t result = 0;
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, buf, 0, sizeof result, &result));
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, &(kiln_range){buf, 0, 1, KILN_I32}, &result));
     assert_int_equal(result, 1 + 2 + 3 + 4 + 10 + 5 + 1 + 6 + 7);
 
     assert_kiln_ok(kiln_buffer_destroy(buf));
@@ -300,8 +300,8 @@ static void test_saxpy_results(void **state) {
     kiln_buffer *bx, *by;
     assert_kiln_ok(kiln_buffer_create(f.ctx, sizeof x, KILN_MEM_READ_ONLY, &bx));
     assert_kiln_ok(kiln_buffer_create(f.ctx, sizeof y, 0, &by));
-    assert_kiln_ok(kiln_buffer_write_sync(f.queue, bx, 0, sizeof x, x));
-    assert_kiln_ok(kiln_buffer_write_sync(f.queue, by, 0, sizeof y, y));
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, x, &(kiln_range){bx, 0, N, KILN_F32}));
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, y, &(kiln_range){by, 0, N, KILN_F32}));
     assert_kiln_ok(kiln_kernel_set_arg_buffer(k, 0, by));
     assert_kiln_ok(kiln_kernel_set_arg_buffer(k, 1, bx));
     assert_kiln_ok(kiln_kernel_set_arg_f32(k, 2, 2.5f));
@@ -316,7 +316,7 @@ static void test_saxpy_results(void **state) {
     assert_kiln_ok(kiln_kernel_launch(f.queue, k, 1, &global2, &local2, 1, &ev,
                                       NULL));
     kiln_event_release(ev);
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, by, 0, sizeof out, out));
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, &(kiln_range){by, 0, N, KILN_F32}, out));
     for (size_t i = 0; i < N; i++) {
       float want = 2.5f * x[i] + (2.5f * x[i] + y[i]);
       assert_float_equal(out[i], want, 1e-5f);
@@ -342,7 +342,8 @@ static void test_grid_and_chosen_local_size(void **state) {
     size_t g[2] = {W, H};
     assert_kiln_ok(kiln_kernel_launch(f.queue, k, 2, g, NULL, 0, NULL, NULL));
     uint32_t out[W * H];
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, buf, 0, sizeof out, out));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        f.queue, &(kiln_range){buf, 0, W * H, KILN_U32}, out));
     for (uint32_t y = 0; y < H; y++)
       for (uint32_t x = 0; x < W; x++)
         assert_int_equal(out[y * W + x], y * 1000 + x);
@@ -360,7 +361,7 @@ static void test_grid_and_chosen_local_size(void **state) {
       size_t n = 64;
       assert_kiln_ok(kiln_kernel_launch(f.queue, k, 1, &n, NULL, 0, NULL, NULL));
       uint32_t sizes[64];
-      assert_kiln_ok(kiln_buffer_read_sync(f.queue, buf, 0, sizeof sizes, sizes));
+      assert_kiln_ok(kiln_buffer_read_sync(f.queue, &(kiln_range){buf, 0, 64, KILN_U32}, sizes));
       assert_true(sizes[0] >= 1 && sizes[0] <= 64 / info->compute_units);
       assert_int_equal(64 % sizes[0], 0);
       assert_kiln_ok(kiln_buffer_destroy(buf));
@@ -388,7 +389,7 @@ static void test_required_group_size(void **state) {
     /* Without a local size kiln leaves the choice to the attribute. */
     assert_kiln_ok(kiln_kernel_launch(f.queue, k, 1, &global, NULL, 0, NULL, NULL));
     uint32_t sizes[64];
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, buf, 0, sizeof sizes, sizes));
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, &(kiln_range){buf, 0, 64, KILN_U32}, sizes));
     for (int i = 0; i < 64; i++)
       assert_int_equal(sizes[i], 16);
     assert_kiln_ok(kiln_buffer_destroy(buf));

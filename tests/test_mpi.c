@@ -132,7 +132,7 @@ static void allreduce_case(kiln_mpi *mpi, size_t count, kiln_dtype dtype,
     store(dtype, host + pad, i, input(rank_, i, salt));
   kiln_buffer *buf = NULL;
   assert_kiln_ok(kiln_buffer_create(ctx, bytes + 2 * pad, 0, &buf));
-  assert_kiln_ok(kiln_buffer_write_sync(queue, buf, 0, bytes + 2 * pad, host));
+  assert_kiln_ok(kiln_buffer_write_sync(queue, host, &(kiln_range){buf, 0, count + 2 * pad / es, dtype}));
   if (blocking) {
     /* Blocking: its out event is complete when it returns. */
     kiln_event *done = NULL;
@@ -155,7 +155,7 @@ static void allreduce_case(kiln_mpi *mpi, size_t count, kiln_dtype dtype,
     assert_kiln_ok(kiln_mpi_wait(req));
   }
   memset(host, 0, bytes + 2 * pad);
-  assert_kiln_ok(kiln_buffer_read_sync(queue, buf, 0, bytes + 2 * pad, host));
+  assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){buf, 0, count + 2 * pad / es, dtype}, host));
   size_t bad = 0;
   for (size_t i = 0; i < pad; i++)
     bad += (host[i] != 0xa5) + (host[pad + bytes + i] != 0xa5);
@@ -210,8 +210,8 @@ static void test_two_requests(void) {
   kiln_buffer *ba = NULL, *bb = NULL;
   assert_kiln_ok(kiln_buffer_create(ctx, sizeof a, 0, &ba));
   assert_kiln_ok(kiln_buffer_create(ctx, sizeof b, 0, &bb));
-  assert_kiln_ok(kiln_buffer_write_sync(queue, ba, 0, sizeof a, a));
-  assert_kiln_ok(kiln_buffer_write_sync(queue, bb, 0, sizeof b, b));
+  assert_kiln_ok(kiln_buffer_write_sync(queue, a, &(kiln_range){ba, 0, N, KILN_F32}));
+  assert_kiln_ok(kiln_buffer_write_sync(queue, b, &(kiln_range){bb, 0, N, KILN_F32}));
   kiln_mpi_request *ra = NULL, *rb = NULL;
   assert_kiln_ok(kiln_mpi_iallreduce(mpi, queue, &(kiln_range){ba, 0, N, KILN_F32}, KILN_REDUCE_SUM, 0, NULL, &ra));
   assert_kiln_ok(kiln_mpi_iallreduce(mpi, queue, &(kiln_range){bb, 0, N, KILN_F32}, KILN_REDUCE_MAX, 0, NULL, &rb));
@@ -223,8 +223,8 @@ static void test_two_requests(void) {
     assert_kiln_ok(kiln_mpi_wait(ra));
     assert_kiln_ok(kiln_mpi_wait(rb));
   }
-  assert_kiln_ok(kiln_buffer_read_sync(queue, ba, 0, sizeof a, a));
-  assert_kiln_ok(kiln_buffer_read_sync(queue, bb, 0, sizeof b, b));
+  assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){ba, 0, N, KILN_F32}, a));
+  assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){bb, 0, N, KILN_F32}, b));
   size_t bad = 0;
   for (size_t i = 0; i < N; i++) {
     double want;
@@ -250,9 +250,9 @@ static void test_broadcast_gather_scatter(void) {
   /* Broadcast u32 from the last rank. */
   for (size_t i = 0; i < n; i++)
     u[i] = (uint32_t)(rank_ * 100000 + i);
-  assert_kiln_ok(kiln_buffer_write_sync(queue, src, 0, n * 4, u));
+  assert_kiln_ok(kiln_buffer_write_sync(queue, u, &(kiln_range){src, 0, n, KILN_U32}));
   assert_kiln_ok(kiln_mpi_broadcast(mpi, queue, &(kiln_range){src, 0, n, KILN_U32}, size_ - 1, 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(queue, src, 0, n * 4, v));
+  assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){src, 0, n, KILN_U32}, v));
   size_t bad = 0;
   for (size_t i = 0; i < n; i++)
     bad += v[i] != (uint32_t)((size_ - 1) * 100000 + i);
@@ -261,13 +261,13 @@ static void test_broadcast_gather_scatter(void) {
   /* Allgather i32 (non-blocking). */
   for (size_t i = 0; i < n; i++)
     u[i] = (uint32_t)(rank_ * 7 + i * 3);
-  assert_kiln_ok(kiln_buffer_write_sync(queue, src, 0, n * 4, u));
+  assert_kiln_ok(kiln_buffer_write_sync(queue, u, &(kiln_range){src, 0, n, KILN_U32}));
   kiln_mpi_request *req = NULL;
   assert_kiln_ok(kiln_mpi_iallgather(
       mpi, queue, &(kiln_range){src, 0, n, KILN_I32},
       &(kiln_range){dst, 0, n * p, KILN_I32}, 0, NULL, &req));
   assert_kiln_ok(kiln_mpi_wait(req));
-  assert_kiln_ok(kiln_buffer_read_sync(queue, dst, 0, n * p * 4, v));
+  assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){dst, 0, n * p, KILN_U32}, v));
   bad = 0;
   for (size_t r = 0; r < p; r++)
     for (size_t i = 0; i < n; i++)
@@ -285,11 +285,11 @@ static void test_broadcast_gather_scatter(void) {
     /* Block q of rank r holds input(r, q * n + i). */
     for (size_t i = 0; i < n * p; i++)
       store(dt, h, i, input(rank_, i, salt));
-    assert_kiln_ok(kiln_buffer_write_sync(queue, src, 0, n * p * es, h));
+    assert_kiln_ok(kiln_buffer_write_sync(queue, h, &(kiln_range){src, 0, n * p, dt}));
     assert_kiln_ok(kiln_mpi_reduce_scatter(
         mpi, queue, &(kiln_range){src, 0, n * p, dt},
         &(kiln_range){dst, 0, n, dt}, op, 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(queue, dst, 0, n * es, h));
+    assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){dst, 0, n, dt}, h));
     bad = 0;
     for (size_t i = 0; i < n; i++) {
       double want;

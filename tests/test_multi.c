@@ -233,10 +233,10 @@ static void test_reduce(void **state) {
     float part;
     assert_kiln_ok(kiln_buffer_create(ctx, parts[d] * 4, 0, &bx));
     assert_kiln_ok(kiln_buffer_create(ctx, 4, 0, &br));
-    assert_kiln_ok(kiln_buffer_write_sync(q, bx, 0, parts[d] * 4, x + first));
+    assert_kiln_ok(kiln_buffer_write_sync(q, x + first, &(kiln_range){bx, 0, parts[d], KILN_F32}));
     assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, parts[d], bx, 0,
                                br, 0, 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, br, 0, 4, &part));
+    assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){br, 0, 1, KILN_F32}, &part));
     acc += part;
     first += parts[d];
     assert_kiln_ok(kiln_buffer_destroy(bx));
@@ -249,7 +249,7 @@ static void test_reduce(void **state) {
 
 static void test_peer_copy(void **state) {
   (void)state;
-  size_t other = ndev > 1 ? 1 : 0, size = 40996;
+  size_t other = ndev > 1 ? 1 : 0, size = 40996, n = size / 4;
   kiln_queue *q0 = kiln_device_set_get_queue(set, 0);
   kiln_queue *q1 = kiln_device_set_get_queue(set, other);
   kiln_buffer *src = NULL, *dst = NULL;
@@ -260,20 +260,19 @@ static void test_peer_copy(void **state) {
                                     0, &src));
   assert_kiln_ok(kiln_buffer_create(kiln_device_set_get_context(set, other),
                                     size + 64, 0, &dst));
-  assert_kiln_ok(kiln_buffer_write_sync(q0, src, 0, size + 64, h));
+  assert_kiln_ok(kiln_buffer_write_sync(q0, h, &(kiln_range){src, 0, n + 16, KILN_U32}));
   memset(back, 0, size + 64);
-  assert_kiln_ok(kiln_buffer_write_sync(q1, dst, 0, size + 64, back));
+  assert_kiln_ok(kiln_buffer_write_sync(q1, back, &(kiln_range){dst, 0, n + 16, KILN_U32}));
   /* 1000-byte chunks: 41 of them, the last partial; offsets differ. */
-  /* u32 elements (size is a multiple of 4): 1000-byte chunks, 41 of them,
-   * the last partial; offsets differ. */
-  size_t n = size / 4;
+  /* u32 elements: 1000-byte chunks, 41 of them, the last partial; offsets
+   * differ. */
   kiln_range whole = {src, 4, n, KILN_U32}, there = {dst, 12, n, KILN_U32};
   kiln_event *done = NULL;
   kiln_event_state done_state = KILN_EVENT_QUEUED;
   assert_kiln_ok(kiln_peer_copy(q0, q1, &whole, &there, 1000, 0, NULL, &done));
   assert_kiln_ok(kiln_event_get_state(done, &done_state));
   assert_int_equal(done_state, KILN_EVENT_COMPLETE);
-  assert_kiln_ok(kiln_buffer_read_sync(q1, dst, 0, size + 64, back));
+  assert_kiln_ok(kiln_buffer_read_sync(q1, &(kiln_range){dst, 0, n + 16, KILN_U32}, back));
   assert_memory_equal(back + 48, h + 16, size);
   for (size_t i = 0; i < 48; i++)
     assert_int_equal(back[i], 0);

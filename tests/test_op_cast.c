@@ -92,7 +92,7 @@ static void cast_on_device(kiln_context *ctx, kiln_queue *q) {
       for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
         size_t n = sizes[si];
         assert_kiln_ok(
-            kiln_buffer_write_sync(q, yb, 0, total * kiln_dtype_size(to), y0));
+            kiln_buffer_write_sync(q, y0, &(kiln_range){yb, 0, total, to}));
         assert_kiln_ok(
             kiln_cast(q, n, from, xb, XOFF, to, yb, YOFF, 0, NULL, NULL));
         void *y = util_download(q, yb, to, total);

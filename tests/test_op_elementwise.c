@@ -115,7 +115,7 @@ static void unary_on_device(kiln_context *ctx, kiln_queue *q) {
       for (size_t si = 0; si < NSIZES; si++) {
         size_t n = sizes[si];
         assert_kiln_ok(
-            kiln_buffer_write_sync(q, yb, 0, total * kiln_dtype_size(dt), y0));
+            kiln_buffer_write_sync(q, y0, &(kiln_range){yb, 0, total, dt}));
         assert_kiln_ok(
             kiln_unary(q, uc->op, dt, n, xb, XOFF, yb, YOFF, 0, NULL, NULL));
         void *y = util_download(q, yb, dt, total);
@@ -163,30 +163,30 @@ static void unary_special_on_device(kiln_context *ctx, kiln_queue *q) {
   float y[7];
   assert_kiln_ok(
       kiln_unary(q, KILN_UNARY_LOG, KILN_F32, n, xb, 0, yb, 0, 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){yb, 0, 7, KILN_F32}, y));
   assert_true(isinf(y[0]) && y[0] < 0);
   assert_true(isnan(y[1]));
   assert_true(isinf(y[6]) && y[6] > 0);
   assert_kiln_ok(
       kiln_unary(q, KILN_UNARY_SQRT, KILN_F32, n, xb, 0, yb, 0, 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){yb, 0, 7, KILN_F32}, y));
   assert_true(isnan(y[1]));
   assert_true(y[0] == 0.0f);
   assert_kiln_ok(
       kiln_unary(q, KILN_UNARY_RELU, KILN_F32, n, xb, 0, yb, 0, 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){yb, 0, 7, KILN_F32}, y));
   assert_true(isnan(y[2]));
   assert_true(y[3] == 0.0f && signbit(y[3]));
   assert_true(y[1] == 0.0f);
   assert_kiln_ok(kiln_unary(q, KILN_UNARY_SIGMOID, KILN_F32, n, xb, 0, yb, 0, 0,
                             NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){yb, 0, 7, KILN_F32}, y));
   assert_true(y[4] == 1.0f);
   assert_true(y[5] >= 0.0f && y[5] < 1e-40f);
   assert_true(y[6] == 1.0f);
   assert_kiln_ok(
       kiln_unary(q, KILN_UNARY_GELU, KILN_F32, n, xb, 0, yb, 0, 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, sizeof y, y));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){yb, 0, 7, KILN_F32}, y));
   assert_true(y[4] == 100.0f);
   if (!(fabsf(y[5]) <= 1e-4f)) /* 16 u |x|: see the header */
     fail_msg("gelu(-100) = %g", y[5]);
@@ -245,8 +245,7 @@ static void binary_on_device(kiln_context *ctx, kiln_queue *q) {
         size_t n = sizes[si];
         float s = -2.75f;
         for (int scalar = 0; scalar < 2; scalar++) {
-          assert_kiln_ok(kiln_buffer_write_sync(
-              q, yb, 0, total * kiln_dtype_size(dt), y0));
+          assert_kiln_ok(kiln_buffer_write_sync(q, y0, &(kiln_range){yb, 0, total, dt}));
           if (scalar)
             assert_kiln_ok(kiln_binary_scalar(q, (kiln_binary_op)op, dt, n, ab,
                                               XOFF, s, yb, YOFF, 0, NULL,
@@ -276,7 +275,7 @@ static void binary_on_device(kiln_context *ctx, kiln_queue *q) {
       kiln_buffer *qb = util_upload(ctx, q, dt, one2, 2);
       assert_kiln_ok(kiln_binary(q, KILN_BINARY_MAX, dt, 2, pb, 0, qb, 0, pb, 0,
                                  0, NULL, NULL));
-      assert_kiln_ok(kiln_buffer_read_sync(q, pb, 0, sizeof out, out));
+      assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){pb, 0, 2, KILN_F32}, out));
       assert_true(out[0] == 2.0f && out[1] == 1.0f);
       assert_kiln_ok(kiln_buffer_destroy(pb));
       assert_kiln_ok(kiln_buffer_destroy(qb));
@@ -308,9 +307,8 @@ static void axpy_scale_fill_on_device(kiln_context *ctx, kiln_queue *q) {
     kiln_buffer *yb = util_upload(ctx, q, dt, y0, total);
     for (size_t si = 0; si < NSIZES; si++) {
       size_t n = sizes[si];
-      size_t bytes = total * kiln_dtype_size(dt);
       const float alpha = 1.5f;
-      assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, bytes, y0));
+      assert_kiln_ok(kiln_buffer_write_sync(q, y0, &(kiln_range){yb, 0, total, dt}));
       assert_kiln_ok(
           kiln_axpy(q, dt, n, alpha, xb, XOFF, yb, YOFF, 0, NULL, NULL));
       void *y = util_download(q, yb, dt, total);
@@ -324,7 +322,7 @@ static void axpy_scale_fill_on_device(kiln_context *ctx, kiln_queue *q) {
       util_check_guard(dt, y0, y, YOFF, n, total, "axpy");
       free(y);
 
-      assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, bytes, y0));
+      assert_kiln_ok(kiln_buffer_write_sync(q, y0, &(kiln_range){yb, 0, total, dt}));
       assert_kiln_ok(kiln_scale(q, dt, n, -0.75f, yb, YOFF, 0, NULL, NULL));
       y = util_download(q, yb, dt, total);
       for (size_t i = 0; i < n; i++) {
@@ -338,7 +336,7 @@ static void axpy_scale_fill_on_device(kiln_context *ctx, kiln_queue *q) {
 
       /* 0.1 is inexact in every format: the stored bits must be the
        * nearest-even rounding of (float)0.1. */
-      assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, bytes, y0));
+      assert_kiln_ok(kiln_buffer_write_sync(q, y0, &(kiln_range){yb, 0, total, dt}));
       assert_kiln_ok(kiln_fill(q, dt, n, 0.1, yb, YOFF, 0, NULL, NULL));
       y = util_download(q, yb, dt, total);
       void *want = malloc(kiln_dtype_size(dt));
@@ -359,12 +357,12 @@ static void axpy_scale_fill_on_device(kiln_context *ctx, kiln_queue *q) {
   kiln_buffer *ib = util_buffer(ctx, 64, 0);
   int32_t iv[16];
   assert_kiln_ok(kiln_fill(q, KILN_I32, 16, -7, ib, 0, 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, ib, 0, sizeof iv, iv));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){ib, 0, 16, KILN_I32}, iv));
   for (int i = 0; i < 16; i++)
     assert_int_equal(iv[i], -7);
   assert_kiln_ok(
       kiln_fill(q, KILN_U32, 15, 4294967295.0, ib, 1, 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, ib, 0, sizeof iv, iv));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){ib, 0, 16, KILN_I32}, iv));
   assert_int_equal(iv[0], -7);
   for (int i = 1; i < 16; i++)
     assert_int_equal((uint32_t)iv[i], UINT32_MAX);
@@ -389,7 +387,7 @@ static void axpy_large_on_device(kiln_context *ctx, kiln_queue *q) {
   kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, n);
   kiln_buffer *yb = util_upload(ctx, q, KILN_F32, y, n);
   assert_kiln_ok(kiln_axpy(q, KILN_F32, n, 2.0f, xb, 0, yb, 0, 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, yb, 0, n * sizeof *y, y));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){yb, 0, n, KILN_F32}, y));
   for (size_t i = 0; i < n; i++)
     if (y[i] != 2.0f * (float)(i % 1000) + 1.0f) /* exact: small integers */
       fail_msg("axpy 2^24: y[%zu] = %g", i, y[i]);
@@ -443,7 +441,7 @@ static void events_chain_on_device(kiln_context *ctx, kiln_queue *q) {
   assert_kiln_ok(kiln_scale(q, KILN_F32, 100, 3.0f, b, 0, 1, &e1, &e2));
   assert_kiln_ok(kiln_event_wait(e2));
   float out[100];
-  assert_kiln_ok(kiln_buffer_read_sync(q, b, 0, sizeof out, out));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){b, 0, 100, KILN_F32}, out));
   for (int i = 0; i < 100; i++)
     assert_true(out[i] == 6.0f);
   kiln_event_release(e1);

@@ -169,7 +169,7 @@ static double gemm_rate(kiln_context *ctx, kiln_queue *q) {
   const size_t n = 192;
   kiln_buffer *a = util_buffer(ctx, n * n * 4, 0);
   float zero = 0.0f;
-  assert_kiln_ok(kiln_buffer_fill(q, a, &zero, 4, 0, n * n * 4, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_fill(q, &zero, 4, &(kiln_range){a, 0, n * n, KILN_F32}, 0, NULL, NULL));
   double best = 1e30;
   for (int r = 0; r < 2; r++) {
     struct timespec t0, t1;

@@ -35,15 +35,15 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct tcase *tc,
   kiln_buffer *dx = NULL, *dy = NULL;
   assert_kiln_ok(kiln_buffer_create(ctx, x_count * es, 0, &dx));
   assert_kiln_ok(kiln_buffer_create(ctx, y_count * es, 0, &dy));
-  assert_kiln_ok(kiln_buffer_write_sync(q, dx, 0, x_count * es, x));
-  assert_kiln_ok(kiln_buffer_write_sync(q, dy, 0, y_count * es, y0));
+  assert_kiln_ok(kiln_buffer_write_sync(q, x, &(kiln_range){dx, 0, x_count, tc->dtype}));
+  assert_kiln_ok(kiln_buffer_write_sync(q, y0, &(kiln_range){dy, 0, y_count, tc->dtype}));
   kiln_event *ev = NULL;
   assert_kiln_ok(kiln_transpose(q, tc->dtype, rows, cols, dx, tc->x_off, ldx,
                                 dy, tc->y_off, ldy, 0, NULL, &ev));
   assert_non_null(ev);
   assert_kiln_ok(kiln_event_wait(ev));
   kiln_event_release(ev);
-  assert_kiln_ok(kiln_buffer_read_sync(q, dy, 0, y_count * es, y));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){dy, 0, y_count, tc->dtype}, y));
 
   unsigned char *want = malloc(y_count * es);
   assert_non_null(want);
@@ -137,14 +137,14 @@ static void test_round_trip_and_empty(void **state) {
     kiln_buffer *a = NULL, *b = NULL;
     assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &a));
     assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &b));
-    assert_kiln_ok(kiln_buffer_write_sync(q, a, 0, n * 4, h));
+    assert_kiln_ok(kiln_buffer_write_sync(q, h, &(kiln_range){a, 0, n, KILN_F32}));
     kiln_event *e1 = NULL, *e2 = NULL;
     assert_kiln_ok(
         kiln_transpose(q, KILN_F32, r, c, a, 0, c, b, 0, r, 0, NULL, &e1));
     assert_kiln_ok(
         kiln_transpose(q, KILN_F32, c, r, b, 0, r, a, 0, c, 1, &e1, &e2));
     assert_kiln_ok(kiln_event_wait(e2));
-    assert_kiln_ok(kiln_buffer_read_sync(q, a, 0, n * 4, back));
+    assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){a, 0, n, KILN_F32}, back));
     assert_memory_equal(h, back, n * 4);
     kiln_event_release(e1);
     kiln_event_release(e2);

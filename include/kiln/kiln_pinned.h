@@ -19,6 +19,7 @@
 #endif
 
 #include "kiln/kiln_common.h"
+#include "kiln/kiln_tensor.h"
 
 KILN_BEGIN_DECLS
 
@@ -54,21 +55,27 @@ KILN_API kiln_status kiln_staging_create(kiln_queue *queue, size_t chunk_bytes,
 /* Waits for its pending chunks, then frees. NULL is a no-op. */
 KILN_API kiln_status kiln_staging_destroy(kiln_staging *staging);
 
-/* Copy size_bytes of pageable host memory src into dst at offset_bytes,
- * chunk by chunk through the ring, on the staging object's queue after
- * everything enqueued there before. Blocking: returns once the whole copy
- * has completed (src may be reused at once). size_bytes 0 copies nothing
- * and succeeds; otherwise the range must lie inside dst. */
-KILN_API kiln_status kiln_staging_write(kiln_staging *staging,
-                                        kiln_buffer *dst, size_t offset_bytes,
-                                        size_t size_bytes, const void *src);
+/* Copy pageable host memory src into the range dst, chunk by chunk
+ * through the ring, on the staging object's queue after everything
+ * enqueued there before and after the wait list (events of its context,
+ * waited for by the host first). Blocking: returns once the whole copy has
+ * completed (src may be reused at once); *out_event (out_event may be
+ * NULL) is then an event of that queue, already complete. A count of 0
+ * copies nothing and succeeds; otherwise the range must lie inside its
+ * buffer. */
+KILN_API kiln_status kiln_staging_write(kiln_staging *staging, const void *src,
+                                        const kiln_range *dst, size_t num_wait,
+                                        kiln_event *const *wait_list,
+                                        kiln_event **out_event);
 
-/* Copy size_bytes of src at offset_bytes into pageable host memory dst
- * through the ring. Blocking: dst holds the data when this returns.
- * size_bytes 0 copies nothing and succeeds. */
-KILN_API kiln_status kiln_staging_read(kiln_staging *staging, kiln_buffer *src,
-                                       size_t offset_bytes, size_t size_bytes,
-                                       void *dst);
+/* Copy the range src into pageable host memory dst through the ring, as
+ * kiln_staging_write does the other way. Blocking: dst holds the data when
+ * this returns. */
+KILN_API kiln_status kiln_staging_read(kiln_staging *staging,
+                                       const kiln_range *src, void *dst,
+                                       size_t num_wait,
+                                       kiln_event *const *wait_list,
+                                       kiln_event **out_event);
 
 KILN_END_DECLS
 

@@ -212,6 +212,16 @@ struct kiln_buffer {
 kiln_status kiln__range_bytes(const kiln_range *range, const char *what,
                               size_t *offset_bytes, size_t *size_bytes);
 
+/* Enqueue a write (write true) or read of size_bytes at offset_bytes of
+ * buffer from or to host, both already checked: the untyped path under
+ * kiln_buffer_write/read, for memory that has no element type (the
+ * pipeline's batches of bytes). */
+kiln_status kiln__buffer_transfer(kiln_queue *queue, kiln_buffer *buffer,
+                                  size_t offset_bytes, size_t size_bytes,
+                                  void *host, bool write, size_t num_wait,
+                                  kiln_event *const *wait_list,
+                                  kiln_event **out_event);
+
 /* Check that [offset, offset + size) lies inside buffer; what names the
  * argument in the error and may carry the caller's name
  * ("kiln_buffer_write: dst" gives "kiln_buffer_write: dst range [offset 96,

@@ -42,11 +42,10 @@ static kiln_status check_range(const char *fn, const char *name,
 
 /* Fill the buffer fields of *a from its ranges, once they are checked. */
 static void take_ranges(struct kiln__mpi_args *a) {
-  size_t es = kiln_dtype_size(a->src_range->dtype);
   a->src = a->src_range->buffer;
   a->dst = a->dst_range->buffer;
-  a->src_offset = a->src_range->offset * es;
-  a->dst_offset = a->dst_range->offset * es;
+  a->src_offset = a->src_range->offset;
+  a->dst_offset = a->dst_range->offset;
   a->dtype = a->src_range->dtype;
   a->count = a->kind == KIND_REDUCE_SCATTER ? a->dst_range->count
                                             : a->src_range->count;

@@ -56,7 +56,7 @@ struct kiln__mpi_args {
    * they are checked. */
   const kiln_range *src_range, *dst_range;
   kiln_buffer *src, *dst;     /* the ranges' buffers */
-  size_t src_offset, dst_offset; /* bytes, from the ranges' offsets */
+  size_t src_offset, dst_offset; /* elements of dtype */
   size_t count; /* elements per rank: src's, dst's for reduce-scatter */
   kiln_dtype dtype;
   kiln_reduce_op op;

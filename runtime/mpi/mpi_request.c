@@ -148,18 +148,21 @@ static kiln_status start_read(kiln_mpi_request *r, struct slot *s, size_t c) {
     /* fall through */
   case KIND_ALLREDUCE:
   case KIND_ALLGATHER:
-    status = kiln_buffer_read(r->a.queue, r->a.src, r->a.src_offset + first * es,
-                              n * es, s->raw, num_wait, wait, &s->event);
+    status = kiln_buffer_read(
+        r->a.queue,
+        &(kiln_range){r->a.src, r->a.src_offset + first, n, r->a.dtype},
+        s->raw, num_wait, wait, &s->event);
     break;
   case KIND_REDUCE_SCATTER:
     for (int p = 0; p < r->mpi->size && status == KILN_OK; p++) {
       kiln_event_release(s->event);
       s->event = NULL;
-      size_t at = ((size_t)p * r->a.count + first) * es;
-      status = kiln_buffer_read(r->a.queue, r->a.src, r->a.src_offset + at,
-                                n * es, s->raw + (size_t)p * n * es,
-                                p == 0 ? num_wait : 0, p == 0 ? wait : NULL,
-                                &s->event);
+      size_t at = (size_t)p * r->a.count + first;
+      status = kiln_buffer_read(
+          r->a.queue,
+          &(kiln_range){r->a.src, r->a.src_offset + at, n, r->a.dtype},
+          s->raw + (size_t)p * n * es, p == 0 ? num_wait : 0,
+          p == 0 ? wait : NULL, &s->event);
     }
     break;
   }
@@ -233,18 +236,20 @@ static kiln_status start_write(kiln_mpi_request *r, struct slot *s) {
     /* fall through */
   case KIND_ALLREDUCE:
   case KIND_REDUCE_SCATTER:
-    status = kiln_buffer_write(r->a.queue, r->a.dst,
-                               r->a.dst_offset + first * es, n * es, s->raw, 0,
-                               NULL, &s->event);
+    status = kiln_buffer_write(
+        r->a.queue, s->raw,
+        &(kiln_range){r->a.dst, r->a.dst_offset + first, n, r->a.dtype}, 0,
+        NULL, &s->event);
     break;
   case KIND_ALLGATHER:
     for (size_t q = 0; q < p && status == KILN_OK; q++) {
       kiln_event_release(s->event);
       s->event = NULL;
-      size_t at = (q * r->a.count + first) * es;
-      status = kiln_buffer_write(r->a.queue, r->a.dst, r->a.dst_offset + at,
-                                 n * es, s->raw + (q + 1) * n * es, 0, NULL,
-                                 &s->event);
+      size_t at = q * r->a.count + first;
+      status = kiln_buffer_write(
+          r->a.queue, s->raw + (q + 1) * n * es,
+          &(kiln_range){r->a.dst, r->a.dst_offset + at, n, r->a.dtype}, 0,
+          NULL, &s->event);
     }
     break;
   }

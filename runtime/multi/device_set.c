@@ -188,8 +188,7 @@ kiln_status kiln_device_set_calibrate(kiln_device_set *set) {
     const float zero = 0;
     status = kiln_buffer_create(set->dev[i].ctx, 3 * N * N * 4, 0, &m);
     if (status == KILN_OK)
-      status = kiln_buffer_fill(q, m, &zero, 4, 0, 3 * N * N * 4, 0, NULL,
-                                NULL);
+      status = kiln_buffer_fill(q, &zero, 4, &(kiln_range){m, 0, 3 * N * N, KILN_F32}, 0, NULL, NULL);
     double t0 = 0;
     for (int r = 0; r <= REPS && status == KILN_OK; r++) {
       if (r == 1) { /* the first run builds the kernels */

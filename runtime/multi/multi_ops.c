@@ -52,13 +52,15 @@ static kiln_status finish(kiln_device_set *set, struct part *parts,
   return status;
 }
 
-/* A device buffer of bytes (at least 4) holding host[0 .. bytes) when host
- * is not NULL. */
-static kiln_status upload(kiln_context *ctx, kiln_queue *q, const void *host,
-                          size_t bytes, kiln_buffer **out) {
-  kiln_status status = kiln_buffer_create(ctx, bytes < 4 ? 4 : bytes, 0, out);
-  if (status == KILN_OK && host != NULL && bytes > 0)
-    status = kiln_buffer_write(q, *out, 0, bytes, host, 0, NULL, NULL);
+/* A device buffer of count f32 elements (at least one) holding
+ * host[0 .. count) when host is not NULL. */
+static kiln_status upload(kiln_context *ctx, kiln_queue *q, const float *host,
+                          size_t count, kiln_buffer **out) {
+  kiln_status status =
+      kiln_buffer_create(ctx, (count < 1 ? 1 : count) * 4, 0, out);
+  if (status == KILN_OK && host != NULL && count > 0)
+    status = kiln_buffer_write(q, host, &(kiln_range){*out, 0, count, KILN_F32},
+                               0, NULL, NULL);
   return status;
 }
 
@@ -123,19 +125,20 @@ static kiln_status gemm_split(const char *fn, kiln_device_set *set,
     const float *pa = a + (stride_a ? p->first * stride_a : 0);
     const float *pb = b + (stride_b ? p->first * stride_b : 0);
     float *pc = c + p->first * stride_c;
-    status = upload(ctx, q, pa, na * 4, &p->buf[0]);
+    status = upload(ctx, q, pa, na, &p->buf[0]);
     if (status == KILN_OK)
-      status = upload(ctx, q, pb, nb * 4, &p->buf[1]);
+      status = upload(ctx, q, pb, nb, &p->buf[1]);
     /* beta == 0 never reads C: do not upload it. */
     if (status == KILN_OK)
-      status = upload(ctx, q, beta != 0.0f ? pc : NULL, nc * 4, &p->buf[2]);
+      status = upload(ctx, q, beta != 0.0f ? pc : NULL, nc, &p->buf[2]);
     if (status == KILN_OK)
       status = kiln_gemm_batched(q, layout, trans_a, trans_b, m, n, k, alpha,
                                  KILN_F32, p->buf[0], 0, lda, stride_a,
                                  p->buf[1], 0, ldb, stride_b, beta, p->buf[2],
                                  0, ldc, stride_c, p->count, 0, NULL, NULL);
     if (status == KILN_OK)
-      status = kiln_buffer_read(q, p->buf[2], 0, nc * 4, pc, 0, NULL, NULL);
+      status = kiln_buffer_read(q, &(kiln_range){p->buf[2], 0, nc, KILN_F32},
+                                pc, 0, NULL, NULL);
     if (status == KILN_OK)
       status = kiln_queue_flush(q);
   }
@@ -236,10 +239,9 @@ static kiln_status map(const char *fn, kiln_device_set *set, int arity, int op,
       continue;
     kiln_context *ctx = set->dev[d].ctx;
     kiln_queue *q = set->dev[d].queue;
-    size_t bytes = p->count * 4;
-    status = upload(ctx, q, x + p->first, bytes, &p->buf[0]);
+    status = upload(ctx, q, x + p->first, p->count, &p->buf[0]);
     if (status == KILN_OK && arity == 2)
-      status = upload(ctx, q, x2 + p->first, bytes, &p->buf[1]);
+      status = upload(ctx, q, x2 + p->first, p->count, &p->buf[1]);
     if (status == KILN_OK) {
       if (arity == 1)
         status = kiln_unary(q, (kiln_unary_op)op, KILN_F32, p->count,
@@ -252,8 +254,9 @@ static kiln_status map(const char *fn, kiln_device_set *set, int arity, int op,
     /* All uploads are enqueued before this download (one in-order queue),
      * so y may be the same array as x. */
     if (status == KILN_OK)
-      status = kiln_buffer_read(q, p->buf[0], 0, bytes, y + p->first, 0, NULL,
-                                NULL);
+      status = kiln_buffer_read(q,
+                                &(kiln_range){p->buf[0], 0, p->count, KILN_F32},
+                                y + p->first, 0, NULL, NULL);
     if (status == KILN_OK)
       status = kiln_queue_flush(q);
   }
@@ -298,14 +301,15 @@ kiln_status kiln_multi_reduce(kiln_device_set *set, kiln_reduce_op op,
       continue;
     kiln_context *ctx = set->dev[d].ctx;
     kiln_queue *q = set->dev[d].queue;
-    status = upload(ctx, q, x + p->first, p->count * 4, &p->buf[0]);
+    status = upload(ctx, q, x + p->first, p->count, &p->buf[0]);
     if (status == KILN_OK)
-      status = upload(ctx, q, NULL, 4, &p->buf[1]);
+      status = upload(ctx, q, NULL, 1, &p->buf[1]);
     if (status == KILN_OK)
       status = kiln_reduce(q, op, KILN_F32, p->count, p->buf[0], 0, p->buf[1],
                            0, 0, NULL, NULL);
     if (status == KILN_OK)
-      status = kiln_buffer_read(q, p->buf[1], 0, 4, &partial[d], 0, NULL, NULL);
+      status = kiln_buffer_read(q, &(kiln_range){p->buf[1], 0, 1, KILN_F32},
+                                &partial[d], 0, NULL, NULL);
     if (status == KILN_OK)
       status = kiln_queue_flush(q);
   }

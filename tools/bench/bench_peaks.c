@@ -168,9 +168,9 @@ static bool measure(kiln_context *ctx, kiln_queue *queue,
     goto done;
   }
   float one = 1.0f;
-  if (kiln_buffer_fill(queue, a, &one, 4, 0, bytes, 0, NULL, NULL) != KILN_OK ||
-      kiln_buffer_fill(queue, b, &one, 4, 0, bytes, 0, NULL, NULL) != KILN_OK ||
-      kiln_buffer_fill(queue, c, &one, 4, 0, bytes, 0, NULL, NULL) != KILN_OK ||
+  if (kiln_buffer_fill(queue, &one, 4, &(kiln_range){a, 0, n, KILN_F32}, 0, NULL, NULL) != KILN_OK ||
+      kiln_buffer_fill(queue, &one, 4, &(kiln_range){b, 0, n, KILN_F32}, 0, NULL, NULL) != KILN_OK ||
+      kiln_buffer_fill(queue, &one, 4, &(kiln_range){c, 0, n, KILN_F32}, 0, NULL, NULL) != KILN_OK ||
       kiln_queue_finish(queue) != KILN_OK) {
     snprintf(err, err_size, "filling the arrays: %s", kiln_last_error());
     goto done;

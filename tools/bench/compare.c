@@ -180,7 +180,7 @@ static int host_scale_run(struct ctx *c) {
 /* ---- copy and transpose (m x k matrix) ---- */
 static int kiln_copy_run(struct ctx *c) {
   return dev_done(
-      c, kiln_buffer_copy(c->q, c->a, 0, c->b, 0, c->n * 4, 0, NULL, NULL));
+      c, kiln_buffer_copy(c->q, &(kiln_range){c->a, 0, c->n, KILN_F32}, &(kiln_range){c->b, 0, c->n, KILN_F32}, 0, NULL, NULL));
 }
 static int clblast_copy_run(struct ctx *c) {
   return dev_done(c,
@@ -244,7 +244,7 @@ static void fill(float *x, size_t n, uint32_t seed) {
 static kiln_buffer *upload(struct ctx *c, const float *h, size_t n) {
   kiln_buffer *b = NULL;
   if (kiln_buffer_create(c->kctx, (n ? n : 1) * 4, 0, &b) != KILN_OK ||
-      (h && kiln_buffer_write_sync(c->q, b, 0, n * 4, h) != KILN_OK)) {
+      (h && kiln_buffer_write_sync(c->q, h, &(kiln_range){b, 0, n, KILN_F32}) != KILN_OK)) {
     fprintf(stderr, "kiln-compare: %s\n", kiln_last_error());
     exit(1);
   }

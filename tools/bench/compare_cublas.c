@@ -165,8 +165,8 @@ int main(int argc, char **argv) {
     KILN_TRY(kiln_buffer_create(ctx, bytes, 0, &g.b));
     KILN_TRY(kiln_buffer_create(ctx, bytes, 0, &g.c));
     const float half = 0.5f;
-    KILN_TRY(kiln_buffer_fill(q, g.a, &half, 4, 0, bytes, 0, NULL, NULL));
-    KILN_TRY(kiln_buffer_fill(q, g.b, &half, 4, 0, bytes, 0, NULL, NULL));
+    KILN_TRY(kiln_buffer_fill(q, &half, 4, &(kiln_range){g.a, 0, g.n * g.n, KILN_F32}, 0, NULL, NULL));
+    KILN_TRY(kiln_buffer_fill(q, &half, 4, &(kiln_range){g.b, 0, g.n * g.n, KILN_F32}, 0, NULL, NULL));
     CUDA_TRY(cudaMalloc((void **)&g.da, bytes));
     CUDA_TRY(cudaMalloc((void **)&g.db, bytes));
     CUDA_TRY(cudaMalloc((void **)&g.dc, bytes));
@@ -193,8 +193,8 @@ int main(int argc, char **argv) {
   KILN_TRY(kiln_buffer_create(ctx, n * 4, 0, &b.y));
   KILN_TRY(kiln_buffer_create(ctx, 64, 0, &b.r));
   const float one = 1.0f;
-  KILN_TRY(kiln_buffer_fill(q, b.x, &one, 4, 0, n * 4, 0, NULL, NULL));
-  KILN_TRY(kiln_buffer_fill(q, b.y, &one, 4, 0, n * 4, 0, NULL, NULL));
+  KILN_TRY(kiln_buffer_fill(q, &one, 4, &(kiln_range){b.x, 0, n, KILN_F32}, 0, NULL, NULL));
+  KILN_TRY(kiln_buffer_fill(q, &one, 4, &(kiln_range){b.y, 0, n, KILN_F32}, 0, NULL, NULL));
   CUDA_TRY(cudaMalloc((void **)&b.dx, n * 4));
   CUDA_TRY(cudaMalloc((void **)&b.dy, n * 4));
   for (int op = 0; op < 4; op++) {

@@ -364,7 +364,7 @@ static int cmd_first_kernel(int argc, char **argv) {
       kiln_kernel_set_arg_buffer(kernel, 0, buf) != KILN_OK ||
       kiln_kernel_set_arg_u32(kernel, 1, 12345u) != KILN_OK ||
       kiln_kernel_launch(queue, kernel, 1, &global, NULL, 0, NULL, NULL) != KILN_OK ||
-      kiln_buffer_read_sync(queue, buf, 0, sizeof out, out) != KILN_OK) {
+      kiln_buffer_read_sync(queue, &(kiln_range){buf, 0, N, KILN_U32}, out) != KILN_OK) {
     fprintf(stderr, "kiln cache first-kernel: %s\n", kiln_last_error());
     goto done;
   }

@@ -89,8 +89,8 @@ static bool run_saxpy(kiln_context *ctx, kiln_queue *queue, size_t n) {
     goto done;
   }
   double t1 = now_ms();
-  if (kiln_buffer_write_sync(queue, bx, 0, n * sizeof(float), x) != KILN_OK ||
-      kiln_buffer_write_sync(queue, by, 0, n * sizeof(float), y) != KILN_OK) {
+  if (kiln_buffer_write_sync(queue, x, &(kiln_range){bx, 0, n, KILN_F32}) != KILN_OK ||
+      kiln_buffer_write_sync(queue, y, &(kiln_range){by, 0, n, KILN_F32}) != KILN_OK) {
     fail_call("kiln_buffer_write_sync");
     goto done;
   }
@@ -111,7 +111,7 @@ static bool run_saxpy(kiln_context *ctx, kiln_queue *queue, size_t n) {
   double run_ms = now_ms() - t2;
   uint64_t start = 0, end = 0;
   bool profiled = kiln_event_get_profiling(ev, &start, &end) == KILN_OK && end > start;
-  if (kiln_buffer_read_sync(queue, by, 0, n * sizeof(float), out) != KILN_OK) {
+  if (kiln_buffer_read_sync(queue, &(kiln_range){by, 0, n, KILN_F32}, out) != KILN_OK) {
     fail_call("kiln_buffer_read_sync");
     goto done;
   }

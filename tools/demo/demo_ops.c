@@ -43,10 +43,10 @@ static bool demo_sum(kiln_context *ctx, kiln_queue *queue) {
   double t0 = now_ms();
   if (kiln_buffer_create(ctx, SUM_N * sizeof(float), KILN_MEM_READ_ONLY, &bx) != KILN_OK ||
       kiln_buffer_create(ctx, sizeof(float), KILN_MEM_READ_WRITE, &br) != KILN_OK ||
-      kiln_buffer_write_sync(queue, bx, 0, SUM_N * sizeof(float), x) != KILN_OK ||
+      kiln_buffer_write_sync(queue, x, &(kiln_range){bx, 0, SUM_N, KILN_F32}) != KILN_OK ||
       kiln_reduce(queue, KILN_REDUCE_SUM, KILN_F32, SUM_N, bx, 0, br, 0, 0, NULL,
                   NULL) != KILN_OK ||
-      kiln_buffer_read_sync(queue, br, 0, sizeof(float), &got) != KILN_OK) {
+      kiln_buffer_read_sync(queue, &(kiln_range){br, 0, 1, KILN_F32}, &got) != KILN_OK) {
     printf("  sum failed: %s\n", kiln_last_error());
     goto done;
   }
@@ -81,12 +81,12 @@ static bool demo_gemm(kiln_context *ctx, kiln_queue *queue) {
   if (kiln_buffer_create(ctx, m * k * sizeof(float), KILN_MEM_READ_ONLY, &ba) != KILN_OK ||
       kiln_buffer_create(ctx, k * n * sizeof(float), KILN_MEM_READ_ONLY, &bb) != KILN_OK ||
       kiln_buffer_create(ctx, m * n * sizeof(float), KILN_MEM_READ_WRITE, &bc) != KILN_OK ||
-      kiln_buffer_write_sync(queue, ba, 0, m * k * sizeof(float), a) != KILN_OK ||
-      kiln_buffer_write_sync(queue, bb, 0, k * n * sizeof(float), b) != KILN_OK ||
+      kiln_buffer_write_sync(queue, a, &(kiln_range){ba, 0, m * k, KILN_F32}) != KILN_OK ||
+      kiln_buffer_write_sync(queue, b, &(kiln_range){bb, 0, k * n, KILN_F32}) != KILN_OK ||
       kiln_gemm(queue, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, m, n, k,
                 1.0f, KILN_F32, ba, 0, k, bb, 0, n, 0.0f, bc, 0, n, 0, NULL,
                 NULL) != KILN_OK ||
-      kiln_buffer_read_sync(queue, bc, 0, m * n * sizeof(float), c) != KILN_OK) {
+      kiln_buffer_read_sync(queue, &(kiln_range){bc, 0, m * n, KILN_F32}, c) != KILN_OK) {
     printf("  gemm failed: %s\n", kiln_last_error());
     goto done;
   }

@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
       host[i] = (float)(i % 1000) * 0.001f;
     kiln_buffer *buf = NULL;
     if (kiln_buffer_create(ctx, bytes, 0, &buf) != KILN_OK ||
-        kiln_buffer_write_sync(q, buf, 0, bytes, host) != KILN_OK) {
+        kiln_buffer_write_sync(q, host, &(kiln_range){buf, 0, n, KILN_F32}) != KILN_OK) {
       fprintf(stderr, "rank %d: %s\n", rank, kiln_last_error());
       MPI_Abort(MPI_COMM_WORLD, 1);
     }

@@ -142,10 +142,10 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
       kiln_buffer_create(ctx, nb * es, 0, &db) != KILN_OK ||
       kiln_buffer_create(ctx, nc * 4, 0, &dc) != KILN_OK ||
       kiln_buffer_create(ctx, g->n * 4, 0, &dbias) != KILN_OK ||
-      kiln_buffer_write_sync(q, da, 0, na * es, bf16 ? (void *)ah : (void *)a) != KILN_OK ||
-      kiln_buffer_write_sync(q, db, 0, nb * es, bf16 ? (void *)bh : (void *)b) != KILN_OK ||
-      kiln_buffer_write_sync(q, dc, 0, nc * 4, c) != KILN_OK ||
-      kiln_buffer_write_sync(q, dbias, 0, g->n * 4, bias) !=
+      kiln_buffer_write_sync(q, bf16 ? (void *)ah : (void *)a, &(kiln_range){da, 0, na, bf16 ? KILN_BF16 : KILN_F32}) != KILN_OK ||
+      kiln_buffer_write_sync(q, bf16 ? (void *)bh : (void *)b, &(kiln_range){db, 0, nb, bf16 ? KILN_BF16 : KILN_F32}) != KILN_OK ||
+      kiln_buffer_write_sync(q, c, &(kiln_range){dc, 0, nc, KILN_F32}) != KILN_OK ||
+      kiln_buffer_write_sync(q, bias, &(kiln_range){dbias, 0, g->n, KILN_F32}) !=
           KILN_OK ||
       kiln_gemm_bias_act(q, g->layout, g->ta, g->tb, g->m, g->n, g->k,
                          g->alpha, g->dtype, da, g->off, lda, db, g->off, ldb,
@@ -165,7 +165,7 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
   kiln_event_release(ev);
   if (hooks != NULL && hooks->after_gemm != NULL)
     hooks->after_gemm(hooks->user, params, q, dc, nc);
-  if (kiln_buffer_read_sync(q, dc, 0, nc * 4, out) !=
+  if (kiln_buffer_read_sync(q, &(kiln_range){dc, 0, nc, KILN_F32}, out) !=
       KILN_OK) {
     snprintf(why, size, "%s", kiln_last_error());
     goto done;
@@ -265,9 +265,9 @@ double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
   if (kiln_buffer_create(ctx, m * k * 4, 0, &a) != KILN_OK ||
       kiln_buffer_create(ctx, k * n * 4, 0, &b) != KILN_OK ||
       kiln_buffer_create(ctx, m * n * 4, 0, &c) != KILN_OK ||
-      kiln_buffer_fill(q, a, &one, 4, 0, m * k * 4, 0, NULL, NULL) !=
+      kiln_buffer_fill(q, &one, 4, &(kiln_range){a, 0, m * k, KILN_F32}, 0, NULL, NULL) !=
           KILN_OK ||
-      kiln_buffer_fill(q, b, &one, 4, 0, k * n * 4, 0, NULL, NULL) !=
+      kiln_buffer_fill(q, &one, 4, &(kiln_range){b, 0, k * n, KILN_F32}, 0, NULL, NULL) !=
           KILN_OK ||
       kiln_queue_finish(q) != KILN_OK)
     goto done;
