@@ -7,7 +7,9 @@ fails, naming the header, the symbol and the rule, when:
 
   prefix    a function, a type (typedef, struct or enum tag, function
             pointer) or an enum value lacks the kiln_ / KILN_ prefix, or a
-            macro the header defines lacks KILN_;
+            macro the header defines lacks KILN_ (except a default given
+            under `#ifndef` of its own name, which configures another
+            library's headers: CL_TARGET_OPENCL_VERSION in kiln_cl.h);
   params    a function takes more than 12 parameters;
   events    a function that enqueues work does not end with
             `size_t num_wait, kiln_event *const *wait_list,
@@ -67,13 +69,18 @@ def strip_source(text):
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
     text = re.sub(r"\\\n", " ", text)
-    macros, code = [], []
+    macros, code, guarded = [], [], None
     for line in text.split("\n"):
         s = line.strip()
         if s.startswith("#"):
             m = re.match(r"#\s*define\s+(\w+)", s)
-            if m:
+            # `#ifndef X` + `#define X`: a default for a configuration macro
+            # (the include guards are KILN_ anyway; CL_TARGET_OPENCL_VERSION
+            # configures the Khronos headers), not a symbol of kiln's.
+            if m and m.group(1) != guarded:
                 macros.append(m.group(1))
+            g = re.match(r"#\s*ifndef\s+(\w+)", s)
+            guarded = g.group(1) if g else None
             continue
         code.append(line)
     code = "\n".join(code)
@@ -277,6 +284,9 @@ SELF_TESTS = [
     ("prefix", "kiln_x.h", "typedef struct thing thing;"),
     ("prefix", "kiln_x.h", "typedef enum kiln_e { KILN_E_A, E_B } kiln_e;"),
     ("prefix", "kiln_x.h", "#define MAX_THINGS 4\n"),
+    ("prefix", "kiln_x.h", "#ifndef OTHER\n#define MAX_THINGS 4\n#endif\n"),
+    (None, "kiln_cl.h", "#ifndef CL_TARGET_OPENCL_VERSION\n"
+     "#define CL_TARGET_OPENCL_VERSION 300\n#endif\n"),
     ("events", "kiln_x.h", "KILN_API kiln_status kiln_x_run(kiln_queue *q, "
      "size_t n, size_t num_wait, kiln_event *const *wait_list);"),
     ("events", "kiln_x.h", "KILN_API kiln_status kiln_x_run(kiln_queue *q, "

@@ -219,7 +219,7 @@ static void test_zero_size_and_bad(void **state) {
   /* 64 bytes: 32 f16 elements, 16 f32. */
   assert_kiln_status(
       kiln_cast(q, 20, KILN_F16, b, 0, KILN_F32, ob, 0, 0, NULL, NULL),
-      KILN_ERR_SHAPE_MISMATCH);
+      KILN_ERR_WRONG_CONTEXT);
   assert_kiln_error(
       kiln_cast(q, 20, KILN_F16, b, 0, KILN_F32, b, 0, 0, NULL, NULL),
       KILN_ERR_OUT_OF_RANGE, "y range [offset 0, +20 elements of f32)");

@@ -489,7 +489,7 @@ static void test_bad_arguments(void **state) {
                     KILN_ERR_INVALID_SIZE, "x_offset");
   assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, ob, 0, r, 0,
                                  0, NULL, NULL),
-                     KILN_ERR_SHAPE_MISMATCH);
+                     KILN_ERR_WRONG_CONTEXT);
   assert_kiln_error(
       kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, 4, b, 0, ro, 0, 0, NULL, NULL),
       KILN_ERR_INVALID_ARGUMENT, "result is written");
@@ -501,7 +501,7 @@ static void test_bad_arguments(void **state) {
       kiln_dot(q, KILN_F32, 4, b, 0, NULL, 0, r, 0, 0, NULL, NULL),
       KILN_ERR_NULL_POINTER, "kiln_dot: y is NULL");
   assert_kiln_status(kiln_dot(q, KILN_F32, 4, b, 0, ob, 0, r, 0, 0, NULL, NULL),
-                     KILN_ERR_SHAPE_MISMATCH);
+                     KILN_ERR_WRONG_CONTEXT);
   assert_kiln_status(kiln_dot(q, KILN_U32, 4, b, 0, b, 0, r, 0, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
   assert_kiln_status(kiln_dot(NULL, KILN_F32, 4, b, 0, b, 0, r, 0, 0, NULL,
@@ -534,7 +534,7 @@ static void test_bad_arguments(void **state) {
                      KILN_ERR_INVALID_ARGUMENT);
   assert_kiln_error(kiln_reduce_cols(q, KILN_REDUCE_MIN, KILN_BF16, 2, 2, b, 0,
                                      ob, 0, 0, NULL, NULL),
-                    KILN_ERR_SHAPE_MISMATCH,
+                    KILN_ERR_WRONG_CONTEXT,
                     "kiln_reduce_cols: result belongs");
 
   assert_kiln_ok(kiln_buffer_destroy(r));

@@ -171,6 +171,11 @@ kiln_status kiln__wait_list_cl(const kiln_context *ctx, size_t num_wait,
                                cl_event **out);
 void kiln__wait_list_free(cl_event *list, cl_event inline_buf[KILN__WAIT_INLINE]);
 
+/* The out event of a blocking call that has completed its work on queue: a
+ * marker after it, waited for, so complete on return (nothing when
+ * out_event is NULL). */
+kiln_status kiln__done_event(kiln_queue *queue, kiln_event **out_event);
+
 /* Finish an enqueue: if out_event is non-NULL wrap ev into it, else release
  * ev. Returns the status of wrapping. */
 kiln_status kiln__event_out(kiln_queue *queue, cl_event ev,

@@ -46,19 +46,6 @@ static kiln_status upload(kiln_queue *transfer, struct slot *s,
   return st;
 }
 
-/* A blocking call's out event: a marker on queue after everything, waited
- * for, so complete on return. */
-static kiln_status done_event(kiln_queue *queue, kiln_event **out_event) {
-  if (out_event == NULL)
-    return KILN_OK;
-  kiln_status st = kiln_queue_marker(queue, 0, NULL, out_event);
-  if (st == KILN_OK && (st = kiln_event_wait(*out_event)) != KILN_OK) {
-    kiln_event_release(*out_event);
-    *out_event = NULL;
-  }
-  return st;
-}
-
 kiln_status kiln_pipeline_run(kiln_queue *compute, kiln_queue *transfer,
                               size_t num_batches, size_t in_bytes,
                               size_t out_bytes, const void *host_in,
@@ -108,7 +95,7 @@ kiln_status kiln_pipeline_run(kiln_queue *compute, kiln_queue *transfer,
                       host_in == NULL ? "host_in" : "host_out");
   if (num_batches == 0) {
     st = kiln_event_wait_all(num_wait, wait_list);
-    return st == KILN_OK ? done_event(compute, out_event) : st;
+    return st == KILN_OK ? kiln__done_event(compute, out_event) : st;
   }
 
   kiln_queue *own = NULL;
@@ -179,5 +166,5 @@ kiln_status kiln_pipeline_run(kiln_queue *compute, kiln_queue *transfer,
     kiln_buffer_destroy(slots[k].out);
   }
   kiln_queue_destroy(own);
-  return st == KILN_OK ? done_event(compute, out_event) : st;
+  return st == KILN_OK ? kiln__done_event(compute, out_event) : st;
 }

@@ -86,14 +86,5 @@ kiln_status kiln_peer_copy(kiln_queue *src_queue, kiln_queue *dst_queue,
                                        dst_offset_bytes, size_bytes,
                                        chunk_bytes)) != KILN_OK)
     return status;
-  /* The copy has completed; a marker after it, waited for, is the event of
-   * a blocking call: complete on return. */
-  if (out_event == NULL)
-    return KILN_OK;
-  if ((status = kiln_queue_marker(dst_queue, 0, NULL, out_event)) == KILN_OK &&
-      (status = kiln_event_wait(*out_event)) != KILN_OK) {
-    kiln_event_release(*out_event);
-    *out_event = NULL;
-  }
-  return status;
+  return kiln__done_event(dst_queue, out_event);
 }
