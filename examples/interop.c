@@ -30,7 +30,8 @@ int main(void) {
   if (kiln_context_create_default(NULL, &ctx) != KILN_OK ||
       kiln_queue_create(ctx, 0, &q) != KILN_OK ||
       kiln_buffer_create(ctx, sizeof x, KILN_MEM_READ_ONLY, &kx) != KILN_OK ||
-      kiln_buffer_write_sync(q, x, &(kiln_range){kx, 0, N, KILN_F32}) != KILN_OK)
+      kiln_buffer_write_sync(q, x, &(kiln_range){kx, 0, N, KILN_F32}) !=
+          KILN_OK)
     goto fail;
 
   /* The raw handles. They are borrowed: valid while the kiln objects live. */

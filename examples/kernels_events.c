@@ -65,13 +65,17 @@ int main(void) {
 
   /* Queue A: upload (asynchronous: x must stay unchanged until `uploaded`
    * completes), then scale after it. */
-  if (kiln_buffer_write(qa, x, &(kiln_range){bx, 0, N, KILN_F32}, 0, NULL, &uploaded) != KILN_OK ||
-      kiln_kernel_launch(qa, scale, 1, &global, NULL, 1, &uploaded, &scaled) != KILN_OK ||
+  if (kiln_buffer_write(qa, x, &(kiln_range){bx, 0, N, KILN_F32}, 0, NULL,
+                        &uploaded) != KILN_OK ||
+      kiln_kernel_launch(qa, scale, 1, &global, NULL, 1, &uploaded, &scaled) !=
+          KILN_OK ||
       kiln_queue_flush(qa) != KILN_OK)
     goto fail;
   /* Queue B: offset waits for A's scale, then the blocking read. */
-  if (kiln_kernel_launch(qb, offset, 1, &global, NULL, 1, &scaled, &offsetted) != KILN_OK ||
-      kiln_buffer_read(qb, &(kiln_range){bz, 0, N, KILN_F32}, z, 1, &offsetted, NULL) != KILN_OK ||
+  if (kiln_kernel_launch(qb, offset, 1, &global, NULL, 1, &scaled,
+                         &offsetted) != KILN_OK ||
+      kiln_buffer_read(qb, &(kiln_range){bz, 0, N, KILN_F32}, z, 1, &offsetted,
+                       NULL) != KILN_OK ||
       kiln_queue_finish(qb) != KILN_OK)
     goto fail;
 

@@ -194,8 +194,8 @@ static void test_range_checks(void **state) {
   kiln_buffer *c = NULL;
   assert_kiln_ok(kiln_buffer_create(g.ctx, 128, 0, &c));
   assert_kiln_status(kiln_buffer_copy(f.queue, &word,
-                                      &(kiln_range){c, 0, 1, KILN_U32}, 0,
-                                      NULL, NULL),
+                                      &(kiln_range){c, 0, 1, KILN_U32}, 0, NULL,
+                                      NULL),
                      KILN_ERR_WRONG_CONTEXT);
   assert_last_error_contains("kiln_buffer_copy: dst belongs to another");
   assert_kiln_ok(kiln_buffer_destroy(c));
@@ -252,15 +252,16 @@ static void test_copy(void **state) {
     kiln_buffer *a = NULL, *b = NULL;
     assert_kiln_ok(kiln_buffer_create(f.ctx, SIZE, 0, &a));
     assert_kiln_ok(kiln_buffer_create(f.ctx, SIZE, 0, &b));
-    kiln_range all_a = {a, 0, HALVES, KILN_F16}, all_b = {b, 0, HALVES, KILN_F16};
+    kiln_range all_a = {a, 0, HALVES, KILN_F16},
+               all_b = {b, 0, HALVES, KILN_F16};
     assert_kiln_ok(kiln_buffer_write_sync(f.queue, a_host, &all_a));
     assert_kiln_ok(kiln_buffer_write_sync(f.queue, b_host, &all_b));
 
     /* Between buffers, at offsets (2-byte elements). */
     kiln_event *ev = NULL;
-    assert_kiln_ok(kiln_buffer_copy(f.queue, &(kiln_range){a, 50, 617, KILN_F16},
-                                    &(kiln_range){b, 1500, 617, KILN_F16}, 0,
-                                    NULL, &ev));
+    assert_kiln_ok(
+        kiln_buffer_copy(f.queue, &(kiln_range){a, 50, 617, KILN_F16},
+                         &(kiln_range){b, 1500, 617, KILN_F16}, 0, NULL, &ev));
     assert_kiln_ok(kiln_event_wait(ev));
     kiln_event_release(ev);
     memcpy(b_host + 3000, a_host + 100, 1234);
@@ -283,17 +284,18 @@ static void test_copy(void **state) {
     assert_last_error_contains("kiln_buffer_copy: src range [offset 0, +200 "
                                "bytes) and dst range [offset 100, +200 bytes) "
                                "overlap");
-    size_t align = kiln_context_get_device_info(f.ctx)->mem_base_addr_align_bits / 8;
+    size_t align =
+        kiln_context_get_device_info(f.ctx)->mem_base_addr_align_bits / 8;
     if (align >= 2 && align * 3 <= SIZE) {
       kiln_buffer *v1 = NULL, *v2 = NULL;
       assert_kiln_ok(kiln_buffer_create_sub(a, 0, 2 * align, 0, &v1));
       assert_kiln_ok(kiln_buffer_create_sub(a, align, 2 * align, 0, &v2));
       size_t h = align / 2; /* elements in align bytes */
-      assert_kiln_status(
-          kiln_buffer_copy(f.queue, &(kiln_range){v1, 0, h + 1, KILN_F16},
-                           &(kiln_range){v2, 0, h + 1, KILN_F16}, 0, NULL,
-                           NULL),
-          KILN_ERR_INVALID_ARGUMENT);
+      assert_kiln_status(kiln_buffer_copy(f.queue,
+                                          &(kiln_range){v1, 0, h + 1, KILN_F16},
+                                          &(kiln_range){v2, 0, h + 1, KILN_F16},
+                                          0, NULL, NULL),
+                         KILN_ERR_INVALID_ARGUMENT);
       assert_last_error_contains("overlap in the same buffer");
       /* Adjacent parts of the two views do not overlap. */
       assert_kiln_ok(
@@ -330,16 +332,16 @@ static void test_copy(void **state) {
                          &(kiln_range){b, 0, 0, KILN_F16}, 0, NULL, NULL),
         KILN_ERR_INVALID_SIZE);
     /* src and dst must agree: the same count and dtype. */
-    assert_kiln_status(
-        kiln_buffer_copy(f.queue, &two, &(kiln_range){a, 0, 3, KILN_F16}, 0,
-                         NULL, NULL),
-        KILN_ERR_SHAPE_MISMATCH);
+    assert_kiln_status(kiln_buffer_copy(f.queue, &two,
+                                        &(kiln_range){a, 0, 3, KILN_F16}, 0,
+                                        NULL, NULL),
+                       KILN_ERR_SHAPE_MISMATCH);
     assert_last_error_contains("kiln_buffer_copy: src (2 elements of f16) and "
                                "dst (3 elements of f16) differ");
-    assert_kiln_status(
-        kiln_buffer_copy(f.queue, &two, &(kiln_range){a, 0, 2, KILN_BF16}, 0,
-                         NULL, NULL),
-        KILN_ERR_SHAPE_MISMATCH);
+    assert_kiln_status(kiln_buffer_copy(f.queue, &two,
+                                        &(kiln_range){a, 0, 2, KILN_BF16}, 0,
+                                        NULL, NULL),
+                       KILN_ERR_SHAPE_MISMATCH);
 
     assert_kiln_ok(kiln_buffer_destroy(a));
     assert_kiln_ok(kiln_buffer_destroy(b));
@@ -392,15 +394,15 @@ static void test_fill(void **state) {
     assert_kiln_status(kiln_buffer_fill(f.queue, NULL, 4, &four, 0, NULL, NULL),
                        KILN_ERR_NULL_POINTER);
     assert_last_error_contains("kiln_buffer_fill: pattern is NULL");
-    assert_kiln_status(kiln_buffer_fill(f.queue, pattern, 4, NULL, 0, NULL,
-                                        NULL),
-                       KILN_ERR_NULL_POINTER);
+    assert_kiln_status(
+        kiln_buffer_fill(f.queue, pattern, 4, NULL, 0, NULL, NULL),
+        KILN_ERR_NULL_POINTER);
     assert_last_error_contains("kiln_buffer_fill: dst is NULL");
     static const size_t bad_sizes[] = {0, 3, 6, 12, 100, 256};
     for (size_t k = 0; k < sizeof bad_sizes / sizeof bad_sizes[0]; k++) {
       assert_kiln_status(kiln_buffer_fill(f.queue, pattern, bad_sizes[k],
-                                          &(kiln_range){b, 0, 192, KILN_U32},
-                                          0, NULL, NULL),
+                                          &(kiln_range){b, 0, 192, KILN_U32}, 0,
+                                          NULL, NULL),
                          KILN_ERR_INVALID_SIZE);
       assert_last_error_contains("is not one of 1, 2, 4, 8, 16, 32, 64, 128");
     }
@@ -446,8 +448,9 @@ static void test_map(void **state) {
     /* Map for reading a middle range. */
     void *p = NULL;
     kiln_event *ev = NULL;
-    assert_kiln_ok(kiln_buffer_map(f.queue, &(kiln_range){b, 100, 200, KILN_U32},
-                                   &p, KILN_MAP_READ, 0, NULL, &ev));
+    assert_kiln_ok(kiln_buffer_map(f.queue,
+                                   &(kiln_range){b, 100, 200, KILN_U32}, &p,
+                                   KILN_MAP_READ, 0, NULL, &ev));
     assert_non_null(p);
     assert_kiln_ok(kiln_event_wait(ev));
     kiln_event_release(ev);
@@ -457,9 +460,8 @@ static void test_map(void **state) {
     kiln_event_release(ev);
 
     /* Map for writing, then read the result back. */
-    assert_kiln_ok(kiln_buffer_map(f.queue, &all, &p,
-                                   KILN_MAP_WRITE | KILN_MAP_READ, 0, NULL,
-                                   NULL));
+    assert_kiln_ok(kiln_buffer_map(
+        f.queue, &all, &p, KILN_MAP_WRITE | KILN_MAP_READ, 0, NULL, NULL));
     assert_kiln_ok(kiln_queue_finish(f.queue));
     uint32_t *words = p;
     for (uint32_t k = 0; k < N; k++)
@@ -506,18 +508,18 @@ static void test_map(void **state) {
     assert_last_error_contains("map_flags 0x4");
     assert_kiln_status(
         kiln_buffer_map(f.queue, &head, NULL, KILN_MAP_READ, 0, NULL, NULL),
-                       KILN_ERR_NULL_POINTER);
+        KILN_ERR_NULL_POINTER);
     assert_last_error_contains("kiln_buffer_map: out_ptr is NULL");
-    assert_kiln_status(
-        kiln_buffer_map(f.queue, &(kiln_range){b, 1000, 50, KILN_U32}, &p,
-                        KILN_MAP_READ, 0, NULL, NULL),
-        KILN_ERR_OUT_OF_RANGE);
+    assert_kiln_status(kiln_buffer_map(f.queue,
+                                       &(kiln_range){b, 1000, 50, KILN_U32}, &p,
+                                       KILN_MAP_READ, 0, NULL, NULL),
+                       KILN_ERR_OUT_OF_RANGE);
     assert_last_error_contains("kiln_buffer_map: data range [offset 1000, +50 "
                                "elements of u32) exceeds the buffer's 4096 "
                                "bytes");
     assert_kiln_status(
         kiln_buffer_map(f.queue, NULL, &p, KILN_MAP_READ, 0, NULL, NULL),
-                       KILN_ERR_NULL_POINTER);
+        KILN_ERR_NULL_POINTER);
     assert_kiln_status(kiln_buffer_unmap(f.queue, b, NULL, 0, NULL, NULL),
                        KILN_ERR_NULL_POINTER);
     assert_last_error_contains("kiln_buffer_unmap: mapped is NULL");
@@ -554,9 +556,11 @@ static void test_wrap_host(void **state) {
     float vals[16];
     for (int k = 0; k < 16; k++)
       vals[k] = (float)k + 0.25f;
-    assert_kiln_ok(kiln_buffer_write_sync(f.queue, vals, &(kiln_range){b, 64, 16, KILN_F32}));
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, vals,
+                                          &(kiln_range){b, 64, 16, KILN_F32}));
     void *p = NULL;
-    assert_kiln_ok(kiln_buffer_map(f.queue, &(kiln_range){b, 0, N, KILN_F32}, &p, KILN_MAP_READ, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_map(f.queue, &(kiln_range){b, 0, N, KILN_F32},
+                                   &p, KILN_MAP_READ, 0, NULL, NULL));
     assert_kiln_ok(kiln_queue_finish(f.queue));
     assert_memory_equal((float *)p + 64, vals, sizeof vals);
     assert_memory_equal(host + 64, vals, sizeof vals);
@@ -572,7 +576,8 @@ static void test_sub_buffers(void **state) {
   (void)state;
   FOR_EACH_TEST_DEVICE(i) {
     struct fixture f = open_device(i);
-    size_t align = kiln_context_get_device_info(f.ctx)->mem_base_addr_align_bits / 8;
+    size_t align =
+        kiln_context_get_device_info(f.ctx)->mem_base_addr_align_bits / 8;
     if (align < 2)
       align = 2; /* a multiple of any smaller alignment, in whole halves */
     const size_t size = 8 * align;
@@ -688,9 +693,8 @@ static void test_destroy_with_pending_work(void **state) {
     kiln_buffer *a = NULL, *b = NULL;
     assert_kiln_ok(kiln_buffer_create(f.ctx, bytes, 0, &a));
     kiln_event *ev = NULL;
-    assert_kiln_ok(kiln_buffer_write(f.queue, host,
-                                     &(kiln_range){a, 0, bytes / 4, KILN_U32},
-                                     0, NULL, &ev));
+    assert_kiln_ok(kiln_buffer_write(
+        f.queue, host, &(kiln_range){a, 0, bytes / 4, KILN_U32}, 0, NULL, &ev));
     assert_kiln_ok(kiln_buffer_destroy(a));
     assert_kiln_ok(kiln_queue_finish(f.queue));
     assert_kiln_ok(kiln_event_wait(ev));
@@ -724,19 +728,21 @@ static void test_long_wait_list(void **state) {
   kiln_event *events[EVENTS];
   for (uint32_t k = 0; k < EVENTS; k++) {
     values[k] = 1000u + k;
-    assert_kiln_ok(kiln_buffer_write(f.queue, &values[k], &(kiln_range){b, k, 1, KILN_U32}, 0, NULL, &events[k]));
+    assert_kiln_ok(kiln_buffer_write(f.queue, &values[k],
+                                     &(kiln_range){b, k, 1, KILN_U32}, 0, NULL,
+                                     &events[k]));
   }
   kiln_event *read = NULL;
-  assert_kiln_ok(kiln_buffer_read(f.queue, &(kiln_range){b, 0, EVENTS, KILN_U32},
-                                  back, EVENTS, events, &read));
+  assert_kiln_ok(kiln_buffer_read(f.queue,
+                                  &(kiln_range){b, 0, EVENTS, KILN_U32}, back,
+                                  EVENTS, events, &read));
   assert_kiln_ok(kiln_event_wait(read));
   assert_memory_equal(back, values, sizeof values);
   kiln_event_release(read);
   kiln_event *saved = events[20];
   events[20] = NULL;
-  assert_kiln_status(kiln_buffer_read(f.queue,
-                                      &(kiln_range){b, 0, 1, KILN_U32}, back,
-                                      EVENTS, events, NULL),
+  assert_kiln_status(kiln_buffer_read(f.queue, &(kiln_range){b, 0, 1, KILN_U32},
+                                      back, EVENTS, events, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_buffer_read: wait_list[20] is NULL");
   events[20] = saved;

@@ -84,7 +84,8 @@ static bool build_and_check(kiln_context *ctx, kiln_queue *queue,
   assert_kiln_ok(kiln_kernel_launch(queue, kernel, 1, &global, &local, 0, NULL,
                                     NULL));
   uint32_t out[N];
-  assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){buf, 0, N, KILN_U32}, out));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(queue, &(kiln_range){buf, 0, N, KILN_U32}, out));
   for (uint32_t i = 0; i < N; i++)
     assert_int_equal(out[i], (i * 2654435761u) ^ seed);
   assert_kiln_ok(kiln_buffer_destroy(buf));
@@ -306,8 +307,10 @@ static int child_main(const char *tag) {
       kiln_buffer_create(ctx, sizeof out, 0, &buf) != KILN_OK ||
       kiln_kernel_set_arg_buffer(kernel, 0, buf) != KILN_OK ||
       kiln_kernel_set_arg_u32(kernel, 1, 7) != KILN_OK ||
-      kiln_kernel_launch(queue, kernel, 1, &global, NULL, 0, NULL, NULL) != KILN_OK ||
-      kiln_buffer_read_sync(queue, &(kiln_range){buf, 0, N, KILN_U32}, out) != KILN_OK) {
+      kiln_kernel_launch(queue, kernel, 1, &global, NULL, 0, NULL, NULL) !=
+          KILN_OK ||
+      kiln_buffer_read_sync(queue, &(kiln_range){buf, 0, N, KILN_U32}, out) !=
+          KILN_OK) {
     fprintf(stderr, "child: %s\n", kiln_last_error());
     return 4;
   }

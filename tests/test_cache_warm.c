@@ -41,15 +41,18 @@ static void ops_after_warm_build_nothing(kiln_context *ctx) {
   assert_kiln_ok(kiln_buffer_create(ctx, 64 * sizeof(float), 0, &b));
   assert_kiln_ok(kiln_buffer_create(ctx, 64 * sizeof(float), 0, &c));
   const float one = 1.0f;
-  assert_kiln_ok(kiln_buffer_fill(q, &one, sizeof one, &(kiln_range){a, 0, 64, KILN_F32}, 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_fill(q, &one, sizeof one, &(kiln_range){b, 0, 64, KILN_F32}, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_fill(
+      q, &one, sizeof one, &(kiln_range){a, 0, 64, KILN_F32}, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_fill(
+      q, &one, sizeof one, &(kiln_range){b, 0, 64, KILN_F32}, 0, NULL, NULL));
   assert_kiln_ok(kiln_transpose(q, KILN_F32, 8, 8, a, 0, 8, c, 0, 8, 0, NULL,
                                 NULL));
   assert_kiln_ok(kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 8,
                            8, 8, 1.0f, KILN_F32, a, 0, 8, b, 0, 8, 0.0f, c, 0,
                            8, 0, NULL, NULL));
   float out[64];
-  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){c, 0, 64, KILN_F32}, out));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(q, &(kiln_range){c, 0, 64, KILN_F32}, out));
   for (int i = 0; i < 64; i++)
     assert_true(out[i] == 8.0f); /* sums of eight 1 x 1: exact */
   assert_int_equal(kiln__memo_build_count(ctx), builds);

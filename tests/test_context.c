@@ -100,8 +100,10 @@ static void test_busy_with_children(void **state) {
 
     /* The context is still usable after a refused destroy. */
     uint32_t value = 0x12345678u, back = 0;
-    assert_kiln_ok(kiln_buffer_write_sync(queue, &value, &(kiln_range){buffer, 1, 1, KILN_U32}));
-    assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){buffer, 1, 1, KILN_U32}, &back));
+    assert_kiln_ok(kiln_buffer_write_sync(
+        queue, &value, &(kiln_range){buffer, 1, 1, KILN_U32}));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        queue, &(kiln_range){buffer, 1, 1, KILN_U32}, &back));
     assert_int_equal(back, value);
 
     assert_kiln_ok(kiln_buffer_destroy(view));
@@ -146,7 +148,8 @@ static void test_profile_forced_by_options(void **state) {
       kiln_context_options options = {.profile = upper};
       kiln_context *ctx = NULL;
       assert_kiln_ok(kiln_context_create(kiln_test_device(i), &options, &ctx));
-      assert_string_equal(kiln_context_get_profile(ctx), kiln__backends[p]->name);
+      assert_string_equal(kiln_context_get_profile(ctx),
+                          kiln__backends[p]->name);
       assert_kiln_ok(kiln_context_destroy(ctx));
     }
   }
@@ -218,8 +221,10 @@ static void test_create_default(void **state) {
   assert_kiln_ok(kiln_queue_create(ctx, 0, &queue));
   assert_kiln_ok(kiln_buffer_create(ctx, 64, 0, &buffer));
   uint64_t value = 0x1122334455667788ull, back = 0;
-  assert_kiln_ok(kiln_buffer_write_sync(queue, &value, &(kiln_range){buffer, 2, 2, KILN_U32}));
-  assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){buffer, 2, 2, KILN_U32}, &back));
+  assert_kiln_ok(kiln_buffer_write_sync(queue, &value,
+                                        &(kiln_range){buffer, 2, 2, KILN_U32}));
+  assert_kiln_ok(kiln_buffer_read_sync(
+      queue, &(kiln_range){buffer, 2, 2, KILN_U32}, &back));
   assert_true(back == value);
   assert_kiln_ok(kiln_buffer_destroy(buffer));
   assert_kiln_ok(kiln_queue_destroy(queue));

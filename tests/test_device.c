@@ -228,7 +228,8 @@ static void test_stable_ids(void **state) {
   kiln_device_list *a = NULL, *b = NULL;
   assert_kiln_ok(kiln_device_list_create(&a));
   assert_kiln_ok(kiln_device_list_create(&b));
-  assert_int_equal(kiln_device_list_get_count(a), kiln_device_list_get_count(b));
+  assert_int_equal(kiln_device_list_get_count(a),
+                   kiln_device_list_get_count(b));
   for (size_t i = 0; i < kiln_device_list_get_count(a); i++) {
     const kiln_device_info *x = kiln_device_get_info(kiln_device_list_get(a, i));
     const kiln_device_info *y = kiln_device_get_info(kiln_device_list_get(b, i));
@@ -342,8 +343,8 @@ static void test_problems(void **state) {
   assert_int_equal(kiln_device_list_get_count(list), devices);
   free(ps);
   assert_null(kiln_device_list_get_problem(list, SIZE_MAX));
-  assert_null(
-      kiln_device_list_get_problem(list, kiln_device_list_get_problem_count(list)));
+  assert_null(kiln_device_list_get_problem(
+      list, kiln_device_list_get_problem_count(list)));
   kiln_device_list_destroy(list);
 }
 

@@ -33,10 +33,12 @@ static void test_wait_and_state(void **state) {
     for (uint32_t k = 0; k < 256; k++)
       data[k] = k * 2654435761u;
     kiln_event *write = NULL, *read = NULL;
-    assert_kiln_ok(
-        kiln_buffer_write(queue, data, &(kiln_range){buffer, 0, 256, KILN_U32}, 1, &gate, &write));
-    assert_kiln_ok(
-        kiln_buffer_read(queue, &(kiln_range){buffer, 0, 256, KILN_U32}, back, 1, &write, &read));
+    assert_kiln_ok(kiln_buffer_write(queue, data,
+                                     &(kiln_range){buffer, 0, 256, KILN_U32}, 1,
+                                     &gate, &write));
+    assert_kiln_ok(kiln_buffer_read(queue,
+                                    &(kiln_range){buffer, 0, 256, KILN_U32},
+                                    back, 1, &write, &read));
     /* No kiln_queue_flush here: Oclgrind's clFlush runs the queue to
      * completion and would spin forever on the unset user event. */
     kiln_event_state st = KILN_EVENT_COMPLETE;
@@ -128,7 +130,9 @@ static void test_failed_dependency(void **state) {
     kiln_buffer *buffer = NULL;
     uint32_t data[4] = {1, 2, 3, 4};
     assert_kiln_ok(kiln_buffer_create(ctx, sizeof data, 0, &buffer));
-    assert_kiln_ok(kiln_buffer_write(queue, data, &(kiln_range){buffer, 0, 4, KILN_U32}, 1, &gate, &blocked));
+    assert_kiln_ok(kiln_buffer_write(queue, data,
+                                     &(kiln_range){buffer, 0, 4, KILN_U32}, 1,
+                                     &gate, &blocked));
     assert_int_equal(clSetUserEventStatus(gate_cl, CL_OUT_OF_RESOURCES),
                      CL_SUCCESS);
     assert_kiln_status(kiln_event_wait(blocked), KILN_ERR_EXEC_FAILED);

@@ -135,8 +135,8 @@ static void test_healthy(void **state) {
   assert_string_equal(fake[0]->extensions,
                       "cl_khr_fp64 cl_khr_fp16 cl_khr_device_uuid");
   for (size_t i = 0; i < kiln_device_list_get_problem_count(list); i++)
-    assert_string_not_equal(kiln_device_list_get_problem(list, i)->platform_name,
-                            FAKE_PLATFORM);
+    assert_string_not_equal(
+        kiln_device_list_get_problem(list, i)->platform_name, FAKE_PLATFORM);
   /* The selector sees it as the GPU it claims to be. */
   kiln_selection *sel = NULL;
   assert_kiln_ok(kiln_selection_create(list, "gpu", &sel));
@@ -317,7 +317,8 @@ static void test_stable_across_enumerations(void **state) {
   assert_kiln_ok(kiln_device_list_create(&list));
   kiln_device_list *again = NULL;
   assert_kiln_ok(kiln_device_list_create(&again));
-  assert_int_equal(kiln_device_list_get_count(list), kiln_device_list_get_count(again));
+  assert_int_equal(kiln_device_list_get_count(list),
+                   kiln_device_list_get_count(again));
   assert_int_equal(kiln_device_list_get_problem_count(list),
                    kiln_device_list_get_problem_count(again));
   for (size_t i = 0; i < kiln_device_list_get_count(list); i++)

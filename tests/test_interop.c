@@ -43,8 +43,8 @@ static void test_handles(void **state) {
     kiln_buffer *buffer = NULL;
     assert_kiln_ok(kiln_buffer_create(ctx, 192, 0, &buffer));
     size_t size = 0;
-    assert_int_equal(clGetMemObjectInfo(kiln_buffer_get_cl_mem(buffer), CL_MEM_SIZE,
-                                        sizeof size, &size, NULL),
+    assert_int_equal(clGetMemObjectInfo(kiln_buffer_get_cl_mem(buffer),
+                                        CL_MEM_SIZE, sizeof size, &size, NULL),
                      CL_SUCCESS);
     assert_int_equal(size, 192);
 
@@ -63,11 +63,12 @@ static void test_handles(void **state) {
     uint32_t in[48], out[48] = {0};
     for (uint32_t k = 0; k < 48; k++)
       in[k] = k * 3u + 1u;
-    assert_int_equal(clEnqueueWriteBuffer(cl_queue, kiln_buffer_get_cl_mem(buffer),
-                                          CL_FALSE, 0, sizeof in, in, 0, NULL,
-                                          NULL),
-                     CL_SUCCESS);
-    assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){buffer, 0, 48, KILN_U32}, out));
+    assert_int_equal(
+        clEnqueueWriteBuffer(cl_queue, kiln_buffer_get_cl_mem(buffer), CL_FALSE,
+                             0, sizeof in, in, 0, NULL, NULL),
+        CL_SUCCESS);
+    assert_kiln_ok(kiln_buffer_read_sync(
+        queue, &(kiln_range){buffer, 0, 48, KILN_U32}, out));
     assert_memory_equal(in, out, sizeof in);
 
     assert_kiln_ok(kiln_buffer_destroy(buffer));
@@ -156,10 +157,13 @@ static void test_wrap_cl(void **state) {
     assert_int_equal(mem_refs(mem), 2);
 
     float back[100];
-    assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){wrapped, 0, 100, KILN_F32}, back));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        queue, &(kiln_range){wrapped, 0, 100, KILN_F32}, back));
     assert_memory_equal(back, data, sizeof data);
-    assert_kiln_status(kiln_buffer_read_sync(queue, &(kiln_range){wrapped, 1, 100, KILN_F32}, back),
-                       KILN_ERR_OUT_OF_RANGE);
+    assert_kiln_status(
+        kiln_buffer_read_sync(queue, &(kiln_range){wrapped, 1, 100, KILN_F32},
+                              back),
+        KILN_ERR_OUT_OF_RANGE);
     assert_last_error_contains("exceeds the buffer's 400 bytes");
     /* Its access is known: a writable view of it is refused. */
     kiln_buffer *view = NULL;

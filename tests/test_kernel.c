@@ -198,7 +198,8 @@ static void test_setter_errors(void **state) {
     assert_kiln_ok(kiln_kernel_launch(f.queue, k, 1, &one_item, &one_item, 0,
                                       NULL, NULL));
     int32_t result = 0;
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, &(kiln_range){buf, 0, 1, KILN_I32}, &result));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        f.queue, &(kiln_range){buf, 0, 1, KILN_I32}, &result));
     assert_int_equal(result, 1 + 2 + 3 + 4 + 10 + 5 + 1 + 6 + 7);
 
     assert_kiln_ok(kiln_buffer_destroy(buf));
@@ -275,8 +276,9 @@ static void test_launch_errors(void **state) {
     kiln_queue *other_queue;
     kiln_test_open(d, &other, &other_queue);
     assert_kiln_ok(kiln_kernel_set_arg_buffer(k, 0, buf));
-    assert_kiln_status(kiln_kernel_launch(other_queue, k, 1, g, l, 0, NULL, NULL),
-                       KILN_ERR_WRONG_CONTEXT);
+    assert_kiln_status(
+        kiln_kernel_launch(other_queue, k, 1, g, l, 0, NULL, NULL),
+        KILN_ERR_WRONG_CONTEXT);
     assert_last_error_contains("another context");
     kiln_test_close(other, other_queue);
 
@@ -300,8 +302,10 @@ static void test_saxpy_results(void **state) {
     kiln_buffer *bx, *by;
     assert_kiln_ok(kiln_buffer_create(f.ctx, sizeof x, KILN_MEM_READ_ONLY, &bx));
     assert_kiln_ok(kiln_buffer_create(f.ctx, sizeof y, 0, &by));
-    assert_kiln_ok(kiln_buffer_write_sync(f.queue, x, &(kiln_range){bx, 0, N, KILN_F32}));
-    assert_kiln_ok(kiln_buffer_write_sync(f.queue, y, &(kiln_range){by, 0, N, KILN_F32}));
+    assert_kiln_ok(
+        kiln_buffer_write_sync(f.queue, x, &(kiln_range){bx, 0, N, KILN_F32}));
+    assert_kiln_ok(
+        kiln_buffer_write_sync(f.queue, y, &(kiln_range){by, 0, N, KILN_F32}));
     assert_kiln_ok(kiln_kernel_set_arg_buffer(k, 0, by));
     assert_kiln_ok(kiln_kernel_set_arg_buffer(k, 1, bx));
     assert_kiln_ok(kiln_kernel_set_arg_f32(k, 2, 2.5f));
@@ -316,7 +320,8 @@ static void test_saxpy_results(void **state) {
     assert_kiln_ok(kiln_kernel_launch(f.queue, k, 1, &global2, &local2, 1, &ev,
                                       NULL));
     kiln_event_release(ev);
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, &(kiln_range){by, 0, N, KILN_F32}, out));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(f.queue, &(kiln_range){by, 0, N, KILN_F32}, out));
     for (size_t i = 0; i < N; i++) {
       float want = 2.5f * x[i] + (2.5f * x[i] + y[i]);
       assert_float_equal(out[i], want, 1e-5f);
@@ -361,7 +366,8 @@ static void test_grid_and_chosen_local_size(void **state) {
       size_t n = 64;
       assert_kiln_ok(kiln_kernel_launch(f.queue, k, 1, &n, NULL, 0, NULL, NULL));
       uint32_t sizes[64];
-      assert_kiln_ok(kiln_buffer_read_sync(f.queue, &(kiln_range){buf, 0, 64, KILN_U32}, sizes));
+      assert_kiln_ok(kiln_buffer_read_sync(
+          f.queue, &(kiln_range){buf, 0, 64, KILN_U32}, sizes));
       assert_true(sizes[0] >= 1 && sizes[0] <= 64 / info->compute_units);
       assert_int_equal(64 % sizes[0], 0);
       assert_kiln_ok(kiln_buffer_destroy(buf));
@@ -389,7 +395,8 @@ static void test_required_group_size(void **state) {
     /* Without a local size kiln leaves the choice to the attribute. */
     assert_kiln_ok(kiln_kernel_launch(f.queue, k, 1, &global, NULL, 0, NULL, NULL));
     uint32_t sizes[64];
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, &(kiln_range){buf, 0, 64, KILN_U32}, sizes));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        f.queue, &(kiln_range){buf, 0, 64, KILN_U32}, sizes));
     for (int i = 0; i < 64; i++)
       assert_int_equal(sizes[i], 16);
     assert_kiln_ok(kiln_buffer_destroy(buf));
@@ -421,15 +428,15 @@ static void test_kernel_info(void **state) {
     assert_int_equal(info.num_args, 4);
     cl_device_id dev = kiln_device_get_cl_device(kiln_test_device(d));
     size_t wg = 0, multiple = 0;
-    assert_int_equal(clGetKernelWorkGroupInfo(kiln_kernel_get_cl_kernel(saxpy), dev,
-                                              CL_KERNEL_WORK_GROUP_SIZE,
+    assert_int_equal(clGetKernelWorkGroupInfo(kiln_kernel_get_cl_kernel(saxpy),
+                                              dev, CL_KERNEL_WORK_GROUP_SIZE,
                                               sizeof wg, &wg, NULL),
                      CL_SUCCESS);
-    assert_int_equal(clGetKernelWorkGroupInfo(
-                         kiln_kernel_get_cl_kernel(saxpy), dev,
-                         CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-                         sizeof multiple, &multiple, NULL),
-                     CL_SUCCESS);
+    assert_int_equal(
+        clGetKernelWorkGroupInfo(kiln_kernel_get_cl_kernel(saxpy), dev,
+                                 CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                                 sizeof multiple, &multiple, NULL),
+        CL_SUCCESS);
     assert_int_equal(info.work_group_size, wg);
     assert_int_equal(info.preferred_multiple, multiple);
     assert_true(info.work_group_size >= 1);

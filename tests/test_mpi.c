@@ -132,7 +132,8 @@ static void allreduce_case(kiln_mpi *mpi, size_t count, kiln_dtype dtype,
     store(dtype, host + pad, i, input(rank_, i, salt));
   kiln_buffer *buf = NULL;
   assert_kiln_ok(kiln_buffer_create(ctx, bytes + 2 * pad, 0, &buf));
-  assert_kiln_ok(kiln_buffer_write_sync(queue, host, &(kiln_range){buf, 0, count + 2 * pad / es, dtype}));
+  assert_kiln_ok(kiln_buffer_write_sync(
+      queue, host, &(kiln_range){buf, 0, count + 2 * pad / es, dtype}));
   if (blocking) {
     /* Blocking: its out event is complete when it returns. */
     kiln_event *done = NULL;
@@ -155,7 +156,8 @@ static void allreduce_case(kiln_mpi *mpi, size_t count, kiln_dtype dtype,
     assert_kiln_ok(kiln_mpi_wait(req));
   }
   memset(host, 0, bytes + 2 * pad);
-  assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){buf, 0, count + 2 * pad / es, dtype}, host));
+  assert_kiln_ok(kiln_buffer_read_sync(
+      queue, &(kiln_range){buf, 0, count + 2 * pad / es, dtype}, host));
   size_t bad = 0;
   for (size_t i = 0; i < pad; i++)
     bad += (host[i] != 0xa5) + (host[pad + bytes + i] != 0xa5);
@@ -210,11 +212,17 @@ static void test_two_requests(void) {
   kiln_buffer *ba = NULL, *bb = NULL;
   assert_kiln_ok(kiln_buffer_create(ctx, sizeof a, 0, &ba));
   assert_kiln_ok(kiln_buffer_create(ctx, sizeof b, 0, &bb));
-  assert_kiln_ok(kiln_buffer_write_sync(queue, a, &(kiln_range){ba, 0, N, KILN_F32}));
-  assert_kiln_ok(kiln_buffer_write_sync(queue, b, &(kiln_range){bb, 0, N, KILN_F32}));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(queue, a, &(kiln_range){ba, 0, N, KILN_F32}));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(queue, b, &(kiln_range){bb, 0, N, KILN_F32}));
   kiln_mpi_request *ra = NULL, *rb = NULL;
-  assert_kiln_ok(kiln_mpi_iallreduce(mpi, queue, &(kiln_range){ba, 0, N, KILN_F32}, KILN_REDUCE_SUM, 0, NULL, &ra));
-  assert_kiln_ok(kiln_mpi_iallreduce(mpi, queue, &(kiln_range){bb, 0, N, KILN_F32}, KILN_REDUCE_MAX, 0, NULL, &rb));
+  assert_kiln_ok(kiln_mpi_iallreduce(mpi, queue,
+                                     &(kiln_range){ba, 0, N, KILN_F32},
+                                     KILN_REDUCE_SUM, 0, NULL, &ra));
+  assert_kiln_ok(kiln_mpi_iallreduce(mpi, queue,
+                                     &(kiln_range){bb, 0, N, KILN_F32},
+                                     KILN_REDUCE_MAX, 0, NULL, &rb));
   assert_kiln_status(kiln_mpi_destroy(mpi), KILN_ERR_BUSY);
   if (rank_ % 2) {
     assert_kiln_ok(kiln_mpi_wait(rb));
@@ -223,8 +231,10 @@ static void test_two_requests(void) {
     assert_kiln_ok(kiln_mpi_wait(ra));
     assert_kiln_ok(kiln_mpi_wait(rb));
   }
-  assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){ba, 0, N, KILN_F32}, a));
-  assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){bb, 0, N, KILN_F32}, b));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(queue, &(kiln_range){ba, 0, N, KILN_F32}, a));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(queue, &(kiln_range){bb, 0, N, KILN_F32}, b));
   size_t bad = 0;
   for (size_t i = 0; i < N; i++) {
     double want;
@@ -250,9 +260,13 @@ static void test_broadcast_gather_scatter(void) {
   /* Broadcast u32 from the last rank. */
   for (size_t i = 0; i < n; i++)
     u[i] = (uint32_t)(rank_ * 100000 + i);
-  assert_kiln_ok(kiln_buffer_write_sync(queue, u, &(kiln_range){src, 0, n, KILN_U32}));
-  assert_kiln_ok(kiln_mpi_broadcast(mpi, queue, &(kiln_range){src, 0, n, KILN_U32}, size_ - 1, 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){src, 0, n, KILN_U32}, v));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(queue, u, &(kiln_range){src, 0, n, KILN_U32}));
+  assert_kiln_ok(kiln_mpi_broadcast(mpi, queue,
+                                    &(kiln_range){src, 0, n, KILN_U32},
+                                    size_ - 1, 0, NULL, NULL));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(queue, &(kiln_range){src, 0, n, KILN_U32}, v));
   size_t bad = 0;
   for (size_t i = 0; i < n; i++)
     bad += v[i] != (uint32_t)((size_ - 1) * 100000 + i);
@@ -261,13 +275,15 @@ static void test_broadcast_gather_scatter(void) {
   /* Allgather i32 (non-blocking). */
   for (size_t i = 0; i < n; i++)
     u[i] = (uint32_t)(rank_ * 7 + i * 3);
-  assert_kiln_ok(kiln_buffer_write_sync(queue, u, &(kiln_range){src, 0, n, KILN_U32}));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(queue, u, &(kiln_range){src, 0, n, KILN_U32}));
   kiln_mpi_request *req = NULL;
   assert_kiln_ok(kiln_mpi_iallgather(
       mpi, queue, &(kiln_range){src, 0, n, KILN_I32},
       &(kiln_range){dst, 0, n * p, KILN_I32}, 0, NULL, &req));
   assert_kiln_ok(kiln_mpi_wait(req));
-  assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){dst, 0, n * p, KILN_U32}, v));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(queue, &(kiln_range){dst, 0, n * p, KILN_U32}, v));
   bad = 0;
   for (size_t r = 0; r < p; r++)
     for (size_t i = 0; i < n; i++)
@@ -285,11 +301,13 @@ static void test_broadcast_gather_scatter(void) {
     /* Block q of rank r holds input(r, q * n + i). */
     for (size_t i = 0; i < n * p; i++)
       store(dt, h, i, input(rank_, i, salt));
-    assert_kiln_ok(kiln_buffer_write_sync(queue, h, &(kiln_range){src, 0, n * p, dt}));
+    assert_kiln_ok(
+        kiln_buffer_write_sync(queue, h, &(kiln_range){src, 0, n * p, dt}));
     assert_kiln_ok(kiln_mpi_reduce_scatter(
         mpi, queue, &(kiln_range){src, 0, n * p, dt},
         &(kiln_range){dst, 0, n, dt}, op, 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){dst, 0, n, dt}, h));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(queue, &(kiln_range){dst, 0, n, dt}, h));
     bad = 0;
     for (size_t i = 0; i < n; i++) {
       double want;
@@ -301,10 +319,11 @@ static void test_broadcast_gather_scatter(void) {
     free(h);
   }
   /* Zero elements: still collective, nothing moves. */
-  assert_kiln_ok(kiln_mpi_broadcast(mpi, queue, &(kiln_range){src, 0, 0, KILN_U32}, 0, 0, NULL, NULL));
-  assert_kiln_ok(kiln_mpi_allgather(
-      mpi, queue, &(kiln_range){src, 0, 0, KILN_F16},
-      &(kiln_range){dst, 0, 0, KILN_F16}, 0, NULL, NULL));
+  assert_kiln_ok(kiln_mpi_broadcast(
+      mpi, queue, &(kiln_range){src, 0, 0, KILN_U32}, 0, 0, NULL, NULL));
+  assert_kiln_ok(
+      kiln_mpi_allgather(mpi, queue, &(kiln_range){src, 0, 0, KILN_F16},
+                         &(kiln_range){dst, 0, 0, KILN_F16}, 0, NULL, NULL));
   kiln_buffer_destroy(src);
   kiln_buffer_destroy(dst);
   free(u);
@@ -352,13 +371,21 @@ static void test_errors(void) {
   assert_kiln_ok(kiln_buffer_create(ctx, 4096, 0, &buf));
   kiln_mpi_request *req = NULL;
   /* Each of these fails on every rank, which all call it. */
-  assert_kiln_status(kiln_mpi_allreduce(NULL, queue, &(kiln_range){buf, 0, 4, KILN_F32}, KILN_REDUCE_SUM, 0, NULL, NULL),
+  assert_kiln_status(kiln_mpi_allreduce(NULL, queue,
+                                        &(kiln_range){buf, 0, 4, KILN_F32},
+                                        KILN_REDUCE_SUM, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_mpi_allreduce(mpi, NULL, &(kiln_range){buf, 0, 4, KILN_F32}, KILN_REDUCE_SUM, 0, NULL, NULL),
+  assert_kiln_status(kiln_mpi_allreduce(mpi, NULL,
+                                        &(kiln_range){buf, 0, 4, KILN_F32},
+                                        KILN_REDUCE_SUM, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, 4, KILN_I32}, KILN_REDUCE_SUM, 0, NULL, NULL),
+  assert_kiln_status(kiln_mpi_allreduce(mpi, queue,
+                                        &(kiln_range){buf, 0, 4, KILN_I32},
+                                        KILN_REDUCE_SUM, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
-  assert_kiln_status(kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32}, (kiln_reduce_op)99, 0, NULL, NULL),
+  assert_kiln_status(kiln_mpi_allreduce(mpi, queue,
+                                        &(kiln_range){buf, 0, 4, KILN_F32},
+                                        (kiln_reduce_op)99, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
   assert_kiln_status(
       kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 1000, 1000, KILN_F32},
@@ -367,17 +394,17 @@ static void test_errors(void) {
   assert_last_error_contains("data range [offset 1000, +1000 elements of f32) "
                              "exceeds its buffer's 4096 bytes");
   /* Only the reductions MPI offers. */
-  assert_kiln_status(
-      kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32},
-                         KILN_REDUCE_NRM2, 0, NULL, NULL),
-      KILN_ERR_INVALID_ARGUMENT);
+  assert_kiln_status(kiln_mpi_allreduce(mpi, queue,
+                                        &(kiln_range){buf, 0, 4, KILN_F32},
+                                        KILN_REDUCE_NRM2, 0, NULL, NULL),
+                     KILN_ERR_INVALID_ARGUMENT);
   assert_last_error_contains("op 4 is not KILN_REDUCE_SUM, MIN, MAX or MEAN");
   /* Ranges of one call that disagree. */
   assert_kiln_status(
-      kiln_mpi_allgather(mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32},
-                         &(kiln_range){buf, 512, 4 * (size_t)size_ + 1,
-                                       KILN_F32},
-                         0, NULL, NULL),
+      kiln_mpi_allgather(
+          mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32},
+          &(kiln_range){buf, 512, 4 * (size_t)size_ + 1, KILN_F32}, 0, NULL,
+          NULL),
       KILN_ERR_SHAPE_MISMATCH);
   assert_last_error_contains("dst count");
   assert_kiln_status(
@@ -386,17 +413,23 @@ static void test_errors(void) {
                          0, NULL, NULL),
       KILN_ERR_SHAPE_MISMATCH);
   assert_last_error_contains("src dtype f32 differs from dst dtype u32");
-  assert_kiln_status(kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, SIZE_MAX, KILN_F32}, KILN_REDUCE_SUM, 0, NULL, NULL),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_kiln_status(kiln_mpi_iallreduce(mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32}, KILN_REDUCE_SUM, 0, NULL, NULL),
+  assert_kiln_status(
+      kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, SIZE_MAX, KILN_F32},
+                         KILN_REDUCE_SUM, 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE);
+  assert_kiln_status(kiln_mpi_iallreduce(mpi, queue,
+                                         &(kiln_range){buf, 0, 4, KILN_F32},
+                                         KILN_REDUCE_SUM, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_mpi_broadcast(mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32}, -1, 0, NULL, NULL),
+  assert_kiln_status(kiln_mpi_broadcast(mpi, queue,
+                                        &(kiln_range){buf, 0, 4, KILN_F32}, -1,
+                                        0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
   assert_kiln_status(kiln_mpi_ibroadcast(mpi, queue, NULL, 0, 0, NULL, &req),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_mpi_allgather(
-                         mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32}, NULL,
-                         0, NULL, NULL),
+  assert_kiln_status(kiln_mpi_allgather(mpi, queue,
+                                        &(kiln_range){buf, 0, 4, KILN_F32},
+                                        NULL, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   /* count * ranks overflows (with one rank the range is just too big). */
   assert_kiln_status(
@@ -409,36 +442,44 @@ static void test_errors(void) {
                          &(kiln_range){buf, 0, 4, (kiln_dtype)99},
                          KILN_REDUCE_SUM, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
-  assert_kiln_status(kiln_mpi_ireduce_scatter(
-                         mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32},
-                         &(kiln_range){buf, 0, 4, KILN_F32}, KILN_REDUCE_SUM,
-                         1, NULL, &req),
-                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(
+      kiln_mpi_ireduce_scatter(mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32},
+                               &(kiln_range){buf, 0, 4, KILN_F32},
+                               KILN_REDUCE_SUM, 1, NULL, &req),
+      KILN_ERR_NULL_POINTER);
   assert_kiln_status(kiln_mpi_select_device(mpi, NULL, NULL, &dev),
                      KILN_ERR_NULL_POINTER);
 
   if (size_ > 1) {
     /* A rank passing another count, dtype or op: every rank fails, none
      * hangs, and the message gives both values. */
-    assert_kiln_status(kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, rank_ == 1 ? 10 : 12, KILN_F32}, KILN_REDUCE_SUM, 0, NULL, NULL),
-                       KILN_ERR_SHAPE_MISMATCH);
+    assert_kiln_status(
+        kiln_mpi_allreduce(
+            mpi, queue, &(kiln_range){buf, 0, rank_ == 1 ? 10 : 12, KILN_F32},
+            KILN_REDUCE_SUM, 0, NULL, NULL),
+        KILN_ERR_SHAPE_MISMATCH);
     assert_last_error_contains("ranks passed different counts");
     assert_last_error_contains("range from 10 to 12");
-    assert_kiln_status(kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, 8, rank_ == 1 ? KILN_F16 : KILN_F32}, KILN_REDUCE_SUM, 0, NULL, NULL),
-                       KILN_ERR_SHAPE_MISMATCH);
+    assert_kiln_status(
+        kiln_mpi_allreduce(
+            mpi, queue,
+            &(kiln_range){buf, 0, 8, rank_ == 1 ? KILN_F16 : KILN_F32},
+            KILN_REDUCE_SUM, 0, NULL, NULL),
+        KILN_ERR_SHAPE_MISMATCH);
     assert_last_error_contains("different dtypes");
-    assert_kiln_status(kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, 8, KILN_F32}, rank_ == 1 ? KILN_REDUCE_MAX : KILN_REDUCE_SUM, 0, NULL, NULL),
-                       KILN_ERR_SHAPE_MISMATCH);
+    assert_kiln_status(
+        kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, 8, KILN_F32},
+                           rank_ == 1 ? KILN_REDUCE_MAX : KILN_REDUCE_SUM, 0,
+                           NULL, NULL),
+        KILN_ERR_SHAPE_MISMATCH);
     assert_last_error_contains("different ops");
     /* One rank's own argument is bad: it fails on that, the others learn
      * of it instead of waiting. */
-    assert_kiln_status(kiln_mpi_allreduce(
-                           mpi, queue,
-                           &(kiln_range){buf, rank_ == 1 ? 1024 : 0, 8,
-                                         KILN_F32},
-                           KILN_REDUCE_SUM, 0, NULL, NULL),
-                       rank_ == 1 ? KILN_ERR_OUT_OF_RANGE
-                                  : KILN_ERR_SHAPE_MISMATCH);
+    assert_kiln_status(
+        kiln_mpi_allreduce(
+            mpi, queue, &(kiln_range){buf, rank_ == 1 ? 1024 : 0, 8, KILN_F32},
+            KILN_REDUCE_SUM, 0, NULL, NULL),
+        rank_ == 1 ? KILN_ERR_OUT_OF_RANGE : KILN_ERR_SHAPE_MISMATCH);
     if (rank_ != 1)
       assert_last_error_contains("bad arguments");
     /* After all that the communicator still works. */
@@ -461,12 +502,16 @@ static void test_timeout(void) {
   assert_kiln_ok(kiln_buffer_create(ctx, 64, 0, &buf));
   if (rank_ != 1) {
     double t0 = MPI_Wtime();
-    assert_kiln_status(kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, 16, KILN_F32}, KILN_REDUCE_SUM, 0, NULL, NULL),
+    assert_kiln_status(kiln_mpi_allreduce(mpi, queue,
+                                          &(kiln_range){buf, 0, 16, KILN_F32},
+                                          KILN_REDUCE_SUM, 0, NULL, NULL),
                        KILN_ERR_COMM);
     double took = MPI_Wtime() - t0;
     check(took >= 0.5 && took < 20, "timed out after %.2f s", took);
     assert_last_error_contains("gave up");
-    assert_kiln_status(kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, 16, KILN_F32}, KILN_REDUCE_SUM, 0, NULL, NULL),
+    assert_kiln_status(kiln_mpi_allreduce(mpi, queue,
+                                          &(kiln_range){buf, 0, 16, KILN_F32},
+                                          KILN_REDUCE_SUM, 0, NULL, NULL),
                        KILN_ERR_COMM);
     assert_last_error_contains("can no longer be used");
   }

@@ -115,13 +115,24 @@ static void test_gemm(void **state) {
     assert_kiln_ok(kiln_device_set_weights(set, 0, NULL));
     /* As stored: A m x k (row-major) or k x m (column-major, used
      * transposed), B k x n, C m x n. */
-    kiln_matrix ma = {.rows = layout ? K : M, .cols = layout ? M : K,
-                      .ld = lda, .batch_stride = sa, .dtype = KILN_F32,
-                      .layout = (kiln_layout)layout, .trans = ta};
-    kiln_matrix mb = {.rows = K, .cols = N, .ld = ldb, .dtype = KILN_F32,
+    kiln_matrix ma = {.rows = layout ? K : M,
+                      .cols = layout ? M : K,
+                      .ld = lda,
+                      .batch_stride = sa,
+                      .dtype = KILN_F32,
+                      .layout = (kiln_layout)layout,
+                      .trans = ta};
+    kiln_matrix mb = {.rows = K,
+                      .cols = N,
+                      .ld = ldb,
+                      .dtype = KILN_F32,
                       .layout = (kiln_layout)layout};
-    kiln_matrix mc = {.rows = M, .cols = N, .ld = ldc, .batch_stride = sc,
-                      .dtype = KILN_F32, .layout = (kiln_layout)layout};
+    kiln_matrix mc = {.rows = M,
+                      .cols = N,
+                      .ld = ldc,
+                      .batch_stride = sc,
+                      .dtype = KILN_F32,
+                      .layout = (kiln_layout)layout};
     assert_kiln_ok(kiln_multi_gemm_batched(set, BATCH, &ma, a, &mb, b, &mc, c,
                                            1.5f, 0.5f));
     all_on_first();
@@ -233,10 +244,12 @@ static void test_reduce(void **state) {
     float part;
     assert_kiln_ok(kiln_buffer_create(ctx, parts[d] * 4, 0, &bx));
     assert_kiln_ok(kiln_buffer_create(ctx, 4, 0, &br));
-    assert_kiln_ok(kiln_buffer_write_sync(q, x + first, &(kiln_range){bx, 0, parts[d], KILN_F32}));
+    assert_kiln_ok(kiln_buffer_write_sync(
+        q, x + first, &(kiln_range){bx, 0, parts[d], KILN_F32}));
     assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM, KILN_F32, parts[d], bx, 0,
                                br, 0, 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){br, 0, 1, KILN_F32}, &part));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(q, &(kiln_range){br, 0, 1, KILN_F32}, &part));
     acc += part;
     first += parts[d];
     assert_kiln_ok(kiln_buffer_destroy(bx));
@@ -256,13 +269,15 @@ static void test_peer_copy(void **state) {
   unsigned char *h = malloc(size + 64), *back = malloc(size + 64);
   for (size_t i = 0; i < size + 64; i++)
     h[i] = (unsigned char)(i * 31 + 7);
-  assert_kiln_ok(kiln_buffer_create(kiln_device_set_get_context(set, 0), size + 64,
-                                    0, &src));
+  assert_kiln_ok(kiln_buffer_create(kiln_device_set_get_context(set, 0),
+                                    size + 64, 0, &src));
   assert_kiln_ok(kiln_buffer_create(kiln_device_set_get_context(set, other),
                                     size + 64, 0, &dst));
-  assert_kiln_ok(kiln_buffer_write_sync(q0, h, &(kiln_range){src, 0, n + 16, KILN_U32}));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(q0, h, &(kiln_range){src, 0, n + 16, KILN_U32}));
   memset(back, 0, size + 64);
-  assert_kiln_ok(kiln_buffer_write_sync(q1, back, &(kiln_range){dst, 0, n + 16, KILN_U32}));
+  assert_kiln_ok(kiln_buffer_write_sync(
+      q1, back, &(kiln_range){dst, 0, n + 16, KILN_U32}));
   /* 1000-byte chunks: 41 of them, the last partial; offsets differ. */
   /* u32 elements: 1000-byte chunks, 41 of them, the last partial; offsets
    * differ. */
@@ -272,7 +287,8 @@ static void test_peer_copy(void **state) {
   assert_kiln_ok(kiln_peer_copy(q0, q1, &whole, &there, 1000, 0, NULL, &done));
   assert_kiln_ok(kiln_event_get_state(done, &done_state));
   assert_int_equal(done_state, KILN_EVENT_COMPLETE);
-  assert_kiln_ok(kiln_buffer_read_sync(q1, &(kiln_range){dst, 0, n + 16, KILN_U32}, back));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(q1, &(kiln_range){dst, 0, n + 16, KILN_U32}, back));
   assert_memory_equal(back + 48, h + 16, size);
   for (size_t i = 0; i < 48; i++)
     assert_int_equal(back[i], 0);
@@ -284,9 +300,8 @@ static void test_peer_copy(void **state) {
   assert_kiln_ok(kiln_peer_copy(q0, q1, &one, &one_there, 0, 0, NULL, NULL));
   kiln_range past = {src, 16, n + 1, KILN_U32};
   there.count = n + 1;
-  assert_kiln_status(
-      kiln_peer_copy(q0, q1, &past, &there, 0, 0, NULL, NULL),
-      KILN_ERR_OUT_OF_RANGE);
+  assert_kiln_status(kiln_peer_copy(q0, q1, &past, &there, 0, 0, NULL, NULL),
+                     KILN_ERR_OUT_OF_RANGE);
   assert_kiln_status(kiln_peer_copy(q0, q1, &one, &there, 0, 0, NULL, NULL),
                      KILN_ERR_SHAPE_MISMATCH);
   assert_kiln_status(
@@ -356,12 +371,10 @@ static void test_bad_input(void **state) {
       kiln_multi_gemm_batched(set, 1, &one, x, &bad, x, &one, x, 1, 0),
       KILN_ERR_SHAPE_MISMATCH);
   /* lda below its minimum: refused by the op, nothing written. */
-  kiln_matrix ma = {.rows = 2, .cols = 2, .ld = 1, .batch_stride = 4,
-                    .dtype = KILN_F32};
-  kiln_matrix mb = {.rows = 2, .cols = 1, .batch_stride = 2,
-                    .dtype = KILN_F32};
-  kiln_matrix mc = {.rows = 2, .cols = 1, .batch_stride = 2,
-                    .dtype = KILN_F32};
+  kiln_matrix ma = {
+      .rows = 2, .cols = 2, .ld = 1, .batch_stride = 4, .dtype = KILN_F32};
+  kiln_matrix mb = {.rows = 2, .cols = 1, .batch_stride = 2, .dtype = KILN_F32};
+  kiln_matrix mc = {.rows = 2, .cols = 1, .batch_stride = 2, .dtype = KILN_F32};
   assert_kiln_status(
       kiln_multi_gemm_batched(set, 1, &ma, x, &mb, x, &mc, x, 1, 0),
       KILN_ERR_INVALID_ARGUMENT);

@@ -52,17 +52,20 @@ static void test_bad_inputs(void **state) {
   kiln_buffer *b;
   assert_kiln_ok(kiln_buffer_create(ctx, 100, 0, &b));
   unsigned char host[200];
-  assert_kiln_status(kiln_staging_write(NULL, host, &(kiln_range){b, 0, 5, KILN_F16}, 0,
+  assert_kiln_status(kiln_staging_write(NULL, host,
+                                        &(kiln_range){b, 0, 5, KILN_F16}, 0,
                                         NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_kiln_status(kiln_staging_write(s, host, NULL, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_staging_write(s, NULL, &(kiln_range){b, 0, 5, KILN_F16}, 0,
+  assert_kiln_status(kiln_staging_write(s, NULL,
+                                        &(kiln_range){b, 0, 5, KILN_F16}, 0,
                                         NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_staging_write: src is NULL");
-  assert_kiln_status(kiln_staging_write(s, host, &(kiln_range){b, 25, 26, KILN_F16},
-                                        0, NULL, NULL),
+  assert_kiln_status(kiln_staging_write(s, host,
+                                        &(kiln_range){b, 25, 26, KILN_F16}, 0,
+                                        NULL, NULL),
                      KILN_ERR_OUT_OF_RANGE);
   assert_last_error_contains(
       "kiln_staging_write: dst range [offset 25, +26 elements of f16)");
@@ -70,23 +73,24 @@ static void test_bad_inputs(void **state) {
                                         &(kiln_range){b, SIZE_MAX, 1, KILN_F16},
                                         0, NULL, NULL),
                      KILN_ERR_INVALID_SIZE);
-  assert_kiln_status(kiln_staging_read(NULL, &(kiln_range){b, 0, 5, KILN_F16}, host, 0,
-                                       NULL, NULL),
+  assert_kiln_status(kiln_staging_read(NULL, &(kiln_range){b, 0, 5, KILN_F16},
+                                       host, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_staging_read(s, &(kiln_range){b, 0, 5, KILN_F16}, NULL, 0,
-                                       NULL, NULL),
+  assert_kiln_status(kiln_staging_read(s, &(kiln_range){b, 0, 5, KILN_F16},
+                                       NULL, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_staging_read: dst is NULL");
-  assert_kiln_status(kiln_staging_read(s, &(kiln_range){b, 0, 51, KILN_F16}, host, 0,
-                                       NULL, NULL),
+  assert_kiln_status(kiln_staging_read(s, &(kiln_range){b, 0, 51, KILN_F16},
+                                       host, 0, NULL, NULL),
                      KILN_ERR_OUT_OF_RANGE);
   /* A buffer of another context. */
   kiln_context *other;
   assert_kiln_ok(kiln_context_create(kiln_test_device(0), NULL, &other));
   kiln_buffer *foreign;
   assert_kiln_ok(kiln_buffer_create(other, 100, 0, &foreign));
-  assert_kiln_status(kiln_staging_read(s, &(kiln_range){foreign, 0, 5, KILN_F16}, host,
-                                       0, NULL, NULL),
+  assert_kiln_status(kiln_staging_read(s,
+                                       &(kiln_range){foreign, 0, 5, KILN_F16},
+                                       host, 0, NULL, NULL),
                      KILN_ERR_WRONG_CONTEXT);
   assert_kiln_ok(kiln_buffer_destroy(foreign));
   assert_kiln_ok(kiln_context_destroy(other));
@@ -114,8 +118,10 @@ static void test_pinned_roundtrip(void **state) {
     kiln_buffer *b;
     assert_kiln_ok(kiln_buffer_create(ctx, 2 * N, 0, &b));
     kiln_range all = {b, 0, N, KILN_F16};
-    assert_kiln_ok(kiln_buffer_write_sync(queue, kiln_pinned_get_ptr(in), &all));
-    assert_kiln_ok(kiln_buffer_read_sync(queue, &all, kiln_pinned_get_ptr(out)));
+    assert_kiln_ok(
+        kiln_buffer_write_sync(queue, kiln_pinned_get_ptr(in), &all));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(queue, &all, kiln_pinned_get_ptr(out)));
     assert_memory_equal(kiln_pinned_get_ptr(in), kiln_pinned_get_ptr(out),
                         2 * N);
     assert_kiln_ok(kiln_buffer_destroy(b));
@@ -229,9 +235,9 @@ static void test_staging_trace(void **state) {
       s, data, &(kiln_range){b, 5, sizeof data / 2, KILN_F16}, 0, NULL, NULL));
   kiln_event *done = NULL, *gate = NULL;
   assert_kiln_ok(kiln_queue_marker(queue, 0, NULL, &gate));
-  assert_kiln_ok(kiln_staging_read(
-      s, &(kiln_range){b, 5, sizeof back / 2, KILN_F16}, back, 1, &gate,
-      &done));
+  assert_kiln_ok(
+      kiln_staging_read(s, &(kiln_range){b, 5, sizeof back / 2, KILN_F16}, back,
+                        1, &gate, &done));
   kiln_event_state done_state = KILN_EVENT_QUEUED;
   assert_kiln_ok(kiln_event_get_state(done, &done_state));
   assert_int_equal(done_state, KILN_EVENT_COMPLETE);

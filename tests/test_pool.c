@@ -32,8 +32,9 @@ static cl_event gated_write(kiln_context *ctx, kiln_queue *queue,
   cl_event gate = clCreateUserEvent(kiln_context_get_cl_context(ctx), &err);
   assert_int_equal(err, CL_SUCCESS);
   assert_int_equal(clEnqueueWriteBuffer(kiln_queue_get_cl_queue(queue),
-                                        kiln_buffer_get_cl_mem(buffer), CL_FALSE,
-                                        0, size, data, 1, &gate, done),
+                                        kiln_buffer_get_cl_mem(buffer),
+                                        CL_FALSE, 0, size, data, 1, &gate,
+                                        done),
                    CL_SUCCESS);
   clFlush(kiln_queue_get_cl_queue(queue));
   return gate;
@@ -132,7 +133,8 @@ static void test_reuse_and_stats(void **state) {
     unsigned char in[1000], out[1000];
     for (size_t i = 0; i < sizeof in; i++)
       in[i] = (unsigned char)(i * 7 + 3);
-    assert_kiln_ok(kiln_buffer_write_sync(queue, in, &(kiln_range){a, 0, sizeof in / 4, KILN_U32}));
+    assert_kiln_ok(kiln_buffer_write_sync(
+        queue, in, &(kiln_range){a, 0, sizeof in / 4, KILN_U32}));
     assert_kiln_ok(kiln_buffer_destroy(a));
     s = stats_of(pool);
     assert_int_equal(s.in_use_bytes, 0);
@@ -154,7 +156,8 @@ static void test_reuse_and_stats(void **state) {
     assert_int_equal(s.pending_bytes, 0);
     assert_int_equal(s.cached_bytes, 0);
     /* The block is the same memory: what was written through a is there. */
-    assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){b, 0, 225, KILN_U32}, out));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(queue, &(kiln_range){b, 0, 225, KILN_U32}, out));
     assert_memory_equal(in, out, 900);
     /* Handed out again, the block's buffer has this request's size and
      * access: read-only refuses an op's output, and 900 bytes are all. */
@@ -163,14 +166,17 @@ static void test_reuse_and_stats(void **state) {
         kiln_scale(queue, KILN_F32, 225, 2.0f, b, 0, 0, NULL, NULL),
         KILN_ERR_INVALID_ARGUMENT);
     assert_last_error_contains("KILN_MEM_READ_ONLY");
-    assert_kiln_status(kiln_buffer_read_sync(queue, &(kiln_range){b, 0, 226, KILN_U32}, out),
-                       KILN_ERR_OUT_OF_RANGE);
+    assert_kiln_status(
+        kiln_buffer_read_sync(queue, &(kiln_range){b, 0, 226, KILN_U32}, out),
+        KILN_ERR_OUT_OF_RANGE);
 
     /* A view of a pooled buffer works and keeps it alive. */
     kiln_buffer *view;
     assert_kiln_ok(kiln_buffer_create_sub(other, 0, 128, 0, &view));
-    assert_kiln_ok(kiln_buffer_write_sync(queue, in, &(kiln_range){view, 0, 32, KILN_U32}));
-    assert_kiln_ok(kiln_buffer_read_sync(queue, &(kiln_range){other, 0, 32, KILN_U32}, out));
+    assert_kiln_ok(kiln_buffer_write_sync(
+        queue, in, &(kiln_range){view, 0, 32, KILN_U32}));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        queue, &(kiln_range){other, 0, 32, KILN_U32}, out));
     assert_memory_equal(in, out, 128);
     assert_kiln_status(kiln_buffer_destroy(other), KILN_ERR_BUSY);
     assert_kiln_ok(kiln_buffer_destroy(view));
@@ -327,9 +333,11 @@ static void test_limit(void **state) {
   assert_int_equal(s.misses, 1);
 
   /* a pending: the pool waits for it, gives it back, and fits b. */
-  assert_kiln_ok(kiln_buffer_write_sync(queue, "abcd", &(kiln_range){a, 0, 1, KILN_U32}));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(queue, "abcd", &(kiln_range){a, 0, 1, KILN_U32}));
   kiln_event *ev;
-  assert_kiln_ok(kiln_buffer_fill(queue, "x", 1, &(kiln_range){a, 0, 750, KILN_U32}, 0, NULL, &ev));
+  assert_kiln_ok(kiln_buffer_fill(
+      queue, "x", 1, &(kiln_range){a, 0, 750, KILN_U32}, 0, NULL, &ev));
   assert_kiln_ok(kiln_pool_release_after(pool, a, 1, &ev, NULL));
   kiln_event_release(ev);
   assert_kiln_ok(kiln_pool_alloc(pool, 2000, 0, &b));

@@ -120,10 +120,10 @@ static void test_marker(void **state) {
 
     /* Empty wait list: the marker covers everything enqueued before it. */
     kiln_event *marker = NULL;
-    assert_kiln_ok(
-        kiln_buffer_write(queue, host, &(kiln_range){buffer, 0, N, KILN_F32}, 0, NULL, NULL));
-    assert_kiln_ok(
-        kiln_buffer_read(queue, &(kiln_range){buffer, 0, N, KILN_F32}, back, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_write(
+        queue, host, &(kiln_range){buffer, 0, N, KILN_F32}, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_read(
+        queue, &(kiln_range){buffer, 0, N, KILN_F32}, back, 0, NULL, NULL));
     assert_kiln_ok(kiln_queue_marker(queue, 0, NULL, &marker));
     assert_kiln_ok(kiln_event_wait(marker));
     assert_memory_equal(host, back, N * sizeof *host);
@@ -131,7 +131,8 @@ static void test_marker(void **state) {
 
     /* Explicit wait list. */
     kiln_event *w1 = NULL, *w2 = NULL;
-    assert_kiln_ok(kiln_buffer_write(queue, host, &(kiln_range){buffer, 0, 16, KILN_F32}, 0, NULL, &w1));
+    assert_kiln_ok(kiln_buffer_write(
+        queue, host, &(kiln_range){buffer, 0, 16, KILN_F32}, 0, NULL, &w1));
     assert_kiln_ok(kiln_queue_marker(queue, 1, &w1, &w2));
     kiln_event *pair[2] = {w1, w2};
     assert_kiln_ok(kiln_queue_marker(queue, 2, pair, &marker));
@@ -199,8 +200,11 @@ static void test_destroy_with_pending_work(void **state) {
     assert_kiln_ok(kiln_buffer_create(ctx, bytes, 0, &a));
     assert_kiln_ok(kiln_buffer_create(ctx, bytes, 0, &b));
     kiln_event *last = NULL;
-    assert_kiln_ok(kiln_buffer_write(queue, host, &(kiln_range){a, 0, bytes / 4, KILN_U32}, 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_copy(queue, &(kiln_range){a, 0, bytes / 4, KILN_U32}, &(kiln_range){b, 0, bytes / 4, KILN_U32}, 0, NULL, &last));
+    assert_kiln_ok(kiln_buffer_write(
+        queue, host, &(kiln_range){a, 0, bytes / 4, KILN_U32}, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_copy(
+        queue, &(kiln_range){a, 0, bytes / 4, KILN_U32},
+        &(kiln_range){b, 0, bytes / 4, KILN_U32}, 0, NULL, &last));
     /* No wait, no finish: destroy must do it. */
     assert_kiln_ok(kiln_queue_destroy(queue));
     kiln_event_state st = KILN_EVENT_QUEUED;
@@ -208,7 +212,8 @@ static void test_destroy_with_pending_work(void **state) {
     assert_int_equal(st, KILN_EVENT_COMPLETE);
     assert_kiln_ok(kiln_event_wait(last));
     kiln_event_release(last);
-    assert_kiln_ok(kiln_buffer_read_sync(reader, &(kiln_range){b, 0, bytes / 4, KILN_U32}, back));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        reader, &(kiln_range){b, 0, bytes / 4, KILN_U32}, back));
     assert_memory_equal(host, back, bytes);
     assert_kiln_ok(kiln_buffer_destroy(a));
     assert_kiln_ok(kiln_buffer_destroy(b));
@@ -238,9 +243,10 @@ static void *worker_main(void *arg) {
   }
   for (int r = 0; r < ROUNDS; r++) {
     kiln_test_fill_random(host, N, 0.0f, 1.0f, w->seed + (uint32_t)r);
-    if (kiln_buffer_write(queue, host, &(kiln_range){buffer, 0, N, KILN_F32}, 0, NULL, NULL) != KILN_OK ||
-        kiln_buffer_read_sync(queue, &(kiln_range){buffer, 0, N, KILN_F32}, back) !=
-            KILN_OK ||
+    if (kiln_buffer_write(queue, host, &(kiln_range){buffer, 0, N, KILN_F32}, 0,
+                          NULL, NULL) != KILN_OK ||
+        kiln_buffer_read_sync(queue, &(kiln_range){buffer, 0, N, KILN_F32},
+                              back) != KILN_OK ||
         memcmp(host, back, sizeof host) != 0)
       w->failures++;
   }

@@ -69,7 +69,8 @@ static void test_finish_after_flush(void **state) {
     assert_non_null(host);
     kiln_event *launched, *read;
     launch(&f, N, ITERS, &launched);
-    assert_kiln_ok(kiln_buffer_read(f.q, &(kiln_range){f.out, 0, N, KILN_U32}, host, 0, NULL, &read));
+    assert_kiln_ok(kiln_buffer_read(f.q, &(kiln_range){f.out, 0, N, KILN_U32},
+                                    host, 0, NULL, &read));
     assert_kiln_ok(kiln_queue_flush(f.q));
     assert_kiln_ok(kiln_queue_finish(f.q));
     kiln_event_state st = KILN_EVENT_QUEUED;
@@ -117,12 +118,14 @@ static void test_loop_limit(void **state) {
     const kiln_device_info *info = kiln_context_get_device_info(f.ctx);
     uint32_t host[N];
     launch(&f, N, 65000, NULL);
-    assert_kiln_ok(kiln_buffer_read_sync(f.q, &(kiln_range){f.out, 0, N, KILN_U32}, host));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(f.q, &(kiln_range){f.out, 0, N, KILN_U32}, host));
     for (uint32_t i = 0; i < N; i++)
       assert_int_equal(host[i], chain_ref(i, 65000));
 
     launch(&f, N, 70000, NULL);
-    assert_kiln_ok(kiln_buffer_read_sync(f.q, &(kiln_range){f.out, 0, N, KILN_U32}, host));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(f.q, &(kiln_range){f.out, 0, N, KILN_U32}, host));
     bool full = true;
     for (uint32_t i = 0; i < N; i++)
       full = full && host[i] == chain_ref(i, 70000);

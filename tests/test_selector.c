@@ -470,7 +470,8 @@ static void test_real_devices(void **state) {
   assert_kiln_ok(kiln_device_list_create(&real));
   kiln_selection *sel = NULL;
   assert_kiln_ok(kiln_selection_create(real, "all", &sel));
-  assert_int_equal(kiln_selection_get_count(sel), kiln_device_list_get_count(real));
+  assert_int_equal(kiln_selection_get_count(sel),
+                   kiln_device_list_get_count(real));
   kiln_selection_destroy(sel);
   for (size_t i = 0; i < kiln_device_list_get_count(real); i++) {
     const kiln_device_info *in =

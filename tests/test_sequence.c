@@ -49,11 +49,14 @@ static void close_rig(struct rig r) {
 static void upload(struct rig *r, uint32_t seed) {
   static float h[N];
   kiln_test_fill_random(h, N, -1.0f, 1.0f, seed);
-  assert_kiln_ok(kiln_buffer_write_sync(r->queue, h, &(kiln_range){r->x, 0, N, KILN_F32}));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(r->queue, h, &(kiln_range){r->x, 0, N, KILN_F32}));
   kiln_test_fill_random(h, N, -2.0f, 2.0f, seed + 1);
-  assert_kiln_ok(kiln_buffer_write_sync(r->queue, h, &(kiln_range){r->x2, 0, N, KILN_F32}));
+  assert_kiln_ok(kiln_buffer_write_sync(r->queue, h,
+                                        &(kiln_range){r->x2, 0, N, KILN_F32}));
   kiln_test_fill_random(h, N, 0.0f, 1.0f, seed + 2);
-  assert_kiln_ok(kiln_buffer_write_sync(r->queue, h, &(kiln_range){r->y, 0, N, KILN_F32}));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(r->queue, h, &(kiln_range){r->y, 0, N, KILN_F32}));
 }
 
 /* One step, launched or recorded: a user kernel between two ops, each
@@ -75,7 +78,8 @@ static void step(struct rig *r, const kiln_buffer *x, float a) {
 }
 
 static void read_y(struct rig *r, float *out) {
-  assert_kiln_ok(kiln_buffer_read_sync(r->queue, &(kiln_range){r->y, 0, N, KILN_F32}, out));
+  assert_kiln_ok(kiln_buffer_read_sync(
+      r->queue, &(kiln_range){r->y, 0, N, KILN_F32}, out));
 }
 
 static void check_replay(size_t d, unsigned flags) {
@@ -190,7 +194,9 @@ static void test_bad_inputs(void **state) {
                      KILN_ERR_INVALID_STATE);
   /* Recording: transfers, wait lists and events are refused. */
   float h[4] = {0};
-  assert_kiln_status(kiln_buffer_write(r.queue, h, &(kiln_range){r.y, 0, 4, KILN_F32}, 0, NULL, NULL),
+  assert_kiln_status(kiln_buffer_write(r.queue, h,
+                                       &(kiln_range){r.y, 0, 4, KILN_F32}, 0,
+                                       NULL, NULL),
                      KILN_ERR_INVALID_STATE);
   assert_last_error_contains("the queue is recording a sequence");
   kiln_event *ev = NULL;
@@ -259,7 +265,8 @@ static void test_bad_inputs(void **state) {
   kiln_sequence *live;
   assert_kiln_ok(kiln_sequence_begin(r.queue, 0, &live));
   assert_kiln_ok(kiln_sequence_destroy(live));
-  assert_kiln_ok(kiln_buffer_write_sync(r.queue, h, &(kiln_range){r.y, 0, 4, KILN_F32}));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(r.queue, h, &(kiln_range){r.y, 0, 4, KILN_F32}));
   assert_kiln_ok(kiln_sequence_destroy(seq));
   close_rig(r);
 }

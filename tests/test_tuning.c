@@ -273,8 +273,8 @@ static void test_bad_input(void **state) {
                     KILN_ERR_OUT_OF_RANGE, "past the 18 knobs");
   assert_kiln_error(kiln_tuning_get_knob("sort", 0, &knob), KILN_ERR_NOT_FOUND,
                     "op \"sort\" has no parameter space");
-  assert_kiln_error(kiln_tuning_get_knob(NULL, 0, &knob),
-                    KILN_ERR_NULL_POINTER, "op is NULL");
+  assert_kiln_error(kiln_tuning_get_knob(NULL, 0, &knob), KILN_ERR_NULL_POINTER,
+                    "op is NULL");
   assert_kiln_error(kiln_tuning_get_knob("gemm", 0, NULL),
                     KILN_ERR_NULL_POINTER, "out is NULL");
   char why[300];

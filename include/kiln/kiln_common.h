@@ -68,8 +68,8 @@ typedef struct kiln_kernel kiln_kernel;
   XX(ERR_CORRUPT, -16, "corrupt or mismatched data")                           \
   XX(ERR_INVALID_STATE, -17, "operation not valid in the object's state")      \
   XX(ERR_OPENCL, -18, "OpenCL call failed")                                    \
-  XX(ERR_EXEC_FAILED, -19, "a command failed on the device")                  \
-  XX(ERR_COMM, -20, "communication between processes failed or timed out")    \
+  XX(ERR_EXEC_FAILED, -19, "a command failed on the device")                   \
+  XX(ERR_COMM, -20, "communication between processes failed or timed out")     \
   XX(ERR_WRONG_CONTEXT, -21, "object of another context")
 
 typedef enum kiln_status {

@@ -139,7 +139,8 @@ KILN_API size_t kiln_device_list_get_count(const kiln_device_list *list);
 /* Borrowed; NULL when index is out of range. */
 KILN_API const kiln_device *kiln_device_list_get(const kiln_device_list *list,
                                                  size_t index);
-KILN_API size_t kiln_device_list_get_problem_count(const kiln_device_list *list);
+KILN_API size_t
+kiln_device_list_get_problem_count(const kiln_device_list *list);
 /* Borrowed; NULL when index is out of range. */
 KILN_API const kiln_device_problem *
 kiln_device_list_get_problem(const kiln_device_list *list, size_t index);
@@ -196,11 +197,13 @@ KILN_API const kiln_device *kiln_selection_get(const kiln_selection *selection,
 /* For device list_index of the list: whether it was taken, and why or why
  * not ("taken: matches gpu" / "refused: type is CPU, not GPU (term 1, column
  * 1)"). Returns NULL for an out-of-range index. Borrowed. */
-KILN_API const char *kiln_selection_get_explanation(const kiln_selection *selection,
-                                            size_t list_index, bool *taken);
+KILN_API const char *
+kiln_selection_get_explanation(const kiln_selection *selection,
+                               size_t list_index, bool *taken);
 /* The selector actually evaluated, after KILN_DEVICE and the default were
  * applied ("<default>" for the default rule). Borrowed. */
-KILN_API const char *kiln_selection_get_selector(const kiln_selection *selection);
+KILN_API const char *
+kiln_selection_get_selector(const kiln_selection *selection);
 
 /* Convenience: the first device the selector takes. KILN_ERR_NO_DEVICE, with
  * the reasons in the last error, when it takes none. Thread-safe. */

@@ -157,14 +157,12 @@ KILN_API kiln_status kiln_mpi_ibroadcast(kiln_mpi *mpi, kiln_queue *queue,
  * in rank order. Any dtype. src and dst must not overlap. */
 KILN_API kiln_status kiln_mpi_allgather(kiln_mpi *mpi, kiln_queue *queue,
                                         const kiln_range *src,
-                                        const kiln_range *dst,
-                                        size_t num_wait,
+                                        const kiln_range *dst, size_t num_wait,
                                         kiln_event *const *wait_list,
                                         kiln_event **out_event);
 KILN_API kiln_status kiln_mpi_iallgather(kiln_mpi *mpi, kiln_queue *queue,
                                          const kiln_range *src,
-                                         const kiln_range *dst,
-                                         size_t num_wait,
+                                         const kiln_range *dst, size_t num_wait,
                                          kiln_event *const *wait_list,
                                          kiln_mpi_request **out);
 
@@ -174,17 +172,13 @@ KILN_API kiln_status kiln_mpi_iallgather(kiln_mpi *mpi, kiln_queue *queue,
 KILN_API kiln_status kiln_mpi_reduce_scatter(kiln_mpi *mpi, kiln_queue *queue,
                                              const kiln_range *src,
                                              const kiln_range *dst,
-                                             kiln_reduce_op op,
-                                             size_t num_wait,
+                                             kiln_reduce_op op, size_t num_wait,
                                              kiln_event *const *wait_list,
                                              kiln_event **out_event);
-KILN_API kiln_status kiln_mpi_ireduce_scatter(kiln_mpi *mpi, kiln_queue *queue,
-                                              const kiln_range *src,
-                                              const kiln_range *dst,
-                                              kiln_reduce_op op,
-                                              size_t num_wait,
-                                              kiln_event *const *wait_list,
-                                              kiln_mpi_request **out);
+KILN_API kiln_status kiln_mpi_ireduce_scatter(
+    kiln_mpi *mpi, kiln_queue *queue, const kiln_range *src,
+    const kiln_range *dst, kiln_reduce_op op, size_t num_wait,
+    kiln_event *const *wait_list, kiln_mpi_request **out);
 
 /* Advance a request; *done becomes true once its result is in the device
  * buffer. A failure (KILN_ERR_COMM, KILN_ERR_EXEC_FAILED) finishes the

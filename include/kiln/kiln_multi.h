@@ -62,9 +62,9 @@ KILN_API size_t kiln_device_set_get_count(const kiln_device_set *set);
 /* The context and queue of device index (borrowed), or NULL when out of
  * range. */
 KILN_API kiln_context *kiln_device_set_get_context(const kiln_device_set *set,
-                                               size_t index);
+                                                   size_t index);
 KILN_API kiln_queue *kiln_device_set_get_queue(const kiln_device_set *set,
-                                           size_t index);
+                                               size_t index);
 
 /* Set the share of work of each device: count must equal the set's count
  * and every weight be finite and >= 0, with a positive sum. weights NULL
@@ -97,15 +97,10 @@ KILN_API kiln_status kiln_device_set_split(const kiln_device_set *set,
  * batch_stride of 0 for a or b shares one matrix among every entry (it goes
  * whole to every device). Blocks until c_host holds the result. batch 0 is
  * a no-op. Mismatched dimensions are KILN_ERR_SHAPE_MISMATCH. */
-KILN_API kiln_status kiln_multi_gemm_batched(kiln_device_set *set,
-                                            size_t batch,
-                                            const kiln_matrix *a,
-                                            const float *a_host,
-                                            const kiln_matrix *b,
-                                            const float *b_host,
-                                            const kiln_matrix *c,
-                                            float *c_host, float alpha,
-                                            float beta);
+KILN_API kiln_status kiln_multi_gemm_batched(
+    kiln_device_set *set, size_t batch, const kiln_matrix *a,
+    const float *a_host, const kiln_matrix *b, const float *b_host,
+    const kiln_matrix *c, float *c_host, float alpha, float beta);
 
 /* y[i] = op(x[i]) for i < n, in f32, the range split across the devices.
  * x and y may be the same array. Blocks. */
@@ -135,13 +130,10 @@ KILN_API kiln_status kiln_multi_reduce(kiln_device_set *set,
  * commands enqueued before it on both queues (they are in order), and the
  * call returns when it is complete; *out_event (out_event may be NULL) is
  * then an event of dst_queue, complete already. */
-KILN_API kiln_status kiln_peer_copy(kiln_queue *src_queue,
-                                    kiln_queue *dst_queue,
-                                    const kiln_range *src,
-                                    const kiln_range *dst, size_t chunk_bytes,
-                                    size_t num_wait,
-                                    kiln_event *const *wait_list,
-                                    kiln_event **out_event);
+KILN_API kiln_status kiln_peer_copy(
+    kiln_queue *src_queue, kiln_queue *dst_queue, const kiln_range *src,
+    const kiln_range *dst, size_t chunk_bytes, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event);
 
 KILN_END_DECLS
 

@@ -40,14 +40,11 @@ typedef kiln_status (*kiln_pipeline_fn)(void *user, kiln_queue *queue,
  * NULL) is an event of compute, complete on return like the whole blocking
  * call. On failure, the work already enqueued is finished before this
  * returns. Uses the queues from the calling thread only. */
-KILN_API kiln_status kiln_pipeline_run(kiln_queue *compute,
-                                       kiln_queue *transfer,
-                                       size_t num_batches, size_t in_bytes,
-                                       size_t out_bytes, const void *host_in,
-                                       void *host_out, kiln_pipeline_fn fn,
-                                       void *user, size_t num_wait,
-                                       kiln_event *const *wait_list,
-                                       kiln_event **out_event);
+KILN_API kiln_status kiln_pipeline_run(
+    kiln_queue *compute, kiln_queue *transfer, size_t num_batches,
+    size_t in_bytes, size_t out_bytes, const void *host_in, void *host_out,
+    kiln_pipeline_fn fn, void *user, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event);
 
 KILN_END_DECLS
 

@@ -89,8 +89,7 @@ KILN_API kiln_status kiln_pool_trim(kiln_pool *pool,
                                     size_t *out_released_bytes);
 
 /* A consistent snapshot of the pool's statistics. Thread-safe. */
-KILN_API kiln_status kiln_pool_get_stats(kiln_pool *pool,
-                                         kiln_pool_stats *out);
+KILN_API kiln_status kiln_pool_get_stats(kiln_pool *pool, kiln_pool_stats *out);
 
 KILN_END_DECLS
 

@@ -97,8 +97,10 @@ kiln_status kiln__range_bytes(const kiln_range *range, const char *what,
                       range == NULL ? "" : "->buffer");
   size_t es = kiln_dtype_size(range->dtype);
   if (es == 0)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s dtype %d is not a "
-                      "kiln_dtype", what, (int)range->dtype);
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s dtype %d is not a "
+                      "kiln_dtype",
+                      what, (int)range->dtype);
   size_t off, size, end;
   if (kiln__mul_overflows(range->offset, es, &off) ||
       kiln__mul_overflows(range->count, es, &size) ||
@@ -419,8 +421,8 @@ static kiln_status transfer(kiln_queue *queue, const kiln_range *range,
   if (out_event != NULL)
     *out_event = NULL;
   size_t offset_bytes = 0, size_bytes = 0;
-  kiln_status status = check_transfer(queue, range, fn, buffer_arg,
-                                      &offset_bytes, &size_bytes);
+  kiln_status status =
+      check_transfer(queue, range, fn, buffer_arg, &offset_bytes, &size_bytes);
   if (status != KILN_OK)
     return status;
   if (host == NULL)
@@ -435,8 +437,8 @@ kiln_status kiln_buffer_write(kiln_queue *queue, const void *src,
                               kiln_event **out_event) {
   /* The cast only lets both directions share one path; a write never
    * modifies src. */
-  return transfer(queue, dst, (void *)(uintptr_t)src, true, num_wait,
-                  wait_list, out_event);
+  return transfer(queue, dst, (void *)(uintptr_t)src, true, num_wait, wait_list,
+                  out_event);
 }
 
 kiln_status kiln_buffer_read(kiln_queue *queue, const kiln_range *src,
@@ -567,8 +569,8 @@ static struct kiln__mapping *mapping_take(kiln_buffer *buffer, void *ptr) {
 }
 
 kiln_status kiln_buffer_map(kiln_queue *queue, const kiln_range *data,
-                            void **out_ptr, unsigned map_flags,
-                            size_t num_wait, kiln_event *const *wait_list,
+                            void **out_ptr, unsigned map_flags, size_t num_wait,
+                            kiln_event *const *wait_list,
                             kiln_event **out_event) {
   static const char fn[] = "kiln_buffer_map";
   if (out_event != NULL)

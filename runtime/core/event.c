@@ -25,9 +25,8 @@ kiln_status kiln__event_wrap_cl(kiln_context *ctx, bool profiled, cl_event ev,
 }
 
 kiln_status kiln__event_wrap(kiln_queue *queue, cl_event ev, kiln_event **out) {
-  return kiln__event_wrap_cl(queue->ctx,
-                             (queue->flags & KILN_QUEUE_PROFILING) != 0, ev,
-                             out);
+  return kiln__event_wrap_cl(
+      queue->ctx, (queue->flags & KILN_QUEUE_PROFILING) != 0, ev, out);
 }
 
 kiln_status kiln__event_out(kiln_queue *queue, cl_event ev,
@@ -199,7 +198,7 @@ kiln_status kiln_event_get_state(kiln_event *event, kiln_event_state *out) {
 }
 
 kiln_status kiln_event_get_profiling(kiln_event *event, uint64_t *start_ns,
-                                 uint64_t *end_ns) {
+                                     uint64_t *end_ns) {
   if (event == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER,
                       "kiln_event_get_profiling: event is NULL");
@@ -212,10 +211,11 @@ kiln_status kiln_event_get_profiling(kiln_event *event, uint64_t *start_ns,
   if (status != KILN_OK)
     return status;
   if (state < 0)
-    return kiln__fail(KILN_ERR_EXEC_FAILED,
-                      "kiln_event_get_profiling: the command failed with %s (%d); "
-                      "it has no timestamps",
-                      kiln_cl_error_name(state), (int)state);
+    return kiln__fail(
+        KILN_ERR_EXEC_FAILED,
+        "kiln_event_get_profiling: the command failed with %s (%d); "
+        "it has no timestamps",
+        kiln_cl_error_name(state), (int)state);
   if (state != CL_COMPLETE)
     return kiln__fail(KILN_ERR_INVALID_STATE,
                       "kiln_event_get_profiling: the command has not completed "

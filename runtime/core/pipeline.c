@@ -36,9 +36,9 @@ static kiln_status upload(kiln_queue *transfer, struct slot *s,
     num_wait = 1;
     wait_list = &after;
   }
-  kiln_status st = kiln__buffer_transfer(
-      transfer, s->in, 0, bytes, (void *)(uintptr_t)src, true, num_wait,
-      wait_list, &ev);
+  kiln_status st =
+      kiln__buffer_transfer(transfer, s->in, 0, bytes, (void *)(uintptr_t)src,
+                            true, num_wait, wait_list, &ev);
   if (st == KILN_OK) {
     kiln_event_release(s->up);
     s->up = ev;

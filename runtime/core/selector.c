@@ -323,7 +323,7 @@ const kiln_device *kiln_selection_get(const kiln_selection *selection,
 }
 
 const char *kiln_selection_get_explanation(const kiln_selection *selection,
-                                   size_t list_index, bool *taken) {
+                                           size_t list_index, bool *taken) {
   if (selection == NULL ||
       list_index >= kiln_device_list_get_count(selection->list))
     return NULL;

@@ -128,8 +128,8 @@ static kiln_status check(kiln_staging *s, const kiln_range *range,
                       "ring",
                       fn, range_arg);
   cl_event inline_buf[KILN__WAIT_INLINE], *checked = NULL;
-  status = kiln__wait_list_cl(s->ctx, num_wait, wait_list, inline_buf,
-                              &checked);
+  status =
+      kiln__wait_list_cl(s->ctx, num_wait, wait_list, inline_buf, &checked);
   kiln__wait_list_free(checked, inline_buf);
   if (status != KILN_OK) {
     char message[1024];
@@ -298,8 +298,8 @@ kiln_status kiln_staging_read(kiln_staging *staging, const kiln_range *src,
     return done_event(staging, fn, out_event);
   const char *call = "clEnqueueReadBuffer";
   struct drain d = {dst, NULL, NULL, NULL, 0};
-  cl_int err = read_through(staging, src->buffer->cl, offset_bytes,
-                            size_bytes, &d, fn, &call);
+  cl_int err = read_through(staging, src->buffer->cl, offset_bytes, size_bytes,
+                            &d, fn, &call);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(err, call, staging->ctx->device,
                          "%s: [offset %zu, +%zu bytes) in %zu-byte chunks", fn,

@@ -77,17 +77,16 @@ static kiln_status check_args(const kiln_mpi *mpi, struct kiln__mpi_args *a) {
   kiln_dtype dtype = a->src_range->dtype;
   size_t es = kiln_dtype_size(dtype);
   bool reduce = a->kind == KIND_ALLREDUCE || a->kind == KIND_REDUCE_SCATTER;
-  if (es == 0 || (reduce && dtype != KILN_F32 && dtype != KILN_F16 &&
-                  dtype != KILN_BF16))
+  if (es == 0 ||
+      (reduce && dtype != KILN_F32 && dtype != KILN_F16 && dtype != KILN_BF16))
     return kiln__mpi_error(KILN_ERR_INVALID_ARGUMENT,
                            "%s: %s dtype %d (%s) is not supported (%s)", fn,
                            src_name, (int)dtype, kiln_dtype_name(dtype),
                            reduce ? "f32, f16 or bf16" : "any kiln_dtype");
   if (a->dst_range->dtype != dtype)
-    return kiln__mpi_error(KILN_ERR_SHAPE_MISMATCH,
-                           "%s: src dtype %s differs from dst dtype %s", fn,
-                           kiln_dtype_name(dtype),
-                           kiln_dtype_name(a->dst_range->dtype));
+    return kiln__mpi_error(
+        KILN_ERR_SHAPE_MISMATCH, "%s: src dtype %s differs from dst dtype %s",
+        fn, kiln_dtype_name(dtype), kiln_dtype_name(a->dst_range->dtype));
   if (reduce && a->op != KILN_REDUCE_SUM && a->op != KILN_REDUCE_MIN &&
       a->op != KILN_REDUCE_MAX && a->op != KILN_REDUCE_MEAN)
     return kiln__mpi_error(KILN_ERR_INVALID_ARGUMENT,
@@ -105,27 +104,25 @@ static kiln_status check_args(const kiln_mpi *mpi, struct kiln__mpi_args *a) {
         KILN_ERR_WRONG_CONTEXT,
         "%s: %s's buffer belongs to another context than queue", fn,
         kiln_buffer_get_context(a->src_range->buffer) != ctx ? src_name
-                                                              : "dst");
+                                                             : "dst");
   /* allgather: dst holds size blocks of src; reduce-scatter: src holds size
    * blocks of dst. */
   size_t p = (size_t)mpi->size;
-  const kiln_range *block = a->kind == KIND_REDUCE_SCATTER ? a->dst_range
-                                                           : a->src_range;
-  const kiln_range *wide = a->kind == KIND_REDUCE_SCATTER ? a->src_range
-                                                          : a->dst_range;
+  const kiln_range *block =
+      a->kind == KIND_REDUCE_SCATTER ? a->dst_range : a->src_range;
+  const kiln_range *wide =
+      a->kind == KIND_REDUCE_SCATTER ? a->src_range : a->dst_range;
   if (!same && block->count > SIZE_MAX / p)
-    return kiln__mpi_error(KILN_ERR_INVALID_SIZE,
-                           "%s: %s count %zu times %d ranks overflows", fn,
-                           block == a->src_range ? "src" : "dst",
-                           block->count, mpi->size);
+    return kiln__mpi_error(
+        KILN_ERR_INVALID_SIZE, "%s: %s count %zu times %d ranks overflows", fn,
+        block == a->src_range ? "src" : "dst", block->count, mpi->size);
   if (!same && wide->count != block->count * p)
     return kiln__mpi_error(KILN_ERR_SHAPE_MISMATCH,
                            "%s: %s count %zu is not %d ranks times %s count "
                            "%zu",
                            fn, wide == a->src_range ? "src" : "dst",
                            wide->count, mpi->size,
-                           block == a->src_range ? "src" : "dst",
-                           block->count);
+                           block == a->src_range ? "src" : "dst", block->count);
   kiln_status status = check_range(fn, src_name, a->src_range, es);
   if (status == KILN_OK && !same)
     status = check_range(fn, "dst", a->dst_range, es);
@@ -251,9 +248,11 @@ static kiln_status run(kiln_mpi *mpi, struct kiln__mpi_args *args,
   return status;
 }
 
-#define ARGS(kind_, src_, dst_)                                               \
-  {.fn = fn, .kind = kind_, .queue = queue, .src_range = src_,                \
-   .dst_range = dst_, .num_wait = num_wait, .wait_list = wait_list}
+#define ARGS(kind_, src_, dst_)                                                \
+  {                                                                            \
+    .fn = fn, .kind = kind_, .queue = queue, .src_range = src_,                \
+    .dst_range = dst_, .num_wait = num_wait, .wait_list = wait_list            \
+  }
 
 kiln_status kiln_mpi_allreduce(kiln_mpi *mpi, kiln_queue *queue,
                                const kiln_range *data, kiln_reduce_op op,

@@ -228,9 +228,8 @@ kiln_status kiln_mpi_select_device(const kiln_mpi *mpi,
   size_t taken = kiln_selection_get_count(selection);
   if (taken == 0) {
     status = kiln__mpi_error(KILN_ERR_NO_DEVICE,
-                             "%s: selector '%s' takes no device on rank %d",
-                             fn, kiln_selection_get_selector(selection),
-                             mpi->rank);
+                             "%s: selector '%s' takes no device on rank %d", fn,
+                             kiln_selection_get_selector(selection), mpi->rank);
   } else {
     *out = kiln_selection_get(selection, (size_t)mpi->local_rank % taken);
   }

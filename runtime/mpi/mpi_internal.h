@@ -55,7 +55,7 @@ struct kiln__mpi_args {
    * allreduce and broadcast); the fields below are taken from them once
    * they are checked. */
   const kiln_range *src_range, *dst_range;
-  kiln_buffer *src, *dst;     /* the ranges' buffers */
+  kiln_buffer *src, *dst;        /* the ranges' buffers */
   size_t src_offset, dst_offset; /* elements of dtype */
   size_t count; /* elements per rank: src's, dst's for reduce-scatter */
   kiln_dtype dtype;

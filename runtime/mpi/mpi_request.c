@@ -150,8 +150,8 @@ static kiln_status start_read(kiln_mpi_request *r, struct slot *s, size_t c) {
   case KIND_ALLGATHER:
     status = kiln_buffer_read(
         r->a.queue,
-        &(kiln_range){r->a.src, r->a.src_offset + first, n, r->a.dtype},
-        s->raw, num_wait, wait, &s->event);
+        &(kiln_range){r->a.src, r->a.src_offset + first, n, r->a.dtype}, s->raw,
+        num_wait, wait, &s->event);
     break;
   case KIND_REDUCE_SCATTER:
     for (int p = 0; p < r->mpi->size && status == KILN_OK; p++) {
@@ -248,8 +248,8 @@ static kiln_status start_write(kiln_mpi_request *r, struct slot *s) {
       size_t at = q * r->a.count + first;
       status = kiln_buffer_write(
           r->a.queue, s->raw + (q + 1) * n * es,
-          &(kiln_range){r->a.dst, r->a.dst_offset + at, n, r->a.dtype}, 0,
-          NULL, &s->event);
+          &(kiln_range){r->a.dst, r->a.dst_offset + at, n, r->a.dtype}, 0, NULL,
+          &s->event);
     }
     break;
   }

@@ -28,8 +28,9 @@ kiln_status kiln_device_set_create(const char *selector,
   if (status == KILN_OK && count > KILN__MULTI_MAX)
     status = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                         "%s: selector '%s' takes %zu devices; a set holds at "
-                        "most %d", fn, kiln_selection_get_selector(selection),
-                        count, KILN__MULTI_MAX);
+                        "most %d",
+                        fn, kiln_selection_get_selector(selection), count,
+                        KILN__MULTI_MAX);
   if (status == KILN_OK) {
     set = calloc(1, sizeof *set + count * sizeof set->dev[0]);
     if (set == NULL)
@@ -86,11 +87,12 @@ size_t kiln_device_set_get_count(const kiln_device_set *set) {
 }
 
 kiln_context *kiln_device_set_get_context(const kiln_device_set *set,
-                                      size_t index) {
+                                          size_t index) {
   return set && index < set->count ? set->dev[index].ctx : NULL;
 }
 
-kiln_queue *kiln_device_set_get_queue(const kiln_device_set *set, size_t index) {
+kiln_queue *kiln_device_set_get_queue(const kiln_device_set *set,
+                                      size_t index) {
   return set && index < set->count ? set->dev[index].queue : NULL;
 }
 
@@ -188,7 +190,8 @@ kiln_status kiln_device_set_calibrate(kiln_device_set *set) {
     const float zero = 0;
     status = kiln_buffer_create(set->dev[i].ctx, 3 * N * N * 4, 0, &m);
     if (status == KILN_OK)
-      status = kiln_buffer_fill(q, &zero, 4, &(kiln_range){m, 0, 3 * N * N, KILN_F32}, 0, NULL, NULL);
+      status = kiln_buffer_fill(
+          q, &zero, 4, &(kiln_range){m, 0, 3 * N * N, KILN_F32}, 0, NULL, NULL);
     double t0 = 0;
     for (int r = 0; r <= REPS && status == KILN_OK; r++) {
       if (r == 1) { /* the first run builds the kernels */

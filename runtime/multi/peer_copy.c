@@ -24,7 +24,8 @@ static kiln_status copy(const char *fn, kiln_queue *src_queue,
     chunk_bytes = size_bytes;
 
   kiln_staging *ring = NULL;
-  kiln_status status = kiln_staging_create(src_queue, chunk_bytes, SLOTS, &ring);
+  kiln_status status =
+      kiln_staging_create(src_queue, chunk_bytes, SLOTS, &ring);
   if (status != KILN_OK)
     return status;
   const char *call = "clEnqueueReadBuffer";
@@ -81,10 +82,10 @@ kiln_status kiln_peer_copy(kiln_queue *src_queue, kiln_queue *dst_queue,
    * read. */
   if ((status = kiln_event_wait_all(num_wait, wait_list)) != KILN_OK)
     return status;
-  if (size_bytes > 0 && (status = copy(fn, src_queue, dst_queue, src->buffer,
-                                       src_offset_bytes, dst->buffer,
-                                       dst_offset_bytes, size_bytes,
-                                       chunk_bytes)) != KILN_OK)
+  if (size_bytes > 0 &&
+      (status = copy(fn, src_queue, dst_queue, src->buffer, src_offset_bytes,
+                     dst->buffer, dst_offset_bytes, size_bytes, chunk_bytes)) !=
+          KILN_OK)
     return status;
   return kiln__done_event(dst_queue, out_event);
 }

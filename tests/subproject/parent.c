@@ -22,7 +22,8 @@ int main(void) {
     s = kiln_reduce(queue, KILN_REDUCE_SUM, KILN_F32, 100, x, 0, result, 0, 0,
                     NULL, NULL);
   if (s == KILN_OK)
-    s = kiln_buffer_read_sync(queue, &(kiln_range){result, 0, 1, KILN_F32}, &sum);
+    s = kiln_buffer_read_sync(queue, &(kiln_range){result, 0, 1, KILN_F32},
+                              &sum);
   if (s != KILN_OK)
     fprintf(stderr, "parent: %s\n", kiln_last_error());
   kiln_buffer_destroy(result);

@@ -60,8 +60,9 @@ static double time_pool(const struct bench_env *env, kiln_pool *pool,
       kiln_buffer *b;
       if (kiln_pool_alloc(pool, bytes, 0, &b) != KILN_OK)
         return -1.0;
-      if (use && kiln_buffer_write(env->queue, src, &(kiln_range){b, 0, 16, KILN_U32}, 0, NULL, NULL) !=
-                     KILN_OK)
+      if (use &&
+          kiln_buffer_write(env->queue, src, &(kiln_range){b, 0, 16, KILN_U32},
+                            0, NULL, NULL) != KILN_OK)
         return -1.0;
       if (kiln_buffer_destroy(b) != KILN_OK)
         return -1.0;
@@ -156,7 +157,9 @@ static kiln_status map_copy(const struct bench_env *env, bool h2d,
                             bool map_only) {
   void *p = NULL;
   kiln_event *ev = NULL;
-  kiln_status s = kiln_buffer_map(env->queue, &(kiln_range){dev, 0, n / 4, KILN_U32}, &p, h2d ? KILN_MAP_WRITE : KILN_MAP_READ, 0, NULL, &ev);
+  kiln_status s =
+      kiln_buffer_map(env->queue, &(kiln_range){dev, 0, n / 4, KILN_U32}, &p,
+                      h2d ? KILN_MAP_WRITE : KILN_MAP_READ, 0, NULL, &ev);
   if (s != KILN_OK)
     return s;
   s = kiln_event_wait(ev);
@@ -186,13 +189,19 @@ static double time_copy(const struct bench_env *env, enum way way, bool h2d,
     case PINNED:
     case PAGEABLE: {
       void *host = way == PINNED ? pinned : pageable;
-      s = h2d ? kiln_buffer_write_sync(env->queue, host, &(kiln_range){dev, 0, n / 4, KILN_U32})
-              : kiln_buffer_read_sync(env->queue, &(kiln_range){dev, 0, n / 4, KILN_U32}, host);
+      s = h2d ? kiln_buffer_write_sync(env->queue, host,
+                                       &(kiln_range){dev, 0, n / 4, KILN_U32})
+              : kiln_buffer_read_sync(
+                    env->queue, &(kiln_range){dev, 0, n / 4, KILN_U32}, host);
       break;
     }
     case STAGED:
-      s = h2d ? kiln_staging_write(staging, pageable, &(kiln_range){dev, 0, n / 4, KILN_U32}, 0, NULL, NULL)
-              : kiln_staging_read(staging, &(kiln_range){dev, 0, n / 4, KILN_U32}, pageable, 0, NULL, NULL);
+      s = h2d ? kiln_staging_write(staging, pageable,
+                                   &(kiln_range){dev, 0, n / 4, KILN_U32}, 0,
+                                   NULL, NULL)
+              : kiln_staging_read(staging,
+                                  &(kiln_range){dev, 0, n / 4, KILN_U32},
+                                  pageable, 0, NULL, NULL);
       break;
     case MAPPED:
     case MAP_ONLY:
@@ -261,7 +270,9 @@ static bool run_transfer(const struct bench_env *env, struct bench_result *r,
   if (env->verify) {
     /* Every way moved the same bytes: the device copy and the host copy
      * must both equal the pattern. */
-    ok = kiln_buffer_read_sync(env->queue, &(kiln_range){dev, 0, n / 4, KILN_U32}, check) == KILN_OK &&
+    ok = kiln_buffer_read_sync(env->queue,
+                               &(kiln_range){dev, 0, n / 4, KILN_U32},
+                               check) == KILN_OK &&
          memcmp(check, h2d ? pageable : kiln_pinned_get_ptr(pinned), n) == 0;
     if (!ok)
       snprintf(r->note, sizeof r->note, "the device copy differs");
@@ -382,9 +393,12 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
   if (kiln_buffer_create(env->ctx, n * 4, 0, &x) != KILN_OK ||
       kiln_buffer_create(env->ctx, n * 4, 0, &y) != KILN_OK ||
       kiln_buffer_create(env->ctx, n * 4, 0, &z) != KILN_OK ||
-      kiln_buffer_write_sync(env->queue, host, &(kiln_range){x, 0, n, KILN_F32}) != KILN_OK ||
-      kiln_buffer_write_sync(env->queue, host, &(kiln_range){y, 0, n, KILN_F32}) != KILN_OK ||
-      kiln_buffer_write_sync(env->queue, host, &(kiln_range){z, 0, n, KILN_F32}) != KILN_OK ||
+      kiln_buffer_write_sync(env->queue, host,
+                             &(kiln_range){x, 0, n, KILN_F32}) != KILN_OK ||
+      kiln_buffer_write_sync(env->queue, host,
+                             &(kiln_range){y, 0, n, KILN_F32}) != KILN_OK ||
+      kiln_buffer_write_sync(env->queue, host,
+                             &(kiln_range){z, 0, n, KILN_F32}) != KILN_OK ||
       !bare_setup(env, n, z, &prog, &k, &b)) {
     fail(r, "setup");
     goto done;
@@ -423,17 +437,21 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
   ok = true;
   if (env->verify) {
     /* One direct run and one replay from the same start give the same. */
-    kiln_status s = kiln_buffer_write_sync(env->queue, host, &(kiln_range){y, 0, n, KILN_F32});
+    kiln_status s = kiln_buffer_write_sync(env->queue, host,
+                                           &(kiln_range){y, 0, n, KILN_F32});
     if (s == KILN_OK)
       s = small_ops(env->queue, n, x, y);
     if (s == KILN_OK)
-      s = kiln_buffer_read_sync(env->queue, &(kiln_range){y, 0, n, KILN_F32}, want);
+      s = kiln_buffer_read_sync(env->queue, &(kiln_range){y, 0, n, KILN_F32},
+                                want);
     if (s == KILN_OK)
-      s = kiln_buffer_write_sync(env->queue, host, &(kiln_range){y, 0, n, KILN_F32});
+      s = kiln_buffer_write_sync(env->queue, host,
+                                 &(kiln_range){y, 0, n, KILN_F32});
     if (s == KILN_OK)
       s = kiln_sequence_replay(list, 0, NULL, NULL);
     if (s == KILN_OK)
-      s = kiln_buffer_read_sync(env->queue, &(kiln_range){y, 0, n, KILN_F32}, got);
+      s = kiln_buffer_read_sync(env->queue, &(kiln_range){y, 0, n, KILN_F32},
+                                got);
     ok = s == KILN_OK && memcmp(want, got, n * 4) == 0;
     if (!ok)
       snprintf(r->note, sizeof r->note, "replay differs from direct ops");
@@ -494,18 +512,20 @@ static kiln_status pipe_fn(void *user, kiln_queue *queue, size_t batch,
 
 static kiln_status pipelined(void *p) {
   struct pipe_args *a = p;
-  return kiln_pipeline_run(a->q, NULL, BATCHES, a->n * 4, a->n * 4, a->in, a->out, pipe_fn, a, 0, NULL, NULL);
+  return kiln_pipeline_run(a->q, NULL, BATCHES, a->n * 4, a->n * 4, a->in,
+                           a->out, pipe_fn, a, 0, NULL, NULL);
 }
 
 static kiln_status serial(void *p) {
   struct pipe_args *a = p;
   for (size_t i = 0; i < BATCHES; i++) {
-    kiln_status s =
-        kiln_buffer_write_sync(a->q, a->in + i * a->n, &(kiln_range){a->x, 0, a->n, KILN_F32});
+    kiln_status s = kiln_buffer_write_sync(
+        a->q, a->in + i * a->n, &(kiln_range){a->x, 0, a->n, KILN_F32});
     if (s == KILN_OK)
       s = batch_ops(a->q, a->n, a->x, a->y, 0, NULL, NULL);
     if (s == KILN_OK)
-      s = kiln_buffer_read_sync(a->q, &(kiln_range){a->y, 0, a->n, KILN_F32}, a->out + i * a->n);
+      s = kiln_buffer_read_sync(a->q, &(kiln_range){a->y, 0, a->n, KILN_F32},
+                                a->out + i * a->n);
     if (s != KILN_OK)
       return s;
   }
