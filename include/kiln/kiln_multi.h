@@ -16,9 +16,9 @@
  * Why the split ops take host data and not device buffers: a kiln_buffer
  * belongs to one context, so one device. Data in one device's buffer would
  * first have to travel to every other device through host memory (as
- * kiln_peer_copy does), which moves more bytes than the op itself reads
- * (for a map, twice the op's traffic) before any device starts; running the
- * op where the data lies is then always faster. Data already spread over
+ * kiln_peer_copy does), and the results back, before and after any device
+ * works: more bytes through the host than the op itself reads, so running
+ * the op on the device that holds the data is faster. Data already spread over
  * the set's devices needs no split op: call the op on each device's queue
  * (kiln_device_set_get_queue) with that device's ranges, and wait for their
  * events; that is exactly the work a split op does after its uploads. Host
@@ -64,7 +64,7 @@ KILN_API size_t kiln_device_set_get_count(const kiln_device_set *set);
 KILN_API kiln_context *kiln_device_set_get_context(const kiln_device_set *set,
                                                    size_t index);
 KILN_API kiln_queue *kiln_device_set_get_queue(const kiln_device_set *set,
-                                               size_t index);
+                                                 size_t index);
 
 /* Set the share of work of each device: count must equal the set's count
  * and every weight be finite and >= 0, with a positive sum. weights NULL
