@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
    * query does not stop enumeration: it is recorded as a problem. */
   if (kiln_device_list_create(&list) != KILN_OK)
     goto fail;
-  size_t count = kiln_device_list_count(list);
+  size_t count = kiln_device_list_get_count(list);
   printf("%zu device%s:\n", count, count == 1 ? "" : "s");
   for (size_t i = 0; i < count; i++) {
     const kiln_device_info *info = kiln_device_get_info(kiln_device_list_get(list, i));
@@ -33,8 +33,8 @@ int main(int argc, char **argv) {
            (unsigned long long)(info->global_mem_bytes >> 20), info->profile,
            info->stable_id);
   }
-  for (size_t i = 0; i < kiln_device_list_problem_count(list); i++)
-    printf("  skipped: %s\n", kiln_device_list_problem(list, i)->message);
+  for (size_t i = 0; i < kiln_device_list_get_problem_count(list); i++)
+    printf("  skipped: %s\n", kiln_device_list_get_problem(list, i)->message);
   if (count == 0) {
     fprintf(stderr, "devices: no OpenCL device was found\n");
     goto done;
@@ -45,15 +45,15 @@ int main(int argc, char **argv) {
    * KILN_ERR_SELECTOR_SYNTAX, with the column in the message. */
   if (kiln_selection_create(list, selector, &selection) != KILN_OK)
     goto fail;
-  printf("selector %s:\n", kiln_selection_selector(selection));
+  printf("selector %s:\n", kiln_selection_get_selector(selection));
   for (size_t i = 0; i < count; i++) {
     bool taken = false;
-    const char *why = kiln_selection_explain(selection, i, &taken);
+    const char *why = kiln_selection_get_explanation(selection, i, &taken);
     printf("  device %zu: %s\n", i, why);
   }
-  if (kiln_selection_count(selection) == 0) {
+  if (kiln_selection_get_count(selection) == 0) {
     fprintf(stderr, "devices: no device matches %s\n",
-            kiln_selection_selector(selection));
+            kiln_selection_get_selector(selection));
     goto done;
   }
 
@@ -62,9 +62,9 @@ int main(int argc, char **argv) {
   const kiln_device *device = kiln_selection_get(selection, 0);
   if (kiln_context_create(device, NULL, &ctx) != KILN_OK)
     goto fail;
-  const kiln_device_info *info = kiln_context_device_info(ctx);
+  const kiln_device_info *info = kiln_context_get_device_info(ctx);
   printf("using %s, profile %s, OpenCL %u.%u, fp16 %s, fp64 %s\n", info->name,
-         kiln_context_profile(ctx), info->cl_version / 100,
+         kiln_context_get_profile(ctx), info->cl_version / 100,
          info->cl_version / 10 % 10, info->fp16 ? "yes" : "no",
          info->fp64 ? "yes" : "no");
 

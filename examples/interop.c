@@ -30,12 +30,13 @@ int main(void) {
   if (kiln_context_create_default(NULL, &ctx) != KILN_OK ||
       kiln_queue_create(ctx, 0, &q) != KILN_OK ||
       kiln_buffer_create(ctx, sizeof x, KILN_MEM_READ_ONLY, &kx) != KILN_OK ||
-      kiln_buffer_write_sync(q, kx, 0, sizeof x, x) != KILN_OK)
+      kiln_buffer_write_sync(q, x, &(kiln_range){kx, 0, N, KILN_F32}) !=
+          KILN_OK)
     goto fail;
 
   /* The raw handles. They are borrowed: valid while the kiln objects live. */
-  cl_context cl_ctx = kiln_context_cl_context(ctx);
-  cl_command_queue cl_q = kiln_queue_cl_queue(q);
+  cl_context cl_ctx = kiln_context_get_cl_context(ctx);
+  cl_command_queue cl_q = kiln_queue_get_cl_queue(q);
   char name[256] = "";
   cl_device_id dev = NULL;
   if (clGetCommandQueueInfo(cl_q, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL) != CL_SUCCESS ||
@@ -58,7 +59,7 @@ int main(void) {
                 &(kiln_range){ky, 0, N, KILN_F32}, 2.0f, 0, NULL,
                 NULL) != KILN_OK)
     goto fail;
-  if (kiln_buffer_cl_mem(ky) != raw) {
+  if (kiln_buffer_get_cl_mem(ky) != raw) {
     fprintf(stderr, "interop: the wrapped buffer is not the cl_mem given\n");
     goto done;
   }

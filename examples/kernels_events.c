@@ -65,13 +65,17 @@ int main(void) {
 
   /* Queue A: upload (asynchronous: x must stay unchanged until `uploaded`
    * completes), then scale after it. */
-  if (kiln_buffer_write(qa, bx, 0, bytes, x, 0, NULL, &uploaded) != KILN_OK ||
-      kiln_kernel_launch(qa, scale, 1, &global, NULL, 1, &uploaded, &scaled) != KILN_OK ||
+  if (kiln_buffer_write(qa, x, &(kiln_range){bx, 0, N, KILN_F32}, 0, NULL,
+                        &uploaded) != KILN_OK ||
+      kiln_kernel_launch(qa, scale, 1, &global, NULL, 1, &uploaded, &scaled) !=
+          KILN_OK ||
       kiln_queue_flush(qa) != KILN_OK)
     goto fail;
   /* Queue B: offset waits for A's scale, then the blocking read. */
-  if (kiln_kernel_launch(qb, offset, 1, &global, NULL, 1, &scaled, &offsetted) != KILN_OK ||
-      kiln_buffer_read(qb, bz, 0, bytes, z, 1, &offsetted, NULL) != KILN_OK ||
+  if (kiln_kernel_launch(qb, offset, 1, &global, NULL, 1, &scaled,
+                         &offsetted) != KILN_OK ||
+      kiln_buffer_read(qb, &(kiln_range){bz, 0, N, KILN_F32}, z, 1, &offsetted,
+                       NULL) != KILN_OK ||
       kiln_queue_finish(qb) != KILN_OK)
     goto fail;
 
@@ -81,11 +85,11 @@ int main(void) {
   if (kiln_event_wait_all(2, both) != KILN_OK)
     goto fail;
   uint64_t s0, s1, o0, o1;
-  if (kiln_event_profiling(scaled, &s0, &s1) != KILN_OK ||
-      kiln_event_profiling(offsetted, &o0, &o1) != KILN_OK)
+  if (kiln_event_get_profiling(scaled, &s0, &s1) != KILN_OK ||
+      kiln_event_get_profiling(offsetted, &o0, &o1) != KILN_OK)
     goto fail;
   printf("%s: scale %.3f ms, offset %.3f ms on the device\n",
-         kiln_context_device_info(ctx)->name, (double)(s1 - s0) * 1e-6,
+         kiln_context_get_device_info(ctx)->name, (double)(s1 - s0) * 1e-6,
          (double)(o1 - o0) * 1e-6);
 
   /* Check every element against the host: z = 3 x + 1. */

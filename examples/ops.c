@@ -39,8 +39,8 @@ int main(void) {
       kiln_buffer_create(ctx, sizeof probs, KILN_MEM_READ_WRITE, &bp) != KILN_OK ||
       kiln_buffer_create(ctx, sizeof argmax, KILN_MEM_WRITE_ONLY, &bmax) != KILN_OK ||
       kiln_buffer_create(ctx, sizeof total, KILN_MEM_WRITE_ONLY, &bsum) != KILN_OK ||
-      kiln_buffer_write_sync(q, ba, 0, sizeof a, a) != KILN_OK ||
-      kiln_buffer_write_sync(q, bb, 0, sizeof b, b) != KILN_OK)
+      kiln_buffer_write_sync(q, a, &(kiln_range){ba, 0, M * K, KILN_F32}) != KILN_OK ||
+      kiln_buffer_write_sync(q, b, &(kiln_range){bb, 0, K * N, KILN_F32}) != KILN_OK)
     goto fail;
 
   /* Operands are descriptors: buffer, offset, shape and element type (a
@@ -67,10 +67,10 @@ int main(void) {
       /* The sum of every probability: M, one per row. */
       kiln_reduce(q, KILN_REDUCE_SUM, &rp, &rsum, 0, NULL, NULL) != KILN_OK)
     goto fail;
-  if (kiln_buffer_read_sync(q, bc, 0, sizeof c, c) != KILN_OK ||
-      kiln_buffer_read_sync(q, bp, 0, sizeof probs, probs) != KILN_OK ||
-      kiln_buffer_read_sync(q, bmax, 0, sizeof argmax, argmax) != KILN_OK ||
-      kiln_buffer_read_sync(q, bsum, 0, sizeof total, &total) != KILN_OK)
+  if (kiln_buffer_read_sync(q, &(kiln_range){bc, 0, M * N, KILN_F32}, c) != KILN_OK ||
+      kiln_buffer_read_sync(q, &(kiln_range){bp, 0, M * N, KILN_F32}, probs) != KILN_OK ||
+      kiln_buffer_read_sync(q, &(kiln_range){bmax, 0, M, KILN_U32}, argmax) != KILN_OK ||
+      kiln_buffer_read_sync(q, &(kiln_range){bsum, 0, 1, KILN_F32}, &total) != KILN_OK)
     goto fail;
 
   /* The host's answers. */
@@ -116,7 +116,7 @@ int main(void) {
     goto done;
   }
   printf("ops: gemm %dx%dx%d, softmax, argmax and sum correct on %s\n", M, N,
-         K, kiln_context_device_info(ctx)->name);
+         K, kiln_context_get_device_info(ctx)->name);
   rc = EXIT_SUCCESS;
   goto done;
 fail:

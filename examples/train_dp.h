@@ -6,7 +6,7 @@
  * `mpirun -np N` every rank walks the same global batch order, takes rows
  * [r*B/N, (r+1)*B/N) of each batch of B, computes the gradient of the mean
  * loss over its rows, and averages the gradients over the ranks (one
- * allreduce, KILN_MPI_MEAN) before the optimizer step. With equal slices the
+ * allreduce, KILN_REDUCE_MEAN) before the optimizer step. With equal slices the
  * mean of the N slice means is the mean over the B rows, so every rank takes
  * the step one process would take on the whole batch, up to the order of the
  * f32 sums. The trainer keeps all calls below unconditional, so the single

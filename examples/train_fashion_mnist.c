@@ -296,7 +296,7 @@ static double evaluate(run *r, size_t count, size_t batch) {
                           0),
         fail);
   }
-  TRY(kiln_buffer_read_sync(r->q, r->correct, 0, sizeof correct, &correct),
+  TRY(kiln_buffer_read_sync(r->q, &(kiln_range){r->correct, 0, 1, KILN_U32}, &correct),
       fail);
   return 100.0 * correct / (double)count;
 fail:
@@ -317,12 +317,10 @@ static double bench_infer(run *r, const fmnist_set *test, size_t rows,
   stage(test, idx, rows, r->host_x[0], r->host_labels[0]);
   for (size_t k = 0; k <= runs; k++) { /* run 0 warms up */
     double t0 = now_s();
-    TRY(kiln_buffer_write(r->q, r->x[0], 0, rows * FMNIST_PIXELS * 4,
-                          r->host_x[0], 0, NULL, NULL),
+    TRY(kiln_buffer_write(r->q, r->host_x[0], &(kiln_range){r->x[0], 0, rows * FMNIST_PIXELS, KILN_F32}, 0, NULL, NULL),
         done);
     TRY(mlp_forward(r->model, rows, r->x[0], 0, 0, NULL), done);
-    TRY(kiln_buffer_read_sync(r->q, r->model->h[MLP_LAYERS - 1], 0,
-                              rows * FMNIST_CLASSES * sizeof *logits, logits),
+    TRY(kiln_buffer_read_sync(r->q, &(kiln_range){r->model->h[MLP_LAYERS - 1], 0, rows * FMNIST_CLASSES, KILN_F32}, logits),
         done);
     times[k] = (now_s() - t0) * 1e3;
   }
@@ -422,10 +420,9 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < test.count; i++)
         ti[i] = (uint32_t)i;
       stage(&test, ti, test.count, tx, tl);
-      st = kiln_buffer_write_sync(r.q, r.test_x, 0,
-                                  test.count * FMNIST_PIXELS * 4, tx);
+      st = kiln_buffer_write_sync(r.q, tx, &(kiln_range){r.test_x, 0, test.count * FMNIST_PIXELS, KILN_F32});
       if (st == KILN_OK)
-        st = kiln_buffer_write_sync(r.q, r.test_labels, 0, test.count * 4, tl);
+        st = kiln_buffer_write_sync(r.q, tl, &(kiln_range){r.test_labels, 0, test.count, KILN_U32});
     }
     free(tx);
     free(tl);
@@ -439,8 +436,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "train_fashion_mnist: out of host memory\n");
       goto out;
     }
-    TRY(kiln_buffer_read_sync(r.q, r.model->params, 0,
-                              r.model->nparams * sizeof *weights, weights),
+    TRY(kiln_buffer_read_sync(r.q, &(kiln_range){r.model->params, 0, r.model->nparams, KILN_F32}, weights),
         kiln_fail);
     if (write_file(o.export_dir, "init.f32", weights,
                    r.model->nparams * sizeof *weights) != 0 ||
@@ -452,7 +448,7 @@ int main(int argc, char **argv) {
   if (root)
     printf("train_fashion_mnist: %s, %s, %s lr %g, weight decay %g, batch %zu, hidden %zu, %zu training and "
          "%zu test examples, %zu steps per epoch, seed %" PRIu64 "\n",
-         kiln_context_device_info(r.ctx)->name,
+         kiln_context_get_device_info(r.ctx)->name,
          kiln_dtype_name(o.precision),
          o.hyper.optimizer == MLP_SGD ? "sgd (momentum 0.9)" : "adamw",
          (double)o.hyper.lr, (double)o.hyper.weight_decay, B, o.hidden, train.count, test.count, steps_per_epoch,
@@ -462,10 +458,8 @@ int main(int argc, char **argv) {
   size_t t = 0, timed = 0;
   /* Prologue: the first batch (this rank's rows of it) into slot 0. */
   stage(&train, used + row0, rows, r.host_x[0], r.host_labels[0]);
-  TRY(kiln_buffer_write(r.upload, r.x[0], 0, rows * FMNIST_PIXELS * 4,
-                        r.host_x[0], 0, NULL, NULL), kiln_fail);
-  TRY(kiln_buffer_write(r.upload, r.labels[0], 0, rows * 4, r.host_labels[0],
-                        0, NULL, &up[0]), kiln_fail);
+  TRY(kiln_buffer_write(r.upload, r.host_x[0], &(kiln_range){r.x[0], 0, rows * FMNIST_PIXELS, KILN_F32}, 0, NULL, NULL), kiln_fail);
+  TRY(kiln_buffer_write(r.upload, r.host_labels[0], &(kiln_range){r.labels[0], 0, rows, KILN_U32}, 0, NULL, &up[0]), kiln_fail);
   /* A queue's commands may not start until it is flushed (rusticl waits
    * for that), and the compute queue will wait for these. */
   TRY(kiln_queue_flush(r.upload), kiln_fail);
@@ -496,10 +490,8 @@ int main(int argc, char **argv) {
       if (t + 1 < total_steps) {
         stage(&train, used + (t + 1) * B + row0, rows, r.host_x[ns],
               r.host_labels[ns]);
-        TRY(kiln_buffer_write(r.upload, r.x[ns], 0, rows * FMNIST_PIXELS * 4,
-                              r.host_x[ns], 0, NULL, NULL), kiln_fail);
-        TRY(kiln_buffer_write(r.upload, r.labels[ns], 0, rows * 4,
-                              r.host_labels[ns], 0, NULL, &up[ns]),
+        TRY(kiln_buffer_write(r.upload, r.host_x[ns], &(kiln_range){r.x[ns], 0, rows * FMNIST_PIXELS, KILN_F32}, 0, NULL, NULL), kiln_fail);
+        TRY(kiln_buffer_write(r.upload, r.host_labels[ns], &(kiln_range){r.labels[ns], 0, rows, KILN_U32}, 0, NULL, &up[ns]),
             kiln_fail);
         TRY(kiln_queue_flush(r.upload), kiln_fail);
       }
@@ -514,8 +506,7 @@ int main(int argc, char **argv) {
     epoch_s = now_s() - t0;
     size_t n = t - first;
     TRY(dp_average_losses(par, r.q, r.losses, n), kiln_fail);
-    TRY(kiln_buffer_read_sync(r.q, r.losses, 0, n * sizeof *step_loss,
-                              step_loss), kiln_fail);
+    TRY(kiln_buffer_read_sync(r.q, &(kiln_range){r.losses, 0, n, KILN_F32}, step_loss), kiln_fail);
     double sum = 0.0;
     for (size_t k = 0; k < n; k++) {
       sum += step_loss[k];
@@ -536,8 +527,7 @@ int main(int argc, char **argv) {
   double median_step = median(step_ms, timed);
   TRY(dp_check_params(par, r.model), kiln_fail);
   if (o.export_dir && root) {
-    TRY(kiln_buffer_read_sync(r.q, r.model->params, 0,
-                              r.model->nparams * sizeof *weights, weights),
+    TRY(kiln_buffer_read_sync(r.q, &(kiln_range){r.model->params, 0, r.model->nparams, KILN_F32}, weights),
         kiln_fail);
     if (write_file(o.export_dir, "final.f32", weights,
                    r.model->nparams * sizeof *weights) != 0)

@@ -5,7 +5,7 @@
  *
  * Fault injection for the test suite only (tests/train_dp.sh): the
  * environment variable KILN_TRAIN_DP_FAULT=sum averages the gradients with
- * KILN_MPI_SUM instead of KILN_MPI_MEAN, =slice makes every rank take the
+ * KILN_REDUCE_SUM instead of KILN_REDUCE_MEAN, =slice makes every rank take the
  * first slice of each batch. Both are wrong, and the test checks that its
  * loss comparison catches them (a tolerance that cannot fail proves
  * nothing). =local skips the gradient averaging, so each rank steps on its
@@ -25,7 +25,7 @@ struct dp {
   kiln_mpi *mpi;
   kiln_device_list *list;
   int rank, size;
-  kiln_mpi_op grad_op; /* KILN_MPI_MEAN; KILN_MPI_SUM under the sum fault */
+  kiln_reduce_op grad_op; /* KILN_REDUCE_MEAN; KILN_REDUCE_SUM under the sum fault */
   int wrong_slice;
   int local; /* the local fault: no gradient averaging */
 };
@@ -52,12 +52,12 @@ int dp_init(int *argc, char ***argv, dp **out) {
     MPI_Abort(MPI_COMM_WORLD, 1);
     return -1;
   }
-  d->rank = kiln_mpi_rank(d->mpi);
-  d->size = kiln_mpi_size(d->mpi);
-  d->grad_op = KILN_MPI_MEAN;
+  d->rank = kiln_mpi_get_rank(d->mpi);
+  d->size = kiln_mpi_get_size(d->mpi);
+  d->grad_op = KILN_REDUCE_MEAN;
   const char *fault = getenv("KILN_TRAIN_DP_FAULT");
   if (fault && !strcmp(fault, "sum"))
-    d->grad_op = KILN_MPI_SUM;
+    d->grad_op = KILN_REDUCE_SUM;
   else if (fault && !strcmp(fault, "slice"))
     d->wrong_slice = 1;
   else if (fault && !strcmp(fault, "local"))
@@ -104,16 +104,14 @@ kiln_status dp_context(dp *d, const char *selector, kiln_context **out) {
 kiln_status dp_average_grads(dp *d, mlp *m) {
   if (d->local)
     return KILN_OK;
-  return kiln_mpi_allreduce(d->mpi, m->queue, m->grads, 0, m->nparams,
-                            KILN_F32, d->grad_op, 0, NULL);
+  return kiln_mpi_allreduce(d->mpi, m->queue, &(kiln_range){m->grads, 0, m->nparams, KILN_F32}, d->grad_op, 0, NULL, NULL);
 }
 
 kiln_status dp_average_losses(dp *d, kiln_queue *q, kiln_buffer *losses,
                               size_t count) {
   /* Each rank's loss is the mean over its slice; equal slices make the mean
    * of those the mean over the batch, the loss one process reports. */
-  return kiln_mpi_allreduce(d->mpi, q, losses, 0, count, KILN_F32,
-                            KILN_MPI_MEAN, 0, NULL);
+  return kiln_mpi_allreduce(d->mpi, q, &(kiln_range){losses, 0, count, KILN_F32}, KILN_REDUCE_MEAN, 0, NULL, NULL);
 }
 
 /* FNV-1a over the bytes: equal models give equal sums; any differing bit
@@ -134,7 +132,7 @@ kiln_status dp_check_params(dp *d, mlp *m) {
     kiln_set_last_error(st, "out of host memory for the model checksum");
     goto done;
   }
-  st = kiln_buffer_read_sync(m->queue, m->params, 0, bytes, host);
+  st = kiln_buffer_read_sync(m->queue, &(kiln_range){m->params, 0, m->nparams, KILN_F32}, host);
   if (st != KILN_OK)
     goto done;
   uint64_t mine = fnv1a(host, bytes);

@@ -25,7 +25,7 @@ A function counts as covered by the first rule that applies:
            some assertion calls it with a bad argument among its own
            arguments, the assertion checking the defined result:
            `assert_null(kiln_device_list_get(list, 99999))`,
-           `assert_int_equal(kiln_buffer_size(NULL), 0)`.
+           `assert_int_equal(kiln_buffer_get_size(NULL), 0)`.
   no-crash It returns void, and a statement calls it with a bad argument:
            `kiln_event_release(NULL);` (the test passing shows it did not
            crash).

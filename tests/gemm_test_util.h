@@ -215,7 +215,7 @@ static void run_all(const struct gcase *cases, size_t count, bool other) {
       kiln_context *ctx = NULL;
       kiln_queue *q = NULL;
       kiln_test_open(d, &ctx, &q);
-      const char *profile = kiln_context_profile(ctx);
+      const char *profile = kiln_context_get_profile(ctx);
       if (pass == 1) {
         const char *forced = other_family_profile(ctx);
         kiln_test_close(ctx, q);

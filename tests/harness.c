@@ -8,7 +8,7 @@ static kiln_device_list *device_list;
 static kiln_selection *selection;
 
 size_t kiln_test_device_count(void) {
-  return selection ? kiln_selection_count(selection) : 0;
+  return selection ? kiln_selection_get_count(selection) : 0;
 }
 
 const kiln_device *kiln_test_device(size_t index) {

@@ -94,6 +94,16 @@ void kiln_test_fill_random(float *data, size_t count, float lo, float hi,
  * KILN_F32), 0, NULL, NULL). matrix_of is a packed row-major matrix,
  * matrix_ld the same with a leading dimension. */
 #define range_of(buf, off, n, dt) (&(kiln_range){(buf), (off), (n), (dt)})
+/* A byte span as a range, for tests that move raw bytes (host arrays of
+ * whatever type) in and out of buffers: whole u32 elements where offset and
+ * size allow, else f16 (2-byte) ones. Buffer transfers count elements of a
+ * dtype; the bytes moved are the same. */
+#define KILN_TEST_UNIT(off, bytes)                                             \
+  ((((off) | (bytes)) % 4 == 0) ? (size_t)4 : (size_t)2)
+#define bytes_of(buf, off, bytes)                                              \
+  (&(kiln_range){(buf), (off) / KILN_TEST_UNIT(off, bytes),                    \
+                 (bytes) / KILN_TEST_UNIT(off, bytes),                         \
+                 KILN_TEST_UNIT(off, bytes) == 4 ? KILN_U32 : KILN_F16})
 #define matrix_ld(buf, off, r_, c_, ld_, dt)                                   \
   (&(kiln_matrix){.buffer = (buf),                                             \
                   .offset = (off),                                             \

@@ -189,7 +189,7 @@ static inline kiln_buffer *util_upload(kiln_context *ctx, kiln_queue *q,
   kiln_buffer *b = NULL;
   assert_kiln_ok(kiln_buffer_create(ctx, bytes, 0, &b));
   if (count)
-    assert_kiln_ok(kiln_buffer_write_sync(q, b, 0, bytes, host));
+    assert_kiln_ok(kiln_buffer_write_sync(q, host, &(kiln_range){b, 0, count, dt}));
   return b;
 }
 
@@ -200,7 +200,7 @@ static inline void *util_download(kiln_queue *q, kiln_buffer *b, kiln_dtype dt,
   void *p = malloc(bytes);
   assert_non_null(p);
   if (count)
-    assert_kiln_ok(kiln_buffer_read_sync(q, b, 0, bytes, p));
+    assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){b, 0, count, dt}, p));
   return p;
 }
 

@@ -103,7 +103,7 @@ static void space_run_sample(const struct kiln__space *sp,
     space_open_gpu(d, &ctx, &q);
     struct kiln__point sample[32];
     const size_t count =
-        space_sample(sp, kiln_context_device_info(ctx), sample, 32);
+        space_sample(sp, kiln_context_get_device_info(ctx), sample, 32);
     fprintf(stderr, "# device %zu: %zu points of %s hold every value of "
                     "every knob\n", d, count, sp->name);
     for (size_t s = shard; s < count; s += shards) {
@@ -155,10 +155,10 @@ static void space_check_api(const struct kiln__space *sp, const char *good,
                                                 kiln_buffer *b)) {
   kiln_tuning_knob k;
   for (size_t i = 0; i < sp->count; i++) {
-    assert_kiln_ok(kiln_tuning_knob_get(sp->name, i, &k));
+    assert_kiln_ok(kiln_tuning_get_knob(sp->name, i, &k));
     assert_string_equal(k.name, sp->knob[i].name);
   }
-  assert_kiln_status(kiln_tuning_knob_get(sp->name, sp->count, &k),
+  assert_kiln_status(kiln_tuning_get_knob(sp->name, sp->count, &k),
                      KILN_ERR_OUT_OF_RANGE);
   kiln_context *ctx = NULL;
   kiln_queue *q = NULL;

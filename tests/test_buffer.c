@@ -30,7 +30,7 @@ static void pattern_bytes(unsigned char *p, size_t n, unsigned seed) {
 static void test_create_bad_inputs(void **state) {
   (void)state;
   struct fixture f = open_device(0);
-  const kiln_device_info *info = kiln_context_device_info(f.ctx);
+  const kiln_device_info *info = kiln_context_get_device_info(f.ctx);
   kiln_buffer *b = (kiln_buffer *)(uintptr_t)1;
   char text[160];
 
@@ -76,13 +76,13 @@ static void test_create_bad_inputs(void **state) {
                      KILN_ERR_NULL_POINTER);
 
   assert_kiln_ok(kiln_buffer_destroy(NULL));
-  assert_int_equal(kiln_buffer_size(NULL), 0);
-  assert_null(kiln_buffer_context(NULL));
+  assert_int_equal(kiln_buffer_get_size(NULL), 0);
+  assert_null(kiln_buffer_get_context(NULL));
 
   for (unsigned flags = 0; flags <= KILN_MEM_WRITE_ONLY; flags++) {
     assert_kiln_ok(kiln_buffer_create(f.ctx, 100, flags, &b));
-    assert_int_equal(kiln_buffer_size(b), 100);
-    assert_ptr_equal(kiln_buffer_context(b), f.ctx);
+    assert_int_equal(kiln_buffer_get_size(b), 100);
+    assert_ptr_equal(kiln_buffer_get_context(b), f.ctx);
     assert_int_equal(b->flags, flags);
     assert_kiln_ok(kiln_buffer_destroy(b));
   }
@@ -96,28 +96,52 @@ static void test_range_checks(void **state) {
   assert_kiln_ok(kiln_buffer_create(f.ctx, 128, 0, &b));
   unsigned char host[256] = {0};
 
-  assert_kiln_status(kiln_buffer_write(f.queue, b, 96, 64, host, 0, NULL, NULL),
+  /* Ranges count elements of their dtype. */
+  assert_kiln_status(kiln_buffer_write(f.queue, host,
+                                       &(kiln_range){b, 24, 16, KILN_U32}, 0,
+                                       NULL, NULL),
                      KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("kiln_buffer_write: dst range [offset 96, +64 "
-                             "bytes) exceeds the buffer's 128 bytes");
-  assert_kiln_status(kiln_buffer_read(f.queue, b, 0, 129, host, 0, NULL, NULL),
+  assert_last_error_contains("kiln_buffer_write: dst range [offset 24, +16 "
+                             "elements of u32) exceeds the buffer's 128 "
+                             "bytes");
+  assert_kiln_status(kiln_buffer_read(f.queue,
+                                      &(kiln_range){b, 0, 33, KILN_U32}, host,
+                                      0, NULL, NULL),
                      KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("kiln_buffer_read: src range [offset 0, +129 "
-                             "bytes) exceeds the buffer's 128 bytes");
-  assert_kiln_status(kiln_buffer_read(f.queue, b, 128, 1, host, 0, NULL, NULL),
+  assert_last_error_contains("kiln_buffer_read: src range [offset 0, +33 "
+                             "elements of u32) exceeds the buffer's 128 "
+                             "bytes");
+  assert_kiln_status(kiln_buffer_read(f.queue,
+                                      &(kiln_range){b, 32, 1, KILN_U32}, host,
+                                      0, NULL, NULL),
                      KILN_ERR_OUT_OF_RANGE);
+  assert_kiln_ok(kiln_buffer_read(f.queue, &(kiln_range){b, 63, 1, KILN_F16},
+                                  host, 0, NULL, NULL));
+  assert_kiln_ok(kiln_queue_finish(f.queue));
   assert_kiln_status(
-      kiln_buffer_write(f.queue, b, SIZE_MAX - 3, 8, host, 0, NULL, NULL),
+      kiln_buffer_write(f.queue, host,
+                        &(kiln_range){b, SIZE_MAX - 3, 2, KILN_U32}, 0, NULL,
+                        NULL),
       KILN_ERR_INVALID_SIZE);
   assert_last_error_contains("overflows size_t");
-  assert_kiln_status(kiln_buffer_write(f.queue, b, 0, 0, host, 0, NULL, NULL),
+  assert_kiln_status(kiln_buffer_write(f.queue, host,
+                                       &(kiln_range){b, 0, 0, KILN_U32}, 0,
+                                       NULL, NULL),
                      KILN_ERR_INVALID_SIZE);
   assert_last_error_contains("kiln_buffer_write: dst range [offset 0, +0 "
-                             "bytes) is empty");
-  assert_kiln_status(kiln_buffer_write_sync(f.queue, b, 100, 29, host),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_kiln_status(kiln_buffer_read_sync(f.queue, b, 100, 29, host),
-                     KILN_ERR_OUT_OF_RANGE);
+                             "elements) is empty");
+  assert_kiln_status(kiln_buffer_write(f.queue, host,
+                                       &(kiln_range){b, 0, 1, (kiln_dtype)42},
+                                       0, NULL, NULL),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("kiln_buffer_write: dst dtype 42 is not a "
+                             "kiln_dtype");
+  assert_kiln_status(
+      kiln_buffer_write_sync(f.queue, host, &(kiln_range){b, 50, 15, KILN_F16}),
+      KILN_ERR_OUT_OF_RANGE);
+  assert_kiln_status(
+      kiln_buffer_read_sync(f.queue, &(kiln_range){b, 50, 15, KILN_F16}, host),
+      KILN_ERR_OUT_OF_RANGE);
 
   /* The shared checker, as other modules use it. */
   assert_kiln_ok(kiln__buffer_range(b, 0, 128, "x"));
@@ -133,23 +157,29 @@ static void test_range_checks(void **state) {
                      KILN_ERR_INVALID_SIZE);
 
   /* NULL handles and pointers. */
-  assert_kiln_status(kiln_buffer_write(NULL, b, 0, 4, host, 0, NULL, NULL),
+  kiln_range word = {b, 0, 1, KILN_U32};
+  assert_kiln_status(kiln_buffer_write(NULL, host, &word, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_buffer_write: queue is NULL");
-  assert_kiln_status(kiln_buffer_write(f.queue, NULL, 0, 4, host, 0, NULL, NULL),
+  assert_kiln_status(kiln_buffer_write(f.queue, host, NULL, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_buffer_write: dst is NULL");
-  assert_kiln_status(kiln_buffer_write(f.queue, b, 0, 4, NULL, 0, NULL, NULL),
+  assert_kiln_status(kiln_buffer_write(f.queue, host,
+                                       &(kiln_range){NULL, 0, 1, KILN_U32}, 0,
+                                       NULL, NULL),
+                     KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_buffer_write: dst->buffer is NULL");
+  assert_kiln_status(kiln_buffer_write(f.queue, NULL, &word, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_buffer_write: src is NULL");
-  assert_kiln_status(kiln_buffer_read(f.queue, b, 0, 4, NULL, 0, NULL, NULL),
+  assert_kiln_status(kiln_buffer_read(f.queue, &word, NULL, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_buffer_read: dst is NULL");
-  assert_kiln_status(kiln_buffer_read(f.queue, NULL, 0, 4, host, 0, NULL, NULL),
+  assert_kiln_status(kiln_buffer_read(f.queue, NULL, host, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_buffer_read: src is NULL");
   kiln_event *ev = (kiln_event *)(uintptr_t)1;
-  assert_kiln_status(kiln_buffer_write(f.queue, b, 0, 4, host, 3, NULL, &ev),
+  assert_kiln_status(kiln_buffer_write(f.queue, host, &word, 3, NULL, &ev),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_buffer_write: wait_list is NULL but "
                              "num_wait is 3");
@@ -157,14 +187,16 @@ static void test_range_checks(void **state) {
 
   /* A queue of another context. */
   struct fixture g = open_device(0);
-  assert_kiln_status(kiln_buffer_write(g.queue, b, 0, 4, host, 0, NULL, NULL),
-                     KILN_ERR_SHAPE_MISMATCH);
+  assert_kiln_status(kiln_buffer_write(g.queue, host, &word, 0, NULL, NULL),
+                     KILN_ERR_WRONG_CONTEXT);
   assert_last_error_contains("kiln_buffer_write: dst belongs to another "
                              "context than the queue");
   kiln_buffer *c = NULL;
   assert_kiln_ok(kiln_buffer_create(g.ctx, 128, 0, &c));
-  assert_kiln_status(kiln_buffer_copy(f.queue, b, 0, c, 0, 4, 0, NULL, NULL),
-                     KILN_ERR_SHAPE_MISMATCH);
+  assert_kiln_status(kiln_buffer_copy(f.queue, &word,
+                                      &(kiln_range){c, 0, 1, KILN_U32}, 0, NULL,
+                                      NULL),
+                     KILN_ERR_WRONG_CONTEXT);
   assert_last_error_contains("kiln_buffer_copy: dst belongs to another");
   assert_kiln_ok(kiln_buffer_destroy(c));
   close_device(g);
@@ -177,28 +209,31 @@ static void test_write_read_offsets(void **state) {
   (void)state;
   FOR_EACH_TEST_DEVICE(i) {
     struct fixture f = open_device(i);
-    enum { SIZE = 4096 };
+    enum { SIZE = 4096, HALVES = SIZE / 2 };
     unsigned char expect[SIZE], data[SIZE], back[SIZE];
     kiln_buffer *b = NULL;
     assert_kiln_ok(kiln_buffer_create(f.ctx, SIZE, 0, &b));
+    kiln_range all = {b, 0, HALVES, KILN_F16};
     memset(expect, 0xAB, SIZE);
-    assert_kiln_ok(kiln_buffer_write_sync(f.queue, b, 0, SIZE, expect));
-    static const size_t cases[][2] = {
-        {0, 1}, {37, 100}, {4095, 1}, {1000, 3000}, {0, SIZE}, {2048, 77}};
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, expect, &all));
+    /* Offsets and counts in 2-byte elements. */
+    static const size_t cases[][2] = {{0, 1},      {37, 100},   {2047, 1},
+                                      {500, 1500}, {0, HALVES}, {1024, 77}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
       size_t off = cases[c][0], n = cases[c][1];
-      pattern_bytes(data, n, (unsigned)c);
-      memcpy(expect + off, data, n);
+      kiln_range part = {b, off, n, KILN_F16};
+      pattern_bytes(data, 2 * n, (unsigned)c);
+      memcpy(expect + 2 * off, data, 2 * n);
       kiln_event *w = NULL, *r = NULL;
       memset(back, 0, SIZE);
-      assert_kiln_ok(kiln_buffer_write(f.queue, b, off, n, data, 0, NULL, &w));
+      assert_kiln_ok(kiln_buffer_write(f.queue, data, &part, 0, NULL, &w));
       /* Reading through the wait list, then checking the whole buffer. */
-      assert_kiln_ok(kiln_buffer_read(f.queue, b, off, n, back, 1, &w, &r));
+      assert_kiln_ok(kiln_buffer_read(f.queue, &part, back, 1, &w, &r));
       assert_kiln_ok(kiln_event_wait(r));
-      assert_memory_equal(back, data, n);
+      assert_memory_equal(back, data, 2 * n);
       kiln_event_release(w);
       kiln_event_release(r);
-      assert_kiln_ok(kiln_buffer_read_sync(f.queue, b, 0, SIZE, back));
+      assert_kiln_ok(kiln_buffer_read_sync(f.queue, &all, back));
       assert_memory_equal(back, expect, SIZE);
     }
     assert_kiln_ok(kiln_buffer_destroy(b));
@@ -210,81 +245,103 @@ static void test_copy(void **state) {
   (void)state;
   FOR_EACH_TEST_DEVICE(i) {
     struct fixture f = open_device(i);
-    enum { SIZE = 8192 };
+    enum { SIZE = 8192, HALVES = SIZE / 2 };
     unsigned char a_host[SIZE], b_host[SIZE], back[SIZE];
     pattern_bytes(a_host, SIZE, 1);
     memset(b_host, 0, SIZE);
     kiln_buffer *a = NULL, *b = NULL;
     assert_kiln_ok(kiln_buffer_create(f.ctx, SIZE, 0, &a));
     assert_kiln_ok(kiln_buffer_create(f.ctx, SIZE, 0, &b));
-    assert_kiln_ok(kiln_buffer_write_sync(f.queue, a, 0, SIZE, a_host));
-    assert_kiln_ok(kiln_buffer_write_sync(f.queue, b, 0, SIZE, b_host));
+    kiln_range all_a = {a, 0, HALVES, KILN_F16},
+               all_b = {b, 0, HALVES, KILN_F16};
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, a_host, &all_a));
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, b_host, &all_b));
 
-    /* Between buffers, at offsets. */
+    /* Between buffers, at offsets (2-byte elements). */
     kiln_event *ev = NULL;
-    assert_kiln_ok(kiln_buffer_copy(f.queue, a, 100, b, 3000, 1234, 0, NULL,
-                                    &ev));
+    assert_kiln_ok(
+        kiln_buffer_copy(f.queue, &(kiln_range){a, 50, 617, KILN_F16},
+                         &(kiln_range){b, 1500, 617, KILN_F16}, 0, NULL, &ev));
     assert_kiln_ok(kiln_event_wait(ev));
     kiln_event_release(ev);
     memcpy(b_host + 3000, a_host + 100, 1234);
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, b, 0, SIZE, back));
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, &all_b, back));
     assert_memory_equal(back, b_host, SIZE);
 
     /* Within one buffer, non-overlapping (touching ranges are fine). */
-    assert_kiln_ok(kiln_buffer_copy(f.queue, a, 0, a, 4096, 4096, 0, NULL,
-                                    NULL));
+    assert_kiln_ok(kiln_buffer_copy(
+        f.queue, &(kiln_range){a, 0, HALVES / 2, KILN_F16},
+        &(kiln_range){a, HALVES / 2, HALVES / 2, KILN_F16}, 0, NULL, NULL));
     memcpy(a_host + 4096, a_host, 4096);
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, a, 0, SIZE, back));
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, &all_a, back));
     assert_memory_equal(back, a_host, SIZE);
 
     /* Overlap within one buffer, and through two views of it. */
-    assert_kiln_status(kiln_buffer_copy(f.queue, a, 0, a, 100, 200, 0, NULL,
-                                        NULL),
-                       KILN_ERR_INVALID_ARGUMENT);
+    assert_kiln_status(
+        kiln_buffer_copy(f.queue, &(kiln_range){a, 0, 100, KILN_F16},
+                         &(kiln_range){a, 50, 100, KILN_F16}, 0, NULL, NULL),
+        KILN_ERR_INVALID_ARGUMENT);
     assert_last_error_contains("kiln_buffer_copy: src range [offset 0, +200 "
                                "bytes) and dst range [offset 100, +200 bytes) "
                                "overlap");
-    size_t align = kiln_context_device_info(f.ctx)->mem_base_addr_align_bits / 8;
-    if (align == 0)
-      align = 1;
-    if (align * 3 <= SIZE) {
+    size_t align =
+        kiln_context_get_device_info(f.ctx)->mem_base_addr_align_bits / 8;
+    if (align >= 2 && align * 3 <= SIZE) {
       kiln_buffer *v1 = NULL, *v2 = NULL;
       assert_kiln_ok(kiln_buffer_create_sub(a, 0, 2 * align, 0, &v1));
       assert_kiln_ok(kiln_buffer_create_sub(a, align, 2 * align, 0, &v2));
-      assert_kiln_status(
-          kiln_buffer_copy(f.queue, v1, 0, v2, 0, align + 1, 0, NULL, NULL),
-          KILN_ERR_INVALID_ARGUMENT);
+      size_t h = align / 2; /* elements in align bytes */
+      assert_kiln_status(kiln_buffer_copy(f.queue,
+                                          &(kiln_range){v1, 0, h + 1, KILN_F16},
+                                          &(kiln_range){v2, 0, h + 1, KILN_F16},
+                                          0, NULL, NULL),
+                         KILN_ERR_INVALID_ARGUMENT);
       assert_last_error_contains("overlap in the same buffer");
       /* Adjacent parts of the two views do not overlap. */
       assert_kiln_ok(
-          kiln_buffer_copy(f.queue, v1, 0, v2, align, align, 0, NULL, NULL));
+          kiln_buffer_copy(f.queue, &(kiln_range){v1, 0, h, KILN_F16},
+                           &(kiln_range){v2, h, h, KILN_F16}, 0, NULL, NULL));
       memcpy(a_host + 2 * align, a_host, align);
-      assert_kiln_ok(kiln_buffer_read_sync(f.queue, a, 0, SIZE, back));
+      assert_kiln_ok(kiln_buffer_read_sync(f.queue, &all_a, back));
       assert_memory_equal(back, a_host, SIZE);
       assert_kiln_ok(kiln_buffer_destroy(v2));
       assert_kiln_ok(kiln_buffer_destroy(v1));
     }
 
     /* Bad inputs. */
-    assert_kiln_status(kiln_buffer_copy(f.queue, NULL, 0, b, 0, 4, 0, NULL,
-                                        NULL),
+    kiln_range two = {b, 0, 2, KILN_F16};
+    assert_kiln_status(kiln_buffer_copy(f.queue, NULL, &two, 0, NULL, NULL),
                        KILN_ERR_NULL_POINTER);
     assert_last_error_contains("kiln_buffer_copy: src is NULL");
-    assert_kiln_status(kiln_buffer_copy(f.queue, a, 0, NULL, 0, 4, 0, NULL,
-                                        NULL),
+    assert_kiln_status(kiln_buffer_copy(f.queue, &two, NULL, 0, NULL, NULL),
                        KILN_ERR_NULL_POINTER);
     assert_last_error_contains("kiln_buffer_copy: dst is NULL");
-    assert_kiln_status(kiln_buffer_copy(f.queue, a, SIZE - 4, b, 0, 8, 0, NULL,
-                                        NULL),
-                       KILN_ERR_OUT_OF_RANGE);
-    assert_last_error_contains("kiln_buffer_copy: src range [offset 8188, +8 "
-                               "bytes)");
-    assert_kiln_status(kiln_buffer_copy(f.queue, a, 0, b, SIZE, 1, 0, NULL,
-                                        NULL),
-                       KILN_ERR_OUT_OF_RANGE);
+    assert_kiln_status(
+        kiln_buffer_copy(f.queue, &(kiln_range){a, HALVES - 2, 4, KILN_F16},
+                         &(kiln_range){b, 0, 4, KILN_F16}, 0, NULL, NULL),
+        KILN_ERR_OUT_OF_RANGE);
+    assert_last_error_contains("kiln_buffer_copy: src range [offset 4094, +4 "
+                               "elements of f16)");
+    assert_kiln_status(
+        kiln_buffer_copy(f.queue, &(kiln_range){a, 0, 1, KILN_F16},
+                         &(kiln_range){b, HALVES, 1, KILN_F16}, 0, NULL, NULL),
+        KILN_ERR_OUT_OF_RANGE);
     assert_last_error_contains("kiln_buffer_copy: dst range");
-    assert_kiln_status(kiln_buffer_copy(f.queue, a, 0, b, 0, 0, 0, NULL, NULL),
-                       KILN_ERR_INVALID_SIZE);
+    assert_kiln_status(
+        kiln_buffer_copy(f.queue, &(kiln_range){a, 0, 0, KILN_F16},
+                         &(kiln_range){b, 0, 0, KILN_F16}, 0, NULL, NULL),
+        KILN_ERR_INVALID_SIZE);
+    /* src and dst must agree: the same count and dtype. */
+    assert_kiln_status(kiln_buffer_copy(f.queue, &two,
+                                        &(kiln_range){a, 0, 3, KILN_F16}, 0,
+                                        NULL, NULL),
+                       KILN_ERR_SHAPE_MISMATCH);
+    assert_last_error_contains("kiln_buffer_copy: src (2 elements of f16) and "
+                               "dst (3 elements of f16) differ");
+    assert_kiln_status(kiln_buffer_copy(f.queue, &two,
+                                        &(kiln_range){a, 0, 2, KILN_BF16}, 0,
+                                        NULL, NULL),
+                       KILN_ERR_SHAPE_MISMATCH);
 
     assert_kiln_ok(kiln_buffer_destroy(a));
     assert_kiln_ok(kiln_buffer_destroy(b));
@@ -300,14 +357,17 @@ static void test_fill(void **state) {
     unsigned char expect[SIZE], back[SIZE], pattern[128];
     kiln_buffer *b = NULL;
     assert_kiln_ok(kiln_buffer_create(f.ctx, SIZE, 0, &b));
+    kiln_range all = {b, 0, SIZE / 2, KILN_F16};
     for (size_t p = 1; p <= 128; p *= 2) {
       memset(expect, 0, SIZE);
-      assert_kiln_ok(kiln_buffer_write_sync(f.queue, b, 0, SIZE, expect));
+      assert_kiln_ok(kiln_buffer_write_sync(f.queue, expect, &all));
       pattern_bytes(pattern, p, (unsigned)p);
-      size_t off = 2 * p, n = 5 * p;
+      /* Bytes [2p, 8p): 2-byte elements [p, 4p). */
+      size_t off = 2 * p, n = 6 * p;
       kiln_event *ev = NULL;
-      assert_kiln_ok(
-          kiln_buffer_fill(f.queue, b, pattern, p, off, n, 0, NULL, &ev));
+      assert_kiln_ok(kiln_buffer_fill(f.queue, pattern, p,
+                                      &(kiln_range){b, p, 3 * p, KILN_F16}, 0,
+                                      NULL, &ev));
       /* The pattern is copied before fill returns. */
       memset(pattern, 0xEE, sizeof pattern);
       assert_kiln_ok(kiln_event_wait(ev));
@@ -315,49 +375,56 @@ static void test_fill(void **state) {
       pattern_bytes(pattern, p, (unsigned)p);
       for (size_t k = 0; k < n; k++)
         expect[off + k] = pattern[k % p];
-      assert_kiln_ok(kiln_buffer_read_sync(f.queue, b, 0, SIZE, back));
+      assert_kiln_ok(kiln_buffer_read_sync(f.queue, &all, back));
       if (memcmp(back, expect, SIZE) != 0)
         fail_msg("fill with a %zu-byte pattern gave wrong data", p);
     }
     /* Whole buffer. */
     float one = 1.5f;
-    assert_kiln_ok(kiln_buffer_fill(f.queue, b, &one, 4, 0, SIZE, 0, NULL,
-                                    NULL));
+    kiln_range floats_all = {b, 0, SIZE / 4, KILN_F32};
+    assert_kiln_ok(
+        kiln_buffer_fill(f.queue, &one, 4, &floats_all, 0, NULL, NULL));
     float floats[SIZE / 4];
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, b, 0, SIZE, floats));
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, &floats_all, floats));
     for (size_t k = 0; k < SIZE / 4; k++)
       assert_true(floats[k] == 1.5f);
 
     /* Bad inputs. */
-    assert_kiln_status(kiln_buffer_fill(f.queue, b, NULL, 4, 0, 16, 0, NULL,
-                                        NULL),
+    kiln_range four = {b, 0, 4, KILN_U32};
+    assert_kiln_status(kiln_buffer_fill(f.queue, NULL, 4, &four, 0, NULL, NULL),
                        KILN_ERR_NULL_POINTER);
     assert_last_error_contains("kiln_buffer_fill: pattern is NULL");
-    assert_kiln_status(kiln_buffer_fill(f.queue, NULL, pattern, 4, 0, 16, 0,
-                                        NULL, NULL),
-                       KILN_ERR_NULL_POINTER);
-    assert_last_error_contains("kiln_buffer_fill: buffer is NULL");
+    assert_kiln_status(
+        kiln_buffer_fill(f.queue, pattern, 4, NULL, 0, NULL, NULL),
+        KILN_ERR_NULL_POINTER);
+    assert_last_error_contains("kiln_buffer_fill: dst is NULL");
     static const size_t bad_sizes[] = {0, 3, 6, 12, 100, 256};
     for (size_t k = 0; k < sizeof bad_sizes / sizeof bad_sizes[0]; k++) {
-      assert_kiln_status(kiln_buffer_fill(f.queue, b, pattern, bad_sizes[k], 0,
-                                          768, 0, NULL, NULL),
+      assert_kiln_status(kiln_buffer_fill(f.queue, pattern, bad_sizes[k],
+                                          &(kiln_range){b, 0, 192, KILN_U32}, 0,
+                                          NULL, NULL),
                          KILN_ERR_INVALID_SIZE);
       assert_last_error_contains("is not one of 1, 2, 4, 8, 16, 32, 64, 128");
     }
-    assert_kiln_status(kiln_buffer_fill(f.queue, b, pattern, 8, 4, 16, 0, NULL,
-                                        NULL),
-                       KILN_ERR_INVALID_ARGUMENT);
-    assert_last_error_contains("offset_bytes 4 and size_bytes 16 must both be "
-                               "multiples of pattern_bytes 8");
-    assert_kiln_status(kiln_buffer_fill(f.queue, b, pattern, 8, 8, 12, 0, NULL,
-                                        NULL),
-                       KILN_ERR_INVALID_ARGUMENT);
-    assert_kiln_status(kiln_buffer_fill(f.queue, b, pattern, 8, SIZE, 8, 0,
+    assert_kiln_status(kiln_buffer_fill(f.queue, pattern, 8,
+                                        &(kiln_range){b, 1, 4, KILN_U32}, 0,
                                         NULL, NULL),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_last_error_contains("kiln_buffer_fill: dst's bytes [offset 4, +16) "
+                               "must start and end at multiples of "
+                               "pattern_bytes 8");
+    assert_kiln_status(kiln_buffer_fill(f.queue, pattern, 8,
+                                        &(kiln_range){b, 2, 3, KILN_U32}, 0,
+                                        NULL, NULL),
+                       KILN_ERR_INVALID_ARGUMENT);
+    assert_kiln_status(kiln_buffer_fill(f.queue, pattern, 8,
+                                        &(kiln_range){b, SIZE / 4, 2, KILN_U32},
+                                        0, NULL, NULL),
                        KILN_ERR_OUT_OF_RANGE);
-    assert_last_error_contains("kiln_buffer_fill: buffer range");
-    assert_kiln_status(kiln_buffer_fill(f.queue, b, pattern, 8, 0, 0, 0, NULL,
-                                        NULL),
+    assert_last_error_contains("kiln_buffer_fill: dst range");
+    assert_kiln_status(kiln_buffer_fill(f.queue, pattern, 8,
+                                        &(kiln_range){b, 0, 0, KILN_U32}, 0,
+                                        NULL, NULL),
                        KILN_ERR_INVALID_SIZE);
     assert_kiln_ok(kiln_buffer_destroy(b));
     close_device(f);
@@ -375,13 +442,15 @@ static void test_map(void **state) {
     kiln_buffer *b = NULL, *other = NULL;
     assert_kiln_ok(kiln_buffer_create(f.ctx, sizeof host, 0, &b));
     assert_kiln_ok(kiln_buffer_create(f.ctx, sizeof host, 0, &other));
-    assert_kiln_ok(kiln_buffer_write_sync(f.queue, b, 0, sizeof host, host));
+    kiln_range all = {b, 0, N, KILN_U32}, head = {b, 0, 16, KILN_U32};
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, host, &all));
 
     /* Map for reading a middle range. */
     void *p = NULL;
     kiln_event *ev = NULL;
-    assert_kiln_ok(kiln_buffer_map(f.queue, b, KILN_MAP_READ, 400, 800, &p, 0,
-                                   NULL, &ev));
+    assert_kiln_ok(kiln_buffer_map(f.queue,
+                                   &(kiln_range){b, 100, 200, KILN_U32}, &p,
+                                   KILN_MAP_READ, 0, NULL, &ev));
     assert_non_null(p);
     assert_kiln_ok(kiln_event_wait(ev));
     kiln_event_release(ev);
@@ -391,8 +460,8 @@ static void test_map(void **state) {
     kiln_event_release(ev);
 
     /* Map for writing, then read the result back. */
-    assert_kiln_ok(kiln_buffer_map(f.queue, b, KILN_MAP_WRITE | KILN_MAP_READ,
-                                   0, sizeof host, &p, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_map(
+        f.queue, &all, &p, KILN_MAP_WRITE | KILN_MAP_READ, 0, NULL, NULL));
     assert_kiln_ok(kiln_queue_finish(f.queue));
     uint32_t *words = p;
     for (uint32_t k = 0; k < N; k++)
@@ -413,15 +482,15 @@ static void test_map(void **state) {
     assert_kiln_status(kiln_buffer_unmap(f.queue, b, p, 0, NULL, NULL),
                        KILN_ERR_INVALID_ARGUMENT);
     assert_last_error_contains("already unmapped");
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, b, 0, sizeof back, back));
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, &all, back));
     assert_memory_equal(back, host, sizeof host);
 
     /* The same range mapped twice needs two unmaps. */
     void *p1 = NULL, *p2 = NULL;
-    assert_kiln_ok(kiln_buffer_map(f.queue, b, KILN_MAP_READ, 0, 64, &p1, 0,
-                                   NULL, NULL));
-    assert_kiln_ok(kiln_buffer_map(f.queue, b, KILN_MAP_READ, 0, 64, &p2, 0,
-                                   NULL, NULL));
+    assert_kiln_ok(
+        kiln_buffer_map(f.queue, &head, &p1, KILN_MAP_READ, 0, NULL, NULL));
+    assert_kiln_ok(
+        kiln_buffer_map(f.queue, &head, &p2, KILN_MAP_READ, 0, NULL, NULL));
     assert_kiln_ok(kiln_queue_finish(f.queue));
     assert_kiln_ok(kiln_buffer_unmap(f.queue, b, p1, 0, NULL, NULL));
     assert_kiln_status(kiln_buffer_destroy(b), KILN_ERR_BUSY);
@@ -430,26 +499,27 @@ static void test_map(void **state) {
 
     /* Bad inputs. */
     p = (void *)(uintptr_t)1;
-    assert_kiln_status(kiln_buffer_map(f.queue, b, 0, 0, 64, &p, 0, NULL, NULL),
+    assert_kiln_status(kiln_buffer_map(f.queue, &head, &p, 0, 0, NULL, NULL),
                        KILN_ERR_INVALID_ARGUMENT);
     assert_last_error_contains("kiln_buffer_map: map_flags 0x0 must be");
     assert_null(p);
-    assert_kiln_status(kiln_buffer_map(f.queue, b, 0x4, 0, 64, &p, 0, NULL,
-                                       NULL),
+    assert_kiln_status(kiln_buffer_map(f.queue, &head, &p, 0x4, 0, NULL, NULL),
                        KILN_ERR_INVALID_ARGUMENT);
     assert_last_error_contains("map_flags 0x4");
-    assert_kiln_status(kiln_buffer_map(f.queue, b, KILN_MAP_READ, 0, 64, NULL,
-                                       0, NULL, NULL),
-                       KILN_ERR_NULL_POINTER);
+    assert_kiln_status(
+        kiln_buffer_map(f.queue, &head, NULL, KILN_MAP_READ, 0, NULL, NULL),
+        KILN_ERR_NULL_POINTER);
     assert_last_error_contains("kiln_buffer_map: out_ptr is NULL");
-    assert_kiln_status(kiln_buffer_map(f.queue, b, KILN_MAP_READ, 4000, 200,
-                                       &p, 0, NULL, NULL),
+    assert_kiln_status(kiln_buffer_map(f.queue,
+                                       &(kiln_range){b, 1000, 50, KILN_U32}, &p,
+                                       KILN_MAP_READ, 0, NULL, NULL),
                        KILN_ERR_OUT_OF_RANGE);
-    assert_last_error_contains("kiln_buffer_map: buffer range [offset 4000, "
-                               "+200 bytes) exceeds the buffer's 4096 bytes");
-    assert_kiln_status(kiln_buffer_map(f.queue, NULL, KILN_MAP_READ, 0, 4, &p,
-                                       0, NULL, NULL),
-                       KILN_ERR_NULL_POINTER);
+    assert_last_error_contains("kiln_buffer_map: data range [offset 1000, +50 "
+                               "elements of u32) exceeds the buffer's 4096 "
+                               "bytes");
+    assert_kiln_status(
+        kiln_buffer_map(f.queue, NULL, &p, KILN_MAP_READ, 0, NULL, NULL),
+        KILN_ERR_NULL_POINTER);
     assert_kiln_status(kiln_buffer_unmap(f.queue, b, NULL, 0, NULL, NULL),
                        KILN_ERR_NULL_POINTER);
     assert_last_error_contains("kiln_buffer_unmap: mapped is NULL");
@@ -474,22 +544,23 @@ static void test_wrap_host(void **state) {
     kiln_test_fill_random(host, N, -4.0f, 4.0f, 11);
     kiln_buffer *b = NULL;
     assert_kiln_ok(kiln_buffer_wrap_host(f.ctx, host, N * sizeof(float), 0, &b));
-    assert_int_equal(kiln_buffer_size(b), N * sizeof(float));
+    assert_int_equal(kiln_buffer_get_size(b), N * sizeof(float));
 
     /* The device sees the host's data. */
     float back[N];
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, b, 0, sizeof back, back));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(f.queue, &(kiln_range){b, 0, N, KILN_F32}, back));
     assert_memory_equal(back, host, sizeof back);
 
     /* Device writes reach the host memory through a map. */
     float vals[16];
     for (int k = 0; k < 16; k++)
       vals[k] = (float)k + 0.25f;
-    assert_kiln_ok(kiln_buffer_write_sync(f.queue, b, 64 * sizeof(float),
-                                          sizeof vals, vals));
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, vals,
+                                          &(kiln_range){b, 64, 16, KILN_F32}));
     void *p = NULL;
-    assert_kiln_ok(kiln_buffer_map(f.queue, b, KILN_MAP_READ, 0,
-                                   N * sizeof(float), &p, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_map(f.queue, &(kiln_range){b, 0, N, KILN_F32},
+                                   &p, KILN_MAP_READ, 0, NULL, NULL));
     assert_kiln_ok(kiln_queue_finish(f.queue));
     assert_memory_equal((float *)p + 64, vals, sizeof vals);
     assert_memory_equal(host + 64, vals, sizeof vals);
@@ -505,9 +576,10 @@ static void test_sub_buffers(void **state) {
   (void)state;
   FOR_EACH_TEST_DEVICE(i) {
     struct fixture f = open_device(i);
-    size_t align = kiln_context_device_info(f.ctx)->mem_base_addr_align_bits / 8;
-    if (align == 0)
-      align = 1;
+    size_t align =
+        kiln_context_get_device_info(f.ctx)->mem_base_addr_align_bits / 8;
+    if (align < 2)
+      align = 2; /* a multiple of any smaller alignment, in whole halves */
     const size_t size = 8 * align;
     unsigned char *host = malloc(size), *back = malloc(size);
     assert_non_null(host);
@@ -515,25 +587,29 @@ static void test_sub_buffers(void **state) {
     pattern_bytes(host, size, 5);
     kiln_buffer *parent = NULL, *view = NULL;
     assert_kiln_ok(kiln_buffer_create(f.ctx, size, 0, &parent));
-    assert_kiln_ok(kiln_buffer_write_sync(f.queue, parent, 0, size, host));
+    kiln_range all = {parent, 0, size / 2, KILN_F16};
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, host, &all));
     assert_kiln_ok(kiln_buffer_create_sub(parent, 2 * align, 3 * align, 0,
                                           &view));
-    assert_int_equal(kiln_buffer_size(view), 3 * align);
-    assert_ptr_equal(kiln_buffer_context(view), f.ctx);
+    assert_int_equal(kiln_buffer_get_size(view), 3 * align);
+    assert_ptr_equal(kiln_buffer_get_context(view), f.ctx);
 
     /* The view sees the parent's bytes... */
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, view, 0, 3 * align, back));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        f.queue, &(kiln_range){view, 0, 3 * align / 2, KILN_F16}, back));
     assert_memory_equal(back, host + 2 * align, 3 * align);
     /* ...and the parent sees writes through the view. */
     unsigned char word[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    assert_kiln_ok(kiln_buffer_write_sync(f.queue, view, 5, 8, word));
-    memcpy(host + 2 * align + 5, word, 8);
-    assert_kiln_ok(kiln_buffer_read_sync(f.queue, parent, 0, size, back));
+    assert_kiln_ok(kiln_buffer_write_sync(f.queue, word,
+                                          &(kiln_range){view, 3, 4, KILN_F16}));
+    memcpy(host + 2 * align + 6, word, 8);
+    assert_kiln_ok(kiln_buffer_read_sync(f.queue, &all, back));
     assert_memory_equal(back, host, size);
     /* Views are bounded by their own size. */
-    assert_kiln_status(kiln_buffer_read_sync(f.queue, view, 3 * align - 4, 8,
-                                             back),
-                       KILN_ERR_OUT_OF_RANGE);
+    assert_kiln_status(
+        kiln_buffer_read_sync(
+            f.queue, &(kiln_range){view, 3 * align / 2 - 2, 4, KILN_F16}, back),
+        KILN_ERR_OUT_OF_RANGE);
 
     /* Destroying the parent waits for its views. */
     assert_kiln_status(kiln_buffer_destroy(parent), KILN_ERR_BUSY);
@@ -617,7 +693,8 @@ static void test_destroy_with_pending_work(void **state) {
     kiln_buffer *a = NULL, *b = NULL;
     assert_kiln_ok(kiln_buffer_create(f.ctx, bytes, 0, &a));
     kiln_event *ev = NULL;
-    assert_kiln_ok(kiln_buffer_write(f.queue, a, 0, bytes, host, 0, NULL, &ev));
+    assert_kiln_ok(kiln_buffer_write(
+        f.queue, host, &(kiln_range){a, 0, bytes / 4, KILN_U32}, 0, NULL, &ev));
     assert_kiln_ok(kiln_buffer_destroy(a));
     assert_kiln_ok(kiln_queue_finish(f.queue));
     assert_kiln_ok(kiln_event_wait(ev));
@@ -626,10 +703,12 @@ static void test_destroy_with_pending_work(void **state) {
     /* A copy whose source is destroyed before it runs still copies. */
     assert_kiln_ok(kiln_buffer_create(f.ctx, bytes, 0, &a));
     assert_kiln_ok(kiln_buffer_create(f.ctx, bytes, 0, &b));
-    assert_kiln_ok(kiln_buffer_write(f.queue, a, 0, bytes, host, 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_copy(f.queue, a, 0, b, 0, bytes, 0, NULL, NULL));
+    kiln_range all_a = {a, 0, bytes / 4, KILN_U32};
+    kiln_range all_b = {b, 0, bytes / 4, KILN_U32};
+    assert_kiln_ok(kiln_buffer_write(f.queue, host, &all_a, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_copy(f.queue, &all_a, &all_b, 0, NULL, NULL));
     assert_kiln_ok(kiln_buffer_destroy(a));
-    assert_kiln_ok(kiln_buffer_read(f.queue, b, 0, bytes, back, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_read(f.queue, &all_b, back, 0, NULL, NULL));
     assert_kiln_ok(kiln_buffer_destroy(b));
     assert_kiln_ok(kiln_queue_finish(f.queue));
     assert_memory_equal(back, host, bytes);
@@ -649,19 +728,21 @@ static void test_long_wait_list(void **state) {
   kiln_event *events[EVENTS];
   for (uint32_t k = 0; k < EVENTS; k++) {
     values[k] = 1000u + k;
-    assert_kiln_ok(kiln_buffer_write(f.queue, b, k * 4, 4, &values[k], 0, NULL,
+    assert_kiln_ok(kiln_buffer_write(f.queue, &values[k],
+                                     &(kiln_range){b, k, 1, KILN_U32}, 0, NULL,
                                      &events[k]));
   }
   kiln_event *read = NULL;
-  assert_kiln_ok(kiln_buffer_read(f.queue, b, 0, sizeof back, back, EVENTS,
-                                  events, &read));
+  assert_kiln_ok(kiln_buffer_read(f.queue,
+                                  &(kiln_range){b, 0, EVENTS, KILN_U32}, back,
+                                  EVENTS, events, &read));
   assert_kiln_ok(kiln_event_wait(read));
   assert_memory_equal(back, values, sizeof values);
   kiln_event_release(read);
   kiln_event *saved = events[20];
   events[20] = NULL;
-  assert_kiln_status(kiln_buffer_read(f.queue, b, 0, 4, back, EVENTS, events,
-                                      NULL),
+  assert_kiln_status(kiln_buffer_read(f.queue, &(kiln_range){b, 0, 1, KILN_U32},
+                                      back, EVENTS, events, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_buffer_read: wait_list[20] is NULL");
   events[20] = saved;

@@ -72,7 +72,7 @@ static bool build_and_check(kiln_context *ctx, kiln_queue *queue,
                             const char *source) {
   kiln_program *program;
   assert_kiln_ok(kiln_program_create_built(ctx, source, NULL, &program));
-  bool cached = kiln_program_from_cache(program);
+  bool cached = kiln_program_is_from_cache(program);
   kiln_kernel *kernel;
   assert_kiln_ok(kiln_kernel_create(program, "fill", &kernel));
   kiln_buffer *buf;
@@ -84,7 +84,8 @@ static bool build_and_check(kiln_context *ctx, kiln_queue *queue,
   assert_kiln_ok(kiln_kernel_launch(queue, kernel, 1, &global, &local, 0, NULL,
                                     NULL));
   uint32_t out[N];
-  assert_kiln_ok(kiln_buffer_read_sync(queue, buf, 0, sizeof out, out));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(queue, &(kiln_range){buf, 0, N, KILN_U32}, out));
   for (uint32_t i = 0; i < N; i++)
     assert_int_equal(out[i], (i * 2654435761u) ^ seed);
   assert_kiln_ok(kiln_buffer_destroy(buf));
@@ -97,7 +98,7 @@ static bool build_and_check(kiln_context *ctx, kiln_queue *queue,
 static void only_entry(char *path, size_t cap) {
   kiln_cache_list *list;
   assert_kiln_ok(kiln_cache_list_create(&list));
-  assert_int_equal(kiln_cache_list_count(list), 1);
+  assert_int_equal(kiln_cache_list_get_count(list), 1);
   snprintf(path, cap, "%s/%s", dir, kiln_cache_list_get(list, 0)->file);
   kiln_cache_list_destroy(list);
 }
@@ -159,11 +160,11 @@ static void test_miss_then_hit(void **state) {
     /* The listing names the device and the label. */
     kiln_cache_list *list;
     assert_kiln_ok(kiln_cache_list_create(&list));
-    assert_int_equal(kiln_cache_list_count(list), 1);
+    assert_int_equal(kiln_cache_list_get_count(list), 1);
     const kiln_cache_entry *e = kiln_cache_list_get(list, 0);
     assert_true(e->valid);
     assert_string_equal(e->label, "user");
-    assert_string_equal(e->device, kiln_context_device_info(ctx)->name);
+    assert_string_equal(e->device, kiln_context_get_device_info(ctx)->name);
     assert_true(e->size_bytes == after.bytes);
     assert_true(e->created > 0 && e->last_used >= e->created - 1);
     assert_null(kiln_cache_list_get(list, 1));
@@ -172,7 +173,7 @@ static void test_miss_then_hit(void **state) {
     /* Other options or another profile are other keys. */
     kiln_program *program;
     assert_kiln_ok(kiln_program_create_built(ctx, source, "-DOTHER=1", &program));
-    assert_false(kiln_program_from_cache(program));
+    assert_false(kiln_program_is_from_cache(program));
     assert_kiln_ok(kiln_program_destroy(program));
     kiln_test_close(ctx, queue);
   }
@@ -306,8 +307,10 @@ static int child_main(const char *tag) {
       kiln_buffer_create(ctx, sizeof out, 0, &buf) != KILN_OK ||
       kiln_kernel_set_arg_buffer(kernel, 0, buf) != KILN_OK ||
       kiln_kernel_set_arg_u32(kernel, 1, 7) != KILN_OK ||
-      kiln_kernel_launch(queue, kernel, 1, &global, NULL, 0, NULL, NULL) != KILN_OK ||
-      kiln_buffer_read_sync(queue, buf, 0, sizeof out, out) != KILN_OK) {
+      kiln_kernel_launch(queue, kernel, 1, &global, NULL, 0, NULL, NULL) !=
+          KILN_OK ||
+      kiln_buffer_read_sync(queue, &(kiln_range){buf, 0, N, KILN_U32}, out) !=
+          KILN_OK) {
     fprintf(stderr, "child: %s\n", kiln_last_error());
     return 4;
   }
@@ -378,7 +381,7 @@ static void test_store_on_release(void **state) {
     make_source(source, sizeof source, "store-on-release");
     kiln_program *program;
     assert_kiln_ok(kiln_program_create_built(ctx, source, NULL, &program));
-    assert_false(kiln_program_from_cache(program));
+    assert_false(kiln_program_is_from_cache(program));
     kiln_cache_info info;
     assert_kiln_ok(kiln_cache_get_info(&info));
     assert_int_equal(info.entries, 0); /* not yet */
@@ -501,7 +504,7 @@ static void test_unusable_directory(void **state) {
       /* Listing and clearing an absent cache are not errors. */
       kiln_cache_list *list;
       assert_kiln_ok(kiln_cache_list_create(&list));
-      assert_int_equal(kiln_cache_list_count(list), 0);
+      assert_int_equal(kiln_cache_list_get_count(list), 0);
       kiln_cache_list_destroy(list);
       size_t removed = 1;
       assert_kiln_ok(kiln_cache_clear(&removed));
@@ -554,7 +557,7 @@ static void test_api_bad_input_and_clear(void **state) {
   assert_last_error_contains("info is NULL");
   assert_kiln_status(kiln_cache_list_create(NULL), KILN_ERR_NULL_POINTER);
   assert_last_error_contains("out is NULL");
-  assert_int_equal(kiln_cache_list_count(NULL), 0);
+  assert_int_equal(kiln_cache_list_get_count(NULL), 0);
   assert_null(kiln_cache_list_get(NULL, 0));
   kiln_cache_list_destroy(NULL);
   assert_kiln_status(kiln_cache_warm(NULL, NULL, NULL, NULL),
@@ -580,7 +583,7 @@ static void test_api_bad_input_and_clear(void **state) {
   /* Fake entries have no valid header: listed, but not valid. */
   kiln_cache_list *list;
   assert_kiln_ok(kiln_cache_list_create(&list));
-  assert_int_equal(kiln_cache_list_count(list), 3);
+  assert_int_equal(kiln_cache_list_get_count(list), 3);
   assert_false(kiln_cache_list_get(list, 0)->valid);
   kiln_cache_list_destroy(list);
   size_t removed = 0;

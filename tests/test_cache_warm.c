@@ -41,10 +41,10 @@ static void ops_after_warm_build_nothing(kiln_context *ctx) {
   assert_kiln_ok(kiln_buffer_create(ctx, 64 * sizeof(float), 0, &b));
   assert_kiln_ok(kiln_buffer_create(ctx, 64 * sizeof(float), 0, &c));
   const float one = 1.0f;
-  assert_kiln_ok(kiln_buffer_fill(q, a, &one, sizeof one, 0,
-                                  64 * sizeof(float), 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_fill(q, b, &one, sizeof one, 0,
-                                  64 * sizeof(float), 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_fill(
+      q, &one, sizeof one, &(kiln_range){a, 0, 64, KILN_F32}, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_fill(
+      q, &one, sizeof one, &(kiln_range){b, 0, 64, KILN_F32}, 0, NULL, NULL));
   assert_kiln_ok(kiln_transpose(q, matrix_of(a, 0, 8, 8, KILN_F32),
                                 matrix_of(c, 0, 8, 8, KILN_F32), 0, NULL,
                                 NULL));
@@ -52,7 +52,8 @@ static void ops_after_warm_build_nothing(kiln_context *ctx) {
       q, 1, matrix_of(a, 0, 8, 8, KILN_F32), matrix_of(b, 0, 8, 8, KILN_F32),
       matrix_of(c, 0, 8, 8, KILN_F32), NULL, 0, NULL, NULL));
   float out[64];
-  assert_kiln_ok(kiln_buffer_read_sync(q, c, 0, sizeof out, out));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(q, &(kiln_range){c, 0, 64, KILN_F32}, out));
   for (int i = 0; i < 64; i++)
     assert_true(out[i] == 8.0f); /* sums of eight 1 x 1: exact */
   assert_int_equal(kiln__memo_build_count(ctx), builds);
@@ -89,7 +90,7 @@ static void test_warm(void **state) {
     kiln_cache_list *list;
     assert_kiln_ok(kiln_cache_list_create(&list));
     size_t labelled = 0;
-    for (size_t i = 0; i < kiln_cache_list_count(list); i++)
+    for (size_t i = 0; i < kiln_cache_list_get_count(list); i++)
       if (strcmp(kiln_cache_list_get(list, i)->label, "user") != 0)
         labelled++;
     kiln_cache_list_destroy(list);

@@ -19,21 +19,21 @@ static void test_create_destroy_every_device(void **state) {
     kiln_context *ctx = NULL;
     assert_kiln_ok(kiln_context_create(device, NULL, &ctx));
     assert_non_null(ctx);
-    const kiln_device_info *info = kiln_context_device_info(ctx);
+    const kiln_device_info *info = kiln_context_get_device_info(ctx);
     assert_non_null(info);
     /* The context's copy, not the list's record. */
     assert_ptr_not_equal(info, dinfo);
     assert_string_equal(info->name, dinfo->name);
     assert_string_equal(info->stable_id, dinfo->stable_id);
     assert_int_equal(info->max_alloc_bytes, dinfo->max_alloc_bytes);
-    assert_string_equal(kiln_context_profile(ctx), dinfo->profile);
+    assert_string_equal(kiln_context_get_profile(ctx), dinfo->profile);
     assert_int_equal(atomic_load(&ctx->children), 0);
     assert_kiln_ok(kiln_context_destroy(ctx));
 
     /* Options with no profile and no flags behave like NULL options. */
     kiln_context_options options = {0};
     assert_kiln_ok(kiln_context_create(device, &options, &ctx));
-    assert_string_equal(kiln_context_profile(ctx), dinfo->profile);
+    assert_string_equal(kiln_context_get_profile(ctx), dinfo->profile);
     assert_kiln_ok(kiln_context_destroy(ctx));
 
     options.flags = KILN_CONTEXT_NO_CACHE;
@@ -60,8 +60,8 @@ static void test_bad_arguments(void **state) {
   assert_null(ctx);
 
   assert_kiln_ok(kiln_context_destroy(NULL));
-  assert_null(kiln_context_device_info(NULL));
-  assert_null(kiln_context_profile(NULL));
+  assert_null(kiln_context_get_device_info(NULL));
+  assert_null(kiln_context_get_profile(NULL));
 }
 
 /* Destroying a context with one live child fails and names the count; it
@@ -100,8 +100,10 @@ static void test_busy_with_children(void **state) {
 
     /* The context is still usable after a refused destroy. */
     uint32_t value = 0x12345678u, back = 0;
-    assert_kiln_ok(kiln_buffer_write_sync(queue, buffer, 4, 4, &value));
-    assert_kiln_ok(kiln_buffer_read_sync(queue, buffer, 4, 4, &back));
+    assert_kiln_ok(kiln_buffer_write_sync(
+        queue, &value, &(kiln_range){buffer, 1, 1, KILN_U32}));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        queue, &(kiln_range){buffer, 1, 1, KILN_U32}, &back));
     assert_int_equal(back, value);
 
     assert_kiln_ok(kiln_buffer_destroy(view));
@@ -129,10 +131,10 @@ static void test_profile_forced_by_options(void **state) {
       kiln_context_options options = {.profile = forced_profiles[p]};
       kiln_context *ctx = NULL;
       assert_kiln_ok(kiln_context_create(kiln_test_device(i), &options, &ctx));
-      assert_string_equal(kiln_context_profile(ctx), forced_profiles[p]);
+      assert_string_equal(kiln_context_get_profile(ctx), forced_profiles[p]);
       assert_ptr_equal(ctx->backend, kiln__backend_find(forced_profiles[p]));
       /* The device record keeps the matched profile. */
-      assert_string_equal(kiln_context_device_info(ctx)->profile,
+      assert_string_equal(kiln_context_get_device_info(ctx)->profile,
                           kiln_device_get_info(kiln_test_device(i))->profile);
       assert_kiln_ok(kiln_context_destroy(ctx));
     }
@@ -146,7 +148,8 @@ static void test_profile_forced_by_options(void **state) {
       kiln_context_options options = {.profile = upper};
       kiln_context *ctx = NULL;
       assert_kiln_ok(kiln_context_create(kiln_test_device(i), &options, &ctx));
-      assert_string_equal(kiln_context_profile(ctx), kiln__backends[p]->name);
+      assert_string_equal(kiln_context_get_profile(ctx),
+                          kiln__backends[p]->name);
       assert_kiln_ok(kiln_context_destroy(ctx));
     }
   }
@@ -160,14 +163,14 @@ static void test_profile_forced_by_env(void **state) {
       setenv("KILN_PROFILE", forced_profiles[p], 1);
       kiln_context *ctx = NULL;
       assert_kiln_ok(kiln_context_create(kiln_test_device(i), NULL, &ctx));
-      assert_string_equal(kiln_context_profile(ctx), forced_profiles[p]);
+      assert_string_equal(kiln_context_get_profile(ctx), forced_profiles[p]);
       assert_kiln_ok(kiln_context_destroy(ctx));
     }
     /* Set but empty counts as unset. */
     setenv("KILN_PROFILE", "", 1);
     kiln_context *ctx = NULL;
     assert_kiln_ok(kiln_context_create(kiln_test_device(i), NULL, &ctx));
-    assert_string_equal(kiln_context_profile(ctx),
+    assert_string_equal(kiln_context_get_profile(ctx),
                         kiln_device_get_info(kiln_test_device(i))->profile);
     assert_kiln_ok(kiln_context_destroy(ctx));
   }
@@ -210,7 +213,7 @@ static void test_create_default(void **state) {
   kiln_context *ctx = NULL;
   assert_kiln_ok(kiln_context_create_default(selector, &ctx));
   /* The first device the selector takes, as the harness saw it. */
-  assert_string_equal(kiln_context_device_info(ctx)->stable_id,
+  assert_string_equal(kiln_context_get_device_info(ctx)->stable_id,
                       kiln_device_get_info(kiln_test_device(0))->stable_id);
   /* Usable after the device list is gone. */
   kiln_queue *queue = NULL;
@@ -218,8 +221,10 @@ static void test_create_default(void **state) {
   assert_kiln_ok(kiln_queue_create(ctx, 0, &queue));
   assert_kiln_ok(kiln_buffer_create(ctx, 64, 0, &buffer));
   uint64_t value = 0x1122334455667788ull, back = 0;
-  assert_kiln_ok(kiln_buffer_write_sync(queue, buffer, 8, 8, &value));
-  assert_kiln_ok(kiln_buffer_read_sync(queue, buffer, 8, 8, &back));
+  assert_kiln_ok(kiln_buffer_write_sync(queue, &value,
+                                        &(kiln_range){buffer, 2, 2, KILN_U32}));
+  assert_kiln_ok(kiln_buffer_read_sync(
+      queue, &(kiln_range){buffer, 2, 2, KILN_U32}, &back));
   assert_true(back == value);
   assert_kiln_ok(kiln_buffer_destroy(buffer));
   assert_kiln_ok(kiln_queue_destroy(queue));

@@ -167,7 +167,7 @@ static void test_enumerate(void **state) {
   kiln_device_list *list = NULL;
   assert_kiln_ok(kiln_device_list_create(&list));
   assert_non_null(list);
-  size_t n = kiln_device_list_count(list);
+  size_t n = kiln_device_list_get_count(list);
   for (size_t i = 0; i < n; i++) {
     const kiln_device *d = kiln_device_list_get(list, i);
     assert_non_null(d);
@@ -207,7 +207,7 @@ static bool pocl_installed(void) {
 /* Pairs of PoCL devices in list that nothing but their order tells apart. */
 static size_t pocl_twins(const kiln_device_list *list) {
   size_t twins = 0;
-  for (size_t i = 0; i < kiln_device_list_count(list); i++)
+  for (size_t i = 0; i < kiln_device_list_get_count(list); i++)
     for (size_t j = 0; j < i; j++) {
       const kiln_device_info *x =
           kiln_device_get_info(kiln_device_list_get(list, i));
@@ -228,8 +228,9 @@ static void test_stable_ids(void **state) {
   kiln_device_list *a = NULL, *b = NULL;
   assert_kiln_ok(kiln_device_list_create(&a));
   assert_kiln_ok(kiln_device_list_create(&b));
-  assert_int_equal(kiln_device_list_count(a), kiln_device_list_count(b));
-  for (size_t i = 0; i < kiln_device_list_count(a); i++) {
+  assert_int_equal(kiln_device_list_get_count(a),
+                   kiln_device_list_get_count(b));
+  for (size_t i = 0; i < kiln_device_list_get_count(a); i++) {
     const kiln_device_info *x = kiln_device_get_info(kiln_device_list_get(a, i));
     const kiln_device_info *y = kiln_device_get_info(kiln_device_list_get(b, i));
     assert_string_equal(x->stable_id, y->stable_id);
@@ -257,7 +258,7 @@ static void test_clone_outlives_list(void **state) {
   (void)state;
   kiln_device_list *list = NULL;
   assert_kiln_ok(kiln_device_list_create(&list));
-  if (kiln_device_list_count(list) == 0) {
+  if (kiln_device_list_get_count(list) == 0) {
     kiln_device_list_destroy(list);
     KILN_TEST_SKIP("no OpenCL device");
   }
@@ -297,8 +298,8 @@ static void test_problems(void **state) {
   cl_uint np = 0;
   cl_int err = clGetPlatformIDs(0, NULL, &np);
   if (err != CL_SUCCESS || np == 0) {
-    assert_true(kiln_device_list_problem_count(list) >= 1);
-    assert_string_equal(kiln_device_list_problem(list, 0)->call,
+    assert_true(kiln_device_list_get_problem_count(list) >= 1);
+    assert_string_equal(kiln_device_list_get_problem(list, 0)->call,
                         "clGetPlatformIDs");
     kiln_device_list_destroy(list);
     return;
@@ -316,8 +317,8 @@ static void test_problems(void **state) {
     char pname[256] = "";
     clGetPlatformInfo(ps[p], CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
     bool found = false;
-    for (size_t i = 0; i < kiln_device_list_problem_count(list); i++) {
-      const kiln_device_problem *pr = kiln_device_list_problem(list, i);
+    for (size_t i = 0; i < kiln_device_list_get_problem_count(list); i++) {
+      const kiln_device_problem *pr = kiln_device_list_get_problem(list, i);
       if (pr->platform_index != p)
         continue;
       found = true;
@@ -339,11 +340,11 @@ static void test_problems(void **state) {
     if (clGetDeviceIDs(ps[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) == CL_SUCCESS)
       devices += nd;
   }
-  assert_int_equal(kiln_device_list_count(list), devices);
+  assert_int_equal(kiln_device_list_get_count(list), devices);
   free(ps);
-  assert_null(kiln_device_list_problem(list, SIZE_MAX));
-  assert_null(
-      kiln_device_list_problem(list, kiln_device_list_problem_count(list)));
+  assert_null(kiln_device_list_get_problem(list, SIZE_MAX));
+  assert_null(kiln_device_list_get_problem(
+      list, kiln_device_list_get_problem_count(list)));
   kiln_device_list_destroy(list);
 }
 
@@ -353,10 +354,10 @@ static void test_null_handling(void **state) {
   assert_last_error_contains("kiln_device_list_create");
   assert_last_error_contains("out");
   kiln_device_list_destroy(NULL);
-  assert_int_equal(kiln_device_list_count(NULL), 0);
+  assert_int_equal(kiln_device_list_get_count(NULL), 0);
   assert_null(kiln_device_list_get(NULL, 0));
-  assert_int_equal(kiln_device_list_problem_count(NULL), 0);
-  assert_null(kiln_device_list_problem(NULL, 0));
+  assert_int_equal(kiln_device_list_get_problem_count(NULL), 0);
+  assert_null(kiln_device_list_get_problem(NULL, 0));
   assert_null(kiln_device_get_info(NULL));
 
   struct kiln_device *copy = (struct kiln_device *)1;
@@ -406,7 +407,7 @@ static void test_synthetic_list(void **state) {
   fake[1].info.type = KILN_DEVICE_CPU;
   kiln_device_list *list = NULL;
   assert_kiln_ok(kiln__device_list_synthetic(fake, 2, &list));
-  assert_int_equal(kiln_device_list_count(list), 2);
+  assert_int_equal(kiln_device_list_get_count(list), 2);
   const kiln_device_info *a = kiln_device_get_info(kiln_device_list_get(list, 0));
   const kiln_device_info *b = kiln_device_get_info(kiln_device_list_get(list, 1));
   assert_string_equal(a->profile, "nvidia");
@@ -420,7 +421,7 @@ static void test_synthetic_list(void **state) {
   assert_kiln_status(kiln__device_list_synthetic(fake, 1, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_kiln_ok(kiln__device_list_synthetic(NULL, 0, &list));
-  assert_int_equal(kiln_device_list_count(list), 0);
+  assert_int_equal(kiln_device_list_get_count(list), 0);
   kiln_device_list_destroy(list);
 }
 

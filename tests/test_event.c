@@ -33,35 +33,37 @@ static void test_wait_and_state(void **state) {
     for (uint32_t k = 0; k < 256; k++)
       data[k] = k * 2654435761u;
     kiln_event *write = NULL, *read = NULL;
-    assert_kiln_ok(
-        kiln_buffer_write(queue, buffer, 0, sizeof data, data, 1, &gate, &write));
-    assert_kiln_ok(
-        kiln_buffer_read(queue, buffer, 0, sizeof back, back, 1, &write, &read));
+    assert_kiln_ok(kiln_buffer_write(queue, data,
+                                     &(kiln_range){buffer, 0, 256, KILN_U32}, 1,
+                                     &gate, &write));
+    assert_kiln_ok(kiln_buffer_read(queue,
+                                    &(kiln_range){buffer, 0, 256, KILN_U32},
+                                    back, 1, &write, &read));
     /* No kiln_queue_flush here: Oclgrind's clFlush runs the queue to
      * completion and would spin forever on the unset user event. */
     kiln_event_state st = KILN_EVENT_COMPLETE;
-    assert_kiln_ok(kiln_event_state_get(write, &st));
+    assert_kiln_ok(kiln_event_get_state(write, &st));
     assert_true(st == KILN_EVENT_QUEUED || st == KILN_EVENT_SUBMITTED);
-    assert_kiln_ok(kiln_event_state_get(gate, &st));
+    assert_kiln_ok(kiln_event_get_state(gate, &st));
     assert_int_equal(st, KILN_EVENT_SUBMITTED); /* user events start there */
     /* Not complete: no timestamps yet. */
     uint64_t start = 0, end = 0;
-    assert_kiln_status(kiln_event_profiling(write, &start, &end),
+    assert_kiln_status(kiln_event_get_profiling(write, &start, &end),
                        KILN_ERR_INVALID_STATE);
     assert_last_error_contains("has not completed");
 
     assert_int_equal(clSetUserEventStatus(gate_cl, CL_COMPLETE), CL_SUCCESS);
     assert_kiln_ok(kiln_event_wait(read));
     assert_memory_equal(data, back, sizeof data);
-    assert_kiln_ok(kiln_event_state_get(write, &st));
+    assert_kiln_ok(kiln_event_get_state(write, &st));
     assert_int_equal(st, KILN_EVENT_COMPLETE);
-    assert_kiln_ok(kiln_event_profiling(write, &start, &end));
+    assert_kiln_ok(kiln_event_get_profiling(write, &start, &end));
     assert_true(end >= start);
     /* Either out pointer may be NULL. */
     uint64_t end2 = 0;
-    assert_kiln_ok(kiln_event_profiling(write, NULL, &end2));
+    assert_kiln_ok(kiln_event_get_profiling(write, NULL, &end2));
     assert_true(end2 == end);
-    assert_kiln_ok(kiln_event_profiling(write, NULL, NULL));
+    assert_kiln_ok(kiln_event_get_profiling(write, NULL, NULL));
 
     kiln_event *all[3] = {gate, write, read};
     assert_kiln_ok(kiln_event_wait_all(3, all));
@@ -95,9 +97,9 @@ static void test_failed_command(void **state) {
    * releasing that event aborts in pocl_lock_events_inorder under
    * MALLOC_PERTURB_; reproduced with raw OpenCL calls). */
   kiln_event_state st = KILN_EVENT_COMPLETE;
-  assert_kiln_ok(kiln_event_state_get(gate, &st));
+  assert_kiln_ok(kiln_event_get_state(gate, &st));
   assert_int_equal(st, KILN_EVENT_FAILED);
-  assert_kiln_status(kiln_event_profiling(gate, NULL, NULL),
+  assert_kiln_status(kiln_event_get_profiling(gate, NULL, NULL),
                      KILN_ERR_EXEC_FAILED);
 
   /* wait_all waits for every event and reports the failing index. */
@@ -128,14 +130,15 @@ static void test_failed_dependency(void **state) {
     kiln_buffer *buffer = NULL;
     uint32_t data[4] = {1, 2, 3, 4};
     assert_kiln_ok(kiln_buffer_create(ctx, sizeof data, 0, &buffer));
-    assert_kiln_ok(kiln_buffer_write(queue, buffer, 0, sizeof data, data, 1,
+    assert_kiln_ok(kiln_buffer_write(queue, data,
+                                     &(kiln_range){buffer, 0, 4, KILN_U32}, 1,
                                      &gate, &blocked));
     assert_int_equal(clSetUserEventStatus(gate_cl, CL_OUT_OF_RESOURCES),
                      CL_SUCCESS);
     assert_kiln_status(kiln_event_wait(blocked), KILN_ERR_EXEC_FAILED);
     assert_last_error_contains("failed on device");
     kiln_event_state st = KILN_EVENT_COMPLETE;
-    assert_kiln_ok(kiln_event_state_get(blocked, &st));
+    assert_kiln_ok(kiln_event_get_state(blocked, &st));
     assert_int_equal(st, KILN_EVENT_FAILED);
     assert_kiln_ok(kiln_queue_finish(queue));
     kiln_event_release(blocked);
@@ -163,13 +166,13 @@ static void test_bad_arguments(void **state) {
   assert_kiln_status(kiln_event_wait_all(3, holes), KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_event_wait_all: events[2] is NULL");
   kiln_event_state st;
-  assert_kiln_status(kiln_event_state_get(NULL, &st), KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_event_state_get: event is NULL");
-  assert_kiln_status(kiln_event_state_get(ev, NULL), KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_event_state_get: out is NULL");
-  assert_kiln_status(kiln_event_profiling(NULL, NULL, NULL),
+  assert_kiln_status(kiln_event_get_state(NULL, &st), KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_event_get_state: event is NULL");
+  assert_kiln_status(kiln_event_get_state(ev, NULL), KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("kiln_event_get_state: out is NULL");
+  assert_kiln_status(kiln_event_get_profiling(NULL, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_last_error_contains("kiln_event_profiling: event is NULL");
+  assert_last_error_contains("kiln_event_get_profiling: event is NULL");
   assert_null(kiln_event_retain(NULL));
   kiln_event_release(NULL);
   assert_kiln_ok(kiln_event_wait(ev));
@@ -188,7 +191,7 @@ static void test_profiling_needs_flag(void **state) {
   assert_kiln_ok(kiln_queue_marker(queue, 0, NULL, &ev));
   assert_kiln_ok(kiln_event_wait(ev));
   uint64_t start = 1;
-  assert_kiln_status(kiln_event_profiling(ev, &start, NULL),
+  assert_kiln_status(kiln_event_get_profiling(ev, &start, NULL),
                      KILN_ERR_INVALID_STATE);
   assert_last_error_contains("without KILN_QUEUE_PROFILING");
   assert_true(start == 1); /* untouched on failure */
@@ -239,7 +242,7 @@ static void test_wait_lists(void **state) {
     kiln_event *saved = events[MANY - 1];
     events[MANY - 1] = other; /* swapped in, past the inline limit */
     assert_kiln_status(kiln__wait_list(queue, MANY, events, inline_buf, &list),
-                       KILN_ERR_SHAPE_MISMATCH);
+                       KILN_ERR_WRONG_CONTEXT);
     assert_last_error_contains("wait_list[39] is an event of another context");
     assert_null(list);
     events[MANY - 1] = saved;

@@ -52,7 +52,7 @@ static void assert_pocl_survives(void) {
   if (!pocl_expected())
     return;
   size_t found = 0;
-  for (size_t i = 0; i < kiln_device_list_count(list); i++) {
+  for (size_t i = 0; i < kiln_device_list_get_count(list); i++) {
     const kiln_device_info *in =
         kiln_device_get_info(kiln_device_list_get(list, i));
     if (kiln__backend_is_pocl(in->platform_name)) {
@@ -72,7 +72,7 @@ static void assert_pocl_survives(void) {
 /* The fake devices in the list (recognised by their vendor id). */
 static size_t fake_devices(const kiln_device_info *out[8]) {
   size_t n = 0;
-  for (size_t i = 0; i < kiln_device_list_count(list) && n < 8; i++) {
+  for (size_t i = 0; i < kiln_device_list_get_count(list) && n < 8; i++) {
     const kiln_device_info *in =
         kiln_device_get_info(kiln_device_list_get(list, i));
     if (in->vendor_id == FAKE_VENDOR_ID)
@@ -83,8 +83,8 @@ static size_t fake_devices(const kiln_device_info *out[8]) {
 
 static const kiln_device_problem *problem_with_call(const char *call,
                                                     size_t nth) {
-  for (size_t i = 0; i < kiln_device_list_problem_count(list); i++) {
-    const kiln_device_problem *p = kiln_device_list_problem(list, i);
+  for (size_t i = 0; i < kiln_device_list_get_problem_count(list); i++) {
+    const kiln_device_problem *p = kiln_device_list_get_problem(list, i);
     if (strcmp(p->call, call) == 0 && nth-- == 0)
       return p;
   }
@@ -134,13 +134,13 @@ static void test_healthy(void **state) {
   assert_true(strncmp(fake[2]->stable_id, "hash-", 5) == 0);
   assert_string_equal(fake[0]->extensions,
                       "cl_khr_fp64 cl_khr_fp16 cl_khr_device_uuid");
-  for (size_t i = 0; i < kiln_device_list_problem_count(list); i++)
-    assert_string_not_equal(kiln_device_list_problem(list, i)->platform_name,
-                            FAKE_PLATFORM);
+  for (size_t i = 0; i < kiln_device_list_get_problem_count(list); i++)
+    assert_string_not_equal(
+        kiln_device_list_get_problem(list, i)->platform_name, FAKE_PLATFORM);
   /* The selector sees it as the GPU it claims to be. */
   kiln_selection *sel = NULL;
   assert_kiln_ok(kiln_selection_create(list, "gpu", &sel));
-  assert_int_equal(kiln_selection_count(sel), 3);
+  assert_int_equal(kiln_selection_get_count(sel), 3);
   kiln_selection_destroy(sel);
   const kiln_device *d = NULL;
   assert_kiln_ok(kiln_device_select(list, "uuid:a0a1a2a3a4a5a6a7a8a9aaabacadaeaf",
@@ -250,8 +250,8 @@ static void test_long_strings(void **state) {
   assert_true(strlen(kiln_last_error()) < 4096);
   kiln_selection *sel = NULL;
   assert_kiln_ok(kiln_selection_create(list, "name:xyz", &sel));
-  for (size_t i = 0; i < kiln_device_list_count(list); i++)
-    assert_true(strlen(kiln_selection_explain(sel, i, NULL)) < 2048);
+  for (size_t i = 0; i < kiln_device_list_get_count(list); i++)
+    assert_true(strlen(kiln_selection_get_explanation(sel, i, NULL)) < 2048);
   kiln_selection_destroy(sel);
 }
 
@@ -293,9 +293,9 @@ static void test_broken_vendors(void **state) {
 static void test_no_platforms(void **state) {
   (void)state;
   assert_true(in_mode("no-platforms"));
-  assert_int_equal(kiln_device_list_count(list), 0);
-  assert_int_equal(kiln_device_list_problem_count(list), 1);
-  const kiln_device_problem *p = kiln_device_list_problem(list, 0);
+  assert_int_equal(kiln_device_list_get_count(list), 0);
+  assert_int_equal(kiln_device_list_get_problem_count(list), 1);
+  const kiln_device_problem *p = kiln_device_list_get_problem(list, 0);
   assert_string_equal(p->call, "clGetPlatformIDs");
   assert_int_equal(p->cl_error, CL_PLATFORM_NOT_FOUND_KHR);
   assert_int_equal(p->platform_index, SIZE_MAX);
@@ -307,7 +307,7 @@ static void test_no_platforms(void **state) {
   assert_last_error_contains("CL_PLATFORM_NOT_FOUND_KHR");
   kiln_selection *sel = NULL;
   assert_kiln_ok(kiln_selection_create(list, "all", &sel));
-  assert_int_equal(kiln_selection_count(sel), 0);
+  assert_int_equal(kiln_selection_get_count(sel), 0);
   kiln_selection_destroy(sel);
 }
 
@@ -317,10 +317,11 @@ static void test_stable_across_enumerations(void **state) {
   assert_kiln_ok(kiln_device_list_create(&list));
   kiln_device_list *again = NULL;
   assert_kiln_ok(kiln_device_list_create(&again));
-  assert_int_equal(kiln_device_list_count(list), kiln_device_list_count(again));
-  assert_int_equal(kiln_device_list_problem_count(list),
-                   kiln_device_list_problem_count(again));
-  for (size_t i = 0; i < kiln_device_list_count(list); i++)
+  assert_int_equal(kiln_device_list_get_count(list),
+                   kiln_device_list_get_count(again));
+  assert_int_equal(kiln_device_list_get_problem_count(list),
+                   kiln_device_list_get_problem_count(again));
+  for (size_t i = 0; i < kiln_device_list_get_count(list); i++)
     assert_string_equal(
         kiln_device_get_info(kiln_device_list_get(list, i))->stable_id,
         kiln_device_get_info(kiln_device_list_get(again, i))->stable_id);

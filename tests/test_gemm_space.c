@@ -222,7 +222,7 @@ static void test_sample(void **state) {
     }
     struct kiln__gemm_gpu_params sample[64];
     const size_t count =
-        draw_sample(kiln_context_device_info(ctx), sample, 64);
+        draw_sample(kiln_context_get_device_info(ctx), sample, 64);
     fprintf(stderr, "# device %zu: %zu points hold every value of every knob\n",
             d, count);
     /* Each point is a program of its own, which PoCL takes seconds to

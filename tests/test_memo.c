@@ -137,7 +137,8 @@ static void test_queue_kernels(void **state) {
                                             &local, 0, NULL, NULL),
                      CL_SUCCESS);
     uint32_t out[N];
-    assert_kiln_ok(kiln_buffer_read_sync(queue, buf, 0, sizeof out, out));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(queue, &(kiln_range){buf, 0, N, KILN_U32}, out));
     for (uint32_t i = 0; i < N; i++)
       assert_int_equal(out[i], (i * 2654435761u) ^ seed);
     assert_kiln_ok(kiln_buffer_destroy(buf));

@@ -82,21 +82,21 @@ static double stored(kiln_dtype dtype, int r, size_t i, unsigned salt) {
 }
 
 /* Whether got matches op over every rank's element i, within the bound. */
-static bool close_to_reference(kiln_dtype dtype, kiln_mpi_op op, size_t i,
+static bool close_to_reference(kiln_dtype dtype, kiln_reduce_op op, size_t i,
                                unsigned salt, double got, double *want) {
   double sum = 0, mag = 0, best = stored(dtype, 0, i, salt);
   for (int r = 0; r < size_; r++) {
     double x = stored(dtype, r, i, salt);
     sum += x;
     mag += fabs(x);
-    best = op == KILN_MPI_MAX ? fmax(best, x) : fmin(best, x);
+    best = op == KILN_REDUCE_MAX ? fmax(best, x) : fmin(best, x);
   }
-  if (op == KILN_MPI_MAX || op == KILN_MPI_MIN) {
+  if (op == KILN_REDUCE_MAX || op == KILN_REDUCE_MIN) {
     *want = best;
     return got == best;
   }
-  double exact = op == KILN_MPI_MEAN ? sum / size_ : sum;
-  double scale = op == KILN_MPI_MEAN ? 1.0 / size_ : 1.0;
+  double exact = op == KILN_REDUCE_MEAN ? sum / size_ : sum;
+  double scale = op == KILN_REDUCE_MEAN ? 1.0 / size_ : 1.0;
   double tol = (size_ - 1) * 0x1p-24 * mag * scale + 0x1p-24 * fabs(exact);
   if (dtype == KILN_F16)
     tol += 0x1p-11 * fabs(exact) + 0x1p-25;
@@ -123,7 +123,7 @@ static bool same_on_every_rank(const void *data, size_t bytes) {
 /* Allreduce count elements at a 64-byte offset of a buffer whose bytes
  * around the range are a sentinel, and check range and sentinel. */
 static void allreduce_case(kiln_mpi *mpi, size_t count, kiln_dtype dtype,
-                           kiln_mpi_op op, bool blocking) {
+                           kiln_reduce_op op, bool blocking) {
   size_t es = kiln_dtype_size(dtype), pad = 64, bytes = count * es;
   unsigned salt = (unsigned)(count * 7 + dtype * 3 + op);
   unsigned char *host = malloc(bytes + 2 * pad);
@@ -132,21 +132,32 @@ static void allreduce_case(kiln_mpi *mpi, size_t count, kiln_dtype dtype,
     store(dtype, host + pad, i, input(rank_, i, salt));
   kiln_buffer *buf = NULL;
   assert_kiln_ok(kiln_buffer_create(ctx, bytes + 2 * pad, 0, &buf));
-  assert_kiln_ok(kiln_buffer_write_sync(queue, buf, 0, bytes + 2 * pad, host));
+  assert_kiln_ok(kiln_buffer_write_sync(
+      queue, host, &(kiln_range){buf, 0, count + 2 * pad / es, dtype}));
   if (blocking) {
-    assert_kiln_ok(kiln_mpi_allreduce(mpi, queue, buf, pad, count, dtype, op,
-                                      0, NULL));
+    /* Blocking: its out event is complete when it returns. */
+    kiln_event *done = NULL;
+    kiln_event_state state = KILN_EVENT_QUEUED;
+    assert_kiln_ok(kiln_mpi_allreduce(
+        mpi, queue, &(kiln_range){buf, pad / es, count, dtype}, op, 0, NULL,
+        &done));
+    assert_kiln_ok(kiln_event_get_state(done, &state));
+    check(state == KILN_EVENT_COMPLETE, "out_event state %d after return",
+          (int)state);
+    kiln_event_release(done);
   } else {
     kiln_mpi_request *req = NULL;
-    assert_kiln_ok(kiln_mpi_iallreduce(mpi, queue, buf, pad, count, dtype, op,
-                                       0, NULL, &req));
+    assert_kiln_ok(kiln_mpi_iallreduce(
+        mpi, queue, &(kiln_range){buf, pad / es, count, dtype}, op, 0, NULL,
+        &req));
     bool done = false;
     while (req != NULL && kiln_mpi_test(req, &done) == KILN_OK && !done)
       ;
     assert_kiln_ok(kiln_mpi_wait(req));
   }
   memset(host, 0, bytes + 2 * pad);
-  assert_kiln_ok(kiln_buffer_read_sync(queue, buf, 0, bytes + 2 * pad, host));
+  assert_kiln_ok(kiln_buffer_read_sync(
+      queue, &(kiln_range){buf, 0, count + 2 * pad / es, dtype}, host));
   size_t bad = 0;
   for (size_t i = 0; i < pad; i++)
     bad += (host[i] != 0xa5) + (host[pad + bytes + i] != 0xa5);
@@ -176,13 +187,13 @@ static void test_allreduce(void) {
   for (size_t d = 0; d < 3; d++)
     for (int op = 0; op < 4; op++)
       for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
-        allreduce_case(mpi, counts[c], dtypes[d], (kiln_mpi_op)op,
+        allreduce_case(mpi, counts[c], dtypes[d], (kiln_reduce_op)op,
                        (c + op) % 2 == 0);
   assert_kiln_ok(kiln_mpi_destroy(mpi));
   /* 64 MiB of f32 with the default 4 MiB chunks: 16 chunks through 4 slots. */
   assert_kiln_ok(kiln_mpi_create(MPI_COMM_WORLD, NULL, &mpi));
-  allreduce_case(mpi, (size_t)16 << 20, KILN_F32, KILN_MPI_SUM, true);
-  allreduce_case(mpi, ((size_t)1 << 20) + 3, KILN_F32, KILN_MPI_MEAN, false);
+  allreduce_case(mpi, (size_t)16 << 20, KILN_F32, KILN_REDUCE_SUM, true);
+  allreduce_case(mpi, ((size_t)1 << 20) + 3, KILN_F32, KILN_REDUCE_MEAN, false);
   assert_kiln_ok(kiln_mpi_destroy(mpi));
 }
 
@@ -201,13 +212,17 @@ static void test_two_requests(void) {
   kiln_buffer *ba = NULL, *bb = NULL;
   assert_kiln_ok(kiln_buffer_create(ctx, sizeof a, 0, &ba));
   assert_kiln_ok(kiln_buffer_create(ctx, sizeof b, 0, &bb));
-  assert_kiln_ok(kiln_buffer_write_sync(queue, ba, 0, sizeof a, a));
-  assert_kiln_ok(kiln_buffer_write_sync(queue, bb, 0, sizeof b, b));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(queue, a, &(kiln_range){ba, 0, N, KILN_F32}));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(queue, b, &(kiln_range){bb, 0, N, KILN_F32}));
   kiln_mpi_request *ra = NULL, *rb = NULL;
-  assert_kiln_ok(kiln_mpi_iallreduce(mpi, queue, ba, 0, N, KILN_F32,
-                                     KILN_MPI_SUM, 0, NULL, &ra));
-  assert_kiln_ok(kiln_mpi_iallreduce(mpi, queue, bb, 0, N, KILN_F32,
-                                     KILN_MPI_MAX, 0, NULL, &rb));
+  assert_kiln_ok(kiln_mpi_iallreduce(mpi, queue,
+                                     &(kiln_range){ba, 0, N, KILN_F32},
+                                     KILN_REDUCE_SUM, 0, NULL, &ra));
+  assert_kiln_ok(kiln_mpi_iallreduce(mpi, queue,
+                                     &(kiln_range){bb, 0, N, KILN_F32},
+                                     KILN_REDUCE_MAX, 0, NULL, &rb));
   assert_kiln_status(kiln_mpi_destroy(mpi), KILN_ERR_BUSY);
   if (rank_ % 2) {
     assert_kiln_ok(kiln_mpi_wait(rb));
@@ -216,13 +231,15 @@ static void test_two_requests(void) {
     assert_kiln_ok(kiln_mpi_wait(ra));
     assert_kiln_ok(kiln_mpi_wait(rb));
   }
-  assert_kiln_ok(kiln_buffer_read_sync(queue, ba, 0, sizeof a, a));
-  assert_kiln_ok(kiln_buffer_read_sync(queue, bb, 0, sizeof b, b));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(queue, &(kiln_range){ba, 0, N, KILN_F32}, a));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(queue, &(kiln_range){bb, 0, N, KILN_F32}, b));
   size_t bad = 0;
   for (size_t i = 0; i < N; i++) {
     double want;
-    bad += !close_to_reference(KILN_F32, KILN_MPI_SUM, i, 1, a[i], &want);
-    bad += !close_to_reference(KILN_F32, KILN_MPI_MAX, i, 2, b[i], &want);
+    bad += !close_to_reference(KILN_F32, KILN_REDUCE_SUM, i, 1, a[i], &want);
+    bad += !close_to_reference(KILN_F32, KILN_REDUCE_MAX, i, 2, b[i], &want);
   }
   check(bad == 0, "%zu wrong elements with two requests in flight", bad);
   kiln_buffer_destroy(ba);
@@ -243,10 +260,13 @@ static void test_broadcast_gather_scatter(void) {
   /* Broadcast u32 from the last rank. */
   for (size_t i = 0; i < n; i++)
     u[i] = (uint32_t)(rank_ * 100000 + i);
-  assert_kiln_ok(kiln_buffer_write_sync(queue, src, 0, n * 4, u));
-  assert_kiln_ok(kiln_mpi_broadcast(mpi, queue, src, 0, n, KILN_U32,
-                                    size_ - 1, 0, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(queue, src, 0, n * 4, v));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(queue, u, &(kiln_range){src, 0, n, KILN_U32}));
+  assert_kiln_ok(kiln_mpi_broadcast(mpi, queue,
+                                    &(kiln_range){src, 0, n, KILN_U32},
+                                    size_ - 1, 0, NULL, NULL));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(queue, &(kiln_range){src, 0, n, KILN_U32}, v));
   size_t bad = 0;
   for (size_t i = 0; i < n; i++)
     bad += v[i] != (uint32_t)((size_ - 1) * 100000 + i);
@@ -255,12 +275,15 @@ static void test_broadcast_gather_scatter(void) {
   /* Allgather i32 (non-blocking). */
   for (size_t i = 0; i < n; i++)
     u[i] = (uint32_t)(rank_ * 7 + i * 3);
-  assert_kiln_ok(kiln_buffer_write_sync(queue, src, 0, n * 4, u));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(queue, u, &(kiln_range){src, 0, n, KILN_U32}));
   kiln_mpi_request *req = NULL;
-  assert_kiln_ok(kiln_mpi_iallgather(mpi, queue, src, 0, dst, 0, n, KILN_I32,
-                                     0, NULL, &req));
+  assert_kiln_ok(kiln_mpi_iallgather(
+      mpi, queue, &(kiln_range){src, 0, n, KILN_I32},
+      &(kiln_range){dst, 0, n * p, KILN_I32}, 0, NULL, &req));
   assert_kiln_ok(kiln_mpi_wait(req));
-  assert_kiln_ok(kiln_buffer_read_sync(queue, dst, 0, n * p * 4, v));
+  assert_kiln_ok(
+      kiln_buffer_read_sync(queue, &(kiln_range){dst, 0, n * p, KILN_U32}, v));
   bad = 0;
   for (size_t r = 0; r < p; r++)
     for (size_t i = 0; i < n; i++)
@@ -271,17 +294,20 @@ static void test_broadcast_gather_scatter(void) {
   static const kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_BF16};
   for (int t = 0; t < 12; t++) {
     kiln_dtype dt = dts[t / 4];
-    kiln_mpi_op op = (kiln_mpi_op)(t % 4);
+    kiln_reduce_op op = (kiln_reduce_op)(t % 4);
     size_t es = kiln_dtype_size(dt);
     unsigned salt = 9 + (unsigned)t;
     unsigned char *h = malloc(n * p * es);
     /* Block q of rank r holds input(r, q * n + i). */
     for (size_t i = 0; i < n * p; i++)
       store(dt, h, i, input(rank_, i, salt));
-    assert_kiln_ok(kiln_buffer_write_sync(queue, src, 0, n * p * es, h));
-    assert_kiln_ok(kiln_mpi_reduce_scatter(mpi, queue, src, 0, dst, 0, n, dt,
-                                           op, 0, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(queue, dst, 0, n * es, h));
+    assert_kiln_ok(
+        kiln_buffer_write_sync(queue, h, &(kiln_range){src, 0, n * p, dt}));
+    assert_kiln_ok(kiln_mpi_reduce_scatter(
+        mpi, queue, &(kiln_range){src, 0, n * p, dt},
+        &(kiln_range){dst, 0, n, dt}, op, 0, NULL, NULL));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(queue, &(kiln_range){dst, 0, n, dt}, h));
     bad = 0;
     for (size_t i = 0; i < n; i++) {
       double want;
@@ -293,10 +319,11 @@ static void test_broadcast_gather_scatter(void) {
     free(h);
   }
   /* Zero elements: still collective, nothing moves. */
-  assert_kiln_ok(kiln_mpi_broadcast(mpi, queue, src, 0, 0, KILN_U32, 0, 0,
-                                    NULL));
-  assert_kiln_ok(kiln_mpi_allgather(mpi, queue, src, 0, dst, 0, 0, KILN_F16,
-                                    0, NULL));
+  assert_kiln_ok(kiln_mpi_broadcast(
+      mpi, queue, &(kiln_range){src, 0, 0, KILN_U32}, 0, 0, NULL, NULL));
+  assert_kiln_ok(
+      kiln_mpi_allgather(mpi, queue, &(kiln_range){src, 0, 0, KILN_F16},
+                         &(kiln_range){dst, 0, 0, KILN_F16}, 0, NULL, NULL));
   kiln_buffer_destroy(src);
   kiln_buffer_destroy(dst);
   free(u);
@@ -321,10 +348,10 @@ static void test_errors(void) {
   bad_opt = (kiln_mpi_options){.chunk_bytes = SIZE_MAX};
   assert_kiln_status(kiln_mpi_create(MPI_COMM_WORLD, &bad_opt, &mpi),
                      KILN_ERR_INVALID_ARGUMENT);
-  assert_int_equal(kiln_mpi_rank(NULL), -1);
-  assert_int_equal(kiln_mpi_size(NULL), -1);
-  assert_int_equal(kiln_mpi_local_rank(NULL), -1);
-  assert_int_equal(kiln_mpi_local_size(NULL), -1);
+  assert_int_equal(kiln_mpi_get_rank(NULL), -1);
+  assert_int_equal(kiln_mpi_get_size(NULL), -1);
+  assert_int_equal(kiln_mpi_get_local_rank(NULL), -1);
+  assert_int_equal(kiln_mpi_get_local_size(NULL), -1);
   assert_kiln_ok(kiln_mpi_destroy(NULL));
   const kiln_device *dev = NULL;
   assert_kiln_status(kiln_mpi_select_device(NULL, NULL, NULL, &dev),
@@ -336,92 +363,127 @@ static void test_errors(void) {
 
   kiln_mpi_options opt = {.timeout_s = 60};
   assert_kiln_ok(kiln_mpi_create(MPI_COMM_WORLD, &opt, &mpi));
-  check(kiln_mpi_rank(mpi) == rank_ && kiln_mpi_size(mpi) == size_,
-        "rank %d size %d", kiln_mpi_rank(mpi), kiln_mpi_size(mpi));
-  check(kiln_mpi_local_size(mpi) == size_, "one node: local size %d",
-        kiln_mpi_local_size(mpi));
+  check(kiln_mpi_get_rank(mpi) == rank_ && kiln_mpi_get_size(mpi) == size_,
+        "rank %d size %d", kiln_mpi_get_rank(mpi), kiln_mpi_get_size(mpi));
+  check(kiln_mpi_get_local_size(mpi) == size_, "one node: local size %d",
+        kiln_mpi_get_local_size(mpi));
   kiln_buffer *buf = NULL;
   assert_kiln_ok(kiln_buffer_create(ctx, 4096, 0, &buf));
   kiln_mpi_request *req = NULL;
   /* Each of these fails on every rank, which all call it. */
-  assert_kiln_status(kiln_mpi_allreduce(NULL, queue, buf, 0, 4, KILN_F32,
-                                        KILN_MPI_SUM, 0, NULL),
+  assert_kiln_status(kiln_mpi_allreduce(NULL, queue,
+                                        &(kiln_range){buf, 0, 4, KILN_F32},
+                                        KILN_REDUCE_SUM, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_mpi_allreduce(mpi, NULL, buf, 0, 4, KILN_F32,
-                                        KILN_MPI_SUM, 0, NULL),
+  assert_kiln_status(kiln_mpi_allreduce(mpi, NULL,
+                                        &(kiln_range){buf, 0, 4, KILN_F32},
+                                        KILN_REDUCE_SUM, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_mpi_allreduce(mpi, queue, buf, 0, 4, KILN_I32,
-                                        KILN_MPI_SUM, 0, NULL),
+  assert_kiln_status(kiln_mpi_allreduce(mpi, queue,
+                                        &(kiln_range){buf, 0, 4, KILN_I32},
+                                        KILN_REDUCE_SUM, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
-  assert_kiln_status(kiln_mpi_allreduce(mpi, queue, buf, 0, 4, KILN_F32,
-                                        (kiln_mpi_op)99, 0, NULL),
+  assert_kiln_status(kiln_mpi_allreduce(mpi, queue,
+                                        &(kiln_range){buf, 0, 4, KILN_F32},
+                                        (kiln_reduce_op)99, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
-  assert_kiln_status(kiln_mpi_allreduce(mpi, queue, buf, 4000, 1000,
-                                        KILN_F32, KILN_MPI_SUM, 0, NULL),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("do not fit in buffer (4096 bytes)");
-  assert_kiln_status(kiln_mpi_allreduce(mpi, queue, buf, 0, SIZE_MAX,
-                                        KILN_F32, KILN_MPI_SUM, 0, NULL),
-                     KILN_ERR_OUT_OF_RANGE);
-  assert_kiln_status(kiln_mpi_iallreduce(mpi, queue, buf, 0, 4, KILN_F32,
-                                         KILN_MPI_SUM, 0, NULL, NULL),
-                     KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_mpi_broadcast(mpi, queue, buf, 0, 4, KILN_F32, -1,
-                                        0, NULL),
+  assert_kiln_status(
+      kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 1000, 1000, KILN_F32},
+                         KILN_REDUCE_SUM, 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE);
+  assert_last_error_contains("data range [offset 1000, +1000 elements of f32) "
+                             "exceeds its buffer's 4096 bytes");
+  /* Only the reductions MPI offers. */
+  assert_kiln_status(kiln_mpi_allreduce(mpi, queue,
+                                        &(kiln_range){buf, 0, 4, KILN_F32},
+                                        KILN_REDUCE_NRM2, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
-  assert_kiln_status(kiln_mpi_ibroadcast(mpi, queue, NULL, 0, 4, KILN_F32, 0,
-                                         0, NULL, &req),
+  assert_last_error_contains("op 4 is not KILN_REDUCE_SUM, MIN, MAX or MEAN");
+  /* Ranges of one call that disagree. */
+  assert_kiln_status(
+      kiln_mpi_allgather(
+          mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32},
+          &(kiln_range){buf, 512, 4 * (size_t)size_ + 1, KILN_F32}, 0, NULL,
+          NULL),
+      KILN_ERR_SHAPE_MISMATCH);
+  assert_last_error_contains("dst count");
+  assert_kiln_status(
+      kiln_mpi_allgather(mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32},
+                         &(kiln_range){buf, 512, 4 * (size_t)size_, KILN_U32},
+                         0, NULL, NULL),
+      KILN_ERR_SHAPE_MISMATCH);
+  assert_last_error_contains("src dtype f32 differs from dst dtype u32");
+  assert_kiln_status(
+      kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, SIZE_MAX, KILN_F32},
+                         KILN_REDUCE_SUM, 0, NULL, NULL),
+      KILN_ERR_OUT_OF_RANGE);
+  assert_kiln_status(kiln_mpi_iallreduce(mpi, queue,
+                                         &(kiln_range){buf, 0, 4, KILN_F32},
+                                         KILN_REDUCE_SUM, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_mpi_allgather(mpi, queue, buf, 0, NULL, 0, 4,
-                                        KILN_F32, 0, NULL),
+  assert_kiln_status(kiln_mpi_broadcast(mpi, queue,
+                                        &(kiln_range){buf, 0, 4, KILN_F32}, -1,
+                                        0, NULL, NULL),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_kiln_status(kiln_mpi_ibroadcast(mpi, queue, NULL, 0, 0, NULL, &req),
+                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(kiln_mpi_allgather(mpi, queue,
+                                        &(kiln_range){buf, 0, 4, KILN_F32},
+                                        NULL, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   /* count * ranks overflows (with one rank the range is just too big). */
-  assert_kiln_status(kiln_mpi_iallgather(mpi, queue, buf, 0, buf, 0, SIZE_MAX,
-                                         KILN_F32, 0, NULL, &req),
-                     size_ > 1 ? KILN_ERR_INVALID_SIZE
-                               : KILN_ERR_OUT_OF_RANGE);
-  assert_kiln_status(kiln_mpi_reduce_scatter(mpi, queue, buf, 0, buf, 0, 4,
-                                             (kiln_dtype)99, KILN_MPI_SUM, 0,
-                                             NULL),
+  assert_kiln_status(
+      kiln_mpi_iallgather(mpi, queue, &(kiln_range){buf, 0, SIZE_MAX, KILN_F32},
+                          &(kiln_range){buf, 0, SIZE_MAX, KILN_F32}, 0, NULL,
+                          &req),
+      size_ > 1 ? KILN_ERR_INVALID_SIZE : KILN_ERR_OUT_OF_RANGE);
+  assert_kiln_status(kiln_mpi_reduce_scatter(
+                         mpi, queue, &(kiln_range){buf, 0, 4, (kiln_dtype)99},
+                         &(kiln_range){buf, 0, 4, (kiln_dtype)99},
+                         KILN_REDUCE_SUM, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
-  assert_kiln_status(kiln_mpi_ireduce_scatter(mpi, queue, buf, 0, buf, 0, 4,
-                                              KILN_F32, KILN_MPI_SUM, 1, NULL,
-                                              &req),
-                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(
+      kiln_mpi_ireduce_scatter(mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32},
+                               &(kiln_range){buf, 0, 4, KILN_F32},
+                               KILN_REDUCE_SUM, 1, NULL, &req),
+      KILN_ERR_NULL_POINTER);
   assert_kiln_status(kiln_mpi_select_device(mpi, NULL, NULL, &dev),
                      KILN_ERR_NULL_POINTER);
 
   if (size_ > 1) {
     /* A rank passing another count, dtype or op: every rank fails, none
      * hangs, and the message gives both values. */
-    assert_kiln_status(kiln_mpi_allreduce(mpi, queue, buf, 0,
-                                          rank_ == 1 ? 10 : 12, KILN_F32,
-                                          KILN_MPI_SUM, 0, NULL),
-                       KILN_ERR_SHAPE_MISMATCH);
+    assert_kiln_status(
+        kiln_mpi_allreduce(
+            mpi, queue, &(kiln_range){buf, 0, rank_ == 1 ? 10 : 12, KILN_F32},
+            KILN_REDUCE_SUM, 0, NULL, NULL),
+        KILN_ERR_SHAPE_MISMATCH);
     assert_last_error_contains("ranks passed different counts");
     assert_last_error_contains("range from 10 to 12");
-    assert_kiln_status(kiln_mpi_allreduce(mpi, queue, buf, 0, 8,
-                                          rank_ == 1 ? KILN_F16 : KILN_F32,
-                                          KILN_MPI_SUM, 0, NULL),
-                       KILN_ERR_SHAPE_MISMATCH);
+    assert_kiln_status(
+        kiln_mpi_allreduce(
+            mpi, queue,
+            &(kiln_range){buf, 0, 8, rank_ == 1 ? KILN_F16 : KILN_F32},
+            KILN_REDUCE_SUM, 0, NULL, NULL),
+        KILN_ERR_SHAPE_MISMATCH);
     assert_last_error_contains("different dtypes");
-    assert_kiln_status(kiln_mpi_allreduce(mpi, queue, buf, 0, 8, KILN_F32,
-                                          rank_ == 1 ? KILN_MPI_MAX
-                                                     : KILN_MPI_SUM,
-                                          0, NULL),
-                       KILN_ERR_SHAPE_MISMATCH);
+    assert_kiln_status(
+        kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, 8, KILN_F32},
+                           rank_ == 1 ? KILN_REDUCE_MAX : KILN_REDUCE_SUM, 0,
+                           NULL, NULL),
+        KILN_ERR_SHAPE_MISMATCH);
     assert_last_error_contains("different ops");
     /* One rank's own argument is bad: it fails on that, the others learn
      * of it instead of waiting. */
-    assert_kiln_status(kiln_mpi_allreduce(mpi, queue, buf,
-                                          rank_ == 1 ? 4096 : 0, 8, KILN_F32,
-                                          KILN_MPI_SUM, 0, NULL),
-                       rank_ == 1 ? KILN_ERR_OUT_OF_RANGE
-                                  : KILN_ERR_SHAPE_MISMATCH);
+    assert_kiln_status(
+        kiln_mpi_allreduce(
+            mpi, queue, &(kiln_range){buf, rank_ == 1 ? 1024 : 0, 8, KILN_F32},
+            KILN_REDUCE_SUM, 0, NULL, NULL),
+        rank_ == 1 ? KILN_ERR_OUT_OF_RANGE : KILN_ERR_SHAPE_MISMATCH);
     if (rank_ != 1)
       assert_last_error_contains("bad arguments");
     /* After all that the communicator still works. */
-    allreduce_case(mpi, 100, KILN_F32, KILN_MPI_SUM, true);
+    allreduce_case(mpi, 100, KILN_F32, KILN_REDUCE_SUM, true);
   }
   assert_kiln_ok(kiln_buffer_destroy(buf));
   assert_kiln_ok(kiln_mpi_destroy(mpi));
@@ -440,14 +502,16 @@ static void test_timeout(void) {
   assert_kiln_ok(kiln_buffer_create(ctx, 64, 0, &buf));
   if (rank_ != 1) {
     double t0 = MPI_Wtime();
-    assert_kiln_status(kiln_mpi_allreduce(mpi, queue, buf, 0, 16, KILN_F32,
-                                          KILN_MPI_SUM, 0, NULL),
+    assert_kiln_status(kiln_mpi_allreduce(mpi, queue,
+                                          &(kiln_range){buf, 0, 16, KILN_F32},
+                                          KILN_REDUCE_SUM, 0, NULL, NULL),
                        KILN_ERR_COMM);
     double took = MPI_Wtime() - t0;
     check(took >= 0.5 && took < 20, "timed out after %.2f s", took);
     assert_last_error_contains("gave up");
-    assert_kiln_status(kiln_mpi_allreduce(mpi, queue, buf, 0, 16, KILN_F32,
-                                          KILN_MPI_SUM, 0, NULL),
+    assert_kiln_status(kiln_mpi_allreduce(mpi, queue,
+                                          &(kiln_range){buf, 0, 16, KILN_F32},
+                                          KILN_REDUCE_SUM, 0, NULL, NULL),
                        KILN_ERR_COMM);
     assert_last_error_contains("can no longer be used");
   }
@@ -478,9 +542,9 @@ int main(int argc, char **argv) {
   kiln_selection *sel = NULL;
   if (kiln_selection_create(list, getenv("KILN_TEST_DEVICE"), &sel) ==
       KILN_OK) {
-    size_t taken = kiln_selection_count(sel);
-    check(kiln_mpi_local_rank(mpi) == rank_, "local rank %d",
-          kiln_mpi_local_rank(mpi));
+    size_t taken = kiln_selection_get_count(sel);
+    check(kiln_mpi_get_local_rank(mpi) == rank_, "local rank %d",
+          kiln_mpi_get_local_rank(mpi));
     check(taken > 0 &&
               dev == kiln_selection_get(sel, (size_t)rank_ % taken),
           "rank %d took another device than entry %zu of %zu", rank_,

@@ -38,8 +38,9 @@ int main(int argc, char **argv) {
   if (rank == 1)
     raise(SIGKILL);
   sleep(1); /* let rank 1 die first */
-  kiln_status status = kiln_mpi_allreduce(mpi, queue, buf, 0, 1 << 18,
-                                          KILN_F32, KILN_MPI_SUM, 0, NULL);
+  kiln_status status =
+      kiln_mpi_allreduce(mpi, queue, &(kiln_range){buf, 0, 1 << 18, KILN_F32},
+                         KILN_REDUCE_SUM, 0, NULL, NULL);
   fprintf(stderr, "rank %d: allreduce with a dead rank returned %s: %s\n",
           rank, kiln_status_name(status), kiln_last_error());
   /* No MPI_Finalize: it would wait for the dead rank. */

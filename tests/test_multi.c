@@ -35,7 +35,7 @@ static int open_set(void **state) {
     print_message("no device set: %s\n", kiln_last_error());
     return -1;
   }
-  ndev = kiln_device_set_count(set);
+  ndev = kiln_device_set_get_count(set);
   print_message("# device set of %zu device(s)\n", ndev);
   return 0;
 }
@@ -57,12 +57,12 @@ static void test_set_and_split(void **state) {
   if (want != NULL)
     assert_true(ndev >= (size_t)atoi(want));
   for (size_t i = 0; i < ndev; i++) {
-    assert_non_null(kiln_device_set_context(set, i));
-    assert_non_null(kiln_device_set_queue(set, i));
+    assert_non_null(kiln_device_set_get_context(set, i));
+    assert_non_null(kiln_device_set_get_queue(set, i));
   }
-  assert_null(kiln_device_set_context(set, 1000));
-  assert_null(kiln_device_set_queue(set, 1000));
-  assert_int_equal(kiln_device_set_count(NULL), 0);
+  assert_null(kiln_device_set_get_context(set, 1000));
+  assert_null(kiln_device_set_get_queue(set, 1000));
+  assert_int_equal(kiln_device_set_get_count(NULL), 0);
 
   size_t parts[64], sum = 0;
   assert_kiln_ok(kiln_device_set_weights(set, 0, NULL));
@@ -113,15 +113,31 @@ static void test_gemm(void **state) {
     for (size_t i = 0; i < sc * BATCH; i++)
       cin[i] = c[i] = c1[i] = rnd();
     assert_kiln_ok(kiln_device_set_weights(set, 0, NULL));
-    assert_kiln_ok(kiln_multi_gemm_batched(set, (kiln_layout)layout, ta,
-                                           KILN_NO_TRANS, M, N, K, 1.5f, a,
-                                           lda, sa, b, ldb, 0, 0.5f, c, ldc,
-                                           sc, BATCH));
+    /* As stored: A m x k (row-major) or k x m (column-major, used
+     * transposed), B k x n, C m x n. */
+    kiln_matrix ma = {.rows = layout ? K : M,
+                      .cols = layout ? M : K,
+                      .ld = lda,
+                      .batch_stride = sa,
+                      .dtype = KILN_F32,
+                      .layout = (kiln_layout)layout,
+                      .trans = ta};
+    kiln_matrix mb = {.rows = K,
+                      .cols = N,
+                      .ld = ldb,
+                      .dtype = KILN_F32,
+                      .layout = (kiln_layout)layout};
+    kiln_matrix mc = {.rows = M,
+                      .cols = N,
+                      .ld = ldc,
+                      .batch_stride = sc,
+                      .dtype = KILN_F32,
+                      .layout = (kiln_layout)layout};
+    assert_kiln_ok(kiln_multi_gemm_batched(set, BATCH, &ma, a, &mb, b, &mc, c,
+                                           1.5f, 0.5f));
     all_on_first();
-    assert_kiln_ok(kiln_multi_gemm_batched(set, (kiln_layout)layout, ta,
-                                           KILN_NO_TRANS, M, N, K, 1.5f, a,
-                                           lda, sa, b, ldb, 0, 0.5f, c1, ldc,
-                                           sc, BATCH));
+    assert_kiln_ok(kiln_multi_gemm_batched(set, BATCH, &ma, a, &mb, b, &mc, c1,
+                                           1.5f, 0.5f));
     /* Each entry ran whole on one device of the same kind: the same bits. */
     assert_memory_equal(c, c1, sc * BATCH * 4);
     size_t bad = 0;
@@ -219,8 +235,8 @@ static void test_reduce(void **state) {
    * the same order: the same bits. */
   size_t parts[64];
   assert_kiln_ok(kiln_device_set_split(set, n, ndev, parts));
-  kiln_queue *q = kiln_device_set_queue(set, 0);
-  kiln_context *ctx = kiln_device_set_context(set, 0);
+  kiln_queue *q = kiln_device_set_get_queue(set, 0);
+  kiln_context *ctx = kiln_device_set_get_context(set, 0);
   double acc = 0;
   size_t first = 0;
   for (size_t d = 0; d < ndev; d++) {
@@ -228,11 +244,13 @@ static void test_reduce(void **state) {
     float part;
     assert_kiln_ok(kiln_buffer_create(ctx, parts[d] * 4, 0, &bx));
     assert_kiln_ok(kiln_buffer_create(ctx, 4, 0, &br));
-    assert_kiln_ok(kiln_buffer_write_sync(q, bx, 0, parts[d] * 4, x + first));
+    assert_kiln_ok(kiln_buffer_write_sync(
+        q, x + first, &(kiln_range){bx, 0, parts[d], KILN_F32}));
     assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_SUM,
                                range_of(bx, 0, parts[d], KILN_F32),
                                range_of(br, 0, 1, KILN_F32), 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, br, 0, 4, &part));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(q, &(kiln_range){br, 0, 1, KILN_F32}, &part));
     acc += part;
     first += parts[d];
     assert_kiln_ok(kiln_buffer_destroy(bx));
@@ -245,35 +263,55 @@ static void test_reduce(void **state) {
 
 static void test_peer_copy(void **state) {
   (void)state;
-  size_t other = ndev > 1 ? 1 : 0, size = 40999;
-  kiln_queue *q0 = kiln_device_set_queue(set, 0);
-  kiln_queue *q1 = kiln_device_set_queue(set, other);
+  size_t other = ndev > 1 ? 1 : 0, size = 40996, n = size / 4;
+  kiln_queue *q0 = kiln_device_set_get_queue(set, 0);
+  kiln_queue *q1 = kiln_device_set_get_queue(set, other);
   kiln_buffer *src = NULL, *dst = NULL;
   unsigned char *h = malloc(size + 64), *back = malloc(size + 64);
   for (size_t i = 0; i < size + 64; i++)
     h[i] = (unsigned char)(i * 31 + 7);
-  assert_kiln_ok(kiln_buffer_create(kiln_device_set_context(set, 0), size + 64,
-                                    0, &src));
-  assert_kiln_ok(kiln_buffer_create(kiln_device_set_context(set, other),
+  assert_kiln_ok(kiln_buffer_create(kiln_device_set_get_context(set, 0),
+                                    size + 64, 0, &src));
+  assert_kiln_ok(kiln_buffer_create(kiln_device_set_get_context(set, other),
                                     size + 64, 0, &dst));
-  assert_kiln_ok(kiln_buffer_write_sync(q0, src, 0, size + 64, h));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(q0, h, &(kiln_range){src, 0, n + 16, KILN_U32}));
   memset(back, 0, size + 64);
-  assert_kiln_ok(kiln_buffer_write_sync(q1, dst, 0, size + 64, back));
+  assert_kiln_ok(kiln_buffer_write_sync(
+      q1, back, &(kiln_range){dst, 0, n + 16, KILN_U32}));
   /* 1000-byte chunks: 41 of them, the last partial; offsets differ. */
-  assert_kiln_ok(kiln_peer_copy(q0, src, 16, q1, dst, 48, size, 1000));
-  assert_kiln_ok(kiln_buffer_read_sync(q1, dst, 0, size + 64, back));
+  /* u32 elements: 1000-byte chunks, 41 of them, the last partial; offsets
+   * differ. */
+  kiln_range whole = {src, 4, n, KILN_U32}, there = {dst, 12, n, KILN_U32};
+  kiln_event *done = NULL;
+  kiln_event_state done_state = KILN_EVENT_QUEUED;
+  assert_kiln_ok(kiln_peer_copy(q0, q1, &whole, &there, 1000, 0, NULL, &done));
+  assert_kiln_ok(kiln_event_get_state(done, &done_state));
+  assert_int_equal(done_state, KILN_EVENT_COMPLETE);
+  assert_kiln_ok(
+      kiln_buffer_read_sync(q1, &(kiln_range){dst, 0, n + 16, KILN_U32}, back));
   assert_memory_equal(back + 48, h + 16, size);
   for (size_t i = 0; i < 48; i++)
     assert_int_equal(back[i], 0);
-  assert_kiln_ok(kiln_peer_copy(q0, src, 0, q1, dst, 0, 1, 0));
-  assert_kiln_ok(kiln_peer_copy(q0, src, 0, q1, dst, 0, 0, 0));
-  assert_kiln_status(kiln_peer_copy(q0, src, 64, q1, dst, 0, size + 1, 0),
+  /* It waits for its wait list: here the event of the copy before. */
+  kiln_range one = {src, 0, 1, KILN_U32}, one_there = {dst, 0, 1, KILN_U32};
+  assert_kiln_ok(kiln_peer_copy(q0, q1, &one, &one_there, 0, 1, &done, NULL));
+  kiln_event_release(done);
+  one.count = one_there.count = 0;
+  assert_kiln_ok(kiln_peer_copy(q0, q1, &one, &one_there, 0, 0, NULL, NULL));
+  kiln_range past = {src, 16, n + 1, KILN_U32};
+  there.count = n + 1;
+  assert_kiln_status(kiln_peer_copy(q0, q1, &past, &there, 0, 0, NULL, NULL),
                      KILN_ERR_OUT_OF_RANGE);
-  assert_kiln_status(kiln_peer_copy(NULL, src, 0, q1, dst, 0, 1, 0),
-                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(kiln_peer_copy(q0, q1, &one, &there, 0, 0, NULL, NULL),
+                     KILN_ERR_SHAPE_MISMATCH);
+  assert_kiln_status(
+      kiln_peer_copy(NULL, q1, &one, &one_there, 0, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER);
   if (other != 0)
-    assert_kiln_status(kiln_peer_copy(q1, src, 0, q1, dst, 0, 1, 0),
-                       KILN_ERR_SHAPE_MISMATCH);
+    assert_kiln_status(
+        kiln_peer_copy(q1, q1, &one, &one_there, 0, 0, NULL, NULL),
+        KILN_ERR_WRONG_CONTEXT);
   assert_kiln_ok(kiln_buffer_destroy(src));
   assert_kiln_ok(kiln_buffer_destroy(dst));
   free(h);
@@ -309,22 +347,38 @@ static void test_bad_input(void **state) {
   assert_kiln_status(kiln_device_set_split(set, 10, ndev, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_kiln_status(kiln_device_set_calibrate(NULL), KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_multi_gemm_batched(NULL, KILN_ROW_MAJOR,
-                                             KILN_NO_TRANS, KILN_NO_TRANS, 1,
-                                             1, 1, 1, x, 1, 1, x, 1, 1, 0, x,
-                                             1, 1, 1),
-                     KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_multi_gemm_batched(set, (kiln_layout)99,
-                                             KILN_NO_TRANS, KILN_NO_TRANS, 1,
-                                             1, 1, 1, x, 1, 1, x, 1, 1, 0, x,
-                                             1, 1, 1),
-                     KILN_ERR_INVALID_ARGUMENT);
+  kiln_matrix one = {.rows = 1, .cols = 1, .dtype = KILN_F32};
+  assert_kiln_status(
+      kiln_multi_gemm_batched(NULL, 1, &one, x, &one, x, &one, x, 1, 0),
+      KILN_ERR_NULL_POINTER);
+  assert_kiln_status(
+      kiln_multi_gemm_batched(set, 1, &one, x, &one, NULL, &one, x, 1, 0),
+      KILN_ERR_NULL_POINTER);
+  assert_last_error_contains("b_host is NULL");
+  kiln_matrix bad = one;
+  bad.layout = (kiln_layout)99;
+  assert_kiln_status(
+      kiln_multi_gemm_batched(set, 1, &bad, x, &one, x, &one, x, 1, 0),
+      KILN_ERR_INVALID_ARGUMENT);
+  bad = one;
+  bad.dtype = KILN_F16;
+  assert_kiln_status(
+      kiln_multi_gemm_batched(set, 1, &one, x, &bad, x, &one, x, 1, 0),
+      KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("b dtype f16 is not f32");
+  bad = one;
+  bad.cols = 2;
+  assert_kiln_status(
+      kiln_multi_gemm_batched(set, 1, &one, x, &bad, x, &one, x, 1, 0),
+      KILN_ERR_SHAPE_MISMATCH);
   /* lda below its minimum: refused by the op, nothing written. */
-  assert_kiln_status(kiln_multi_gemm_batched(set, KILN_ROW_MAJOR,
-                                             KILN_NO_TRANS, KILN_NO_TRANS, 2,
-                                             1, 2, 1, x, 1, 4, x, 1, 2, 0, x,
-                                             1, 2, 1),
-                     KILN_ERR_INVALID_ARGUMENT);
+  kiln_matrix ma = {
+      .rows = 2, .cols = 2, .ld = 1, .batch_stride = 4, .dtype = KILN_F32};
+  kiln_matrix mb = {.rows = 2, .cols = 1, .batch_stride = 2, .dtype = KILN_F32};
+  kiln_matrix mc = {.rows = 2, .cols = 1, .batch_stride = 2, .dtype = KILN_F32};
+  assert_kiln_status(
+      kiln_multi_gemm_batched(set, 1, &ma, x, &mb, x, &mc, x, 1, 0),
+      KILN_ERR_INVALID_ARGUMENT);
   assert_kiln_status(kiln_multi_unary(set, KILN_UNARY_EXP, 4, NULL, x),
                      KILN_ERR_NULL_POINTER);
   assert_kiln_status(kiln_multi_unary(set, (kiln_unary_op)99, 4, x, x),

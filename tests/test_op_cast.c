@@ -92,7 +92,7 @@ static void cast_on_device(kiln_context *ctx, kiln_queue *q) {
       for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
         size_t n = sizes[si];
         assert_kiln_ok(
-            kiln_buffer_write_sync(q, yb, 0, total * kiln_dtype_size(to), y0));
+            kiln_buffer_write_sync(q, y0, bytes_of(yb, 0, total * kiln_dtype_size(to))));
         assert_kiln_ok(kiln_cast(q, range_of(xb, XOFF, n, from),
                                  range_of(yb, YOFF, n, to), 0, NULL, NULL));
         void *y = util_download(q, yb, to, total);

@@ -173,7 +173,7 @@ static double gemm_rate(kiln_context *ctx, kiln_queue *q) {
   const size_t n = 192;
   kiln_buffer *a = util_buffer(ctx, n * n * 4, 0);
   float zero = 0.0f;
-  assert_kiln_ok(kiln_buffer_fill(q, a, &zero, 4, 0, n * n * 4, 0, NULL, NULL));
+  assert_kiln_ok(kiln_buffer_fill(q, &zero, 4, &(kiln_range){a, 0, n * n, KILN_F32}, 0, NULL, NULL));
   double best = 1e30;
   for (int r = 0; r < 2; r++) {
     struct timespec t0, t1;
@@ -215,7 +215,7 @@ static void test_large(void **state) {
       fprintf(stderr,
               "# device %zu (%s): GEMM at %.2f GFLOP/s, skipping the 1021 "
               "and 2048 cases\n",
-              d, kiln_context_device_info(ctx)->name, rate);
+              d, kiln_context_get_device_info(ctx)->name, rate);
     } else {
       for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char tag[96];
@@ -227,7 +227,7 @@ static void test_large(void **state) {
   }
 }
 
-/* ---- the fused epilogue (kiln_gemm_bias_act) ---------------------------- */
+/* ---- the fused epilogue (kiln_matmul with an epilogue) ---------------------------- */
 
 /* Every activation with and without a bias, both layouts and every
  * transpose, awkward sizes, padded leading dimensions and offsets (the

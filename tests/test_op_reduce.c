@@ -137,7 +137,7 @@ static void vector_on_device(kiln_context *ctx, kiln_queue *q) {
         uint32_t init[8];
         for (int i = 0; i < 8; i++)
           init[i] = 0xdeadbeefu;
-        assert_kiln_ok(kiln_buffer_write_sync(q, rb, 0, sizeof init, init));
+        assert_kiln_ok(kiln_buffer_write_sync(q, init, &(kiln_range){rb, 0, 8, KILN_U32}));
         kiln_event *ev = NULL;
         if (op == 6)
           assert_kiln_ok(
@@ -150,7 +150,7 @@ static void vector_on_device(kiln_context *ctx, kiln_queue *q) {
         assert_kiln_ok(kiln_event_wait(ev));
         kiln_event_release(ev);
         uint32_t out[8];
-        assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, sizeof out, out));
+        assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){rb, 0, 8, KILN_U32}, out));
         for (int i = 0; i < 8; i++)
           if (i != ROFF || n == 0)
             assert_int_equal(out[i], 0xdeadbeefu); /* nothing else written */
@@ -195,7 +195,7 @@ static void large_on_device(kiln_context *ctx, kiln_queue *q) {
           q, (kiln_reduce_op)ops[i], range_of(xb, 0, n, KILN_F32),
           range_of(rb, 0, 1, util_result_dtype(ops[i])), 0, NULL, NULL));
     uint32_t got;
-    assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
+    assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){rb, 0, 1, KILN_U32}, &got));
     struct ref r = reference(ops[i], KILN_F32, x, x, 0, n, 1);
     check_result(ops[i], got, &r, names[ops[i]]);
   }
@@ -231,12 +231,12 @@ static void special_on_device(kiln_context *ctx, kiln_queue *q) {
       for (size_t i = 0; i < n; i++)
         sq += (double)x[i] * x[i];
     }
-    assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, n * 4, x));
+    assert_kiln_ok(kiln_buffer_write_sync(q, x, bytes_of(xb, 0, n * 4)));
     assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2,
                                range_of(xb, 0, n, KILN_F32),
                                range_of(rb, 0, 1, KILN_F32), 0, NULL, NULL));
     float got;
-    assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
+    assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){rb, 0, 1, KILN_U32}, &got));
     double want = sqrt(sq);
     /* Subnormal inputs (1e-40) may be flushed by devices without
      * CL_FP_DENORM: then 0 is the honest answer. */
@@ -266,19 +266,19 @@ static void special_on_device(kiln_context *ctx, kiln_queue *q) {
         z[i] = (float)(z[i] * scale);
         sq += (double)z[i] * z[i];
       }
-      assert_kiln_ok(kiln_buffer_write_sync(q, zb, 0, m * 4, z));
+      assert_kiln_ok(kiln_buffer_write_sync(q, z, bytes_of(zb, 0, m * 4)));
       assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2,
                                  range_of(zb, 0, m, KILN_F32),
                                  range_of(rb, 0, 1, KILN_F32), 0, NULL, NULL));
       float got;
-      assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
+      assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){rb, 0, 1, KILN_U32}, &got));
       UTIL_CLOSE(got, sqrt(sq), (depth(m) / 2 + 3) * ldexp(1.0, -24) * sqrt(sq),
                  "nrm2 of mixed scales, case %d", c);
       /* Only zeros and tiny values: the result is tiny, not 0. */
       assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2,
                                  range_of(zb, 0, 2300, KILN_F32),
                                  range_of(rb, 0, 1, KILN_F32), 0, NULL, NULL));
-      assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &got));
+      assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(rb, 0, 4), &got));
       double sq2 = 0;
       for (size_t i = 0; i < 2300; i++)
         sq2 += (double)z[i] * z[i];
@@ -290,7 +290,7 @@ static void special_on_device(kiln_context *ctx, kiln_queue *q) {
     free(z);
   }
   float v[6] = {NAN, 2.0f, -1.0f, NAN, 2.0f, 0.5f};
-  assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof v, v));
+  assert_kiln_ok(kiln_buffer_write_sync(q, v, &(kiln_range){xb, 0, 6, KILN_F32}));
   float r[4];
   uint32_t idx;
   assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MIN, range_of(xb, 0, 6, KILN_F32),
@@ -301,7 +301,7 @@ static void special_on_device(kiln_context *ctx, kiln_queue *q) {
                              range_of(rb, 2, 1, KILN_F32), 0, NULL, NULL));
   assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, range_of(xb, 0, 6, KILN_F32),
                              range_of(rb, 3, 1, KILN_F32), 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, sizeof r, r));
+  assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(rb, 0, sizeof r), r));
   assert_true(r[0] == -1.0f);
   assert_true(r[1] == 2.0f);
   assert_true(isnan(r[2]));
@@ -309,25 +309,25 @@ static void special_on_device(kiln_context *ctx, kiln_queue *q) {
   assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX,
                              range_of(xb, 0, 6, KILN_F32),
                              range_of(rb, 0, 1, KILN_U32), 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, &idx));
+  assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(rb, 0, 4), &idx));
   assert_int_equal(idx, 1); /* first of the two 2.0s, NaN skipped */
   float allnan[3] = {NAN, NAN, NAN}, inf[3] = {1.0f, INFINITY, -2.0f};
-  assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof allnan, allnan));
+  assert_kiln_ok(kiln_buffer_write_sync(q, allnan, bytes_of(xb, 0, sizeof allnan)));
   assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX,
                              range_of(xb, 0, 3, KILN_F32),
                              range_of(rb, 0, 1, KILN_U32), 0, NULL, NULL));
   assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_MAX, range_of(xb, 0, 3, KILN_F32),
                              range_of(rb, 1, 1, KILN_F32), 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 8, r));
+  assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(rb, 0, 8), r));
   assert_int_equal(util_f32_to_bits(r[0]), 0);
   assert_true(isnan(r[1]));
-  assert_kiln_ok(kiln_buffer_write_sync(q, xb, 0, sizeof inf, inf));
+  assert_kiln_ok(kiln_buffer_write_sync(q, inf, bytes_of(xb, 0, sizeof inf)));
   assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_NRM2, range_of(xb, 0, 3, KILN_F32),
                              range_of(rb, 0, 1, KILN_F32), 0, NULL, NULL));
   assert_kiln_ok(kiln_reduce(q, KILN_REDUCE_ARGMAX,
                              range_of(xb, 0, 3, KILN_F32),
                              range_of(rb, 1, 1, KILN_U32), 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 8, r));
+  assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(rb, 0, 8), r));
   assert_true(isinf(r[0]) && r[0] > 0);
   assert_int_equal(util_f32_to_bits(r[1]), 1);
   assert_kiln_ok(kiln_buffer_destroy(xb));
@@ -415,7 +415,7 @@ static void deterministic_on_device(kiln_context *ctx, kiln_queue *q) {
         assert_kiln_ok(kiln_reduce(
             q, (kiln_reduce_op)op, range_of(xb, 0, n, KILN_F32),
             range_of(rb, 0, 1, util_result_dtype(op)), 0, NULL, NULL));
-      assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4, dst));
+      assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(rb, 0, 4), dst));
       if (run)
         assert_int_equal(again[0], first[0][0]);
     }
@@ -426,7 +426,7 @@ static void deterministic_on_device(kiln_context *ctx, kiln_queue *q) {
       assert_kiln_ok(kiln_reduce_cols(
           q, (kiln_reduce_op)op, matrix_of(xb, 7, 300, 1000, KILN_F32),
           range_of(rb, 0, 1000, util_result_dtype(op)), 0, NULL, NULL));
-      assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 4000, dst));
+      assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(rb, 0, 4000), dst));
       if (run)
         assert_memory_equal(again, first[1], 4000);
     }
@@ -435,7 +435,7 @@ static void deterministic_on_device(kiln_context *ctx, kiln_queue *q) {
       assert_kiln_ok(kiln_reduce_rows(
           q, (kiln_reduce_op)op, matrix_of(xb, 7, 3, 100000, KILN_F32),
           range_of(rb, 0, 3, util_result_dtype(op)), 0, NULL, NULL));
-      assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, 12, dst));
+      assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(rb, 0, 12), dst));
       if (run)
         assert_memory_equal(again, first[2], 12);
     }

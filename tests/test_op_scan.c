@@ -70,7 +70,7 @@ static void scan_on_device(kiln_context *ctx, kiln_queue *q) {
     for (int kind = 0; kind < 2; kind++) {
       for (size_t si = 0; si < NSIZES; si++) {
         size_t n = sizes[si];
-        assert_kiln_ok(kiln_buffer_write_sync(q, yb, 0, total * 4, y0));
+        assert_kiln_ok(kiln_buffer_write_sync(q, y0, bytes_of(yb, 0, total * 4)));
         assert_kiln_ok(kiln_scan(q, (kiln_scan_kind)kind,
                                  range_of(xb, XOFF, n, dt),
                                  range_of(yb, YOFF, n, dt), 0, NULL, NULL));

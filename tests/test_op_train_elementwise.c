@@ -217,7 +217,7 @@ static void grad_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
   assert_kiln_ok(kiln_unary_backward(
       q, KILN_UNARY_RELU, KILN_GRAD_FROM_X, RANGE(xb, 0, 4, KILN_F32),
       RANGE(gb, 0, 4, KILN_F32), RANGE(gb, 0, 4, KILN_F32), 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, gb, 0, sizeof out, out));
+  assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(gb, 0, sizeof out), out));
   assert_true(out[0] == 0 && out[1] == 0 && out[2] == 3 && out[3] == 0);
   assert_kiln_ok(kiln_buffer_destroy(xb));
   assert_kiln_ok(kiln_buffer_destroy(gb));

@@ -179,13 +179,13 @@ static void ce_bad_label_body(kiln_context *ctx, kiln_queue *q,
       q, MATRIX(xb, 0, 3, 4, KILN_F32), RANGE(lb, 0, 3, KILN_I32),
       RANGE(ob, 0, 3, KILN_F32), RANGE(ob, 3, 1, KILN_F32), 0, NULL, NULL));
   float out[16];
-  assert_kiln_ok(kiln_buffer_read_sync(q, ob, 0, 16, out));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){ob, 0, 4, KILN_F32}, out));
   assert_true(isfinite(out[0]) && isnan(out[1]) && isnan(out[2]) &&
               isnan(out[3]));
   assert_kiln_ok(kiln_softmax_cross_entropy_backward(
       q, MATRIX(xb, 0, 3, 4, KILN_F32), RANGE(lb, 0, 3, KILN_I32),
       MATRIX(ob, 0, 3, 4, KILN_F32), 0.5f, 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, ob, 0, 48, out));
+  assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(ob, 0, 48), out));
   for (int c = 0; c < 4; c++)
     assert_true(isfinite(out[c]) && isnan(out[4 + c]) && isnan(out[8 + c]));
   assert_kiln_ok(kiln_buffer_destroy(xb));
@@ -210,7 +210,7 @@ static void ce_bad_label_body(kiln_context *ctx, kiln_queue *q,
       q, MATRIX(xb, 0, R, C, KILN_F32), RANGE(lb, 0, R, KILN_U32),
       MATRIX(xb, 0, R, C, KILN_F32), 1.0f / R, 0, NULL, NULL));
   float g[R * C];
-  assert_kiln_ok(kiln_buffer_read_sync(q, xb, 0, sizeof g, g));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){xb, 0, R * C, KILN_F32}, g));
   for (int i = 0; i < R * C; i++)
     UTIL_CLOSE(g[i], fd[i], 1e-6 * (1 + fabs(fd[i])), "%s ce fd at %d", profile,
                i);
@@ -273,14 +273,14 @@ static void accuracy_body(kiln_context *ctx, kiln_queue *q,
           q, MATRIX(xb, XOFF, rows, cols, dt), RANGE(lb, LOFF, rows, KILN_U32),
           RANGE(cb, 1, 1, KILN_U32), true, 0, NULL, NULL));
       uint32_t c[3];
-      assert_kiln_ok(kiln_buffer_read_sync(q, cb, 0, sizeof c, c));
+      assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){cb, 0, 3, KILN_U32}, c));
       if (c[1] != 1000 + 2 * hits)
         fail_msg("%s accuracy %s %zux%zu: %u, want %u", profile,
                  kiln_dtype_name(dt), rows, cols, c[1], 1000 + 2 * hits);
       assert_kiln_ok(kiln_accuracy_count(
           q, MATRIX(xb, XOFF, rows, cols, dt), RANGE(lb, LOFF, rows, KILN_U32),
           RANGE(cb, 1, 1, KILN_U32), false, 0, NULL, NULL));
-      assert_kiln_ok(kiln_buffer_read_sync(q, cb, 0, sizeof c, c));
+      assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(cb, 0, sizeof c), c));
       assert_int_equal(c[1], hits);
       assert_true(c[0] == 9 && c[2] == 9);
       free(x);

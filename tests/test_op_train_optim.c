@@ -199,7 +199,7 @@ static void norm_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
                                   NULL, NULL));
     assert_kiln_ok(
         kiln_grad_norm(q, NULL, 0, RANGE(nb, 3, 1, KILN_F32), 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, nb, 0, sizeof nf, nf));
+    assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(nb, 0, sizeof nf), nf));
     double want = sqrt(ss);
     UTIL_CLOSE(nf[1], want, (1024 + 1200 + 2) * U * want, "%s norm %s", profile,
                kiln_dtype_name(dt));
@@ -223,7 +223,7 @@ static void norm_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
     }
     /* A norm below max_norm, or not finite, changes nothing. */
     nf[0] = INFINITY;
-    assert_kiln_ok(kiln_buffer_write_sync(q, nb, 0, 4, nf));
+    assert_kiln_ok(kiln_buffer_write_sync(q, nf, &(kiln_range){nb, 0, 1, KILN_F32}));
     void *before = util_download(q, ranges[2].buffer, dt, counts[2] + 4);
     assert_kiln_ok(kiln_clip_grad_norm(q, RANGE(nb, 0, 1, KILN_F32), ranges, NR,
                                        1.0f, 0, NULL, NULL));
@@ -238,23 +238,21 @@ static void norm_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
     kiln_buffer *fb = util_upload(ctx, q, KILN_U32, fl, 3);
     assert_kiln_ok(kiln_has_nonfinite(q, ranges, NR, RANGE(fb, 1, 1, KILN_U32),
                                       0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, fb, 0, sizeof fl, fl));
+    assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(fb, 0, sizeof fl), fl));
     assert_true(fl[0] == 7 && fl[1] == 0 && fl[2] == 7);
     for (int bad = 0; bad < 2; bad++) {
       int r = bad ? 4 : 2;
       size_t at = 2 + counts[r] - 1 - (size_t)bad * 777;
       util_set(dt, host[r], at, bad ? NAN : -INFINITY);
-      assert_kiln_ok(kiln_buffer_write_sync(
-          q, ranges[r].buffer, at * kiln_dtype_size(dt), kiln_dtype_size(dt),
-          (char *)host[r] + at * kiln_dtype_size(dt)));
+      assert_kiln_ok(kiln_buffer_write_sync(q, (char *)host[r] + at * kiln_dtype_size(dt), bytes_of(ranges[r].buffer, at * kiln_dtype_size(dt), kiln_dtype_size(dt))));
       assert_kiln_ok(kiln_has_nonfinite(
           q, ranges, NR, RANGE(fb, 1, 1, KILN_U32), 0, NULL, NULL));
-      assert_kiln_ok(kiln_buffer_read_sync(q, fb, 0, sizeof fl, fl));
+      assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(fb, 0, sizeof fl), fl));
       assert_int_equal(fl[1], 1);
     }
     assert_kiln_ok(kiln_grad_norm(q, ranges, NR, RANGE(nb, 1, 1, KILN_F32), 0,
                                   NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, nb, 0, sizeof nf, nf));
+    assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(nb, 0, sizeof nf), nf));
     assert_true(!isfinite(nf[1]));
     assert_kiln_ok(kiln_buffer_destroy(fb));
     assert_kiln_ok(kiln_buffer_destroy(nb));

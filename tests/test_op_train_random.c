@@ -156,7 +156,7 @@ static void kat_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
         clEnqueueNDRangeKernel(q->cl, k, 1, NULL, &one, &one, 0, NULL, NULL),
         CL_SUCCESS);
     uint32_t got[4];
-    assert_kiln_ok(kiln_buffer_read_sync(q, out, 0, 16, got));
+    assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){out, 0, 4, KILN_U32}, got));
     assert_memory_equal(got, &kat[v][6], 16);
   }
   /* Through the public op: seed = key, offset = 4 x counter, words 2 and 3
@@ -164,7 +164,7 @@ static void kat_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
   assert_kiln_ok(
       kiln_random_bits(q, RANGE(out, 0, 4, KILN_U32), 0, 0, 0, NULL, NULL));
   uint32_t got[4];
-  assert_kiln_ok(kiln_buffer_read_sync(q, out, 0, 16, got));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){out, 0, 4, KILN_U32}, got));
   assert_memory_equal(got, &kat[0][6], 16);
   assert_kiln_ok(kiln_buffer_destroy(out));
 }

@@ -35,8 +35,8 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct tcase *tc,
   kiln_buffer *dx = NULL, *dy = NULL;
   assert_kiln_ok(kiln_buffer_create(ctx, x_count * es, 0, &dx));
   assert_kiln_ok(kiln_buffer_create(ctx, y_count * es, 0, &dy));
-  assert_kiln_ok(kiln_buffer_write_sync(q, dx, 0, x_count * es, x));
-  assert_kiln_ok(kiln_buffer_write_sync(q, dy, 0, y_count * es, y0));
+  assert_kiln_ok(kiln_buffer_write_sync(q, x, &(kiln_range){dx, 0, x_count, tc->dtype}));
+  assert_kiln_ok(kiln_buffer_write_sync(q, y0, &(kiln_range){dy, 0, y_count, tc->dtype}));
   kiln_event *ev = NULL;
   assert_kiln_ok(kiln_transpose(
       q, matrix_ld(dx, tc->x_off, rows, cols, ldx, tc->dtype),
@@ -44,7 +44,7 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct tcase *tc,
   assert_non_null(ev);
   assert_kiln_ok(kiln_event_wait(ev));
   kiln_event_release(ev);
-  assert_kiln_ok(kiln_buffer_read_sync(q, dy, 0, y_count * es, y));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){dy, 0, y_count, tc->dtype}, y));
 
   unsigned char *want = malloc(y_count * es);
   assert_non_null(want);
@@ -65,9 +65,9 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct tcase *tc,
                           0,  tc->dtype, KILN_COL_MAJOR, KILN_NO_TRANS};
   const kiln_matrix cy = {dy, tc->y_off, rows,           cols,         ldy,
                           0,  tc->dtype, KILN_COL_MAJOR, KILN_NO_TRANS};
-  assert_kiln_ok(kiln_buffer_write_sync(q, dy, 0, y_count * es, y0));
+  assert_kiln_ok(kiln_buffer_write_sync(q, y0, bytes_of(dy, 0, y_count * es)));
   assert_kiln_ok(kiln_transpose(q, &cx, &cy, 0, NULL, NULL));
-  assert_kiln_ok(kiln_buffer_read_sync(q, dy, 0, y_count * es, y));
+  assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(dy, 0, y_count * es), y));
   if (memcmp(want, y, y_count * es) != 0)
     fail_msg("profile %s: %zu x %zu %s column-major differs", profile, rows,
              cols, kiln_dtype_name(tc->dtype));
@@ -109,7 +109,7 @@ static const struct tcase shape_cases[] = {
 
 static void shapes_on_device(kiln_context *ctx, kiln_queue *q) {
   for (size_t i = 0; i < sizeof shape_cases / sizeof shape_cases[0]; i++)
-    run_case(ctx, q, &shape_cases[i], kiln_context_profile(ctx));
+    run_case(ctx, q, &shape_cases[i], kiln_context_get_profile(ctx));
 }
 
 static void test_shapes(void **state) {
@@ -150,7 +150,7 @@ static void test_round_trip_and_empty(void **state) {
     kiln_buffer *a = NULL, *b = NULL;
     assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &a));
     assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &b));
-    assert_kiln_ok(kiln_buffer_write_sync(q, a, 0, n * 4, h));
+    assert_kiln_ok(kiln_buffer_write_sync(q, h, &(kiln_range){a, 0, n, KILN_F32}));
     kiln_event *e1 = NULL, *e2 = NULL;
     assert_kiln_ok(kiln_transpose(q, matrix_ld(a, 0, r, c, c, KILN_F32),
                                   matrix_ld(b, 0, c, r, r, KILN_F32), 0, NULL,
@@ -159,7 +159,7 @@ static void test_round_trip_and_empty(void **state) {
                                   matrix_ld(a, 0, r, c, c, KILN_F32), 1, &e1,
                                   &e2));
     assert_kiln_ok(kiln_event_wait(e2));
-    assert_kiln_ok(kiln_buffer_read_sync(q, a, 0, n * 4, back));
+    assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){a, 0, n, KILN_F32}, back));
     assert_memory_equal(h, back, n * 4);
     kiln_event_release(e1);
     kiln_event_release(e2);

@@ -29,8 +29,8 @@ static void test_bad_inputs(void **state) {
   assert_last_error_contains("kiln_pinned_create: size_bytes is 0");
   assert_kiln_status(kiln_pinned_create(queue, SIZE_MAX, &p),
                      KILN_ERR_INVALID_SIZE);
-  assert_null(kiln_pinned_ptr(NULL));
-  assert_int_equal(kiln_pinned_size(NULL), 0);
+  assert_null(kiln_pinned_get_ptr(NULL));
+  assert_int_equal(kiln_pinned_get_size(NULL), 0);
   assert_kiln_ok(kiln_pinned_destroy(NULL));
 
   kiln_staging *s = (kiln_staging *)(uintptr_t)1;
@@ -52,32 +52,46 @@ static void test_bad_inputs(void **state) {
   kiln_buffer *b;
   assert_kiln_ok(kiln_buffer_create(ctx, 100, 0, &b));
   unsigned char host[200];
-  assert_kiln_status(kiln_staging_write(NULL, b, 0, 10, host),
+  assert_kiln_status(kiln_staging_write(NULL, host,
+                                        &(kiln_range){b, 0, 5, KILN_F16}, 0,
+                                        NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_staging_write(s, NULL, 0, 10, host),
+  assert_kiln_status(kiln_staging_write(s, host, NULL, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_staging_write(s, b, 0, 10, NULL),
+  assert_kiln_status(kiln_staging_write(s, NULL,
+                                        &(kiln_range){b, 0, 5, KILN_F16}, 0,
+                                        NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_staging_write: src is NULL");
-  assert_kiln_status(kiln_staging_write(s, b, 50, 51, host),
+  assert_kiln_status(kiln_staging_write(s, host,
+                                        &(kiln_range){b, 25, 26, KILN_F16}, 0,
+                                        NULL, NULL),
                      KILN_ERR_OUT_OF_RANGE);
-  assert_last_error_contains("kiln_staging_write: dst range [offset 50, +51");
-  assert_kiln_status(kiln_staging_write(s, b, SIZE_MAX, 2, host),
+  assert_last_error_contains(
+      "kiln_staging_write: dst range [offset 25, +26 elements of f16)");
+  assert_kiln_status(kiln_staging_write(s, host,
+                                        &(kiln_range){b, SIZE_MAX, 1, KILN_F16},
+                                        0, NULL, NULL),
                      KILN_ERR_INVALID_SIZE);
-  assert_kiln_status(kiln_staging_read(NULL, b, 0, 10, host),
+  assert_kiln_status(kiln_staging_read(NULL, &(kiln_range){b, 0, 5, KILN_F16},
+                                       host, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_staging_read(s, b, 0, 10, NULL),
+  assert_kiln_status(kiln_staging_read(s, &(kiln_range){b, 0, 5, KILN_F16},
+                                       NULL, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_staging_read: dst is NULL");
-  assert_kiln_status(kiln_staging_read(s, b, 0, 101, host),
+  assert_kiln_status(kiln_staging_read(s, &(kiln_range){b, 0, 51, KILN_F16},
+                                       host, 0, NULL, NULL),
                      KILN_ERR_OUT_OF_RANGE);
   /* A buffer of another context. */
   kiln_context *other;
   assert_kiln_ok(kiln_context_create(kiln_test_device(0), NULL, &other));
   kiln_buffer *foreign;
   assert_kiln_ok(kiln_buffer_create(other, 100, 0, &foreign));
-  assert_kiln_status(kiln_staging_read(s, foreign, 0, 10, host),
-                     KILN_ERR_SHAPE_MISMATCH);
+  assert_kiln_status(kiln_staging_read(s,
+                                       &(kiln_range){foreign, 0, 5, KILN_F16},
+                                       host, 0, NULL, NULL),
+                     KILN_ERR_WRONG_CONTEXT);
   assert_kiln_ok(kiln_buffer_destroy(foreign));
   assert_kiln_ok(kiln_context_destroy(other));
   /* The context is busy while pinned memory lives. */
@@ -94,18 +108,22 @@ static void test_pinned_roundtrip(void **state) {
     kiln_context *ctx;
     kiln_queue *queue;
     kiln_test_open(d, &ctx, &queue);
-    enum { N = 100003 }; /* a prime */
+    enum { N = 100003 }; /* a prime number of 2-byte elements */
     kiln_pinned *in, *out;
-    assert_kiln_ok(kiln_pinned_create(queue, N, &in));
-    assert_kiln_ok(kiln_pinned_create(queue, N, &out));
-    assert_int_equal(kiln_pinned_size(in), N);
-    fill(kiln_pinned_ptr(in), N, 7);
-    memset(kiln_pinned_ptr(out), 0, N);
+    assert_kiln_ok(kiln_pinned_create(queue, 2 * N, &in));
+    assert_kiln_ok(kiln_pinned_create(queue, 2 * N, &out));
+    assert_int_equal(kiln_pinned_get_size(in), 2 * N);
+    fill(kiln_pinned_get_ptr(in), 2 * N, 7);
+    memset(kiln_pinned_get_ptr(out), 0, 2 * N);
     kiln_buffer *b;
-    assert_kiln_ok(kiln_buffer_create(ctx, N, 0, &b));
-    assert_kiln_ok(kiln_buffer_write_sync(queue, b, 0, N, kiln_pinned_ptr(in)));
-    assert_kiln_ok(kiln_buffer_read_sync(queue, b, 0, N, kiln_pinned_ptr(out)));
-    assert_memory_equal(kiln_pinned_ptr(in), kiln_pinned_ptr(out), N);
+    assert_kiln_ok(kiln_buffer_create(ctx, 2 * N, 0, &b));
+    kiln_range all = {b, 0, N, KILN_F16};
+    assert_kiln_ok(
+        kiln_buffer_write_sync(queue, kiln_pinned_get_ptr(in), &all));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(queue, &all, kiln_pinned_get_ptr(out)));
+    assert_memory_equal(kiln_pinned_get_ptr(in), kiln_pinned_get_ptr(out),
+                        2 * N);
     assert_kiln_ok(kiln_buffer_destroy(b));
     assert_kiln_ok(kiln_pinned_destroy(in));
     assert_kiln_ok(kiln_pinned_destroy(out));
@@ -114,7 +132,8 @@ static void test_pinned_roundtrip(void **state) {
 }
 
 /* Staged writes and reads, each checked against a plain transfer, around a
- * guard band that must stay untouched. */
+ * guard band that must stay untouched. Sizes and offsets count 2-byte
+ * elements, so odd counts split chunks at every place. */
 static void test_staging_sizes(void **state) {
   (void)state;
   static const size_t sizes[] = {0, 1, 2, 3, 13, 251, 1024, 1025, 3071,
@@ -126,32 +145,34 @@ static void test_staging_sizes(void **state) {
     kiln_test_open(d, &ctx, &queue);
     kiln_staging *s;
     assert_kiln_ok(kiln_staging_create(queue, CHUNK, CHUNKS, &s));
-    size_t max = 100003 + 2 * GUARD;
-    unsigned char *src = malloc(max), *dst = malloc(max), *back = malloc(max);
+    size_t max = 100003 + 2 * GUARD; /* elements */
+    unsigned char *src = malloc(2 * max), *dst = malloc(2 * max),
+                  *back = malloc(2 * max);
     assert_non_null(src);
     assert_non_null(dst);
     assert_non_null(back);
     kiln_buffer *b;
-    assert_kiln_ok(kiln_buffer_create(ctx, max, 0, &b));
+    assert_kiln_ok(kiln_buffer_create(ctx, 2 * max, 0, &b));
+    kiln_range all = {b, 0, max, KILN_F16};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
       size_t n = sizes[k], off = GUARD + k % 5; /* odd offsets too */
+      kiln_range part = {b, off, n, KILN_F16};
       unsigned char zero = 0;
-      assert_kiln_ok(kiln_buffer_fill(queue, b, &zero, 1, 0, max, 0, NULL,
-                                      NULL));
-      fill(src, n, (unsigned)k);
-      assert_kiln_ok(kiln_staging_write(s, b, off, n, src));
-      assert_kiln_ok(kiln_buffer_read_sync(queue, b, 0, max, back));
-      for (size_t i = 0; i < off; i++)
+      assert_kiln_ok(kiln_buffer_fill(queue, &zero, 1, &all, 0, NULL, NULL));
+      fill(src, 2 * n, (unsigned)k);
+      assert_kiln_ok(kiln_staging_write(s, src, &part, 0, NULL, NULL));
+      assert_kiln_ok(kiln_buffer_read_sync(queue, &all, back));
+      for (size_t i = 0; i < 2 * off; i++)
         assert_int_equal(back[i], 0);
-      assert_memory_equal(back + off, src, n);
-      for (size_t i = off + n; i < max; i++)
+      assert_memory_equal(back + 2 * off, src, 2 * n);
+      for (size_t i = 2 * (off + n); i < 2 * max; i++)
         assert_int_equal(back[i], 0);
       /* Read back through the ring into a buffer with guards of its own. */
-      memset(dst, 0xee, max);
-      assert_kiln_ok(kiln_staging_read(s, b, off, n, dst + 1));
+      memset(dst, 0xee, 2 * max);
+      assert_kiln_ok(kiln_staging_read(s, &part, dst + 1, 0, NULL, NULL));
       assert_int_equal(dst[0], 0xee);
-      assert_memory_equal(dst + 1, src, n);
-      assert_int_equal(dst[n + 1], 0xee);
+      assert_memory_equal(dst + 1, src, 2 * n);
+      assert_int_equal(dst[2 * n + 1], 0xee);
     }
     assert_kiln_ok(kiln_buffer_destroy(b));
     free(src);
@@ -209,8 +230,19 @@ static void test_staging_trace(void **state) {
   assert_kiln_ok(kiln_buffer_create(ctx, 5000, 0, &b));
   static unsigned char data[4500], back[2500];
   fill(data, sizeof data, 7);
-  assert_kiln_ok(kiln_staging_write(s, b, 10, sizeof data, data));
-  assert_kiln_ok(kiln_staging_read(s, b, 10, sizeof back, back));
+  /* 2-byte elements from byte 10: 5 chunks written, 3 read. */
+  assert_kiln_ok(kiln_staging_write(
+      s, data, &(kiln_range){b, 5, sizeof data / 2, KILN_F16}, 0, NULL, NULL));
+  kiln_event *done = NULL, *gate = NULL;
+  assert_kiln_ok(kiln_queue_marker(queue, 0, NULL, &gate));
+  assert_kiln_ok(
+      kiln_staging_read(s, &(kiln_range){b, 5, sizeof back / 2, KILN_F16}, back,
+                        1, &gate, &done));
+  kiln_event_state done_state = KILN_EVENT_QUEUED;
+  assert_kiln_ok(kiln_event_get_state(done, &done_state));
+  assert_int_equal(done_state, KILN_EVENT_COMPLETE);
+  kiln_event_release(gate);
+  kiln_event_release(done);
   assert_memory_equal(back, data, sizeof back);
   assert_kiln_ok(kiln_buffer_destroy(b));
   assert_kiln_ok(kiln_staging_destroy(s));

@@ -54,9 +54,18 @@ static void test_results(void **state) {
       kiln_test_fill_random(in, nb * N, -4.0f, 4.0f, (uint32_t)k + 1);
       memset(out, 0, nb * N * sizeof *out);
       struct job j = {N, 0};
+      /* After a wait list of one marker; the out event is complete on
+       * return. */
+      kiln_event *gate = NULL, *done = NULL;
+      kiln_event_state done_state = KILN_EVENT_QUEUED;
+      assert_kiln_ok(kiln_queue_marker(queue, 0, NULL, &gate));
       assert_kiln_ok(kiln_pipeline_run(queue, k % 2 ? transfer : NULL, nb,
-                                       N * sizeof(float), N * sizeof(float),
-                                       in, out, work, &j));
+                                       N * sizeof(float), N * sizeof(float), in,
+                                       out, work, &j, 1, &gate, &done));
+      assert_kiln_ok(kiln_event_get_state(done, &done_state));
+      assert_int_equal(done_state, KILN_EVENT_COMPLETE);
+      kiln_event_release(gate);
+      kiln_event_release(done);
       assert_int_equal(j.calls, nb);
       for (size_t i = 0; i < nb * N; i++)
         assert_true(out[i] == 2.0f * in[i] + (float)(i / N));
@@ -75,38 +84,42 @@ static void test_bad_inputs(void **state) {
   kiln_test_open(0, &ctx, &queue);
   float in[8] = {0}, out[8];
   struct job j = {2, 0};
-  assert_kiln_status(kiln_pipeline_run(NULL, NULL, 4, 8, 8, in, out, work, &j),
-                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(
+      kiln_pipeline_run(NULL, NULL, 4, 8, 8, in, out, work, &j, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_pipeline_run: compute is NULL");
-  assert_kiln_status(kiln_pipeline_run(queue, NULL, 4, 8, 8, in, out, NULL, &j),
-                     KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_pipeline_run(queue, queue, 4, 8, 8, in, out, work,
-                                       &j),
+  assert_kiln_status(
+      kiln_pipeline_run(queue, NULL, 4, 8, 8, in, out, NULL, &j, 0, NULL, NULL),
+      KILN_ERR_NULL_POINTER);
+  assert_kiln_status(kiln_pipeline_run(queue, queue, 4, 8, 8, in, out, work, &j,
+                                       0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
-  assert_kiln_status(kiln_pipeline_run(queue, NULL, 4, 0, 8, in, out, work, &j),
-                     KILN_ERR_INVALID_SIZE);
+  assert_kiln_status(
+      kiln_pipeline_run(queue, NULL, 4, 0, 8, in, out, work, &j, 0, NULL, NULL),
+      KILN_ERR_INVALID_SIZE);
   assert_kiln_status(kiln_pipeline_run(queue, NULL, SIZE_MAX, 8, 8, in, out,
-                                       work, &j),
+                                       work, &j, 0, NULL, NULL),
                      KILN_ERR_INVALID_SIZE);
   assert_kiln_status(kiln_pipeline_run(queue, NULL, 4, 8, 8, NULL, out, work,
-                                       &j),
+                                       &j, 0, NULL, NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("host_in is NULL");
   kiln_context *other;
   kiln_queue *foreign;
   kiln_test_open(0, &other, &foreign);
   assert_kiln_status(kiln_pipeline_run(queue, foreign, 4, 8, 8, in, out, work,
-                                       &j),
-                     KILN_ERR_SHAPE_MISMATCH);
+                                       &j, 0, NULL, NULL),
+                     KILN_ERR_WRONG_CONTEXT);
   kiln_test_close(other, foreign);
   assert_int_equal(j.calls, 0);
   /* A function that gives no event is refused, and what ran is finished. */
   assert_kiln_status(kiln_pipeline_run(queue, NULL, 4, 8, 8, in, out, no_event,
-                                       NULL),
+                                       NULL, 0, NULL, NULL),
                      KILN_ERR_INVALID_ARGUMENT);
   assert_last_error_contains("without an out_event");
   /* num_batches 0 does nothing. */
-  assert_kiln_ok(kiln_pipeline_run(queue, NULL, 0, 8, 8, NULL, NULL, work, &j));
+  assert_kiln_ok(kiln_pipeline_run(queue, NULL, 0, 8, 8, NULL, NULL, work, &j,
+                                   0, NULL, NULL));
   assert_int_equal(j.calls, 0);
   kiln_test_close(ctx, queue);
 }

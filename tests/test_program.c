@@ -1,5 +1,5 @@
 /* Programs: creation, builds that succeed and fail (log in the last error and
- * in kiln_program_build_log), state errors and destroy rules. The same
+ * in kiln_program_get_build_log), state errors and destroy rules. The same
  * sources recur across tests so that kiln's cache (a directory under the
  * build tree, see meson.build) keeps the suite quick. */
 #include "harness.h"
@@ -54,15 +54,15 @@ static void test_build_bad_input(void **state) {
   (void)state;
   assert_kiln_status(kiln_program_build(NULL, NULL, 0), KILN_ERR_NULL_POINTER);
   assert_last_error_contains("program is NULL");
-  assert_string_equal(kiln_program_build_log(NULL), "");
-  assert_false(kiln_program_from_cache(NULL));
+  assert_string_equal(kiln_program_get_build_log(NULL), "");
+  assert_false(kiln_program_is_from_cache(NULL));
   assert_kiln_ok(kiln_program_destroy(NULL));
   FOR_EACH_TEST_DEVICE(d) {
     kiln_context *ctx;
     kiln_test_open(d, &ctx, NULL);
     kiln_program *program;
     assert_kiln_ok(kiln_program_create(ctx, good_source, 0, &program));
-    assert_string_equal(kiln_program_build_log(program), "");
+    assert_string_equal(kiln_program_get_build_log(program), "");
     assert_kiln_status(kiln_program_build(program, NULL, 0x80),
                        KILN_ERR_INVALID_ARGUMENT);
     assert_last_error_contains("unknown flags 0x80");
@@ -86,7 +86,7 @@ static void test_build_failure(void **state) {
   FOR_EACH_TEST_DEVICE(d) {
     kiln_context *ctx;
     kiln_test_open(d, &ctx, NULL);
-    const kiln_device_info *info = kiln_context_device_info(ctx);
+    const kiln_device_info *info = kiln_context_get_device_info(ctx);
     kiln_program *program;
     assert_kiln_ok(kiln_program_create(ctx, bad_source, 0, &program));
     assert_kiln_status(kiln_program_build(program, NULL, 0),
@@ -105,7 +105,7 @@ static void test_build_failure(void **state) {
                 strstr(kiln_last_error(), "<source>(3)") != NULL);
     assert_null(strstr(kiln_last_error(), "tempfile"));
     /* The full log stays on the program, and the program is not built. */
-    const char *log = kiln_program_build_log(program);
+    const char *log = kiln_program_get_build_log(program);
     assert_non_null(strstr(log, "kiln_undeclared_identifier_42"));
     kiln_kernel *kernel;
     assert_kiln_status(kiln_kernel_create(program, "broken", &kernel),
@@ -195,7 +195,7 @@ static void test_long_log_is_bounded(void **state) {
     assert_last_error_contains("undeclared_0");
     assert_last_error_contains("[...]");
     assert_true(strlen(kiln_last_error()) < 3000);
-    assert_true(strlen(kiln_program_build_log(program)) >
+    assert_true(strlen(kiln_program_get_build_log(program)) >
                 strlen(kiln_last_error()));
     assert_kiln_ok(kiln_program_destroy(program));
     assert_kiln_ok(kiln_context_destroy(ctx));
@@ -211,10 +211,10 @@ static void test_build_and_destroy_rules(void **state) {
     kiln_program *program;
     assert_kiln_ok(kiln_program_create_built(ctx, good_source, "-DUNUSED=1",
                                              &program));
-    assert_non_null(kiln_program_build_log(program));
+    assert_non_null(kiln_program_get_build_log(program));
     kiln_kernel *kernel;
     assert_kiln_ok(kiln_kernel_create(program, "scale", &kernel));
-    assert_int_equal(kiln_kernel_arg_count(kernel), 2);
+    assert_int_equal(kiln_kernel_get_arg_count(kernel), 2);
     /* Neither the program nor the context goes while the kernel lives. */
     assert_kiln_status(kiln_program_destroy(program), KILN_ERR_BUSY);
     assert_last_error_contains("1 kernel");
@@ -238,7 +238,7 @@ static void test_no_cache_flag(void **state) {
     /* ... which KILN_BUILD_NO_CACHE does not read. */
     assert_kiln_ok(kiln_program_create(ctx, good_source, 0, &program));
     assert_kiln_ok(kiln_program_build(program, NULL, KILN_BUILD_NO_CACHE));
-    assert_false(kiln_program_from_cache(program));
+    assert_false(kiln_program_is_from_cache(program));
     assert_kiln_ok(kiln_program_destroy(program));
     assert_kiln_ok(kiln_context_destroy(ctx));
   }

@@ -15,8 +15,8 @@ static void test_create_destroy(void **state) {
     kiln_queue *plain = NULL, *profiled = NULL;
     assert_kiln_ok(kiln_queue_create(ctx, 0, &plain));
     assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &profiled));
-    assert_ptr_equal(kiln_queue_context(plain), ctx);
-    assert_ptr_equal(kiln_queue_context(profiled), ctx);
+    assert_ptr_equal(kiln_queue_get_context(plain), ctx);
+    assert_ptr_equal(kiln_queue_get_context(profiled), ctx);
     assert_int_equal(plain->flags, 0);
     assert_int_equal(profiled->flags, KILN_QUEUE_PROFILING);
 
@@ -66,7 +66,7 @@ static void test_bad_arguments(void **state) {
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_queue_marker: queue is NULL");
   assert_null(event);
-  assert_null(kiln_queue_context(NULL));
+  assert_null(kiln_queue_get_context(NULL));
   /* Nothing leaked by the failures. */
   assert_kiln_ok(kiln_context_destroy(ctx));
 }
@@ -84,7 +84,7 @@ static void test_trace_forces_profiling(void **state) {
   assert_kiln_ok(kiln_queue_marker(queue, 0, NULL, &event));
   assert_kiln_ok(kiln_event_wait(event));
   uint64_t start = 0, end = 0;
-  assert_kiln_ok(kiln_event_profiling(event, &start, &end));
+  assert_kiln_ok(kiln_event_get_profiling(event, &start, &end));
   assert_true(end >= start);
   kiln_event_release(event);
   assert_kiln_ok(kiln_queue_destroy(queue));
@@ -96,7 +96,7 @@ static void test_trace_forces_profiling(void **state) {
   assert_int_equal(queue->flags, 0);
   assert_kiln_ok(kiln_queue_marker(queue, 0, NULL, &event));
   assert_kiln_ok(kiln_event_wait(event));
-  assert_kiln_status(kiln_event_profiling(event, &start, &end),
+  assert_kiln_status(kiln_event_get_profiling(event, &start, &end),
                      KILN_ERR_INVALID_STATE);
   kiln_event_release(event);
   assert_kiln_ok(kiln_queue_destroy(queue));
@@ -120,12 +120,10 @@ static void test_marker(void **state) {
 
     /* Empty wait list: the marker covers everything enqueued before it. */
     kiln_event *marker = NULL;
-    assert_kiln_ok(
-        kiln_buffer_write(queue, buffer, 0, N * sizeof *host, host, 0, NULL,
-                          NULL));
-    assert_kiln_ok(
-        kiln_buffer_read(queue, buffer, 0, N * sizeof *host, back, 0, NULL,
-                         NULL));
+    assert_kiln_ok(kiln_buffer_write(
+        queue, host, &(kiln_range){buffer, 0, N, KILN_F32}, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_read(
+        queue, &(kiln_range){buffer, 0, N, KILN_F32}, back, 0, NULL, NULL));
     assert_kiln_ok(kiln_queue_marker(queue, 0, NULL, &marker));
     assert_kiln_ok(kiln_event_wait(marker));
     assert_memory_equal(host, back, N * sizeof *host);
@@ -133,15 +131,16 @@ static void test_marker(void **state) {
 
     /* Explicit wait list. */
     kiln_event *w1 = NULL, *w2 = NULL;
-    assert_kiln_ok(kiln_buffer_write(queue, buffer, 0, 64, host, 0, NULL, &w1));
+    assert_kiln_ok(kiln_buffer_write(
+        queue, host, &(kiln_range){buffer, 0, 16, KILN_F32}, 0, NULL, &w1));
     assert_kiln_ok(kiln_queue_marker(queue, 1, &w1, &w2));
     kiln_event *pair[2] = {w1, w2};
     assert_kiln_ok(kiln_queue_marker(queue, 2, pair, &marker));
     assert_kiln_ok(kiln_event_wait(marker));
     kiln_event_state st;
-    assert_kiln_ok(kiln_event_state_get(w1, &st));
+    assert_kiln_ok(kiln_event_get_state(w1, &st));
     assert_int_equal(st, KILN_EVENT_COMPLETE);
-    assert_kiln_ok(kiln_event_state_get(w2, &st));
+    assert_kiln_ok(kiln_event_get_state(w2, &st));
     assert_int_equal(st, KILN_EVENT_COMPLETE);
     kiln_event_release(marker);
 
@@ -167,7 +166,7 @@ static void test_marker(void **state) {
     assert_kiln_ok(kiln_queue_marker(other_queue, 0, NULL, &foreign));
     kiln_event *mixed[2] = {w1, foreign};
     assert_kiln_status(kiln_queue_marker(queue, 2, mixed, &marker),
-                       KILN_ERR_SHAPE_MISMATCH);
+                       KILN_ERR_WRONG_CONTEXT);
     assert_last_error_contains("wait_list[1] is an event of another context");
     assert_kiln_ok(kiln_event_wait(foreign));
     kiln_event_release(foreign);
@@ -201,16 +200,20 @@ static void test_destroy_with_pending_work(void **state) {
     assert_kiln_ok(kiln_buffer_create(ctx, bytes, 0, &a));
     assert_kiln_ok(kiln_buffer_create(ctx, bytes, 0, &b));
     kiln_event *last = NULL;
-    assert_kiln_ok(kiln_buffer_write(queue, a, 0, bytes, host, 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_copy(queue, a, 0, b, 0, bytes, 0, NULL, &last));
+    assert_kiln_ok(kiln_buffer_write(
+        queue, host, &(kiln_range){a, 0, bytes / 4, KILN_U32}, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_copy(
+        queue, &(kiln_range){a, 0, bytes / 4, KILN_U32},
+        &(kiln_range){b, 0, bytes / 4, KILN_U32}, 0, NULL, &last));
     /* No wait, no finish: destroy must do it. */
     assert_kiln_ok(kiln_queue_destroy(queue));
     kiln_event_state st = KILN_EVENT_QUEUED;
-    assert_kiln_ok(kiln_event_state_get(last, &st));
+    assert_kiln_ok(kiln_event_get_state(last, &st));
     assert_int_equal(st, KILN_EVENT_COMPLETE);
     assert_kiln_ok(kiln_event_wait(last));
     kiln_event_release(last);
-    assert_kiln_ok(kiln_buffer_read_sync(reader, b, 0, bytes, back));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        reader, &(kiln_range){b, 0, bytes / 4, KILN_U32}, back));
     assert_memory_equal(host, back, bytes);
     assert_kiln_ok(kiln_buffer_destroy(a));
     assert_kiln_ok(kiln_buffer_destroy(b));
@@ -240,10 +243,10 @@ static void *worker_main(void *arg) {
   }
   for (int r = 0; r < ROUNDS; r++) {
     kiln_test_fill_random(host, N, 0.0f, 1.0f, w->seed + (uint32_t)r);
-    if (kiln_buffer_write(queue, buffer, 0, sizeof host, host, 0, NULL,
-                          NULL) != KILN_OK ||
-        kiln_buffer_read_sync(queue, buffer, 0, sizeof back, back) !=
-            KILN_OK ||
+    if (kiln_buffer_write(queue, host, &(kiln_range){buffer, 0, N, KILN_F32}, 0,
+                          NULL, NULL) != KILN_OK ||
+        kiln_buffer_read_sync(queue, &(kiln_range){buffer, 0, N, KILN_F32},
+                              back) != KILN_OK ||
         memcmp(host, back, sizeof host) != 0)
       w->failures++;
   }

@@ -69,24 +69,25 @@ static void test_finish_after_flush(void **state) {
     assert_non_null(host);
     kiln_event *launched, *read;
     launch(&f, N, ITERS, &launched);
-    assert_kiln_ok(kiln_buffer_read(f.q, f.out, 0, N * 4, host, 0, NULL, &read));
+    assert_kiln_ok(kiln_buffer_read(f.q, &(kiln_range){f.out, 0, N, KILN_U32},
+                                    host, 0, NULL, &read));
     assert_kiln_ok(kiln_queue_flush(f.q));
     assert_kiln_ok(kiln_queue_finish(f.q));
     kiln_event_state st = KILN_EVENT_QUEUED;
-    assert_kiln_ok(kiln_event_state_get(read, &st));
+    assert_kiln_ok(kiln_event_get_state(read, &st));
     assert_int_equal(st, KILN_EVENT_COMPLETE);
     for (uint32_t i = 0; i < N; i += 31)
       assert_int_equal(host[i], chain_ref(i, ITERS));
 
     /* The quirk itself, through the raw queue: informational only, because
      * a fast machine may finish the kernel before clFinish returns. */
-    const kiln_device_info *info = kiln_context_device_info(f.ctx);
-    cl_command_queue clq = kiln_queue_cl_queue(f.q);
+    const kiln_device_info *info = kiln_context_get_device_info(f.ctx);
+    cl_command_queue clq = kiln_queue_get_cl_queue(f.q);
     kiln_event *again;
     launch(&f, N, ITERS, &again);
     assert_int_equal(clFlush(clq), CL_SUCCESS);
     assert_int_equal(clFinish(clq), CL_SUCCESS);
-    assert_kiln_ok(kiln_event_state_get(again, &st));
+    assert_kiln_ok(kiln_event_get_state(again, &st));
     fprintf(stderr, "# %s: after clFlush, clFinish left the launch %s "
                     "(finish-skips-flushed quirk %s)\n",
             info->name, st == KILN_EVENT_COMPLETE ? "complete" : "pending",
@@ -114,15 +115,17 @@ static void test_loop_limit(void **state) {
   FOR_EACH_TEST_DEVICE(d) {
     struct fixture f;
     open_fixture(d, &f, N);
-    const kiln_device_info *info = kiln_context_device_info(f.ctx);
+    const kiln_device_info *info = kiln_context_get_device_info(f.ctx);
     uint32_t host[N];
     launch(&f, N, 65000, NULL);
-    assert_kiln_ok(kiln_buffer_read_sync(f.q, f.out, 0, sizeof host, host));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(f.q, &(kiln_range){f.out, 0, N, KILN_U32}, host));
     for (uint32_t i = 0; i < N; i++)
       assert_int_equal(host[i], chain_ref(i, 65000));
 
     launch(&f, N, 70000, NULL);
-    assert_kiln_ok(kiln_buffer_read_sync(f.q, f.out, 0, sizeof host, host));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(f.q, &(kiln_range){f.out, 0, N, KILN_U32}, host));
     bool full = true;
     for (uint32_t i = 0; i < N; i++)
       full = full && host[i] == chain_ref(i, 70000);

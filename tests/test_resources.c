@@ -116,7 +116,7 @@ static void test_oversized_buffers(void **state) {
     kiln_context *ctx;
     kiln_queue *q;
     kiln_test_open(d, &ctx, &q);
-    const kiln_device_info *info = kiln_context_device_info(ctx);
+    const kiln_device_info *info = kiln_context_get_device_info(ctx);
     kiln_buffer *b = (kiln_buffer *)&b; /* must be reset to NULL */
     char text[32];
 
@@ -159,8 +159,10 @@ static void test_oversized_buffers(void **state) {
     /* The context is still healthy afterwards. */
     uint32_t v = 7, back = 0;
     assert_kiln_ok(kiln_buffer_create(ctx, sizeof v, 0, &b));
-    assert_kiln_ok(kiln_buffer_write_sync(q, b, 0, sizeof v, &v));
-    assert_kiln_ok(kiln_buffer_read_sync(q, b, 0, sizeof back, &back));
+    assert_kiln_ok(
+        kiln_buffer_write_sync(q, &v, &(kiln_range){b, 0, 1, KILN_U32}));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(q, &(kiln_range){b, 0, 1, KILN_U32}, &back));
     assert_int_equal(back, 7);
     assert_kiln_ok(kiln_buffer_destroy(b));
     kiln_test_close(ctx, q);
@@ -182,7 +184,7 @@ static void test_exhaust_device_memory(void **state) {
     kiln_context *ctx;
     kiln_queue *q;
     kiln_test_open(d, &ctx, &q);
-    const kiln_device_info *info = kiln_context_device_info(ctx);
+    const kiln_device_info *info = kiln_context_get_device_info(ctx);
     if (info->global_mem_bytes > (1ull << 30) || UNDER_ASAN) {
       fprintf(stderr, "# %s: %llu bytes of global memory; exhaustion test "
                       "skipped (runs with at most 1 GiB, without ASan)\n",
@@ -202,8 +204,8 @@ static void test_exhaust_device_memory(void **state) {
       kiln_status s = kiln_buffer_create(ctx, size, 0, &bufs[made]);
       if (s == KILN_OK) {
         uint32_t word = (uint32_t)made;
-        s = kiln_buffer_write_sync(q, bufs[made], size - sizeof word,
-                                   sizeof word, &word);
+        s = kiln_buffer_write_sync(
+            q, &word, &(kiln_range){bufs[made], size / 4 - 1, 1, KILN_U32});
       }
       if (s != KILN_OK) {
         failure = s;
@@ -227,8 +229,8 @@ static void test_exhaust_device_memory(void **state) {
     /* Every buffer that was made still holds its word. */
     for (size_t i = 0; i < made && failure == KILN_OK; i++) {
       uint32_t word = 0;
-      assert_kiln_ok(kiln_buffer_read_sync(q, bufs[i], size - sizeof word,
-                                           sizeof word, &word));
+      assert_kiln_ok(kiln_buffer_read_sync(
+          q, &(kiln_range){bufs[i], size / 4 - 1, 1, KILN_U32}, &word));
       assert_int_equal(word, (uint32_t)i);
     }
     /* After a failed command the queue may be unusable; a new one works. */
@@ -239,8 +241,10 @@ static void test_exhaust_device_memory(void **state) {
     kiln_buffer *b;
     uint32_t v = 0xfeedu, back = 0;
     assert_kiln_ok(kiln_buffer_create(ctx, 1u << 20, 0, &b));
-    assert_kiln_ok(kiln_buffer_write_sync(q, b, (1u << 20) - 4, 4, &v));
-    assert_kiln_ok(kiln_buffer_read_sync(q, b, (1u << 20) - 4, 4, &back));
+    assert_kiln_ok(kiln_buffer_write_sync(
+        q, &v, &(kiln_range){b, (1u << 18) - 1, 1, KILN_U32}));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        q, &(kiln_range){b, (1u << 18) - 1, 1, KILN_U32}, &back));
     assert_int_equal(back, 0xfeedu);
     assert_kiln_ok(kiln_buffer_destroy(b));
     kiln_test_close(ctx, q);
@@ -273,11 +277,14 @@ static void object_cycle(struct cycle_state *cs, size_t i) {
 
   kiln_buffer *b, *sub;
   uint32_t v = (uint32_t)i, back = 0;
-  size_t align = kiln_context_device_info(cs->ctx)->mem_base_addr_align_bits / 8;
+  size_t align =
+      kiln_context_get_device_info(cs->ctx)->mem_base_addr_align_bits / 8;
   assert_kiln_ok(kiln_buffer_create(cs->ctx, 2 * align, 0, &b));
   assert_kiln_ok(kiln_buffer_create_sub(b, align, align, 0, &sub));
-  assert_kiln_ok(kiln_buffer_write_sync(cs->q, sub, 0, sizeof v, &v));
-  assert_kiln_ok(kiln_buffer_read_sync(cs->q, b, align, sizeof back, &back));
+  assert_kiln_ok(
+      kiln_buffer_write_sync(cs->q, &v, &(kiln_range){sub, 0, 1, KILN_U32}));
+  assert_kiln_ok(kiln_buffer_read_sync(
+      cs->q, &(kiln_range){b, align / 4, 1, KILN_U32}, &back));
   assert_int_equal(back, (uint32_t)i);
   assert_kiln_ok(kiln_buffer_destroy(sub));
   assert_kiln_ok(kiln_buffer_destroy(b));
@@ -302,7 +309,7 @@ static void object_cycle(struct cycle_state *cs, size_t i) {
 static void program_cycle(kiln_context *ctx, struct cycle_state *cs) {
   kiln_program *p;
   assert_kiln_ok(kiln_program_create_built(ctx, slow_source, NULL, &p));
-  cs->from_cache += kiln_program_from_cache(p);
+  cs->from_cache += kiln_program_is_from_cache(p);
   assert_kiln_ok(kiln_program_destroy(p));
 }
 
@@ -336,7 +343,7 @@ static long long program_round(struct cycle_state *cs, size_t cycles) {
 static long long bare_program_round(const struct cycle_state *cs,
                                     const unsigned char *binary, size_t size,
                                     size_t cycles) {
-  cl_device_id dev = kiln_device_cl_device(cs->device);
+  cl_device_id dev = kiln_device_get_cl_device(cs->device);
   long long before = live_heap_bytes();
   cl_int err;
   cl_context cl = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
@@ -375,7 +382,7 @@ static unsigned char *program_binary(const struct cycle_state *cs,
   kiln_program *p;
   assert_kiln_ok(kiln_context_create(cs->device, NULL, &ctx));
   assert_kiln_ok(kiln_program_create_built(ctx, slow_source, NULL, &p));
-  cl_program cl = kiln_program_cl_program(p);
+  cl_program cl = kiln_program_get_cl_program(p);
   assert_int_equal(clGetProgramInfo(cl, CL_PROGRAM_BINARY_SIZES, sizeof *size,
                                     size, NULL),
                    CL_SUCCESS);
@@ -435,8 +442,9 @@ static void test_create_destroy_cycles(void **state) {
                                              &cs.program));
     assert_kiln_ok(kiln_buffer_create(cs.ctx, 4 * sizeof(uint32_t), 0, &cs.out));
     uint32_t zero = 0;
-    assert_kiln_ok(kiln_buffer_fill(cs.q, cs.out, &zero, sizeof zero, 0,
-                                    4 * sizeof(uint32_t), 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_fill(cs.q, &zero, sizeof zero,
+                                    &(kiln_range){cs.out, 0, 4, KILN_U32}, 0,
+                                    NULL, NULL));
 
     double t0 = now_s();
     for (size_t i = 0; i < warm; i++)
@@ -450,7 +458,8 @@ static void test_create_destroy_cycles(void **state) {
     long long obj_growth = live_heap_bytes() - obj_before;
     /* Every launch ran: each of the 4 words was incremented once a cycle. */
     uint32_t counts[4];
-    assert_kiln_ok(kiln_buffer_read_sync(cs.q, cs.out, 0, sizeof counts, counts));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        cs.q, &(kiln_range){cs.out, 0, 4, KILN_U32}, counts));
     for (int i = 0; i < 4; i++)
       assert_int_equal(counts[i], (uint32_t)obj_cycles);
 
@@ -556,15 +565,16 @@ static void test_queue_destroy_waits(void **state) {
     uint32_t *host = calloc(SLOW_N, 4);
     assert_non_null(host);
     launch_slow(busy, k, out, &launched);
-    assert_kiln_ok(kiln_buffer_read(busy, out, 0, SLOW_N * 4, host, 0, NULL,
-                                    &read_done));
+    assert_kiln_ok(kiln_buffer_read(busy,
+                                    &(kiln_range){out, 0, SLOW_N, KILN_U32},
+                                    host, 0, NULL, &read_done));
     assert_kiln_ok(kiln_queue_flush(busy));
     /* Destroy with the launch and the read still pending. */
     assert_kiln_ok(kiln_queue_destroy(busy));
     kiln_event_state st = KILN_EVENT_QUEUED;
-    assert_kiln_ok(kiln_event_state_get(read_done, &st));
+    assert_kiln_ok(kiln_event_get_state(read_done, &st));
     assert_int_equal(st, KILN_EVENT_COMPLETE);
-    assert_kiln_ok(kiln_event_state_get(launched, &st));
+    assert_kiln_ok(kiln_event_get_state(launched, &st));
     assert_int_equal(st, KILN_EVENT_COMPLETE);
     check_slow(host); /* the read had landed when destroy returned */
     assert_kiln_ok(kiln_event_wait(launched));
@@ -603,8 +613,9 @@ static void test_destroy_objects_with_work_pending(void **state) {
      * the program and the launch's event right away. */
     kiln_event *launched;
     launch_slow(q, k, scratch, &launched);
-    assert_kiln_ok(kiln_buffer_copy(q, scratch, 0, kept, 0, SLOW_N * 4, 0,
-                                    NULL, NULL));
+    assert_kiln_ok(kiln_buffer_copy(
+        q, &(kiln_range){scratch, 0, SLOW_N, KILN_F32},
+        &(kiln_range){kept, 0, SLOW_N, KILN_F32}, 0, NULL, NULL));
     assert_kiln_ok(kiln_buffer_destroy(scratch));
     assert_kiln_ok(kiln_kernel_destroy(k));
     assert_kiln_ok(kiln_program_destroy(p));
@@ -612,21 +623,24 @@ static void test_destroy_objects_with_work_pending(void **state) {
 
     uint32_t *host = calloc(SLOW_N, 4);
     assert_non_null(host);
-    assert_kiln_ok(kiln_buffer_read_sync(q, kept, 0, SLOW_N * 4, host));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        q, &(kiln_range){kept, 0, SLOW_N, KILN_U32}, host));
     check_slow(host);
 
     /* A view destroyed while a write to it is pending; its parent is then
      * free of children and may go too. */
-    size_t align = kiln_context_device_info(ctx)->mem_base_addr_align_bits / 8;
+    size_t align =
+        kiln_context_get_device_info(ctx)->mem_base_addr_align_bits / 8;
     kiln_buffer *view;
     assert_kiln_ok(kiln_buffer_create_sub(kept, align, 64, 0, &view));
     assert_kiln_status(kiln_buffer_destroy(kept), KILN_ERR_BUSY);
     static const uint32_t pattern[16] = {1, 2, 3, 4, 5, 6, 7, 8,
                                          9, 10, 11, 12, 13, 14, 15, 16};
-    assert_kiln_ok(kiln_buffer_write(q, view, 0, sizeof pattern, pattern, 0,
-                                     NULL, NULL));
+    assert_kiln_ok(kiln_buffer_write(
+        q, pattern, &(kiln_range){view, 0, 16, KILN_U32}, 0, NULL, NULL));
     assert_kiln_ok(kiln_buffer_destroy(view));
-    assert_kiln_ok(kiln_buffer_read_sync(q, kept, align, sizeof pattern, host));
+    assert_kiln_ok(kiln_buffer_read_sync(
+        q, &(kiln_range){kept, align / 4, 16, KILN_U32}, host));
     assert_memory_equal(host, pattern, sizeof pattern);
     assert_kiln_ok(kiln_buffer_destroy(kept));
     free(host);
@@ -651,8 +665,10 @@ static void test_context_busy_keeps_children(void **state) {
       assert_last_error_contains("kiln_context_destroy");
     }
     uint64_t v = 0x0123456789abcdefull, back = 0;
-    assert_kiln_ok(kiln_buffer_write_sync(q, b, 8, sizeof v, &v));
-    assert_kiln_ok(kiln_buffer_read_sync(q, b, 8, sizeof back, &back));
+    assert_kiln_ok(
+        kiln_buffer_write_sync(q, &v, &(kiln_range){b, 4, 2, KILN_U32}));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(q, &(kiln_range){b, 4, 2, KILN_U32}, &back));
     assert_true(back == v);
     assert_kiln_ok(kiln_event_wait(ev));
     kiln_event_release(ev);

@@ -71,8 +71,8 @@ static int teardown(void **state) {
 static void taken_set(const kiln_selection *sel, char *out, size_t cap) {
   out[0] = '\0';
   size_t used = 0;
-  for (size_t i = 0; i < kiln_selection_count(sel); i++)
-    for (size_t j = 0; j < kiln_device_list_count(list); j++)
+  for (size_t i = 0; i < kiln_selection_get_count(sel); i++)
+    for (size_t j = 0; j < kiln_device_list_get_count(list); j++)
       if (kiln_selection_get(sel, i) == kiln_device_list_get(list, j))
         used += (size_t)snprintf(out + used, cap - used, "%s%zu",
                                  i ? "," : "", j);
@@ -92,9 +92,9 @@ static void expect_at(const char *selector, const char *want, int line) {
     fail_msg("line %d: selector \"%s\" took {%s}, expected {%s}", line,
              selector, got, want);
   /* Every device has a reason that agrees with the taken flag. */
-  for (size_t i = 0; i < kiln_device_list_count(list); i++) {
+  for (size_t i = 0; i < kiln_device_list_get_count(list); i++) {
     bool taken = false;
-    const char *why = kiln_selection_explain(sel, i, &taken);
+    const char *why = kiln_selection_get_explanation(sel, i, &taken);
     assert_non_null(why);
     assert_true(strncmp(why, taken ? "taken: " : "refused: ",
                         taken ? 7 : 9) == 0);
@@ -246,7 +246,7 @@ static void test_syntax_errors(void **state) {
 }
 
 static const char *explain(kiln_selection *sel, size_t i, bool *taken) {
-  const char *why = kiln_selection_explain(sel, i, taken);
+  const char *why = kiln_selection_get_explanation(sel, i, taken);
   assert_non_null(why);
   return why;
 }
@@ -264,9 +264,9 @@ static void test_explain(void **state) {
   assert_string_equal(
       explain(sel, FPGA, NULL),
       "refused: type is accelerator, not GPU (term 'gpu', column 1)");
-  assert_null(kiln_selection_explain(sel, COUNT, &taken));
-  assert_null(kiln_selection_explain(sel, SIZE_MAX, NULL));
-  assert_string_equal(kiln_selection_selector(sel), "gpu");
+  assert_null(kiln_selection_get_explanation(sel, COUNT, &taken));
+  assert_null(kiln_selection_get_explanation(sel, SIZE_MAX, NULL));
+  assert_string_equal(kiln_selection_get_selector(sel), "gpu");
   kiln_selection_destroy(sel);
 
   assert_kiln_ok(kiln_selection_create(list, "gpu,pocl", &sel));
@@ -320,11 +320,11 @@ static void test_explain(void **state) {
 
   /* No alternative took anything: every alternative's reason is given. */
   assert_kiln_ok(kiln_selection_create(list, "gpu,name:zzz|rusticl", &sel));
-  assert_int_equal(kiln_selection_count(sel), 1);
+  assert_int_equal(kiln_selection_get_count(sel), 1);
   kiln_selection_destroy(sel);
   assert_kiln_ok(kiln_selection_create(list, "gpu,name:zzz|accelerator,fp64",
                                        &sel));
-  assert_int_equal(kiln_selection_count(sel), 0);
+  assert_int_equal(kiln_selection_get_count(sel), 0);
   why = explain(sel, NV, NULL);
   assert_non_null(strstr(why, "name 'NVIDIA H100 80GB HBM3' does not contain "
                               "'zzz'"));
@@ -341,7 +341,7 @@ static void test_kiln_device_env(void **state) {
   assert_kiln_ok(kiln_selection_create(list, NULL, &sel));
   taken_set(sel, got, sizeof got);
   assert_string_equal(got, "1");
-  assert_string_equal(kiln_selection_selector(sel), "amd");
+  assert_string_equal(kiln_selection_get_selector(sel), "amd");
   kiln_selection_destroy(sel);
   assert_kiln_ok(kiln_selection_create(list, "", &sel));
   taken_set(sel, got, sizeof got);
@@ -368,7 +368,7 @@ static void test_kiln_device_env(void **state) {
   /* Empty or blank KILN_DEVICE means the default rule. */
   assert_int_equal(setenv("KILN_DEVICE", " ", 1), 0);
   assert_kiln_ok(kiln_selection_create(list, NULL, &sel));
-  assert_string_equal(kiln_selection_selector(sel), "<default>");
+  assert_string_equal(kiln_selection_get_selector(sel), "<default>");
   kiln_selection_destroy(sel);
   assert_int_equal(unsetenv("KILN_DEVICE"), 0);
 }
@@ -381,7 +381,7 @@ static void test_default_rule(void **state) {
   assert_kiln_ok(kiln_selection_create(list, NULL, &sel));
   taken_set(sel, got, sizeof got);
   assert_string_equal(got, "0,1,2");
-  assert_string_equal(kiln_selection_selector(sel), "<default>");
+  assert_string_equal(kiln_selection_get_selector(sel), "<default>");
   assert_non_null(strstr(explain(sel, NV, NULL), "taken: default rule"));
   assert_non_null(strstr(explain(sel, POCL, NULL),
                          "refused: default rule takes only GPUs"));
@@ -396,12 +396,12 @@ static void test_default_rule(void **state) {
   kiln_device_list *cpu_list = NULL;
   assert_kiln_ok(kiln__device_list_synthetic(cpus, 3, &cpu_list));
   assert_kiln_ok(kiln_selection_create(cpu_list, "", &sel));
-  assert_int_equal(kiln_selection_count(sel), 2);
+  assert_int_equal(kiln_selection_get_count(sel), 2);
   assert_ptr_equal(kiln_selection_get(sel, 0), kiln_device_list_get(cpu_list, 0));
   assert_ptr_equal(kiln_selection_get(sel, 1), kiln_device_list_get(cpu_list, 1));
-  assert_non_null(strstr(kiln_selection_explain(sel, 0, NULL),
+  assert_non_null(strstr(kiln_selection_get_explanation(sel, 0, NULL),
                          "no GPU present, so every CPU"));
-  assert_non_null(strstr(kiln_selection_explain(sel, 2, NULL),
+  assert_non_null(strstr(kiln_selection_get_explanation(sel, 2, NULL),
                          "type is accelerator, not CPU"));
   kiln_selection_destroy(sel);
   kiln_device_list_destroy(cpu_list);
@@ -435,9 +435,9 @@ static void test_device_select(void **state) {
   assert_last_error_contains("no OpenCL device was found");
   kiln_selection *sel = NULL;
   assert_kiln_ok(kiln_selection_create(empty, NULL, &sel));
-  assert_int_equal(kiln_selection_count(sel), 0);
+  assert_int_equal(kiln_selection_get_count(sel), 0);
   assert_null(kiln_selection_get(sel, 0));
-  assert_null(kiln_selection_explain(sel, 0, NULL));
+  assert_null(kiln_selection_get_explanation(sel, 0, NULL));
   kiln_selection_destroy(sel);
   kiln_device_list_destroy(empty);
 }
@@ -452,10 +452,10 @@ static void test_null_handling(void **state) {
   assert_kiln_status(kiln_selection_create(list, "gpu", NULL),
                      KILN_ERR_NULL_POINTER);
   assert_last_error_contains("kiln_selection_create: out is NULL");
-  assert_int_equal(kiln_selection_count(NULL), 0);
+  assert_int_equal(kiln_selection_get_count(NULL), 0);
   assert_null(kiln_selection_get(NULL, 0));
-  assert_null(kiln_selection_explain(NULL, 0, NULL));
-  assert_null(kiln_selection_selector(NULL));
+  assert_null(kiln_selection_get_explanation(NULL, 0, NULL));
+  assert_null(kiln_selection_get_selector(NULL));
   kiln_selection_destroy(NULL);
   assert_kiln_ok(kiln_selection_create(list, "gpu", &sel));
   assert_null(kiln_selection_get(sel, 3));
@@ -470,9 +470,10 @@ static void test_real_devices(void **state) {
   assert_kiln_ok(kiln_device_list_create(&real));
   kiln_selection *sel = NULL;
   assert_kiln_ok(kiln_selection_create(real, "all", &sel));
-  assert_int_equal(kiln_selection_count(sel), kiln_device_list_count(real));
+  assert_int_equal(kiln_selection_get_count(sel),
+                   kiln_device_list_get_count(real));
   kiln_selection_destroy(sel);
-  for (size_t i = 0; i < kiln_device_list_count(real); i++) {
+  for (size_t i = 0; i < kiln_device_list_get_count(real); i++) {
     const kiln_device_info *in =
         kiln_device_get_info(kiln_device_list_get(real, i));
     char selector[128];

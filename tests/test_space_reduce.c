@@ -69,7 +69,7 @@ static void long_on_device(kiln_context *ctx, kiln_queue *q) {
             q, (kiln_reduce_op)op, range_of(xb, off, n, dt),
             range_of(rb, 1, 1, util_result_dtype(op)), 0, NULL, NULL));
       uint32_t out[4];
-      assert_kiln_ok(kiln_buffer_read_sync(q, rb, 0, sizeof out, out));
+      assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){rb, 0, 4, KILN_U32}, out));
       const struct ref r = reference(op, dt, x, y, off, n, 1);
       char what[64];
       snprintf(what, sizeof what, "%s %s n=%zu offset %zu", names[op],

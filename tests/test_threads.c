@@ -117,10 +117,9 @@ static void run_ops(struct worker *w, kiln_queue *q, int round) {
   W_OK(w, kiln_buffer_create(ctx, sizeof(float), 0, &sum));
   W_OK(w, kiln_reduce(q, KILN_REDUCE_SUM, range_of(y, 0, n, KILN_F32),
                       range_of(sum, 0, 1, KILN_F32), 1, &ev_axpy, &ev_sum));
-  W_OK(w, kiln_buffer_read(q, y, 0, n * sizeof(float), host, 1, &ev_sum,
-                           NULL));
+  W_OK(w, kiln_buffer_read(q, &(kiln_range){y, 0, n, KILN_F32}, host, 1, &ev_sum, NULL));
   float got_sum = 0;
-  W_OK(w, kiln_buffer_read_sync(q, sum, 0, sizeof got_sum, &got_sum));
+  W_OK(w, kiln_buffer_read_sync(q, &(kiln_range){sum, 0, 1, KILN_F32}, &got_sum));
   double want_sum = 0, abs_sum = 0;
   for (size_t i = 0; i < n; i++) {
     float want = fmaf(0.5f, x[i], -x[i]);
@@ -137,11 +136,10 @@ static void run_ops(struct worker *w, kiln_queue *q, int round) {
     ihost[i] = (int32_t)((i * 7 + (size_t)w->id) % 13) - 6;
   W_OK(w, kiln_buffer_create(ctx, n * sizeof(int32_t), 0, &ints));
   W_OK(w, kiln_buffer_create(ctx, n * sizeof(int32_t), 0, &scanned));
-  W_OK(w, kiln_buffer_write(q, ints, 0, n * sizeof(int32_t), ihost, 0, NULL,
-                            NULL));
+  W_OK(w, kiln_buffer_write(q, ihost, &(kiln_range){ints, 0, n, KILN_I32}, 0, NULL, NULL));
   W_OK(w, kiln_scan(q, KILN_SCAN_INCLUSIVE, range_of(ints, 0, n, KILN_I32),
                     range_of(scanned, 0, n, KILN_I32), 0, NULL, NULL));
-  W_OK(w, kiln_buffer_read_sync(q, scanned, 0, n * sizeof(int32_t), ihost + n));
+  W_OK(w, kiln_buffer_read_sync(q, &(kiln_range){scanned, 0, n, KILN_I32}, ihost + n));
   int32_t acc = 0;
   for (size_t i = 0; i < n; i++) {
     acc += ihost[i];
@@ -151,10 +149,9 @@ static void run_ops(struct worker *w, kiln_queue *q, int round) {
 
   /* Transpose a rows x cols slice of the shared input; bit-exact. */
   W_OK(w, kiln_buffer_create(ctx, rows * cols * sizeof(float), 0, &t));
-  W_OK(w, kiln_transpose(q, matrix_ld(sh->input, 1, rows, cols, cols, KILN_F32),
-                         matrix_ld(t, 0, cols, rows, rows, KILN_F32), 0, NULL,
-                         NULL));
-  W_OK(w, kiln_buffer_read_sync(q, t, 0, rows * cols * sizeof(float), host));
+  W_OK(w, kiln_transpose(q, matrix_of(sh->input, 1, rows, cols, KILN_F32),
+                         matrix_of(t, 0, cols, rows, KILN_F32), 0, NULL, NULL));
+  W_OK(w, kiln_buffer_read_sync(q, &(kiln_range){t, 0, rows * cols, KILN_F32}, host));
   for (size_t r = 0; r < rows; r++)
     for (size_t cc = 0; cc < cols; cc++)
       W_CHECK(w, host[cc * rows + r] == x[1 + r * cols + cc],
@@ -165,7 +162,7 @@ static void run_ops(struct worker *w, kiln_queue *q, int round) {
   W_OK(w, kiln_softmax_rows(q, matrix_of(sh->input, 1, rows, cols, KILN_F32),
                             matrix_of(sm, 0, rows, cols, KILN_F32), 0, NULL,
                             NULL));
-  W_OK(w, kiln_buffer_read_sync(q, sm, 0, rows * cols * sizeof(float), host));
+  W_OK(w, kiln_buffer_read_sync(q, &(kiln_range){sm, 0, rows * cols, KILN_F32}, host));
   for (size_t r = 0; r < rows; r++) {
     const float *xr = x + 1 + r * cols;
     double mx = xr[0], den = 0;
@@ -190,14 +187,12 @@ static void run_ops(struct worker *w, kiln_queue *q, int round) {
   W_OK(w, kiln_buffer_create(ctx, m * gk * sizeof(float), 0, &a));
   W_OK(w, kiln_buffer_create(ctx, gk * gn * sizeof(float), 0, &b));
   W_OK(w, kiln_buffer_create(ctx, m * gn * sizeof(float), 0, &c));
-  W_OK(w, kiln_buffer_write(q, a, 0, m * gk * sizeof(float), ah, 0, NULL,
-                            NULL));
-  W_OK(w, kiln_buffer_write(q, b, 0, gk * gn * sizeof(float), bh, 0, NULL,
-                            NULL));
+  W_OK(w, kiln_buffer_write(q, ah, &(kiln_range){a, 0, m * gk, KILN_F32}, 0, NULL, NULL));
+  W_OK(w, kiln_buffer_write(q, bh, &(kiln_range){b, 0, gk * gn, KILN_F32}, 0, NULL, NULL));
   W_OK(w, kiln_matmul(q, 1, matrix_of(a, 0, m, gk, KILN_F32),
                       matrix_of(b, 0, gk, gn, KILN_F32),
                       matrix_of(c, 0, m, gn, KILN_F32), NULL, 0, NULL, NULL));
-  W_OK(w, kiln_buffer_read_sync(q, c, 0, m * gn * sizeof(float), host));
+  W_OK(w, kiln_buffer_read_sync(q, &(kiln_range){c, 0, m * gn, KILN_F32}, host));
   for (size_t i = 0; i < m; i++)
     for (size_t j = 0; j < gn; j++) {
       double want = 0, mag = 0;
@@ -259,7 +254,7 @@ static void run_user_kernels(struct worker *w, kiln_queue *q, int round) {
   W_OK(w, kiln_kernel_set_arg_i32(ks, 1, 100 * w->id + round));
   size_t global = N, local = 16;
   W_OK(w, kiln_kernel_launch(q, ks, 1, &global, &local, 0, NULL, NULL));
-  W_OK(w, kiln_buffer_read_sync(q, out, 0, sizeof host, host));
+  W_OK(w, kiln_buffer_read_sync(q, &(kiln_range){out, 0, sizeof host / sizeof host[0], KILN_I32}, host));
   for (int i = 0; i < N; i++)
     W_CHECK(w, host[i] == 100 * w->id + round + i * 3,
             "shared kernel [%d]: got %d", i, host[i]);
@@ -269,7 +264,7 @@ static void run_user_kernels(struct worker *w, kiln_queue *q, int round) {
   kiln_cache_info info;
   W_OK(w, kiln_cache_get_info(&info));
   W_OK(w, kiln_cache_list_create(&list));
-  for (size_t i = 0; i < kiln_cache_list_count(list); i++) {
+  for (size_t i = 0; i < kiln_cache_list_get_count(list); i++) {
     const kiln_cache_entry *e = kiln_cache_list_get(list, i);
     W_CHECK(w, e != NULL && e->file[0] != '\0', "cache list entry %zu", i);
   }
@@ -279,7 +274,7 @@ static void run_user_kernels(struct worker *w, kiln_queue *q, int round) {
   W_OK(w, kiln_kernel_set_arg_buffer(ko, 0, out));
   W_OK(w, kiln_kernel_set_arg_i32(ko, 1, w->id + 2));
   W_OK(w, kiln_kernel_launch(q, ko, 1, &global, NULL, 0, NULL, NULL));
-  W_OK(w, kiln_buffer_read_sync(q, out, 0, sizeof host, host));
+  W_OK(w, kiln_buffer_read_sync(q, &(kiln_range){out, 0, sizeof host / sizeof host[0], KILN_I32}, host));
   for (int i = 0; i < N; i++)
     W_CHECK(w, host[i] == i * (w->id + 2) + w->id * 1000 + round,
             "own kernel [%d]: got %d", i, host[i]);
@@ -312,7 +307,7 @@ static void run_handoff(struct worker *w, kiln_queue *q) {
     if (kiln_event_wait(theirs) != KILN_OK)
       worker_fail(w, "kiln_event_wait: %s", kiln_last_error());
     kiln_event_state state = KILN_EVENT_QUEUED;
-    if (kiln_event_state_get(theirs, &state) != KILN_OK ||
+    if (kiln_event_get_state(theirs, &state) != KILN_OK ||
         state != KILN_EVENT_COMPLETE)
       worker_fail(w, "neighbour's event is not complete (%d)", (int)state);
     kiln_event_release(theirs);
@@ -323,9 +318,8 @@ static void run_handoff(struct worker *w, kiln_queue *q) {
 
   /* The last error is per thread: every thread fails differently at once,
    * then each must still read its own message. */
-  char byte = 0;
-  s = kiln_buffer_read_sync(q, sh->input, (size_t)(4096 + w->id) * 1000, 1,
-                            &byte);
+  float byte = 0;
+  s = kiln_buffer_read_sync(q, &(kiln_range){sh->input, (size_t)(4096 + w->id) * 1000, 1, KILN_F32}, &byte);
   pthread_barrier_wait(&sh->barrier);
   w->checks++;
   if (s != KILN_ERR_OUT_OF_RANGE)
@@ -392,8 +386,7 @@ static void test_eight_threads_one_context(void **state) {
     sh.input_host = input;
     assert_kiln_ok(kiln_buffer_create(sh.ctx, sh.input_n * sizeof *input,
                                       KILN_MEM_READ_ONLY, &sh.input));
-    assert_kiln_ok(kiln_buffer_write_sync(q, sh.input, 0,
-                                          sh.input_n * sizeof *input, input));
+    assert_kiln_ok(kiln_buffer_write_sync(q, input, &(kiln_range){sh.input, 0, sh.input_n, KILN_F32}));
     assert_int_equal(pthread_barrier_init(&sh.barrier, NULL, THREADS), 0);
 
     pthread_t threads[THREADS];
@@ -442,9 +435,8 @@ static void *ctx_worker_main(void *arg) {
     if (kiln_context_create(w->device, NULL, &ctx) != KILN_OK ||
         kiln_queue_create(ctx, 0, &q) != KILN_OK ||
         kiln_buffer_create(ctx, sizeof back, 0, &b) != KILN_OK ||
-        kiln_buffer_fill(q, b, &pattern, sizeof pattern, 0, sizeof back, 0,
-                         NULL, NULL) != KILN_OK ||
-        kiln_buffer_read_sync(q, b, 0, sizeof back, back) != KILN_OK) {
+        kiln_buffer_fill(q, &pattern, sizeof pattern, &(kiln_range){b, 0, 64, KILN_U32}, 0, NULL, NULL) != KILN_OK ||
+        kiln_buffer_read_sync(q, &(kiln_range){b, 0, 64, KILN_U32}, back) != KILN_OK) {
       w->failed = true;
       snprintf(w->message, sizeof w->message, "%s", kiln_last_error());
     }

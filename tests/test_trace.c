@@ -297,17 +297,22 @@ static void test_trace_user_work(void **state) {
     kiln_buffer *a, *b;
     assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &a));
     assert_kiln_ok(kiln_buffer_create(ctx, n * 4, 0, &b));
-    assert_kiln_ok(kiln_buffer_write_sync(q, a, 0, n * 4, host));
+    assert_kiln_ok(
+        kiln_buffer_write_sync(q, host, &(kiln_range){a, 0, n, KILN_F32}));
     assert_kiln_ok(kiln_kernel_set_arg_buffer(k, 0, a));
     /* A local size the kernel takes (rusticl allows some kernels 32). */
     kiln_kernel_info info;
     assert_kiln_ok(kiln_kernel_get_info(k, &info));
     size_t global = n, local = info.work_group_size >= 16 ? 16 : 1;
     assert_kiln_ok(kiln_kernel_launch(q, k, 1, &global, &local, 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_copy(q, a, 0, b, 0, n * 4, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_copy(q, &(kiln_range){a, 0, n, KILN_F32},
+                                    &(kiln_range){b, 0, n, KILN_F32}, 0, NULL,
+                                    NULL));
     uint32_t zero = 0;
-    assert_kiln_ok(kiln_buffer_fill(q, a, &zero, 4, 0, n * 4, 0, NULL, NULL));
-    assert_kiln_ok(kiln_buffer_read_sync(q, b, 0, n * 4, host));
+    assert_kiln_ok(kiln_buffer_fill(
+        q, &zero, 4, &(kiln_range){a, 0, n, KILN_U32}, 0, NULL, NULL));
+    assert_kiln_ok(
+        kiln_buffer_read_sync(q, &(kiln_range){b, 0, n, KILN_F32}, host));
     assert_true(host[3] == 6.0f);
     assert_kiln_ok(kiln_queue_finish(q));
 

@@ -31,9 +31,9 @@ static void after_gemm(void *user, const char *params, kiln_queue *q,
   if (!h->corrupt || strcmp(params, h->wrong) != 0)
     return;
   float v;
-  assert_kiln_ok(kiln_buffer_read_sync(q, c, (count / 2) * 4, 4, &v));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){c, (count / 2), 1, KILN_F32}, &v));
   v = v + 0.25f;
-  assert_kiln_ok(kiln_buffer_write_sync(q, c, (count / 2) * 4, 4, &v));
+  assert_kiln_ok(kiln_buffer_write_sync(q, &v, &(kiln_range){c, (count / 2), 1, KILN_F32}));
   h->corrupted++;
 }
 

@@ -26,9 +26,9 @@ static void after_op(void *user, const char *params, kiln_queue *q,
   if (!h->corrupt || strcmp(params, h->wrong) != 0)
     return;
   uint32_t v;
-  assert_kiln_ok(kiln_buffer_read_sync(q, out, (count / 2) * 4, 4, &v));
+  assert_kiln_ok(kiln_buffer_read_sync(q, &(kiln_range){out, (count / 2), 1, KILN_U32}, &v));
   v ^= 0x00400000u; /* a bit of every format's significand or an index */
-  assert_kiln_ok(kiln_buffer_write_sync(q, out, (count / 2) * 4, 4, &v));
+  assert_kiln_ok(kiln_buffer_write_sync(q, &v, &(kiln_range){out, (count / 2), 1, KILN_U32}));
   h->corrupted++;
 }
 

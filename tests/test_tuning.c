@@ -112,7 +112,7 @@ static void test_bad_files(void **state) {
   kiln_context *ctx;
   kiln_queue *q;
   open_gpu_family(&ctx, &q);
-  const kiln_device_info *di = kiln_context_device_info(ctx);
+  const kiln_device_info *di = kiln_context_get_device_info(ctx);
   char path[400], head[1024], body[3072], good[4096];
   snprintf(path, sizeof path, "%s/bad.txt", dir);
   snprintf(head, sizeof head, "kiln-tuning 1\ndevice %s\ndriver %s\nkiln %s\n",
@@ -266,16 +266,16 @@ static void test_bad_input(void **state) {
   open_gpu_family(&ctx, &q);
   kiln_tuning_knob knob;
   size_t count = 0;
-  while (kiln_tuning_knob_get("gemm", count, &knob) == KILN_OK)
+  while (kiln_tuning_get_knob("gemm", count, &knob) == KILN_OK)
     count++;
   assert_int_equal(count, KILN__GEMM_GPU_KNOBS);
-  assert_kiln_error(kiln_tuning_knob_get("gemm", SIZE_MAX, &knob),
+  assert_kiln_error(kiln_tuning_get_knob("gemm", SIZE_MAX, &knob),
                     KILN_ERR_OUT_OF_RANGE, "past the 18 knobs");
-  assert_kiln_error(kiln_tuning_knob_get("sort", 0, &knob), KILN_ERR_NOT_FOUND,
+  assert_kiln_error(kiln_tuning_get_knob("sort", 0, &knob), KILN_ERR_NOT_FOUND,
                     "op \"sort\" has no parameter space");
-  assert_kiln_error(kiln_tuning_knob_get(NULL, 0, &knob),
-                    KILN_ERR_NULL_POINTER, "op is NULL");
-  assert_kiln_error(kiln_tuning_knob_get("gemm", 0, NULL),
+  assert_kiln_error(kiln_tuning_get_knob(NULL, 0, &knob), KILN_ERR_NULL_POINTER,
+                    "op is NULL");
+  assert_kiln_error(kiln_tuning_get_knob("gemm", 0, NULL),
                     KILN_ERR_NULL_POINTER, "out is NULL");
   char why[300];
   assert_kiln_ok(kiln_tuning_check(ctx, "gemm", tuned, why, sizeof why));

@@ -47,7 +47,7 @@ static inline void train_each_profile(void (*body)(kiln_context *ctx,
         assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
         assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
       }
-      body(ctx, q, kiln_context_profile(ctx));
+      body(ctx, q, kiln_context_get_profile(ctx));
       kiln_test_close(ctx, q);
     }
   }

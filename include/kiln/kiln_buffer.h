@@ -1,6 +1,13 @@
 /* Device buffers, sub-buffer views, wrapped host memory and transfers.
- * Offsets and sizes are in bytes. Every transfer is asynchronous on a queue;
- * the _sync helpers wait for completion. */
+ *
+ * Memory that has no element type yet is sized in bytes (*_bytes: creating a
+ * buffer or a view). Transfers name the data they move with a kiln_range
+ * (kiln_tensor.h): offset and count in elements of the range's dtype, the
+ * same ranges ops and MPI collectives take. A range must lie inside its
+ * buffer (KILN_ERR_OUT_OF_RANGE), have a count > 0 (KILN_ERR_INVALID_SIZE)
+ * and a buffer of the queue's context (KILN_ERR_WRONG_CONTEXT). Every
+ * transfer is asynchronous on a queue; the _sync helpers wait for
+ * completion. */
 #ifndef KILN_BUFFER_H
 #define KILN_BUFFER_H
 
@@ -9,6 +16,7 @@
 #endif
 
 #include "kiln/kiln_common.h"
+#include "kiln/kiln_tensor.h"
 
 KILN_BEGIN_DECLS
 
@@ -59,49 +67,48 @@ KILN_API kiln_status kiln_buffer_create_sub(kiln_buffer *parent,
  * buffer. */
 KILN_API kiln_status kiln_buffer_destroy(kiln_buffer *buffer);
 
-KILN_API size_t kiln_buffer_size(const kiln_buffer *buffer);
-KILN_API kiln_context *kiln_buffer_context(const kiln_buffer *buffer);
+KILN_API size_t kiln_buffer_get_size(const kiln_buffer *buffer);
+KILN_API kiln_context *kiln_buffer_get_context(const kiln_buffer *buffer);
 
-/* Copy size_bytes from host src into dst at offset_bytes. src must stay valid
+/* Copy dst->count elements from host src into dst. src must stay valid
  * and unchanged until the command completes. */
-KILN_API kiln_status kiln_buffer_write(kiln_queue *queue, kiln_buffer *dst,
-                                       size_t offset_bytes, size_t size_bytes,
-                                       const void *src, size_t num_wait,
+KILN_API kiln_status kiln_buffer_write(kiln_queue *queue, const void *src,
+                                       const kiln_range *dst, size_t num_wait,
                                        kiln_event *const *wait_list,
                                        kiln_event **out_event);
-/* Copy size_bytes from src at offset_bytes to host dst, which must stay
- * valid until the command completes. */
-KILN_API kiln_status kiln_buffer_read(kiln_queue *queue, kiln_buffer *src,
-                                      size_t offset_bytes, size_t size_bytes,
+/* Copy the elements of src to host dst, which must stay valid until the
+ * command completes. */
+KILN_API kiln_status kiln_buffer_read(kiln_queue *queue, const kiln_range *src,
                                       void *dst, size_t num_wait,
                                       kiln_event *const *wait_list,
                                       kiln_event **out_event);
-/* Device-side copy; the two ranges must not overlap if src == dst. */
-KILN_API kiln_status kiln_buffer_copy(kiln_queue *queue, kiln_buffer *src,
-                                      size_t src_offset_bytes, kiln_buffer *dst,
-                                      size_t dst_offset_bytes, size_t size_bytes,
-                                      size_t num_wait,
+/* Device-side copy of src to dst, which must have the same count and dtype
+ * (else KILN_ERR_SHAPE_MISMATCH) and must not overlap it (also not through
+ * two views of one buffer: KILN_ERR_INVALID_ARGUMENT). */
+KILN_API kiln_status kiln_buffer_copy(kiln_queue *queue, const kiln_range *src,
+                                      const kiln_range *dst, size_t num_wait,
                                       kiln_event *const *wait_list,
                                       kiln_event **out_event);
-/* Fill a range with a repeated pattern of 1, 2, 4, 8, 16, 32, 64 or 128
- * bytes; offset_bytes and size_bytes must be multiples of pattern_bytes.
- * The pattern is copied before this returns. */
-KILN_API kiln_status kiln_buffer_fill(kiln_queue *queue, kiln_buffer *buffer,
-                                      const void *pattern, size_t pattern_bytes,
-                                      size_t offset_bytes, size_t size_bytes,
-                                      size_t num_wait,
+/* Fill dst with a repeated raw pattern of 1, 2, 4, 8, 16, 32, 64 or 128
+ * bytes (OpenCL's fill sizes), whatever dst's dtype: a bit pattern for any
+ * element type or a group of elements. dst's bytes must start and end at
+ * multiples of pattern_bytes. The pattern is copied before this returns.
+ * For a typed value use the op kiln_fill. */
+KILN_API kiln_status kiln_buffer_fill(kiln_queue *queue, const void *pattern,
+                                      size_t pattern_bytes,
+                                      const kiln_range *dst, size_t num_wait,
                                       kiln_event *const *wait_list,
                                       kiln_event **out_event);
 
-/* Map a range for host access (KILN_MAP_READ and/or KILN_MAP_WRITE). The
- * pointer is usable once the event completes; unmap it before any kernel uses
- * the buffer again. Mapping the same range twice gives two mappings (possibly
+/* Map data for host access (map_flags: KILN_MAP_READ and/or
+ * KILN_MAP_WRITE); *out_ptr points at its first element. The pointer is
+ * usable once the event completes; unmap it before any kernel uses the
+ * buffer again. Mapping the same range twice gives two mappings (possibly
  * at the same address), each needing its own unmap. Threads may map and
  * unmap one buffer through their own queues concurrently (kiln's list of
  * live mappings is locked). */
-KILN_API kiln_status kiln_buffer_map(kiln_queue *queue, kiln_buffer *buffer,
-                                     unsigned map_flags, size_t offset_bytes,
-                                     size_t size_bytes, void **out_ptr,
+KILN_API kiln_status kiln_buffer_map(kiln_queue *queue, const kiln_range *data,
+                                     void **out_ptr, unsigned map_flags,
                                      size_t num_wait,
                                      kiln_event *const *wait_list,
                                      kiln_event **out_event);
@@ -114,12 +121,10 @@ KILN_API kiln_status kiln_buffer_unmap(kiln_queue *queue, kiln_buffer *buffer,
                                        kiln_event **out_event);
 
 /* Blocking helpers: enqueue, then wait for that command. */
-KILN_API kiln_status kiln_buffer_write_sync(kiln_queue *queue, kiln_buffer *dst,
-                                            size_t offset_bytes,
-                                            size_t size_bytes, const void *src);
-KILN_API kiln_status kiln_buffer_read_sync(kiln_queue *queue, kiln_buffer *src,
-                                           size_t offset_bytes,
-                                           size_t size_bytes, void *dst);
+KILN_API kiln_status kiln_buffer_write_sync(kiln_queue *queue, const void *src,
+                                            const kiln_range *dst);
+KILN_API kiln_status kiln_buffer_read_sync(kiln_queue *queue,
+                                           const kiln_range *src, void *dst);
 
 KILN_END_DECLS
 

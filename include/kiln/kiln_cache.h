@@ -83,7 +83,7 @@ typedef struct kiln_cache_list kiln_cache_list;
  * directory exists but cannot be read. */
 KILN_API kiln_status kiln_cache_list_create(kiln_cache_list **out);
 KILN_API void kiln_cache_list_destroy(kiln_cache_list *list);
-KILN_API size_t kiln_cache_list_count(const kiln_cache_list *list);
+KILN_API size_t kiln_cache_list_get_count(const kiln_cache_list *list);
 /* Borrowed, valid until the list is destroyed; NULL when out of range. */
 KILN_API const kiln_cache_entry *kiln_cache_list_get(const kiln_cache_list *list,
                                                      size_t index);

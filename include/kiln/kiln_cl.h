@@ -17,15 +17,15 @@ KILN_BEGIN_DECLS
  * object's life. Thread-safe to obtain. A raw queue or kernel falls under
  * the same one-thread-at-a-time rule as its kiln handle: kiln sets its op
  * kernels' arguments on the queue's thread, so do not enqueue on
- * kiln_queue_cl_queue() from another thread while kiln uses the queue. */
-KILN_API cl_platform_id kiln_device_cl_platform(const kiln_device *device);
-KILN_API cl_device_id kiln_device_cl_device(const kiln_device *device);
-KILN_API cl_context kiln_context_cl_context(const kiln_context *ctx);
-KILN_API cl_command_queue kiln_queue_cl_queue(const kiln_queue *queue);
-KILN_API cl_mem kiln_buffer_cl_mem(const kiln_buffer *buffer);
-KILN_API cl_event kiln_event_cl_event(const kiln_event *event);
-KILN_API cl_program kiln_program_cl_program(const kiln_program *program);
-KILN_API cl_kernel kiln_kernel_cl_kernel(const kiln_kernel *kernel);
+ * kiln_queue_get_cl_queue() from another thread while kiln uses the queue. */
+KILN_API cl_platform_id kiln_device_get_cl_platform(const kiln_device *device);
+KILN_API cl_device_id kiln_device_get_cl_device(const kiln_device *device);
+KILN_API cl_context kiln_context_get_cl_context(const kiln_context *ctx);
+KILN_API cl_command_queue kiln_queue_get_cl_queue(const kiln_queue *queue);
+KILN_API cl_mem kiln_buffer_get_cl_mem(const kiln_buffer *buffer);
+KILN_API cl_event kiln_event_get_cl_event(const kiln_event *event);
+KILN_API cl_program kiln_program_get_cl_program(const kiln_program *program);
+KILN_API cl_kernel kiln_kernel_get_cl_kernel(const kiln_kernel *kernel);
 
 /* Wrap a cl_mem of ctx's OpenCL context as a kiln buffer; kiln retains it and
  * releases its reference on kiln_buffer_destroy. Thread-safe. */

@@ -45,8 +45,9 @@ typedef struct kiln_kernel kiln_kernel;
  * one, is kept aside in kiln_last_cl_error(). One mistake, one status in
  * every function: an object of another context than the one the call works
  * in (a buffer, event or kernel with a queue of another context, a buffer
- * set as an argument of another context's kernel) is always
- * KILN_ERR_SHAPE_MISMATCH. */
+ * set as an argument of another context's kernel, a wrapped cl_mem of
+ * another cl_context) is always KILN_ERR_WRONG_CONTEXT; sizes, counts or
+ * dtypes that disagree are KILN_ERR_SHAPE_MISMATCH. */
 #define KILN_STATUS_MAP(XX)                                                    \
   XX(OK, 0, "success")                                                         \
   XX(ERR_INVALID_ARGUMENT, -1, "invalid argument")                             \
@@ -62,12 +63,12 @@ typedef struct kiln_kernel kiln_kernel;
   XX(ERR_NOT_FOUND, -11, "no such kernel, profile or entry")                   \
   XX(ERR_BUSY, -12, "object still has live children")                          \
   XX(ERR_UNSUPPORTED, -13, "not supported by this device")                     \
-  XX(ERR_SHAPE_MISMATCH, -14, "mismatched shapes, dtypes or contexts")         \
+  XX(ERR_SHAPE_MISMATCH, -14, "mismatched shapes or dtypes")                   \
   XX(ERR_IO, -15, "file input/output failed")                                  \
   XX(ERR_CORRUPT, -16, "corrupt or mismatched data")                           \
   XX(ERR_INVALID_STATE, -17, "operation not valid in the object's state")      \
   XX(ERR_OPENCL, -18, "OpenCL call failed")                                    \
-  XX(ERR_EXEC_FAILED, -19, "a command failed on the device")                  \
+  XX(ERR_EXEC_FAILED, -19, "a command failed on the device")                   \
   XX(ERR_COMM, -20, "communication between processes failed or timed out")     \
   XX(ERR_WRONG_CONTEXT, -21, "object of another context")
 

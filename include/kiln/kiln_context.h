@@ -47,9 +47,10 @@ KILN_API kiln_status kiln_context_create_default(const char *selector,
 KILN_API kiln_status kiln_context_destroy(kiln_context *ctx);
 
 /* The context's device, as a copy owned by the context. Borrowed. */
-KILN_API const kiln_device_info *kiln_context_device_info(const kiln_context *ctx);
+KILN_API const kiln_device_info *
+kiln_context_get_device_info(const kiln_context *ctx);
 /* Name of the profile in force (after options and KILN_PROFILE). Borrowed. */
-KILN_API const char *kiln_context_profile(const kiln_context *ctx);
+KILN_API const char *kiln_context_get_profile(const kiln_context *ctx);
 
 KILN_END_DECLS
 

@@ -135,14 +135,15 @@ KILN_API kiln_status kiln_device_list_create(kiln_device_list **out);
 /* Free the list once no thread reads it and no selection borrows it. */
 KILN_API void kiln_device_list_destroy(kiln_device_list *list);
 
-KILN_API size_t kiln_device_list_count(const kiln_device_list *list);
+KILN_API size_t kiln_device_list_get_count(const kiln_device_list *list);
 /* Borrowed; NULL when index is out of range. */
 KILN_API const kiln_device *kiln_device_list_get(const kiln_device_list *list,
                                                  size_t index);
-KILN_API size_t kiln_device_list_problem_count(const kiln_device_list *list);
+KILN_API size_t
+kiln_device_list_get_problem_count(const kiln_device_list *list);
 /* Borrowed; NULL when index is out of range. */
 KILN_API const kiln_device_problem *
-kiln_device_list_problem(const kiln_device_list *list, size_t index);
+kiln_device_list_get_problem(const kiln_device_list *list, size_t index);
 
 /* Borrowed, lives as long as the device; NULL for a NULL device. */
 KILN_API const kiln_device_info *kiln_device_get_info(const kiln_device *device);
@@ -189,18 +190,20 @@ KILN_API kiln_status kiln_selection_create(const kiln_device_list *list,
                                            const char *selector,
                                            kiln_selection **out);
 KILN_API void kiln_selection_destroy(kiln_selection *selection);
-KILN_API size_t kiln_selection_count(const kiln_selection *selection);
+KILN_API size_t kiln_selection_get_count(const kiln_selection *selection);
 /* The index-th taken device (borrowed), or NULL. */
 KILN_API const kiln_device *kiln_selection_get(const kiln_selection *selection,
                                                size_t index);
 /* For device list_index of the list: whether it was taken, and why or why
  * not ("taken: matches gpu" / "refused: type is CPU, not GPU (term 1, column
  * 1)"). Returns NULL for an out-of-range index. Borrowed. */
-KILN_API const char *kiln_selection_explain(const kiln_selection *selection,
-                                            size_t list_index, bool *taken);
+KILN_API const char *
+kiln_selection_get_explanation(const kiln_selection *selection,
+                               size_t list_index, bool *taken);
 /* The selector actually evaluated, after KILN_DEVICE and the default were
  * applied ("<default>" for the default rule). Borrowed. */
-KILN_API const char *kiln_selection_selector(const kiln_selection *selection);
+KILN_API const char *
+kiln_selection_get_selector(const kiln_selection *selection);
 
 /* Convenience: the first device the selector takes. KILN_ERR_NO_DEVICE, with
  * the reasons in the last error, when it takes none. Thread-safe. */

@@ -29,14 +29,15 @@ KILN_API kiln_status kiln_event_wait(kiln_event *event);
 KILN_API kiln_status kiln_event_wait_all(size_t num_events,
                                          kiln_event *const *events);
 /* Current state, without blocking. Thread-safe. */
-KILN_API kiln_status kiln_event_state_get(kiln_event *event,
+KILN_API kiln_status kiln_event_get_state(kiln_event *event,
                                           kiln_event_state *out);
 /* Device timestamps in nanoseconds of the command's start and end. Requires
  * a queue created with KILN_QUEUE_PROFILING (else KILN_ERR_INVALID_STATE)
  * and a completed command (else KILN_ERR_INVALID_STATE). Either out pointer
  * may be NULL. Thread-safe. */
-KILN_API kiln_status kiln_event_profiling(kiln_event *event, uint64_t *start_ns,
-                                          uint64_t *end_ns);
+KILN_API kiln_status kiln_event_get_profiling(kiln_event *event,
+                                              uint64_t *start_ns,
+                                              uint64_t *end_ns);
 /* Add a reference; returns event. Thread-safe. */
 KILN_API kiln_event *kiln_event_retain(kiln_event *event);
 /* Drop a reference; the last one frees the event (the command itself is

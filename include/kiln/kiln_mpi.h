@@ -48,16 +48,6 @@ KILN_BEGIN_DECLS
 typedef struct kiln_mpi kiln_mpi;
 typedef struct kiln_mpi_request kiln_mpi_request;
 
-/* Reduction ops. f16 and bf16 data are widened to f32 on the host, reduced
- * in f32 and rounded back (to nearest even) once, at the end. MEAN is the
- * f32 sum divided by size. */
-typedef enum kiln_mpi_op {
-  KILN_MPI_SUM = 0,
-  KILN_MPI_MEAN = 1,
-  KILN_MPI_MAX = 2,
-  KILN_MPI_MIN = 3,
-} kiln_mpi_op;
-
 typedef struct kiln_mpi_options {
   /* Bytes of device data per pipeline chunk. 0: 4 MiB. Rounded down to
    * whole elements. */
@@ -87,10 +77,10 @@ KILN_API kiln_status kiln_mpi_destroy(kiln_mpi *mpi);
 
 /* Rank and size in the communicator, and on this node (the ranks sharing
  * memory with this one). -1 for a NULL mpi. */
-KILN_API int kiln_mpi_rank(const kiln_mpi *mpi);
-KILN_API int kiln_mpi_size(const kiln_mpi *mpi);
-KILN_API int kiln_mpi_local_rank(const kiln_mpi *mpi);
-KILN_API int kiln_mpi_local_size(const kiln_mpi *mpi);
+KILN_API int kiln_mpi_get_rank(const kiln_mpi *mpi);
+KILN_API int kiln_mpi_get_size(const kiln_mpi *mpi);
+KILN_API int kiln_mpi_get_local_rank(const kiln_mpi *mpi);
+KILN_API int kiln_mpi_get_local_size(const kiln_mpi *mpi);
 
 /* The device for this rank: evaluate selector on list (NULL: KILN_DEVICE,
  * else the default rule) and take device local_rank modulo the number
@@ -102,80 +92,92 @@ KILN_API kiln_status kiln_mpi_select_device(const kiln_mpi *mpi,
                                             const char *selector,
                                             const kiln_device **out);
 
-/* In place: the count elements of dtype (f32, f16 or bf16) at offset_bytes
- * of buffer become op over every rank's elements. Blocking: enqueues on
- * queue after its earlier commands and wait_list, and returns once the
- * result is in the buffer, the same bytes on every rank. count 0 is valid
- * (still collective). Errors: KILN_ERR_NULL_POINTER, KILN_ERR_INVALID_ARGUMENT
- * (dtype or op), KILN_ERR_OUT_OF_RANGE (range outside buffer),
- * KILN_ERR_SHAPE_MISMATCH (buffer of another context than queue, or ranks
- * passed different count, dtype or op), KILN_ERR_COMM. */
+/* Every collective names its data with kiln_range descriptors (offsets and
+ * counts in elements of the range's dtype, as every kiln call), so the
+ * ranges an op wrote go here unchanged. Reductions take a kiln_reduce_op:
+ * KILN_REDUCE_SUM, MIN, MAX or MEAN (others are KILN_ERR_INVALID_ARGUMENT);
+ * f16 and bf16 data are widened to f32 on the host, reduced in f32 and
+ * rounded back (to nearest even) once, at the end; MEAN is the f32 sum
+ * divided by size.
+ *
+ * Arguments come as in every kiln call that enqueues work: mpi, queue, the
+ * ranges (inputs, then outputs), the op or root, then the events. The
+ * blocking collectives end with num_wait, wait_list, out_event: they
+ * enqueue on queue after its earlier commands and wait_list, return once
+ * the result is in the buffer, and *out_event (out_event may be NULL) is an
+ * event of queue that completes with the last command they enqueued, so it
+ * is complete by then. The non-blocking ones (kiln_mpi_i*) end with
+ * num_wait, wait_list and `kiln_mpi_request **out` in the out_event slot:
+ * their completion is a request, not an event, because it advances only
+ * inside kiln_mpi_test and kiln_mpi_wait (MPI makes progress only inside
+ * MPI calls), which no OpenCL event could wait for.
+ *
+ * Errors: KILN_ERR_NULL_POINTER, KILN_ERR_INVALID_ARGUMENT (dtype, op or
+ * root), KILN_ERR_OUT_OF_RANGE (a range outside its buffer),
+ * KILN_ERR_WRONG_CONTEXT (a buffer or event of another context than
+ * queue), KILN_ERR_SHAPE_MISMATCH (ranges of one call that disagree, or
+ * ranks that passed different counts, dtypes or ops), KILN_ERR_COMM. */
+
+/* In place: the elements of data (f32, f16 or bf16) become op over every
+ * rank's elements, the same bytes on every rank. A count of 0 is valid
+ * (still collective). */
 KILN_API kiln_status kiln_mpi_allreduce(kiln_mpi *mpi, kiln_queue *queue,
-                                        kiln_buffer *buffer,
-                                        size_t offset_bytes, size_t count,
-                                        kiln_dtype dtype, kiln_mpi_op op,
-                                        size_t num_wait,
-                                        kiln_event *const *wait_list);
+                                        const kiln_range *data,
+                                        kiln_reduce_op op, size_t num_wait,
+                                        kiln_event *const *wait_list,
+                                        kiln_event **out_event);
 
 /* Non-blocking kiln_mpi_allreduce: checks arguments, agrees with the other
  * ranks (one small blocking exchange), starts the pipeline and returns a
  * request to complete with kiln_mpi_test or kiln_mpi_wait. The pipeline
- * advances inside kiln_mpi_test and kiln_mpi_wait only (MPI itself makes
- * progress only inside MPI calls), so call kiln_mpi_test now and then while
- * doing other work. The buffer range must not be used until then. */
+ * advances inside kiln_mpi_test and kiln_mpi_wait only, so call
+ * kiln_mpi_test now and then while doing other work. The range must not be
+ * used until then. */
 KILN_API kiln_status kiln_mpi_iallreduce(kiln_mpi *mpi, kiln_queue *queue,
-                                         kiln_buffer *buffer,
-                                         size_t offset_bytes, size_t count,
-                                         kiln_dtype dtype, kiln_mpi_op op,
-                                         size_t num_wait,
+                                         const kiln_range *data,
+                                         kiln_reduce_op op, size_t num_wait,
                                          kiln_event *const *wait_list,
                                          kiln_mpi_request **out);
 
-/* Copy root's count elements at offset_bytes of buffer into every other
- * rank's buffer at its offset_bytes. Any dtype. KILN_ERR_INVALID_ARGUMENT
- * for a root outside [0, size). */
+/* Copy root's data into every other rank's data (the same count and dtype
+ * on every rank). Any dtype. KILN_ERR_INVALID_ARGUMENT for a root outside
+ * [0, size). */
 KILN_API kiln_status kiln_mpi_broadcast(kiln_mpi *mpi, kiln_queue *queue,
-                                        kiln_buffer *buffer,
-                                        size_t offset_bytes, size_t count,
-                                        kiln_dtype dtype, int root,
+                                        const kiln_range *data, int root,
                                         size_t num_wait,
-                                        kiln_event *const *wait_list);
+                                        kiln_event *const *wait_list,
+                                        kiln_event **out_event);
 KILN_API kiln_status kiln_mpi_ibroadcast(kiln_mpi *mpi, kiln_queue *queue,
-                                         kiln_buffer *buffer,
-                                         size_t offset_bytes, size_t count,
-                                         kiln_dtype dtype, int root,
+                                         const kiln_range *data, int root,
                                          size_t num_wait,
                                          kiln_event *const *wait_list,
                                          kiln_mpi_request **out);
 
-/* dst (size * count elements from dst_offset_bytes) receives every rank's
- * count elements of src, in rank order. Any dtype. src and dst ranges must
- * not overlap. */
+/* dst (size * src->count elements, src's dtype) receives every rank's src,
+ * in rank order. Any dtype. src and dst must not overlap. */
 KILN_API kiln_status kiln_mpi_allgather(kiln_mpi *mpi, kiln_queue *queue,
-                                        kiln_buffer *src,
-                                        size_t src_offset_bytes,
-                                        kiln_buffer *dst,
-                                        size_t dst_offset_bytes, size_t count,
-                                        kiln_dtype dtype, size_t num_wait,
-                                        kiln_event *const *wait_list);
-KILN_API kiln_status kiln_mpi_iallgather(
-    kiln_mpi *mpi, kiln_queue *queue, kiln_buffer *src,
-    size_t src_offset_bytes, kiln_buffer *dst, size_t dst_offset_bytes,
-    size_t count, kiln_dtype dtype, size_t num_wait,
-    kiln_event *const *wait_list, kiln_mpi_request **out);
+                                        const kiln_range *src,
+                                        const kiln_range *dst, size_t num_wait,
+                                        kiln_event *const *wait_list,
+                                        kiln_event **out_event);
+KILN_API kiln_status kiln_mpi_iallgather(kiln_mpi *mpi, kiln_queue *queue,
+                                         const kiln_range *src,
+                                         const kiln_range *dst, size_t num_wait,
+                                         kiln_event *const *wait_list,
+                                         kiln_mpi_request **out);
 
-/* src holds size blocks of count elements; rank r's dst (count elements)
- * receives op over every rank's block r. dtype f32, f16 or bf16, reduced as
- * kiln_mpi_allreduce. src and dst ranges must not overlap. */
-KILN_API kiln_status kiln_mpi_reduce_scatter(
-    kiln_mpi *mpi, kiln_queue *queue, kiln_buffer *src,
-    size_t src_offset_bytes, kiln_buffer *dst, size_t dst_offset_bytes,
-    size_t count, kiln_dtype dtype, kiln_mpi_op op, size_t num_wait,
-    kiln_event *const *wait_list);
+/* src holds size blocks of dst->count elements; rank r's dst receives op
+ * over every rank's block r. dtype f32, f16 or bf16 (src's and dst's the
+ * same), reduced as kiln_mpi_allreduce. src and dst must not overlap. */
+KILN_API kiln_status kiln_mpi_reduce_scatter(kiln_mpi *mpi, kiln_queue *queue,
+                                             const kiln_range *src,
+                                             const kiln_range *dst,
+                                             kiln_reduce_op op, size_t num_wait,
+                                             kiln_event *const *wait_list,
+                                             kiln_event **out_event);
 KILN_API kiln_status kiln_mpi_ireduce_scatter(
-    kiln_mpi *mpi, kiln_queue *queue, kiln_buffer *src,
-    size_t src_offset_bytes, kiln_buffer *dst, size_t dst_offset_bytes,
-    size_t count, kiln_dtype dtype, kiln_mpi_op op, size_t num_wait,
+    kiln_mpi *mpi, kiln_queue *queue, const kiln_range *src,
+    const kiln_range *dst, kiln_reduce_op op, size_t num_wait,
     kiln_event *const *wait_list, kiln_mpi_request **out);
 
 /* Advance a request; *done becomes true once its result is in the device

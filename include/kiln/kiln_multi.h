@@ -13,6 +13,18 @@
  * partial results on the host in device order, so for a fixed split
  * (weights and set) the result is the same bits on every run.
  *
+ * Why the split ops take host data and not device buffers: a kiln_buffer
+ * belongs to one context, so one device. Data in one device's buffer would
+ * first have to travel to every other device through host memory (as
+ * kiln_peer_copy does), and the results back, before and after any device
+ * works: more bytes through the host than the op itself reads, so running
+ * the op on the device that holds the data is faster. Data already spread over
+ * the set's devices needs no split op: call the op on each device's queue
+ * (kiln_device_set_get_queue) with that device's ranges, and wait for their
+ * events; that is exactly the work a split op does after its uploads. Host
+ * data is the one case in which splitting pays, because every byte crosses
+ * to some device anyway.
+ *
  * A device set is used by one thread at a time. */
 #ifndef KILN_MULTI_H
 #define KILN_MULTI_H
@@ -24,6 +36,7 @@
 #include "kiln/kiln_common.h"
 #include "kiln/kiln_context.h"
 #include "kiln/kiln_ops.h"
+#include "kiln/kiln_tensor.h"
 
 KILN_BEGIN_DECLS
 
@@ -45,13 +58,13 @@ KILN_API kiln_status kiln_device_set_create(const char *selector,
 KILN_API kiln_status kiln_device_set_destroy(kiln_device_set *set);
 
 /* Number of devices; 0 for NULL. */
-KILN_API size_t kiln_device_set_count(const kiln_device_set *set);
+KILN_API size_t kiln_device_set_get_count(const kiln_device_set *set);
 /* The context and queue of device index (borrowed), or NULL when out of
  * range. */
-KILN_API kiln_context *kiln_device_set_context(const kiln_device_set *set,
-                                               size_t index);
-KILN_API kiln_queue *kiln_device_set_queue(const kiln_device_set *set,
-                                           size_t index);
+KILN_API kiln_context *kiln_device_set_get_context(const kiln_device_set *set,
+                                                   size_t index);
+KILN_API kiln_queue *kiln_device_set_get_queue(const kiln_device_set *set,
+                                                 size_t index);
 
 /* Set the share of work of each device: count must equal the set's count
  * and every weight be finite and >= 0, with a positive sum. weights NULL
@@ -75,17 +88,19 @@ KILN_API kiln_status kiln_device_set_split(const kiln_device_set *set,
                                            size_t total, size_t count,
                                            size_t *parts);
 
-/* Batched GEMM in f32 on host arrays, as kiln_matmul (offsets 0),
- * with the batch split across the devices. a, b and c are host pointers
- * holding every batch entry at its stride; stride_a or stride_b 0 shares one
- * matrix among every entry (it goes whole to every device). Blocks until c
- * holds the result. batch 0 is a no-op. */
+/* Batched GEMM in f32 on host data, as kiln_matmul, with the batch
+ * split across the devices: for each of batch entries, c = alpha op(a)
+ * op(b) + beta c. a, b and c describe the operands as every GEMM does
+ * (kiln_tensor.h: rows, cols, ld, batch_stride, layout, trans, dtype
+ * KILN_F32, one layout for all three, c not transposed), with buffer NULL:
+ * the elements are host memory, from a_host + a->offset and likewise. A
+ * batch_stride of 0 for a or b shares one matrix among every entry (it goes
+ * whole to every device). Blocks until c_host holds the result. batch 0 is
+ * a no-op. Mismatched dimensions are KILN_ERR_SHAPE_MISMATCH. */
 KILN_API kiln_status kiln_multi_gemm_batched(
-    kiln_device_set *set, kiln_layout layout, kiln_trans trans_a,
-    kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
-    const float *a, size_t lda, size_t stride_a, const float *b, size_t ldb,
-    size_t stride_b, float beta, float *c, size_t ldc, size_t stride_c,
-    size_t batch);
+    kiln_device_set *set, size_t batch, const kiln_matrix *a,
+    const float *a_host, const kiln_matrix *b, const float *b_host,
+    const kiln_matrix *c, float *c_host, float alpha, float beta);
 
 /* y[i] = op(x[i]) for i < n, in f32, the range split across the devices.
  * x and y may be the same array. Blocks. */
@@ -105,17 +120,20 @@ KILN_API kiln_status kiln_multi_reduce(kiln_device_set *set,
                                        kiln_reduce_op op, size_t n,
                                        const float *x, float *result);
 
-/* Copy size_bytes from src (on src_queue's context) to dst (on dst_queue's
- * context, another device's or the same), through a ring of pinned host
- * staging chunks: the read of one chunk from src overlaps the write of the
- * previous one to dst. Waits for the commands enqueued before it on both
- * queues (they are in order) and returns when the copy is complete.
- * chunk_bytes 0: 4 MiB. */
-KILN_API kiln_status kiln_peer_copy(kiln_queue *src_queue, kiln_buffer *src,
-                                    size_t src_offset_bytes,
-                                    kiln_queue *dst_queue, kiln_buffer *dst,
-                                    size_t dst_offset_bytes, size_t size_bytes,
-                                    size_t chunk_bytes);
+/* Copy the elements of src (a range of a buffer of src_queue's context) to
+ * dst (a range of dst_queue's context, another device's or the same; the
+ * same count and dtype as src), through a ring of pinned host staging
+ * chunks of chunk_bytes (0: 4 MiB): the read of one chunk from src
+ * overlaps the write of the previous one to dst. Blocking: the host first
+ * waits for wait_list (events of either context, since events of two
+ * contexts cannot order each other on a device), the copy runs after the
+ * commands enqueued before it on both queues (they are in order), and the
+ * call returns when it is complete; *out_event (out_event may be NULL) is
+ * then an event of dst_queue, complete already. */
+KILN_API kiln_status kiln_peer_copy(
+    kiln_queue *src_queue, kiln_queue *dst_queue, const kiln_range *src,
+    const kiln_range *dst, size_t chunk_bytes, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event);
 
 KILN_END_DECLS
 

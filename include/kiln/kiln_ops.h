@@ -285,12 +285,14 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, const kiln_matrix *x,
 
 /* ---- GEMM (A and B f32, f16 or bf16; C f32) ----------------------------- */
 
-/* The activation of a GEMM epilogue (and of any later fused op). Values are
- * stable. */
+/* The activation of a GEMM epilogue (and of any later fused op): none, or
+ * one of the unary ops, with kiln_unary_op's value, so the same name means
+ * the same number everywhere (docs/conventions.md, one enum per concept).
+ * Values are stable. */
 typedef enum kiln_activation {
   KILN_ACT_NONE = 0,
-  KILN_ACT_RELU = 1, /* max(x, 0) */
-  KILN_ACT_GELU = 2, /* the tanh form, exactly as KILN_UNARY_GELU */
+  KILN_ACT_RELU = KILN_UNARY_RELU, /* max(x, 0), exactly as kiln_unary */
+  KILN_ACT_GELU = KILN_UNARY_GELU, /* the tanh form, exactly as kiln_unary */
 } kiln_activation;
 
 /* What kiln_matmul does with the product: C = activation(alpha * op(A) *

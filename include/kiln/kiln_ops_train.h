@@ -43,14 +43,14 @@
  *   (scatter-add with repeated indices included). Philox outputs are the
  *   same bits on every device.
  * - Workspace: ops that keep per-row or per-block partial results use the
- *   queue's op workspace (kiln/ops.h): 4 bytes per row for the mean
+ *   queue's op workspace (kiln/kiln_ops.h): 4 bytes per row for the mean
  *   cross-entropy without a loss vector, 8 bytes per row for layernorm
  *   backward's dscale/dbias and for scatter-add's chains, 4 bytes per
  *   partial sum of the gradient norm (64 per 16384 elements of a range, at
  *   most 4096 per range).
  *
  * The bias gradient of kiln_binary_broadcast (KILN_BINARY_ADD, a row vector)
- * is kiln_reduce_cols with KILN_REDUCE_SUM; weight gradients are kiln_gemm
+ * is kiln_reduce_cols with KILN_REDUCE_SUM; weight gradients are kiln_matmul
  * with a transposed operand; dropout backward is kiln_dropout with the same
  * seed and offset. */
 #ifndef KILN_OPS_TRAIN_H

@@ -5,7 +5,7 @@
  * first copies through a pinned bounce buffer of its own, or pins page by
  * page. kiln_pinned is host memory the driver allocated for DMA
  * (CL_MEM_ALLOC_HOST_PTR, mapped for the object's whole life: the portable
- * way, since OpenCL has no explicit "pin" call). Pass kiln_pinned_ptr() (or
+ * way, since OpenCL has no explicit "pin" call). Pass kiln_pinned_get_ptr() (or
  * a pointer inside it) as the host pointer of kiln_buffer_write/read.
  *
  * kiln_staging copies a caller's pageable memory through a ring of pinned
@@ -19,6 +19,7 @@
 #endif
 
 #include "kiln/kiln_common.h"
+#include "kiln/kiln_tensor.h"
 
 KILN_BEGIN_DECLS
 
@@ -41,8 +42,8 @@ KILN_API kiln_status kiln_pinned_destroy(kiln_pinned *pinned);
 
 /* The host address (NULL for NULL) and size in bytes (0 for NULL).
  * Thread-safe. */
-KILN_API void *kiln_pinned_ptr(const kiln_pinned *pinned);
-KILN_API size_t kiln_pinned_size(const kiln_pinned *pinned);
+KILN_API void *kiln_pinned_get_ptr(const kiln_pinned *pinned);
+KILN_API size_t kiln_pinned_get_size(const kiln_pinned *pinned);
 
 /* A ring of num_chunks (>= 1) pinned chunks of chunk_bytes (> 0) each, for
  * staged transfers on queue. Counts as a child of the context. Thread-safe
@@ -54,21 +55,27 @@ KILN_API kiln_status kiln_staging_create(kiln_queue *queue, size_t chunk_bytes,
 /* Waits for its pending chunks, then frees. NULL is a no-op. */
 KILN_API kiln_status kiln_staging_destroy(kiln_staging *staging);
 
-/* Copy size_bytes of pageable host memory src into dst at offset_bytes,
- * chunk by chunk through the ring, on the staging object's queue after
- * everything enqueued there before. Blocking: returns once the whole copy
- * has completed (src may be reused at once). size_bytes 0 copies nothing
- * and succeeds; otherwise the range must lie inside dst. */
-KILN_API kiln_status kiln_staging_write(kiln_staging *staging,
-                                        kiln_buffer *dst, size_t offset_bytes,
-                                        size_t size_bytes, const void *src);
+/* Copy pageable host memory src into the range dst, chunk by chunk
+ * through the ring, on the staging object's queue after everything
+ * enqueued there before and after the wait list (events of its context,
+ * waited for by the host first). Blocking: returns once the whole copy has
+ * completed (src may be reused at once); *out_event (out_event may be
+ * NULL) is then an event of that queue, already complete. A count of 0
+ * copies nothing and succeeds; otherwise the range must lie inside its
+ * buffer. */
+KILN_API kiln_status kiln_staging_write(kiln_staging *staging, const void *src,
+                                        const kiln_range *dst, size_t num_wait,
+                                        kiln_event *const *wait_list,
+                                        kiln_event **out_event);
 
-/* Copy size_bytes of src at offset_bytes into pageable host memory dst
- * through the ring. Blocking: dst holds the data when this returns.
- * size_bytes 0 copies nothing and succeeds. */
-KILN_API kiln_status kiln_staging_read(kiln_staging *staging, kiln_buffer *src,
-                                       size_t offset_bytes, size_t size_bytes,
-                                       void *dst);
+/* Copy the range src into pageable host memory dst through the ring, as
+ * kiln_staging_write does the other way. Blocking: dst holds the data when
+ * this returns. */
+KILN_API kiln_status kiln_staging_read(kiln_staging *staging,
+                                       const kiln_range *src, void *dst,
+                                       size_t num_wait,
+                                       kiln_event *const *wait_list,
+                                       kiln_event **out_event);
 
 KILN_END_DECLS
 

@@ -32,17 +32,19 @@ typedef kiln_status (*kiln_pipeline_fn)(void *user, kiln_queue *queue,
 
 /* Run the pipeline and wait for it to finish. host_in holds num_batches *
  * in_bytes bytes (batch i at i * in_bytes), host_out receives num_batches *
- * out_bytes. transfer may be NULL (a transfer queue is made for the call)
- * or a queue of the same context other than compute. in_bytes and
- * out_bytes must be > 0; num_batches 0 does nothing. On failure, the work
- * already enqueued is finished before this returns. Uses the queues from
- * the calling thread only. */
-KILN_API kiln_status kiln_pipeline_run(kiln_queue *compute,
-                                       kiln_queue *transfer,
-                                       size_t num_batches, size_t in_bytes,
-                                       size_t out_bytes, const void *host_in,
-                                       void *host_out, kiln_pipeline_fn fn,
-                                       void *user);
+ * out_bytes: batches are untyped memory, so they are sized in bytes.
+ * transfer may be NULL (a transfer queue is made for the call) or a queue
+ * of the same context other than compute. in_bytes and out_bytes must be
+ * > 0; num_batches 0 does nothing but wait. The first upload waits for the
+ * wait list (events of compute's context); *out_event (out_event may be
+ * NULL) is an event of compute, complete on return like the whole blocking
+ * call. On failure, the work already enqueued is finished before this
+ * returns. Uses the queues from the calling thread only. */
+KILN_API kiln_status kiln_pipeline_run(
+    kiln_queue *compute, kiln_queue *transfer, size_t num_batches,
+    size_t in_bytes, size_t out_bytes, const void *host_in, void *host_out,
+    kiln_pipeline_fn fn, void *user, size_t num_wait,
+    kiln_event *const *wait_list, kiln_event **out_event);
 
 KILN_END_DECLS
 

@@ -71,13 +71,16 @@ KILN_API kiln_status kiln_pool_alloc(kiln_pool *pool, size_t size_bytes,
 /* Destroy a pooled buffer once the num_wait events in wait_list (commands
  * on any queue of the context) have completed, besides the commands of the
  * home queue: the block is reused only after all of them. Equivalent to
- * kiln_buffer_destroy when num_wait is 0. KILN_ERR_INVALID_ARGUMENT when
- * buffer is not from this pool; KILN_ERR_BUSY while views of it are alive.
- * Thread-safe. */
+ * kiln_buffer_destroy when num_wait is 0 and out_event NULL. *out_event
+ * (out_event may be NULL) is a marker on the home queue that completes
+ * when all of them have (it carries no profiling times).
+ * KILN_ERR_INVALID_ARGUMENT when buffer is not from this pool; KILN_ERR_BUSY
+ * while views of it are alive. Thread-safe. */
 KILN_API kiln_status kiln_pool_release_after(kiln_pool *pool,
                                              kiln_buffer *buffer,
                                              size_t num_wait,
-                                             kiln_event *const *wait_list);
+                                             kiln_event *const *wait_list,
+                                             kiln_event **out_event);
 
 /* Give cached blocks back to the driver, and those pending blocks whose
  * commands have completed. *out_released_bytes (may be NULL) receives how
@@ -86,8 +89,7 @@ KILN_API kiln_status kiln_pool_trim(kiln_pool *pool,
                                     size_t *out_released_bytes);
 
 /* A consistent snapshot of the pool's statistics. Thread-safe. */
-KILN_API kiln_status kiln_pool_stats_get(kiln_pool *pool,
-                                         kiln_pool_stats *out);
+KILN_API kiln_status kiln_pool_get_stats(kiln_pool *pool, kiln_pool_stats *out);
 
 KILN_END_DECLS
 

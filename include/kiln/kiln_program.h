@@ -25,7 +25,7 @@ KILN_API kiln_status kiln_program_create(kiln_context *ctx, const char *source,
  * profile's default options. Uses the persistent cache unless flags has
  * KILN_BUILD_NO_CACHE or the context disabled it. On failure returns
  * KILN_ERR_BUILD_FAILED with an excerpt of the log in the last error; the full
- * log stays available from kiln_program_build_log(). Compilers name the
+ * log stays available from kiln_program_get_build_log(). Compilers name the
  * source "<source>" in their messages, with the line numbers of the text
  * given to kiln_program_create ("<source>:2:14: error: ..."), not a file
  * of the driver's. A built program cannot
@@ -47,7 +47,7 @@ KILN_API kiln_status kiln_program_create_built(kiln_context *ctx,
 /* The full log of the last build ("" when there was none). Borrowed; valid
  * until the program is destroyed or built again (not concurrently with
  * kiln_program_build on the same program). */
-KILN_API const char *kiln_program_build_log(const kiln_program *program);
+KILN_API const char *kiln_program_get_build_log(const kiln_program *program);
 
 /* The full log of the last build that failed on the calling thread, for the
  * failures that leave no program to ask (kiln_program_create_built); ""
@@ -57,7 +57,7 @@ KILN_API const char *kiln_program_build_log(const kiln_program *program);
 KILN_API const char *kiln_last_build_log(void);
 
 /* Whether the last build was loaded from kiln's persistent cache. */
-KILN_API bool kiln_program_from_cache(const kiln_program *program);
+KILN_API bool kiln_program_is_from_cache(const kiln_program *program);
 
 /* KILN_ERR_BUSY while kernels made from it are alive. NULL is a no-op. */
 KILN_API kiln_status kiln_program_destroy(kiln_program *program);
@@ -71,7 +71,7 @@ KILN_API kiln_status kiln_kernel_create(kiln_program *program, const char *name,
 KILN_API kiln_status kiln_kernel_destroy(kiln_kernel *kernel);
 
 /* Number of arguments the kernel declares. */
-KILN_API uint32_t kiln_kernel_arg_count(const kiln_kernel *kernel);
+KILN_API uint32_t kiln_kernel_get_arg_count(const kiln_kernel *kernel);
 
 /* What the driver says of one kernel on its device, which may be less than
  * the device allows (a register-heavy kernel takes smaller work-groups:
@@ -105,7 +105,7 @@ typedef struct kiln_kernel_info {
 KILN_API kiln_status kiln_kernel_get_info(const kiln_kernel *kernel,
                                           kiln_kernel_info *out);
 
-/* Argument setters. index must be below kiln_kernel_arg_count(). A kernel's
+/* Argument setters. index must be below kiln_kernel_get_arg_count(). A kernel's
  * arguments are part of its state: set and launch from one thread at a time.
  * The values are captured at launch, so they may change after a launch
  * returns. */

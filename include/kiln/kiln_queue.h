@@ -14,7 +14,7 @@ KILN_BEGIN_DECLS
 
 enum {
   /* Record start and end times on the events of this queue
-   * (kiln_event_profiling). Forced on for every queue while the environment
+   * (kiln_event_get_profiling). Forced on for every queue while the environment
    * variable KILN_TRACE is set and not empty, because op tracing reads those
    * times. */
   KILN_QUEUE_PROFILING = 1u << 0,
@@ -49,7 +49,7 @@ KILN_API kiln_status kiln_queue_marker(kiln_queue *queue, size_t num_wait,
                                        kiln_event **out_event);
 
 /* The context the queue belongs to. Borrowed. */
-KILN_API kiln_context *kiln_queue_context(const kiln_queue *queue);
+KILN_API kiln_context *kiln_queue_get_context(const kiln_queue *queue);
 
 KILN_END_DECLS
 

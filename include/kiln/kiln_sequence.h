@@ -15,7 +15,7 @@
  *
  * Arguments that change from one replay to the next: kiln_sequence_set_arg_*
  * replace an argument of one recorded kiln_kernel_launch (launch numbers
- * count launches in recording order; kiln_sequence_launch_count before a
+ * count launches in recording order; kiln_sequence_get_launch_count before a
  * launch gives its number). Op launches keep their recorded arguments.
  *
  * While recording, the queue refuses buffer transfers, and recorded launches
@@ -62,7 +62,7 @@ KILN_API kiln_status kiln_sequence_end(kiln_sequence *seq);
 KILN_API kiln_status kiln_sequence_destroy(kiln_sequence *seq);
 
 /* Launches recorded so far (ops may record several each). 0 for NULL. */
-KILN_API size_t kiln_sequence_launch_count(const kiln_sequence *seq);
+KILN_API size_t kiln_sequence_get_launch_count(const kiln_sequence *seq);
 
 /* Whether replays go through a cl_khr_command_buffer (known after
  * kiln_sequence_end; false for NULL). */
@@ -81,12 +81,13 @@ KILN_API kiln_status kiln_sequence_set_arg_scalar(kiln_sequence *seq,
                                                   const void *value,
                                                   size_t size_bytes);
 
-/* Enqueue the recorded launches on queue, which must be the queue they were
- * recorded on, after the wait list; *out_event completes when the last of
- * them has. A sequence may be replayed any number of times, also while
- * earlier replays are still pending. */
-KILN_API kiln_status kiln_sequence_replay(kiln_sequence *seq, kiln_queue *queue,
-                                          size_t num_wait,
+/* Enqueue the recorded launches on the queue they were recorded on (the
+ * sequence keeps it: the kiln_queue handle may be destroyed meanwhile),
+ * after the wait list (events of the sequence's context); *out_event
+ * completes when the last of them has. A sequence may be replayed any
+ * number of times, also while earlier replays are still pending. Replays
+ * and other work on that queue must come from one thread at a time. */
+KILN_API kiln_status kiln_sequence_replay(kiln_sequence *seq, size_t num_wait,
                                           kiln_event *const *wait_list,
                                           kiln_event **out_event);
 

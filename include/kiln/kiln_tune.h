@@ -41,7 +41,7 @@ typedef struct kiln_tuning_knob {
 /* Knob index of op's space ("gemm", ...). KILN_ERR_NOT_FOUND for an op without
  * a space, KILN_ERR_OUT_OF_RANGE past the last knob (so a loop from 0 ends
  * there), KILN_ERR_NULL_POINTER. */
-KILN_API kiln_status kiln_tuning_knob_get(const char *op, size_t index,
+KILN_API kiln_status kiln_tuning_get_knob(const char *op, size_t index,
                                           kiln_tuning_knob *out);
 
 /* Whether params, a point of op's space, runs on ctx's device: KILN_OK, or

@@ -215,7 +215,7 @@ void kiln_cache_list_destroy(kiln_cache_list *list) {
   free(list);
 }
 
-size_t kiln_cache_list_count(const kiln_cache_list *list) {
+size_t kiln_cache_list_get_count(const kiln_cache_list *list) {
   return list != NULL ? list->count : 0;
 }
 

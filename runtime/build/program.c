@@ -125,13 +125,13 @@ kiln_status kiln_program_create_built(kiln_context *ctx, const char *source,
   return KILN_OK;
 }
 
-const char *kiln_program_build_log(const kiln_program *program) {
+const char *kiln_program_get_build_log(const kiln_program *program) {
   if (program == NULL || program->log == NULL)
     return "";
   return program->log;
 }
 
-bool kiln_program_from_cache(const kiln_program *program) {
+bool kiln_program_is_from_cache(const kiln_program *program) {
   return program != NULL && program->from_cache;
 }
 

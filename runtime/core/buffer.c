@@ -90,6 +90,37 @@ kiln_status kiln__buffer_range(const kiln_buffer *buffer, size_t offset,
   return KILN_OK;
 }
 
+kiln_status kiln__range_bytes(const kiln_range *range, const char *what,
+                              size_t *offset_bytes, size_t *size_bytes) {
+  if (range == NULL || range->buffer == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s%s is NULL", what,
+                      range == NULL ? "" : "->buffer");
+  size_t es = kiln_dtype_size(range->dtype);
+  if (es == 0)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s dtype %d is not a "
+                      "kiln_dtype",
+                      what, (int)range->dtype);
+  size_t off, size, end;
+  if (kiln__mul_overflows(range->offset, es, &off) ||
+      kiln__mul_overflows(range->count, es, &size) ||
+      kiln__add_overflows(off, size, &end))
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s range [offset %zu, +%zu elements of %s) overflows "
+                      "size_t in bytes",
+                      what, range->offset, range->count,
+                      kiln_dtype_name(range->dtype));
+  if (end > range->buffer->size)
+    return kiln__fail(KILN_ERR_OUT_OF_RANGE,
+                      "%s range [offset %zu, +%zu elements of %s) exceeds "
+                      "the buffer's %zu bytes",
+                      what, range->offset, range->count,
+                      kiln_dtype_name(range->dtype), range->buffer->size);
+  *offset_bytes = off;
+  *size_bytes = size;
+  return KILN_OK;
+}
+
 kiln_status kiln__buffer_wrap(kiln_context *ctx, cl_mem mem, size_t size,
                               unsigned flags, kiln_buffer *parent,
                               size_t origin, const char *fn,
@@ -269,11 +300,11 @@ kiln_status kiln_buffer_destroy(kiln_buffer *buffer) {
   return KILN_OK;
 }
 
-size_t kiln_buffer_size(const kiln_buffer *buffer) {
+size_t kiln_buffer_get_size(const kiln_buffer *buffer) {
   return buffer != NULL ? buffer->size : 0;
 }
 
-kiln_context *kiln_buffer_context(const kiln_buffer *buffer) {
+kiln_context *kiln_buffer_get_context(const kiln_buffer *buffer) {
   return buffer != NULL ? buffer->ctx : NULL;
 }
 
@@ -286,7 +317,7 @@ static kiln_status check_queue_buffer(const kiln_queue *queue,
   if (buffer == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, what);
   if (buffer->ctx != queue->ctx)
-    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                       "%s: %s belongs to another context than the queue", fn,
                       what);
   /* A transfer would run now, out of the recorded order. */
@@ -296,14 +327,6 @@ static kiln_status check_queue_buffer(const kiln_queue *queue,
                       "kernel launches and ops only; end the recording first",
                       fn);
   return KILN_OK;
-}
-
-/* Range check with "fn: what" as the argument's name. */
-static kiln_status check_range(const kiln_buffer *buffer, size_t offset,
-                               size_t size, const char *fn, const char *what) {
-  char name[96];
-  snprintf(name, sizeof name, "%s: %s", fn, what);
-  return kiln__buffer_range(buffer, offset, size, name);
 }
 
 /* Convert the wait list, prefixing its errors with fn. */
@@ -335,26 +358,37 @@ static kiln_status transfer_done(kiln_queue *queue, cl_event ev,
                          ev, ev, host_ns);
   return kiln__event_out(queue, ev, out_event);
 }
-static kiln_status transfer(kiln_queue *queue, kiln_buffer *buffer,
-                            size_t offset_bytes, size_t size_bytes, void *host,
-                            bool write, size_t num_wait,
-                            kiln_event *const *wait_list,
-                            kiln_event **out_event) {
+/* Check range (argument what of fn) for a transfer on queue: its buffer of
+ * queue's context, not empty, inside the buffer; gives its bytes. */
+static kiln_status check_transfer(const kiln_queue *queue,
+                                  const kiln_range *range, const char *fn,
+                                  const char *what, size_t *offset_bytes,
+                                  size_t *size_bytes) {
+  if (queue == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: queue is NULL", fn);
+  char name[96];
+  snprintf(name, sizeof name, "%s: %s", fn, what);
+  kiln_status status = kiln__range_bytes(range, name, offset_bytes, size_bytes);
+  if (status != KILN_OK)
+    return status;
+  status = check_queue_buffer(queue, range->buffer, fn, what);
+  if (status == KILN_OK && range->count == 0)
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "%s: %s range [offset %zu, +0 elements) is empty; "
+                      "counts must be > 0",
+                      fn, what, range->offset);
+  return status;
+}
+
+kiln_status kiln__buffer_transfer(kiln_queue *queue, kiln_buffer *buffer,
+                                  size_t offset_bytes, size_t size_bytes,
+                                  void *host, bool write, size_t num_wait,
+                                  kiln_event *const *wait_list,
+                                  kiln_event **out_event) {
   const char *fn = write ? "kiln_buffer_write" : "kiln_buffer_read";
-  const char *buffer_arg = write ? "dst" : "src";
-  const char *host_arg = write ? "src" : "dst";
-  if (out_event != NULL)
-    *out_event = NULL;
-  kiln_status status = check_queue_buffer(queue, buffer, fn, buffer_arg);
-  if (status != KILN_OK)
-    return status;
-  if (host == NULL)
-    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, host_arg);
-  status = check_range(buffer, offset_bytes, size_bytes, fn, buffer_arg);
-  if (status != KILN_OK)
-    return status;
   cl_event inline_buf[KILN__WAIT_INLINE], *waits, ev = NULL;
-  status = convert_waits(queue, num_wait, wait_list, inline_buf, &waits, fn);
+  kiln_status status =
+      convert_waits(queue, num_wait, wait_list, inline_buf, &waits, fn);
   if (status != KILN_OK)
     return status;
   bool traced = kiln__trace_enabled();
@@ -377,42 +411,66 @@ static kiln_status transfer(kiln_queue *queue, kiln_buffer *buffer,
                        size_bytes, host_ns);
 }
 
-kiln_status kiln_buffer_write(kiln_queue *queue, kiln_buffer *dst,
-                              size_t offset_bytes, size_t size_bytes,
-                              const void *src, size_t num_wait,
+static kiln_status transfer(kiln_queue *queue, const kiln_range *range,
+                            void *host, bool write, size_t num_wait,
+                            kiln_event *const *wait_list,
+                            kiln_event **out_event) {
+  const char *fn = write ? "kiln_buffer_write" : "kiln_buffer_read";
+  const char *buffer_arg = write ? "dst" : "src";
+  const char *host_arg = write ? "src" : "dst";
+  if (out_event != NULL)
+    *out_event = NULL;
+  size_t offset_bytes = 0, size_bytes = 0;
+  kiln_status status =
+      check_transfer(queue, range, fn, buffer_arg, &offset_bytes, &size_bytes);
+  if (status != KILN_OK)
+    return status;
+  if (host == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, host_arg);
+  return kiln__buffer_transfer(queue, range->buffer, offset_bytes, size_bytes,
+                               host, write, num_wait, wait_list, out_event);
+}
+
+kiln_status kiln_buffer_write(kiln_queue *queue, const void *src,
+                              const kiln_range *dst, size_t num_wait,
                               kiln_event *const *wait_list,
                               kiln_event **out_event) {
   /* The cast only lets both directions share one path; a write never
    * modifies src. */
-  return transfer(queue, dst, offset_bytes, size_bytes, (void *)(uintptr_t)src,
-                  true, num_wait, wait_list, out_event);
+  return transfer(queue, dst, (void *)(uintptr_t)src, true, num_wait, wait_list,
+                  out_event);
 }
 
-kiln_status kiln_buffer_read(kiln_queue *queue, kiln_buffer *src,
-                             size_t offset_bytes, size_t size_bytes, void *dst,
-                             size_t num_wait, kiln_event *const *wait_list,
+kiln_status kiln_buffer_read(kiln_queue *queue, const kiln_range *src,
+                             void *dst, size_t num_wait,
+                             kiln_event *const *wait_list,
                              kiln_event **out_event) {
-  return transfer(queue, src, offset_bytes, size_bytes, dst, false, num_wait,
-                  wait_list, out_event);
+  return transfer(queue, src, dst, false, num_wait, wait_list, out_event);
 }
 
-kiln_status kiln_buffer_copy(kiln_queue *queue, kiln_buffer *src,
-                             size_t src_offset_bytes, kiln_buffer *dst,
-                             size_t dst_offset_bytes, size_t size_bytes,
-                             size_t num_wait, kiln_event *const *wait_list,
+kiln_status kiln_buffer_copy(kiln_queue *queue, const kiln_range *src_range,
+                             const kiln_range *dst_range, size_t num_wait,
+                             kiln_event *const *wait_list,
                              kiln_event **out_event) {
   static const char fn[] = "kiln_buffer_copy";
   if (out_event != NULL)
     *out_event = NULL;
-  kiln_status status = check_queue_buffer(queue, src, fn, "src");
+  size_t src_offset_bytes = 0, dst_offset_bytes = 0, size_bytes = 0, dst_bytes;
+  kiln_status status = check_transfer(queue, src_range, fn, "src",
+                                      &src_offset_bytes, &size_bytes);
   if (status == KILN_OK)
-    status = check_queue_buffer(queue, dst, fn, "dst");
-  if (status == KILN_OK)
-    status = check_range(src, src_offset_bytes, size_bytes, fn, "src");
-  if (status == KILN_OK)
-    status = check_range(dst, dst_offset_bytes, size_bytes, fn, "dst");
+    status = check_transfer(queue, dst_range, fn, "dst", &dst_offset_bytes,
+                            &dst_bytes);
   if (status != KILN_OK)
     return status;
+  if (src_range->count != dst_range->count ||
+      src_range->dtype != dst_range->dtype)
+    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                      "%s: src (%zu elements of %s) and dst (%zu elements of "
+                      "%s) differ",
+                      fn, src_range->count, kiln_dtype_name(src_range->dtype),
+                      dst_range->count, kiln_dtype_name(dst_range->dtype));
+  kiln_buffer *src = src_range->buffer, *dst = dst_range->buffer;
   /* Overlap is judged in the root buffer, so two views of one buffer that
    * share bytes are caught too (OpenCL would fail with
    * CL_MEM_COPY_OVERLAP, without saying where). */
@@ -445,17 +503,19 @@ kiln_status kiln_buffer_copy(kiln_queue *queue, kiln_buffer *src,
   return transfer_done(queue, ev, out_event, "copy", 2 * size_bytes, host_ns);
 }
 
-kiln_status kiln_buffer_fill(kiln_queue *queue, kiln_buffer *buffer,
-                             const void *pattern, size_t pattern_bytes,
-                             size_t offset_bytes, size_t size_bytes,
+kiln_status kiln_buffer_fill(kiln_queue *queue, const void *pattern,
+                             size_t pattern_bytes, const kiln_range *dst,
                              size_t num_wait, kiln_event *const *wait_list,
                              kiln_event **out_event) {
   static const char fn[] = "kiln_buffer_fill";
   if (out_event != NULL)
     *out_event = NULL;
-  kiln_status status = check_queue_buffer(queue, buffer, fn, "buffer");
+  size_t offset_bytes = 0, size_bytes = 0;
+  kiln_status status =
+      check_transfer(queue, dst, fn, "dst", &offset_bytes, &size_bytes);
   if (status != KILN_OK)
     return status;
+  kiln_buffer *buffer = dst->buffer;
   if (pattern == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: pattern is NULL", fn);
   /* OpenCL's pattern sizes: the sizes of its scalar and vector types. */
@@ -467,12 +527,9 @@ kiln_status kiln_buffer_fill(kiln_queue *queue, kiln_buffer *buffer,
                       fn, pattern_bytes);
   if (offset_bytes % pattern_bytes != 0 || size_bytes % pattern_bytes != 0)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                      "%s: offset_bytes %zu and size_bytes %zu must both be "
-                      "multiples of pattern_bytes %zu",
+                      "%s: dst's bytes [offset %zu, +%zu) must start and end "
+                      "at multiples of pattern_bytes %zu",
                       fn, offset_bytes, size_bytes, pattern_bytes);
-  status = check_range(buffer, offset_bytes, size_bytes, fn, "buffer");
-  if (status != KILN_OK)
-    return status;
   cl_event inline_buf[KILN__WAIT_INLINE], *waits, ev = NULL;
   status = convert_waits(queue, num_wait, wait_list, inline_buf, &waits, fn);
   if (status != KILN_OK)
@@ -511,9 +568,8 @@ static struct kiln__mapping *mapping_take(kiln_buffer *buffer, void *ptr) {
   return m;
 }
 
-kiln_status kiln_buffer_map(kiln_queue *queue, kiln_buffer *buffer,
-                            unsigned map_flags, size_t offset_bytes,
-                            size_t size_bytes, void **out_ptr, size_t num_wait,
+kiln_status kiln_buffer_map(kiln_queue *queue, const kiln_range *data,
+                            void **out_ptr, unsigned map_flags, size_t num_wait,
                             kiln_event *const *wait_list,
                             kiln_event **out_event) {
   static const char fn[] = "kiln_buffer_map";
@@ -522,17 +578,17 @@ kiln_status kiln_buffer_map(kiln_queue *queue, kiln_buffer *buffer,
   if (out_ptr == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: out_ptr is NULL", fn);
   *out_ptr = NULL;
-  kiln_status status = check_queue_buffer(queue, buffer, fn, "buffer");
+  size_t offset_bytes = 0, size_bytes = 0;
+  kiln_status status =
+      check_transfer(queue, data, fn, "data", &offset_bytes, &size_bytes);
   if (status != KILN_OK)
     return status;
+  kiln_buffer *buffer = data->buffer;
   if (map_flags == 0 || (map_flags & ~(unsigned)MAP_FLAGS_KNOWN) != 0)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                       "%s: map_flags 0x%x must be KILN_MAP_READ, "
                       "KILN_MAP_WRITE or both",
                       fn, map_flags);
-  status = check_range(buffer, offset_bytes, size_bytes, fn, "buffer");
-  if (status != KILN_OK)
-    return status;
   /* Allocated first, so that nothing can fail between a successful map and
    * recording it. */
   struct kiln__mapping *m = malloc(sizeof *m);
@@ -609,12 +665,10 @@ kiln_status kiln_buffer_unmap(kiln_queue *queue, kiln_buffer *buffer,
   return kiln__event_out(queue, ev, out_event);
 }
 
-kiln_status kiln_buffer_write_sync(kiln_queue *queue, kiln_buffer *dst,
-                                   size_t offset_bytes, size_t size_bytes,
-                                   const void *src) {
+kiln_status kiln_buffer_write_sync(kiln_queue *queue, const void *src,
+                                   const kiln_range *dst) {
   kiln_event *ev = NULL;
-  kiln_status status =
-      kiln_buffer_write(queue, dst, offset_bytes, size_bytes, src, 0, NULL, &ev);
+  kiln_status status = kiln_buffer_write(queue, src, dst, 0, NULL, &ev);
   if (status != KILN_OK)
     return status;
   status = kiln_event_wait(ev);
@@ -622,12 +676,10 @@ kiln_status kiln_buffer_write_sync(kiln_queue *queue, kiln_buffer *dst,
   return status;
 }
 
-kiln_status kiln_buffer_read_sync(kiln_queue *queue, kiln_buffer *src,
-                                  size_t offset_bytes, size_t size_bytes,
+kiln_status kiln_buffer_read_sync(kiln_queue *queue, const kiln_range *src,
                                   void *dst) {
   kiln_event *ev = NULL;
-  kiln_status status =
-      kiln_buffer_read(queue, src, offset_bytes, size_bytes, dst, 0, NULL, &ev);
+  kiln_status status = kiln_buffer_read(queue, src, dst, 0, NULL, &ev);
   if (status != KILN_OK)
     return status;
   status = kiln_event_wait(ev);

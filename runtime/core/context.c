@@ -173,11 +173,11 @@ kiln_status kiln_context_destroy(kiln_context *ctx) {
   return KILN_OK;
 }
 
-const kiln_device_info *kiln_context_device_info(const kiln_context *ctx) {
+const kiln_device_info *kiln_context_get_device_info(const kiln_context *ctx) {
   return ctx != NULL ? &ctx->device->info : NULL;
 }
 
-const char *kiln_context_profile(const kiln_context *ctx) {
+const char *kiln_context_get_profile(const kiln_context *ctx) {
   return ctx != NULL ? ctx->backend->name : NULL;
 }
 

@@ -571,7 +571,7 @@ void kiln_device_list_destroy(kiln_device_list *list) {
   free(list);
 }
 
-size_t kiln_device_list_count(const kiln_device_list *list) {
+size_t kiln_device_list_get_count(const kiln_device_list *list) {
   return list != NULL ? list->count : 0;
 }
 
@@ -582,12 +582,12 @@ const kiln_device *kiln_device_list_get(const kiln_device_list *list,
   return &list->devices[index];
 }
 
-size_t kiln_device_list_problem_count(const kiln_device_list *list) {
+size_t kiln_device_list_get_problem_count(const kiln_device_list *list) {
   return list != NULL ? list->problem_count : 0;
 }
 
 const kiln_device_problem *
-kiln_device_list_problem(const kiln_device_list *list, size_t index) {
+kiln_device_list_get_problem(const kiln_device_list *list, size_t index) {
   if (list == NULL || index >= list->problem_count)
     return NULL;
   return &list->problems[index];

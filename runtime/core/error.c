@@ -236,7 +236,7 @@ static const char *cl_hint(cl_int err) {
   case CL_INVALID_ARG_SIZE:
     return "a scalar argument's size must equal its declared type's size";
   case CL_BUILD_PROGRAM_FAILURE:
-    return "see the full build log (kiln_program_build_log, or "
+    return "see the full build log (kiln_program_get_build_log, or "
            "kiln_last_build_log when kiln_program_create_built returned no "
            "program)";
   case CL_INVALID_BINARY:

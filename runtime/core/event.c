@@ -6,7 +6,8 @@
 
 #include "internal.h"
 
-kiln_status kiln__event_wrap(kiln_queue *queue, cl_event ev, kiln_event **out) {
+kiln_status kiln__event_wrap_cl(kiln_context *ctx, bool profiled, cl_event ev,
+                                kiln_event **out) {
   kiln_event *event = malloc(sizeof *event);
   if (event == NULL) {
     clReleaseEvent(ev);
@@ -14,13 +15,18 @@ kiln_status kiln__event_wrap(kiln_queue *queue, cl_event ev, kiln_event **out) {
     return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
                       "kiln_event: out of host memory wrapping an event");
   }
-  event->ctx = queue->ctx;
+  event->ctx = ctx;
   event->cl = ev;
   atomic_init(&event->refs, 1u);
-  event->profiled = (queue->flags & KILN_QUEUE_PROFILING) != 0;
-  kiln__context_child_added(queue->ctx);
+  event->profiled = profiled;
+  kiln__context_child_added(ctx);
   *out = event;
   return KILN_OK;
+}
+
+kiln_status kiln__event_wrap(kiln_queue *queue, cl_event ev, kiln_event **out) {
+  return kiln__event_wrap_cl(
+      queue->ctx, (queue->flags & KILN_QUEUE_PROFILING) != 0, ev, out);
 }
 
 kiln_status kiln__event_out(kiln_queue *queue, cl_event ev,
@@ -37,6 +43,13 @@ kiln_status kiln__wait_list(const kiln_queue *queue, size_t num_wait,
                             kiln_event *const *wait_list,
                             cl_event inline_buf[KILN__WAIT_INLINE],
                             cl_event **out) {
+  return kiln__wait_list_cl(queue->ctx, num_wait, wait_list, inline_buf, out);
+}
+
+kiln_status kiln__wait_list_cl(const kiln_context *ctx, size_t num_wait,
+                               kiln_event *const *wait_list,
+                               cl_event inline_buf[KILN__WAIT_INLINE],
+                               cl_event **out) {
   *out = NULL;
   if (num_wait == 0)
     return KILN_OK;
@@ -52,8 +65,8 @@ kiln_status kiln__wait_list(const kiln_queue *queue, size_t num_wait,
     if (wait_list[i] == NULL)
       return kiln__fail(KILN_ERR_NULL_POINTER,
                         "wait_list[%zu] is NULL (num_wait %zu)", i, num_wait);
-    if (wait_list[i]->ctx != queue->ctx)
-      return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+    if (wait_list[i]->ctx != ctx)
+      return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                         "wait_list[%zu] is an event of another context than "
                         "the queue's",
                         i);
@@ -152,15 +165,15 @@ kiln_status kiln_event_wait_all(size_t num_events, kiln_event *const *events) {
   return KILN_OK;
 }
 
-kiln_status kiln_event_state_get(kiln_event *event, kiln_event_state *out) {
+kiln_status kiln_event_get_state(kiln_event *event, kiln_event_state *out) {
   if (event == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER,
-                      "kiln_event_state_get: event is NULL");
+                      "kiln_event_get_state: event is NULL");
   if (out == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER,
-                      "kiln_event_state_get: out is NULL");
+                      "kiln_event_get_state: out is NULL");
   cl_int state = 0;
-  kiln_status status = query_status(event, "kiln_event_state_get", &state);
+  kiln_status status = query_status(event, "kiln_event_get_state", &state);
   if (status != KILN_OK)
     return status;
   switch (state) {
@@ -184,27 +197,28 @@ kiln_status kiln_event_state_get(kiln_event *event, kiln_event_state *out) {
   return KILN_OK;
 }
 
-kiln_status kiln_event_profiling(kiln_event *event, uint64_t *start_ns,
-                                 uint64_t *end_ns) {
+kiln_status kiln_event_get_profiling(kiln_event *event, uint64_t *start_ns,
+                                     uint64_t *end_ns) {
   if (event == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER,
-                      "kiln_event_profiling: event is NULL");
+                      "kiln_event_get_profiling: event is NULL");
   if (!event->profiled)
     return kiln__fail(KILN_ERR_INVALID_STATE,
-                      "kiln_event_profiling: the event's queue was created "
+                      "kiln_event_get_profiling: the event's queue was created "
                       "without KILN_QUEUE_PROFILING");
   cl_int state = 0;
-  kiln_status status = query_status(event, "kiln_event_profiling", &state);
+  kiln_status status = query_status(event, "kiln_event_get_profiling", &state);
   if (status != KILN_OK)
     return status;
   if (state < 0)
-    return kiln__fail(KILN_ERR_EXEC_FAILED,
-                      "kiln_event_profiling: the command failed with %s (%d); "
-                      "it has no timestamps",
-                      kiln_cl_error_name(state), (int)state);
+    return kiln__fail(
+        KILN_ERR_EXEC_FAILED,
+        "kiln_event_get_profiling: the command failed with %s (%d); "
+        "it has no timestamps",
+        kiln_cl_error_name(state), (int)state);
   if (state != CL_COMPLETE)
     return kiln__fail(KILN_ERR_INVALID_STATE,
-                      "kiln_event_profiling: the command has not completed "
+                      "kiln_event_get_profiling: the command has not completed "
                       "(state %s); wait for the event first",
                       state == CL_RUNNING     ? "running"
                       : state == CL_SUBMITTED ? "submitted"
@@ -217,7 +231,7 @@ kiln_status kiln_event_profiling(kiln_event *event, uint64_t *start_ns,
                                   sizeof end, &end, NULL);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(err, "clGetEventProfilingInfo", event->ctx->device,
-                         "kiln_event_profiling");
+                         "kiln_event_get_profiling");
   if (start_ns != NULL)
     *start_ns = start;
   if (end_ns != NULL)

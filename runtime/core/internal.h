@@ -151,6 +151,10 @@ struct kiln_event {
 /* Wrap a freshly returned cl_event (kiln takes over its reference) into
  * *out. On failure the cl_event is released. */
 kiln_status kiln__event_wrap(kiln_queue *queue, cl_event ev, kiln_event **out);
+/* The same for a command of ctx whose queue is known only as a cl queue (a
+ * sequence's); profiled as that queue was created. */
+kiln_status kiln__event_wrap_cl(kiln_context *ctx, bool profiled, cl_event ev,
+                                kiln_event **out);
 
 /* Validate a wait list against queue's context and convert it. When
  * num_wait <= KILN__WAIT_INLINE the result is written into inline_buf, else a
@@ -160,7 +164,17 @@ kiln_status kiln__wait_list(const kiln_queue *queue, size_t num_wait,
                             kiln_event *const *wait_list,
                             cl_event inline_buf[KILN__WAIT_INLINE],
                             cl_event **out);
+/* The same against ctx (for calls that hold no kiln_queue). */
+kiln_status kiln__wait_list_cl(const kiln_context *ctx, size_t num_wait,
+                               kiln_event *const *wait_list,
+                               cl_event inline_buf[KILN__WAIT_INLINE],
+                               cl_event **out);
 void kiln__wait_list_free(cl_event *list, cl_event inline_buf[KILN__WAIT_INLINE]);
+
+/* The out event of a blocking call that has completed its work on queue: a
+ * marker after it, waited for, so complete on return (nothing when
+ * out_event is NULL). */
+kiln_status kiln__done_event(kiln_queue *queue, kiln_event **out_event);
 
 /* Finish an enqueue: if out_event is non-NULL wrap ev into it, else release
  * ev. Returns the status of wrapping. */
@@ -194,6 +208,24 @@ struct kiln_buffer {
   struct kiln__pooled *pooled;  /* pooled buffers: their block, else NULL */
   atomic_size_t recordings;     /* recorded sequences that use it */
 };
+
+/* Check range (named what in messages: "kiln_peer_copy: src") and give its
+ * byte offset and size: NULL range or buffer is KILN_ERR_NULL_POINTER, an
+ * unknown dtype KILN_ERR_INVALID_ARGUMENT, overflowing sizes
+ * KILN_ERR_INVALID_SIZE, a range past its buffer KILN_ERR_OUT_OF_RANGE. A
+ * count of 0 is valid here; callers that refuse it say so. */
+kiln_status kiln__range_bytes(const kiln_range *range, const char *what,
+                              size_t *offset_bytes, size_t *size_bytes);
+
+/* Enqueue a write (write true) or read of size_bytes at offset_bytes of
+ * buffer from or to host, both already checked: the untyped path under
+ * kiln_buffer_write/read, for memory that has no element type (the
+ * pipeline's batches of bytes). */
+kiln_status kiln__buffer_transfer(kiln_queue *queue, kiln_buffer *buffer,
+                                  size_t offset_bytes, size_t size_bytes,
+                                  void *host, bool write, size_t num_wait,
+                                  kiln_event *const *wait_list,
+                                  kiln_event **out_event);
 
 /* Check that [offset, offset + size) lies inside buffer; what names the
  * argument in the error and may carry the caller's name

@@ -3,35 +3,35 @@
 #include "internal.h"
 #include "kiln/kiln_cl.h"
 
-cl_platform_id kiln_device_cl_platform(const kiln_device *device) {
+cl_platform_id kiln_device_get_cl_platform(const kiln_device *device) {
   return device != NULL ? device->platform : NULL;
 }
 
-cl_device_id kiln_device_cl_device(const kiln_device *device) {
+cl_device_id kiln_device_get_cl_device(const kiln_device *device) {
   return device != NULL ? device->id : NULL;
 }
 
-cl_context kiln_context_cl_context(const kiln_context *ctx) {
+cl_context kiln_context_get_cl_context(const kiln_context *ctx) {
   return ctx != NULL ? ctx->cl : NULL;
 }
 
-cl_command_queue kiln_queue_cl_queue(const kiln_queue *queue) {
+cl_command_queue kiln_queue_get_cl_queue(const kiln_queue *queue) {
   return queue != NULL ? queue->cl : NULL;
 }
 
-cl_mem kiln_buffer_cl_mem(const kiln_buffer *buffer) {
+cl_mem kiln_buffer_get_cl_mem(const kiln_buffer *buffer) {
   return buffer != NULL ? buffer->cl : NULL;
 }
 
-cl_event kiln_event_cl_event(const kiln_event *event) {
+cl_event kiln_event_get_cl_event(const kiln_event *event) {
   return event != NULL ? event->cl : NULL;
 }
 
-cl_program kiln_program_cl_program(const kiln_program *program) {
+cl_program kiln_program_get_cl_program(const kiln_program *program) {
   return program != NULL ? program->cl : NULL;
 }
 
-cl_kernel kiln_kernel_cl_kernel(const kiln_kernel *kernel) {
+cl_kernel kiln_kernel_get_cl_kernel(const kiln_kernel *kernel) {
   return kernel != NULL ? kernel->cl : NULL;
 }
 
@@ -64,9 +64,9 @@ kiln_status kiln_buffer_wrap_cl(kiln_context *ctx, cl_mem mem,
     return kiln__fail_cl(err, "clGetMemObjectInfo", ctx->device,
                          "%s: CL_MEM_CONTEXT of mem", fn);
   if (owner != ctx->cl)
-    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                       "%s: mem belongs to another OpenCL context than ctx's "
-                      "(kiln_context_cl_context)",
+                      "(kiln_context_get_cl_context)",
                       fn);
   size_t size = 0;
   err = clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, NULL);

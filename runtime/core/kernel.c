@@ -121,7 +121,7 @@ kiln_status kiln_kernel_destroy(kiln_kernel *kernel) {
   return KILN_OK;
 }
 
-uint32_t kiln_kernel_arg_count(const kiln_kernel *kernel) {
+uint32_t kiln_kernel_get_arg_count(const kiln_kernel *kernel) {
   return kernel != NULL ? kernel->num_args : 0;
 }
 
@@ -370,7 +370,7 @@ kiln_status kiln_kernel_launch(kiln_queue *queue, kiln_kernel *kernel,
                                        : "global_size");
   kiln_context *ctx = queue->ctx;
   if (kernel->program->ctx != ctx)
-    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                       "%s: kernel '%s' belongs to another context than the "
                       "queue",
                       fn, kernel->name);

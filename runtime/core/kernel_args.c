@@ -148,7 +148,7 @@ kiln_status kiln_kernel_set_arg_buffer(kiln_kernel *kernel, uint32_t index,
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: buffer is NULL (argument %u "
                       "of kernel '%s')", fn, index, kernel->name);
   if (buffer->ctx != kernel->program->ctx)
-    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                       "%s: buffer for argument %u of kernel '%s' belongs to "
                       "another context",
                       fn, index, kernel->name);

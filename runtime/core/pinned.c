@@ -91,10 +91,10 @@ kiln_status kiln_pinned_destroy(kiln_pinned *pinned) {
   return status;
 }
 
-void *kiln_pinned_ptr(const kiln_pinned *pinned) {
+void *kiln_pinned_get_ptr(const kiln_pinned *pinned) {
   return pinned != NULL ? pinned->ptr : NULL;
 }
 
-size_t kiln_pinned_size(const kiln_pinned *pinned) {
+size_t kiln_pinned_get_size(const kiln_pinned *pinned) {
   return pinned != NULL ? pinned->size : 0;
 }

@@ -8,6 +8,8 @@
  *   compute i    after upload i and the download of i-2 (its output's
  *                last reader)
  *   download i   after compute i */
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -22,12 +24,21 @@ static void forget(kiln_event **ev) {
   *ev = NULL;
 }
 
+/* Upload src to the slot's input after the slot's last compute, or, for
+ * the first batch, after the caller's wait list. The batches are bytes: the
+ * untyped transfer path. */
 static kiln_status upload(kiln_queue *transfer, struct slot *s,
-                          const unsigned char *src, size_t bytes) {
+                          const unsigned char *src, size_t bytes,
+                          size_t num_wait, kiln_event *const *wait_list) {
   kiln_event *after = s->comp;
   kiln_event *ev = NULL;
-  kiln_status st = kiln_buffer_write(transfer, s->in, 0, bytes, src,
-                                     after != NULL, &after, &ev);
+  if (after != NULL) {
+    num_wait = 1;
+    wait_list = &after;
+  }
+  kiln_status st =
+      kiln__buffer_transfer(transfer, s->in, 0, bytes, (void *)(uintptr_t)src,
+                            true, num_wait, wait_list, &ev);
   if (st == KILN_OK) {
     kiln_event_release(s->up);
     s->up = ev;
@@ -38,15 +49,18 @@ static kiln_status upload(kiln_queue *transfer, struct slot *s,
 kiln_status kiln_pipeline_run(kiln_queue *compute, kiln_queue *transfer,
                               size_t num_batches, size_t in_bytes,
                               size_t out_bytes, const void *host_in,
-                              void *host_out, kiln_pipeline_fn fn,
-                              void *user) {
+                              void *host_out, kiln_pipeline_fn fn, void *user,
+                              size_t num_wait, kiln_event *const *wait_list,
+                              kiln_event **out_event) {
   static const char fn_name[] = "kiln_pipeline_run";
+  if (out_event != NULL)
+    *out_event = NULL;
   if (compute == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: compute is NULL", fn_name);
   if (fn == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: fn is NULL", fn_name);
   if (transfer != NULL && transfer->ctx != compute->ctx)
-    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                       "%s: transfer belongs to another context than compute",
                       fn_name);
   if (transfer == compute)
@@ -65,15 +79,27 @@ kiln_status kiln_pipeline_run(kiln_queue *compute, kiln_queue *transfer,
                       "%s: num_batches %zu times the batch sizes overflows "
                       "size_t",
                       fn_name, num_batches);
-  if (num_batches == 0)
-    return KILN_OK;
-  if (host_in == NULL || host_out == NULL)
+  /* The wait list is checked here, so that a bad one fails before any
+   * work (the first upload is the command that waits for it). */
+  cl_event inline_buf[KILN__WAIT_INLINE], *checked = NULL;
+  kiln_status st =
+      kiln__wait_list(compute, num_wait, wait_list, inline_buf, &checked);
+  kiln__wait_list_free(checked, inline_buf);
+  if (st != KILN_OK) {
+    char message[1024];
+    snprintf(message, sizeof message, "%s", kiln_last_error());
+    return kiln__fail(st, "%s: %s", fn_name, message);
+  }
+  if (num_batches > 0 && (host_in == NULL || host_out == NULL))
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn_name,
                       host_in == NULL ? "host_in" : "host_out");
+  if (num_batches == 0) {
+    st = kiln_event_wait_all(num_wait, wait_list);
+    return st == KILN_OK ? kiln__done_event(compute, out_event) : st;
+  }
 
   kiln_queue *own = NULL;
   struct slot slots[2] = {{0}};
-  kiln_status st = KILN_OK;
   if (transfer == NULL) {
     st = kiln_queue_create(compute->ctx, 0, &own);
     transfer = own;
@@ -86,12 +112,12 @@ kiln_status kiln_pipeline_run(kiln_queue *compute, kiln_queue *transfer,
   const unsigned char *in = host_in;
   unsigned char *out = host_out;
   if (st == KILN_OK)
-    st = upload(transfer, &slots[0], in, in_bytes);
+    st = upload(transfer, &slots[0], in, in_bytes, num_wait, wait_list);
   for (size_t i = 0; i < num_batches && st == KILN_OK; i++) {
     struct slot *s = &slots[i % 2];
     if (i + 1 < num_batches) {
       st = upload(transfer, &slots[(i + 1) % 2], in + (i + 1) * in_bytes,
-                  in_bytes);
+                  in_bytes, 0, NULL);
       if (st != KILN_OK)
         break;
     }
@@ -118,8 +144,8 @@ kiln_status kiln_pipeline_run(kiln_queue *compute, kiln_queue *transfer,
     if (st != KILN_OK)
       break;
     kiln_event *ev = NULL;
-    st = kiln_buffer_read(transfer, s->out, 0, out_bytes, out + i * out_bytes,
-                          1, &s->comp, &ev);
+    st = kiln__buffer_transfer(transfer, s->out, 0, out_bytes,
+                               out + i * out_bytes, false, 1, &s->comp, &ev);
     if (st == KILN_OK) {
       kiln_event_release(s->down);
       s->down = ev;
@@ -140,5 +166,5 @@ kiln_status kiln_pipeline_run(kiln_queue *compute, kiln_queue *transfer,
     kiln_buffer_destroy(slots[k].out);
   }
   kiln_queue_destroy(own);
-  return st;
+  return st == KILN_OK ? kiln__done_event(compute, out_event) : st;
 }

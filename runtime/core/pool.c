@@ -21,6 +21,7 @@
  * (clCreateBuffer, markers, event queries) except the wait in make_room,
  * which only happens when the pool is at its limit. */
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -450,8 +451,11 @@ static void give_back(struct kiln__pooled *self) {
 
 kiln_status kiln_pool_release_after(kiln_pool *pool, kiln_buffer *buffer,
                                     size_t num_wait,
-                                    kiln_event *const *wait_list) {
+                                    kiln_event *const *wait_list,
+                                    kiln_event **out_event) {
   static const char fn[] = "kiln_pool_release_after";
+  if (out_event != NULL)
+    *out_event = NULL;
   if (pool == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: pool is NULL", fn);
   if (buffer == NULL)
@@ -460,38 +464,34 @@ kiln_status kiln_pool_release_after(kiln_pool *pool, kiln_buffer *buffer,
       ((struct kiln__pool_block *)buffer->pooled)->pool != pool)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                       "%s: buffer is not from this pool", fn);
-  if (num_wait > 0 && wait_list == NULL)
-    return kiln__fail(KILN_ERR_NULL_POINTER,
-                      "%s: wait_list is NULL with num_wait %zu", fn, num_wait);
-  if (num_wait > UINT32_MAX)
-    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: num_wait %zu is too large",
-                      fn, num_wait);
-  if (num_wait > 0) {
-    cl_event *waits = malloc(num_wait * sizeof *waits);
-    if (waits == NULL)
-      return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory",
-                        fn);
-    for (size_t i = 0; i < num_wait; i++) {
-      if (wait_list[i] == NULL || wait_list[i]->ctx != pool->ctx) {
-        free(waits);
-        return kiln__fail(wait_list[i] == NULL ? KILN_ERR_NULL_POINTER
-                                               : KILN_ERR_SHAPE_MISMATCH,
-                          "%s: wait_list[%zu] is %s", fn, i,
-                          wait_list[i] == NULL ? "NULL"
-                                               : "of another context");
-      }
-      waits[i] = wait_list[i]->cl;
-    }
-    /* The home queue is in order: the fence enqueued later behind this
-     * marker completes only after these events. */
-    cl_int err =
-        clEnqueueMarkerWithWaitList(pool->home, (cl_uint)num_wait, waits, NULL);
-    free(waits);
+  cl_event inline_buf[KILN__WAIT_INLINE], *waits = NULL;
+  kiln_status status =
+      kiln__wait_list_cl(pool->ctx, num_wait, wait_list, inline_buf, &waits);
+  if (status != KILN_OK) {
+    char message[1024];
+    snprintf(message, sizeof message, "%s", kiln_last_error());
+    return kiln__fail(status, "%s: %s", fn, message);
+  }
+  /* The home queue is in order: the fence enqueued later behind this
+   * marker completes only after these events, and so does the marker the
+   * caller gets. */
+  cl_event ev = NULL;
+  if (num_wait > 0 || out_event != NULL) {
+    cl_int err = clEnqueueMarkerWithWaitList(
+        pool->home, (cl_uint)num_wait, waits, out_event != NULL ? &ev : NULL);
+    kiln__wait_list_free(waits, inline_buf);
     if (err != CL_SUCCESS)
       return kiln__fail_cl(err, "clEnqueueMarkerWithWaitList",
                            pool->ctx->device, "%s", fn);
   }
-  return kiln_buffer_destroy(buffer);
+  status = kiln_buffer_destroy(buffer);
+  if (ev == NULL)
+    return status;
+  if (status != KILN_OK) {
+    clReleaseEvent(ev);
+    return status;
+  }
+  return kiln__event_wrap_cl(pool->ctx, false, ev, out_event);
 }
 
 kiln_status kiln_pool_trim(kiln_pool *pool, size_t *out_released_bytes) {
@@ -513,13 +513,13 @@ kiln_status kiln_pool_trim(kiln_pool *pool, size_t *out_released_bytes) {
   return KILN_OK;
 }
 
-kiln_status kiln_pool_stats_get(kiln_pool *pool, kiln_pool_stats *out) {
+kiln_status kiln_pool_get_stats(kiln_pool *pool, kiln_pool_stats *out) {
   if (pool == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER,
-                      "kiln_pool_stats_get: pool is NULL");
+                      "kiln_pool_get_stats: pool is NULL");
   if (out == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER,
-                      "kiln_pool_stats_get: out is NULL");
+                      "kiln_pool_get_stats: out is NULL");
   pthread_mutex_lock(&pool->lock);
   collect_fences(pool);
   *out = pool->stats;

@@ -166,6 +166,17 @@ kiln_status kiln_queue_marker(kiln_queue *queue, size_t num_wait,
   return kiln__event_out(queue, ev, out_event);
 }
 
-kiln_context *kiln_queue_context(const kiln_queue *queue) {
+kiln_context *kiln_queue_get_context(const kiln_queue *queue) {
   return queue != NULL ? queue->ctx : NULL;
+}
+
+kiln_status kiln__done_event(kiln_queue *queue, kiln_event **out_event) {
+  if (out_event == NULL)
+    return KILN_OK;
+  kiln_status status = kiln_queue_marker(queue, 0, NULL, out_event);
+  if (status == KILN_OK && (status = kiln_event_wait(*out_event)) != KILN_OK) {
+    kiln_event_release(*out_event);
+    *out_event = NULL;
+  }
+  return status;
 }

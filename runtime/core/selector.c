@@ -179,7 +179,7 @@ static bool alt_matches(const struct alternative *alt, const kiln_device *d,
 void kiln_selection_destroy(kiln_selection *selection) {
   if (selection == NULL)
     return;
-  size_t n = kiln_device_list_count(selection->list);
+  size_t n = kiln_device_list_get_count(selection->list);
   if (selection->reasons != NULL)
     for (size_t i = 0; i < n; i++)
       free(selection->reasons[i]);
@@ -211,7 +211,7 @@ static const char *effective_selector(const char *selector, bool *from_env) {
 /* Fill reasons and taken devices for the winning alternative (or none). */
 static kiln_status evaluate(kiln_selection *sel, const struct parsed *ps,
                             bool default_rule) {
-  size_t n = kiln_device_list_count(sel->list);
+  size_t n = kiln_device_list_get_count(sel->list);
   size_t winner = SIZE_MAX;
   char why[REASON_CAPACITY];
   for (size_t a = 0; a < ps->count && winner == SIZE_MAX; a++)
@@ -284,7 +284,7 @@ kiln_status kiln_selection_create(const kiln_device_list *list,
                          from_env ? "KILN_DEVICE selector" : "selector", &ps);
   if (st != KILN_OK)
     return st;
-  size_t n = kiln_device_list_count(list);
+  size_t n = kiln_device_list_get_count(list);
   kiln_selection *sel = calloc(1, sizeof *sel);
   if (sel == NULL)
     goto oom;
@@ -311,7 +311,7 @@ fail:
   return st;
 }
 
-size_t kiln_selection_count(const kiln_selection *selection) {
+size_t kiln_selection_get_count(const kiln_selection *selection) {
   return selection != NULL ? selection->taken_count : 0;
 }
 
@@ -322,17 +322,17 @@ const kiln_device *kiln_selection_get(const kiln_selection *selection,
   return selection->taken[index];
 }
 
-const char *kiln_selection_explain(const kiln_selection *selection,
-                                   size_t list_index, bool *taken) {
+const char *kiln_selection_get_explanation(const kiln_selection *selection,
+                                           size_t list_index, bool *taken) {
   if (selection == NULL ||
-      list_index >= kiln_device_list_count(selection->list))
+      list_index >= kiln_device_list_get_count(selection->list))
     return NULL;
   if (taken != NULL)
     *taken = selection->is_taken[list_index];
   return selection->reasons[list_index];
 }
 
-const char *kiln_selection_selector(const kiln_selection *selection) {
+const char *kiln_selection_get_selector(const kiln_selection *selection) {
   return selection != NULL ? selection->selector : NULL;
 }
 
@@ -356,13 +356,13 @@ kiln_status kiln_device_select(const kiln_device_list *list,
   /* Name every device and why it was refused; the message is capped by the
    * error buffer, so a long list ends truncated rather than failing. */
   char msg[3072];
-  size_t n = kiln_device_list_count(list);
+  size_t n = kiln_device_list_get_count(list);
   size_t used = (size_t)snprintf(msg, sizeof msg,
                                  "kiln_device_select: no device matches "
                                  "selector \"%.200s\"",
                                  sel->selector);
   if (n == 0 && used < sizeof msg) {
-    const kiln_device_problem *pr = kiln_device_list_problem(list, 0);
+    const kiln_device_problem *pr = kiln_device_list_get_problem(list, 0);
     used += (size_t)snprintf(msg + used, sizeof msg - used,
                              ": no OpenCL device was found%s%.300s",
                              pr ? " (" : "", pr ? pr->message : "");

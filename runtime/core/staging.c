@@ -105,36 +105,72 @@ kiln_status kiln_staging_destroy(kiln_staging *staging) {
   return status;
 }
 
-static kiln_status check(kiln_staging *s, kiln_buffer *buffer, size_t offset,
-                         size_t size, const void *host, const char *fn,
-                         const char *buffer_arg, const char *host_arg) {
+/* The checks both directions share; on success *offset and *size are the
+ * range's bytes, and the wait list has completed (the host waits for it:
+ * the copy is blocking and its first chunk needs the data). */
+static kiln_status check(kiln_staging *s, const kiln_range *range,
+                         const void *host, size_t num_wait,
+                         kiln_event *const *wait_list, const char *fn,
+                         const char *range_arg, const char *host_arg,
+                         size_t *offset, size_t *size) {
   if (s == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: staging is NULL", fn);
-  if (buffer == NULL)
-    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, buffer_arg);
+  char what[96];
+  snprintf(what, sizeof what, "%s: %s", fn, range_arg);
+  kiln_status status = kiln__range_bytes(range, what, offset, size);
+  if (status != KILN_OK)
+    return status;
   if (host == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn, host_arg);
-  if (buffer->ctx != s->ctx)
-    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+  if (range->buffer->ctx != s->ctx)
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                       "%s: %s belongs to another context than the staging "
                       "ring",
-                      fn, buffer_arg);
-  if (size == 0)
-    return KILN_OK;
-  char what[96];
-  snprintf(what, sizeof what, "%s: %s", fn, buffer_arg);
-  return kiln__buffer_range(buffer, offset, size, what);
+                      fn, range_arg);
+  cl_event inline_buf[KILN__WAIT_INLINE], *checked = NULL;
+  status =
+      kiln__wait_list_cl(s->ctx, num_wait, wait_list, inline_buf, &checked);
+  kiln__wait_list_free(checked, inline_buf);
+  if (status != KILN_OK) {
+    char message[1024];
+    snprintf(message, sizeof message, "%s", kiln_last_error());
+    return kiln__fail(status, "%s: %s", fn, message);
+  }
+  return kiln_event_wait_all(num_wait, wait_list);
 }
 
-kiln_status kiln_staging_write(kiln_staging *staging, kiln_buffer *dst,
-                               size_t offset_bytes, size_t size_bytes,
-                               const void *src) {
+/* A blocking call's out event: a marker on the ring's queue, waited for,
+ * so complete on return (it carries no profiling times). */
+static kiln_status done_event(kiln_staging *s, const char *fn,
+                              kiln_event **out_event) {
+  if (out_event == NULL)
+    return KILN_OK;
+  cl_event ev = NULL;
+  cl_int err = clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &ev);
+  if (err == CL_SUCCESS && (err = clWaitForEvents(1, &ev)) != CL_SUCCESS)
+    clReleaseEvent(ev);
+  if (err != CL_SUCCESS)
+    return kiln__fail_cl(err, "clEnqueueMarkerWithWaitList", s->ctx->device,
+                         "%s: out_event", fn);
+  return kiln__event_wrap_cl(s->ctx, false, ev, out_event);
+}
+
+kiln_status kiln_staging_write(kiln_staging *staging, const void *src,
+                               const kiln_range *dst, size_t num_wait,
+                               kiln_event *const *wait_list,
+                               kiln_event **out_event) {
   static const char fn[] = "kiln_staging_write";
-  kiln_status status =
-      check(staging, dst, offset_bytes, size_bytes, src, fn, "dst", "src");
-  if (status != KILN_OK || size_bytes == 0)
+  if (out_event != NULL)
+    *out_event = NULL;
+  size_t offset_bytes = 0, size_bytes = 0;
+  kiln_status status = check(staging, dst, src, num_wait, wait_list, fn, "dst",
+                             "src", &offset_bytes, &size_bytes);
+  if (status != KILN_OK)
     return status;
-  unsigned char *ring = kiln_pinned_ptr(staging->ring);
+  if (size_bytes == 0)
+    return done_event(staging, fn, out_event);
+  cl_mem dst_mem = dst->buffer->cl;
+  unsigned char *ring = kiln_pinned_get_ptr(staging->ring);
   size_t chunk = staging->chunk_bytes;
   cl_int err = CL_SUCCESS;
   const char *call = "clWaitForEvents";
@@ -147,7 +183,7 @@ kiln_status kiln_staging_write(kiln_staging *staging, kiln_buffer *dst,
     memcpy(ring + i * chunk, (const unsigned char *)src + done, len);
     call = "clEnqueueWriteBuffer";
     uint64_t host_ns = kiln__trace_enabled() ? kiln__trace_now_ns() : 0;
-    err = clEnqueueWriteBuffer(staging->queue, dst->cl, CL_FALSE,
+    err = clEnqueueWriteBuffer(staging->queue, dst_mem, CL_FALSE,
                                offset_bytes + done, len, ring + i * chunk, 0,
                                NULL, &staging->events[i]);
     if (err != CL_SUCCESS) {
@@ -169,7 +205,7 @@ kiln_status kiln_staging_write(kiln_staging *staging, kiln_buffer *dst,
     return kiln__fail_cl(err, call, staging->ctx->device,
                          "%s: [offset %zu, +%zu bytes) in %zu-byte chunks", fn,
                          offset_bytes, size_bytes, chunk);
-  return KILN_OK;
+  return done_event(staging, fn, out_event);
 }
 
 /* Where a staged read sends each chunk once it is in the ring: into host
@@ -190,7 +226,7 @@ struct drain {
 static cl_int read_through(kiln_staging *s, cl_mem src, size_t offset,
                            size_t size, const struct drain *d, const char *fn,
                            const char **call) {
-  unsigned char *ring = kiln_pinned_ptr(s->ring);
+  unsigned char *ring = kiln_pinned_get_ptr(s->ring);
   size_t chunk = s->chunk_bytes, n = s->num_chunks;
   size_t chunks = size / chunk + (size % chunk != 0);
   cl_int err = CL_SUCCESS;
@@ -246,23 +282,29 @@ static cl_int read_through(kiln_staging *s, cl_mem src, size_t offset,
   return err;
 }
 
-kiln_status kiln_staging_read(kiln_staging *staging, kiln_buffer *src,
-                              size_t offset_bytes, size_t size_bytes,
-                              void *dst) {
+kiln_status kiln_staging_read(kiln_staging *staging, const kiln_range *src,
+                              void *dst, size_t num_wait,
+                              kiln_event *const *wait_list,
+                              kiln_event **out_event) {
   static const char fn[] = "kiln_staging_read";
-  kiln_status status =
-      check(staging, src, offset_bytes, size_bytes, dst, fn, "src", "dst");
-  if (status != KILN_OK || size_bytes == 0)
+  if (out_event != NULL)
+    *out_event = NULL;
+  size_t offset_bytes = 0, size_bytes = 0;
+  kiln_status status = check(staging, src, dst, num_wait, wait_list, fn, "src",
+                             "dst", &offset_bytes, &size_bytes);
+  if (status != KILN_OK)
     return status;
+  if (size_bytes == 0)
+    return done_event(staging, fn, out_event);
   const char *call = "clEnqueueReadBuffer";
   struct drain d = {dst, NULL, NULL, NULL, 0};
-  cl_int err =
-      read_through(staging, src->cl, offset_bytes, size_bytes, &d, fn, &call);
+  cl_int err = read_through(staging, src->buffer->cl, offset_bytes, size_bytes,
+                            &d, fn, &call);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(err, call, staging->ctx->device,
                          "%s: [offset %zu, +%zu bytes) in %zu-byte chunks", fn,
                          offset_bytes, size_bytes, staging->chunk_bytes);
-  return KILN_OK;
+  return done_event(staging, fn, out_event);
 }
 
 cl_int kiln__staging_peer_copy(kiln_staging *staging, kiln_buffer *src,

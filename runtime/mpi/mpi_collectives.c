@@ -22,34 +22,49 @@ static const char *kind_name(int kind) {
 }
 
 static const char *op_name(int op) {
-  static const char *const names[] = {"sum", "mean", "max", "min"};
+  static const char *const names[] = {"sum", "min", "max", "mean"};
   return op >= 0 && op < 4 ? names[op] : "?";
 }
 
-/* Whether [offset, offset + bytes) lies in buffer; the message names it. */
+/* Whether the range lies in its buffer; the message names it. */
 static kiln_status check_range(const char *fn, const char *name,
-                               const kiln_buffer *buffer, size_t offset,
-                               size_t elems, size_t es) {
-  size_t size = kiln_buffer_size(buffer);
-  if (elems > SIZE_MAX / es || offset > size || elems * es > size - offset)
+                               const kiln_range *r, size_t es) {
+  size_t size = kiln_buffer_get_size(r->buffer);
+  if (r->offset > SIZE_MAX / es || r->count > SIZE_MAX / es ||
+      r->offset * es > size || r->count * es > size - r->offset * es)
     return kiln__mpi_error(KILN_ERR_OUT_OF_RANGE,
-                           "%s: %zu elements of %zu bytes at offset %zu do "
-                           "not fit in %s (%zu bytes)",
-                           fn, elems, es, offset, name, size);
+                           "%s: %s range [offset %zu, +%zu elements of %s) "
+                           "exceeds its buffer's %zu bytes",
+                           fn, name, r->offset, r->count,
+                           kiln_dtype_name(r->dtype), size);
   return KILN_OK;
 }
 
-static kiln_status check_args(const kiln_mpi *mpi,
-                              const struct kiln__mpi_args *a) {
+/* Fill the buffer fields of *a from its ranges, once they are checked. */
+static void take_ranges(struct kiln__mpi_args *a) {
+  a->src = a->src_range->buffer;
+  a->dst = a->dst_range->buffer;
+  a->src_offset = a->src_range->offset;
+  a->dst_offset = a->dst_range->offset;
+  a->dtype = a->src_range->dtype;
+  a->count = a->kind == KIND_REDUCE_SCATTER ? a->dst_range->count
+                                            : a->src_range->count;
+}
+
+static kiln_status check_args(const kiln_mpi *mpi, struct kiln__mpi_args *a) {
   const char *fn = a->fn;
+  bool same = a->src_range == a->dst_range;
+  const char *src_name = same ? "data" : "src";
   if (mpi == NULL)
     return kiln__mpi_error(KILN_ERR_NULL_POINTER, "%s: mpi is NULL", fn);
   if (a->queue == NULL)
     return kiln__mpi_error(KILN_ERR_NULL_POINTER, "%s: queue is NULL", fn);
-  if (a->src == NULL || a->dst == NULL)
+  if (a->src_range == NULL || a->dst_range == NULL)
     return kiln__mpi_error(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn,
-                           a->src == a->dst ? "buffer"
-                           : a->src == NULL ? "src" : "dst");
+                           a->src_range == NULL ? src_name : "dst");
+  if (a->src_range->buffer == NULL || a->dst_range->buffer == NULL)
+    return kiln__mpi_error(KILN_ERR_NULL_POINTER, "%s: %s->buffer is NULL", fn,
+                           a->src_range->buffer == NULL ? src_name : "dst");
   if (a->num_wait > 0 && a->wait_list == NULL)
     return kiln__mpi_error(KILN_ERR_NULL_POINTER,
                            "%s: wait_list is NULL with num_wait %zu", fn,
@@ -59,40 +74,60 @@ static kiln_status check_args(const kiln_mpi *mpi,
                            "%s: an earlier collective on this kiln_mpi timed "
                            "out or failed half-way; it can no longer be used",
                            fn);
-  size_t es = kiln_dtype_size(a->dtype);
+  kiln_dtype dtype = a->src_range->dtype;
+  size_t es = kiln_dtype_size(dtype);
   bool reduce = a->kind == KIND_ALLREDUCE || a->kind == KIND_REDUCE_SCATTER;
-  if (es == 0 || (reduce && a->dtype != KILN_F32 && a->dtype != KILN_F16 &&
-                  a->dtype != KILN_BF16))
+  if (es == 0 ||
+      (reduce && dtype != KILN_F32 && dtype != KILN_F16 && dtype != KILN_BF16))
     return kiln__mpi_error(KILN_ERR_INVALID_ARGUMENT,
-                           "%s: dtype %d (%s) is not supported (%s)", fn,
-                           (int)a->dtype, kiln_dtype_name(a->dtype),
+                           "%s: %s dtype %d (%s) is not supported (%s)", fn,
+                           src_name, (int)dtype, kiln_dtype_name(dtype),
                            reduce ? "f32, f16 or bf16" : "any kiln_dtype");
-  if (reduce && ((int)a->op < 0 || (int)a->op > KILN_MPI_MIN))
+  if (a->dst_range->dtype != dtype)
+    return kiln__mpi_error(
+        KILN_ERR_SHAPE_MISMATCH, "%s: src dtype %s differs from dst dtype %s",
+        fn, kiln_dtype_name(dtype), kiln_dtype_name(a->dst_range->dtype));
+  if (reduce && a->op != KILN_REDUCE_SUM && a->op != KILN_REDUCE_MIN &&
+      a->op != KILN_REDUCE_MAX && a->op != KILN_REDUCE_MEAN)
     return kiln__mpi_error(KILN_ERR_INVALID_ARGUMENT,
-                           "%s: op %d is not a kiln_mpi_op", fn, (int)a->op);
+                           "%s: op %d is not KILN_REDUCE_SUM, MIN, MAX or "
+                           "MEAN (the reductions MPI collectives offer)",
+                           fn, (int)a->op);
   if (a->kind == KIND_BROADCAST && (a->root < 0 || a->root >= mpi->size))
     return kiln__mpi_error(KILN_ERR_INVALID_ARGUMENT,
                            "%s: root %d is outside the communicator's ranks "
                            "0..%d", fn, a->root, mpi->size - 1);
-  kiln_context *ctx = kiln_queue_context(a->queue);
-  if (kiln_buffer_context(a->src) != ctx || kiln_buffer_context(a->dst) != ctx)
+  kiln_context *ctx = kiln_queue_get_context(a->queue);
+  if (kiln_buffer_get_context(a->src_range->buffer) != ctx ||
+      kiln_buffer_get_context(a->dst_range->buffer) != ctx)
+    return kiln__mpi_error(
+        KILN_ERR_WRONG_CONTEXT,
+        "%s: %s's buffer belongs to another context than queue", fn,
+        kiln_buffer_get_context(a->src_range->buffer) != ctx ? src_name
+                                                             : "dst");
+  /* allgather: dst holds size blocks of src; reduce-scatter: src holds size
+   * blocks of dst. */
+  size_t p = (size_t)mpi->size;
+  const kiln_range *block =
+      a->kind == KIND_REDUCE_SCATTER ? a->dst_range : a->src_range;
+  const kiln_range *wide =
+      a->kind == KIND_REDUCE_SCATTER ? a->src_range : a->dst_range;
+  if (!same && block->count > SIZE_MAX / p)
+    return kiln__mpi_error(
+        KILN_ERR_INVALID_SIZE, "%s: %s count %zu times %d ranks overflows", fn,
+        block == a->src_range ? "src" : "dst", block->count, mpi->size);
+  if (!same && wide->count != block->count * p)
     return kiln__mpi_error(KILN_ERR_SHAPE_MISMATCH,
-                           "%s: the buffer belongs to another context than "
-                           "queue", fn);
-  size_t p = (size_t)mpi->size, wide = a->count;
-  if (a->kind == KIND_ALLGATHER || a->kind == KIND_REDUCE_SCATTER) {
-    if (a->count > SIZE_MAX / p)
-      return kiln__mpi_error(KILN_ERR_INVALID_SIZE,
-                             "%s: count %zu times %zu ranks overflows", fn,
-                             a->count, p);
-    wide = a->count * p;
-  }
-  kiln_status status = check_range(
-      fn, a->src == a->dst ? "buffer" : "src", a->src, a->src_offset,
-      a->kind == KIND_REDUCE_SCATTER ? wide : a->count, es);
-  if (status == KILN_OK && a->src != a->dst)
-    status = check_range(fn, "dst", a->dst, a->dst_offset,
-                         a->kind == KIND_ALLGATHER ? wide : a->count, es);
+                           "%s: %s count %zu is not %d ranks times %s count "
+                           "%zu",
+                           fn, wide == a->src_range ? "src" : "dst",
+                           wide->count, mpi->size,
+                           block == a->src_range ? "src" : "dst", block->count);
+  kiln_status status = check_range(fn, src_name, a->src_range, es);
+  if (status == KILN_OK && !same)
+    status = check_range(fn, "dst", a->dst_range, es);
+  if (status == KILN_OK)
+    take_ranges(a);
   return status;
 }
 
@@ -165,7 +200,7 @@ static kiln_status agree(kiln_mpi *mpi, const struct kiln__mpi_args *a) {
   return status;
 }
 
-kiln_status kiln__mpi_start(kiln_mpi *mpi, const struct kiln__mpi_args *args,
+kiln_status kiln__mpi_start(kiln_mpi *mpi, struct kiln__mpi_args *args,
                             kiln_mpi_request **out) {
   kiln_status status =
       out == NULL ? kiln__mpi_error(KILN_ERR_NULL_POINTER, "%s: out is NULL",
@@ -191,110 +226,112 @@ kiln_status kiln__mpi_start(kiln_mpi *mpi, const struct kiln__mpi_args *args,
   return kiln__mpi_request_create(mpi, args, out);
 }
 
-static kiln_status run(kiln_mpi *mpi, const struct kiln__mpi_args *args) {
+/* The blocking form: start, wait, and give an event of queue that is
+ * complete on return (a marker after the collective's last command, waited
+ * for). */
+static kiln_status run(kiln_mpi *mpi, struct kiln__mpi_args *args,
+                       kiln_event **out_event) {
+  if (out_event != NULL)
+    *out_event = NULL;
   kiln_mpi_request *request = NULL;
   kiln_status status = kiln__mpi_start(mpi, args, &request);
-  if (status != KILN_OK)
-    return status;
-  return kiln_mpi_wait(request);
+  if (status == KILN_OK)
+    status = kiln_mpi_wait(request);
+  if (status == KILN_OK && out_event != NULL)
+    status = kiln_queue_marker(args->queue, 0, NULL, out_event);
+  /* Complete on return, as a blocking call's event is. */
+  if (status == KILN_OK && out_event != NULL &&
+      (status = kiln_event_wait(*out_event)) != KILN_OK) {
+    kiln_event_release(*out_event);
+    *out_event = NULL;
+  }
+  return status;
 }
 
-#define ALLREDUCE_ARGS                                                        \
-  {.fn = fn, .kind = KIND_ALLREDUCE, .queue = queue, .src = buffer,           \
-   .dst = buffer, .src_offset = offset_bytes, .dst_offset = offset_bytes,     \
-   .count = count, .dtype = dtype, .op = op, .num_wait = num_wait,            \
-   .wait_list = wait_list}
+#define ARGS(kind_, src_, dst_)                                                \
+  {                                                                            \
+    .fn = fn, .kind = kind_, .queue = queue, .src_range = src_,                \
+    .dst_range = dst_, .num_wait = num_wait, .wait_list = wait_list            \
+  }
 
 kiln_status kiln_mpi_allreduce(kiln_mpi *mpi, kiln_queue *queue,
-                               kiln_buffer *buffer, size_t offset_bytes,
-                               size_t count, kiln_dtype dtype, kiln_mpi_op op,
-                               size_t num_wait, kiln_event *const *wait_list) {
+                               const kiln_range *data, kiln_reduce_op op,
+                               size_t num_wait, kiln_event *const *wait_list,
+                               kiln_event **out_event) {
   static const char fn[] = "kiln_mpi_allreduce";
-  struct kiln__mpi_args a = ALLREDUCE_ARGS;
-  return run(mpi, &a);
+  struct kiln__mpi_args a = ARGS(KIND_ALLREDUCE, data, data);
+  a.op = op;
+  return run(mpi, &a, out_event);
 }
 
 kiln_status kiln_mpi_iallreduce(kiln_mpi *mpi, kiln_queue *queue,
-                                kiln_buffer *buffer, size_t offset_bytes,
-                                size_t count, kiln_dtype dtype, kiln_mpi_op op,
+                                const kiln_range *data, kiln_reduce_op op,
                                 size_t num_wait, kiln_event *const *wait_list,
                                 kiln_mpi_request **out) {
   static const char fn[] = "kiln_mpi_iallreduce";
-  struct kiln__mpi_args a = ALLREDUCE_ARGS;
+  struct kiln__mpi_args a = ARGS(KIND_ALLREDUCE, data, data);
+  a.op = op;
   return kiln__mpi_start(mpi, &a, out);
 }
 
-#define BROADCAST_ARGS                                                        \
-  {.fn = fn, .kind = KIND_BROADCAST, .queue = queue, .src = buffer,           \
-   .dst = buffer, .src_offset = offset_bytes, .dst_offset = offset_bytes,     \
-   .count = count, .dtype = dtype, .root = root, .num_wait = num_wait,        \
-   .wait_list = wait_list}
-
 kiln_status kiln_mpi_broadcast(kiln_mpi *mpi, kiln_queue *queue,
-                               kiln_buffer *buffer, size_t offset_bytes,
-                               size_t count, kiln_dtype dtype, int root,
-                               size_t num_wait, kiln_event *const *wait_list) {
+                               const kiln_range *data, int root,
+                               size_t num_wait, kiln_event *const *wait_list,
+                               kiln_event **out_event) {
   static const char fn[] = "kiln_mpi_broadcast";
-  struct kiln__mpi_args a = BROADCAST_ARGS;
-  return run(mpi, &a);
+  struct kiln__mpi_args a = ARGS(KIND_BROADCAST, data, data);
+  a.root = root;
+  return run(mpi, &a, out_event);
 }
 
 kiln_status kiln_mpi_ibroadcast(kiln_mpi *mpi, kiln_queue *queue,
-                                kiln_buffer *buffer, size_t offset_bytes,
-                                size_t count, kiln_dtype dtype, int root,
+                                const kiln_range *data, int root,
                                 size_t num_wait, kiln_event *const *wait_list,
                                 kiln_mpi_request **out) {
   static const char fn[] = "kiln_mpi_ibroadcast";
-  struct kiln__mpi_args a = BROADCAST_ARGS;
+  struct kiln__mpi_args a = ARGS(KIND_BROADCAST, data, data);
+  a.root = root;
   return kiln__mpi_start(mpi, &a, out);
 }
 
-#define GATHER_ARGS(kind_)                                                    \
-  {.fn = fn, .kind = kind_, .queue = queue, .src = src, .dst = dst,           \
-   .src_offset = src_offset_bytes, .dst_offset = dst_offset_bytes,            \
-   .count = count, .dtype = dtype, .num_wait = num_wait,                      \
-   .wait_list = wait_list}
-
 kiln_status kiln_mpi_allgather(kiln_mpi *mpi, kiln_queue *queue,
-                               kiln_buffer *src, size_t src_offset_bytes,
-                               kiln_buffer *dst, size_t dst_offset_bytes,
-                               size_t count, kiln_dtype dtype, size_t num_wait,
-                               kiln_event *const *wait_list) {
+                               const kiln_range *src, const kiln_range *dst,
+                               size_t num_wait, kiln_event *const *wait_list,
+                               kiln_event **out_event) {
   static const char fn[] = "kiln_mpi_allgather";
-  struct kiln__mpi_args a = GATHER_ARGS(KIND_ALLGATHER);
-  return run(mpi, &a);
+  struct kiln__mpi_args a = ARGS(KIND_ALLGATHER, src, dst);
+  return run(mpi, &a, out_event);
 }
 
 kiln_status kiln_mpi_iallgather(kiln_mpi *mpi, kiln_queue *queue,
-                                kiln_buffer *src, size_t src_offset_bytes,
-                                kiln_buffer *dst, size_t dst_offset_bytes,
-                                size_t count, kiln_dtype dtype,
+                                const kiln_range *src, const kiln_range *dst,
                                 size_t num_wait, kiln_event *const *wait_list,
                                 kiln_mpi_request **out) {
   static const char fn[] = "kiln_mpi_iallgather";
-  struct kiln__mpi_args a = GATHER_ARGS(KIND_ALLGATHER);
+  struct kiln__mpi_args a = ARGS(KIND_ALLGATHER, src, dst);
   return kiln__mpi_start(mpi, &a, out);
 }
 
 kiln_status kiln_mpi_reduce_scatter(kiln_mpi *mpi, kiln_queue *queue,
-                                    kiln_buffer *src, size_t src_offset_bytes,
-                                    kiln_buffer *dst, size_t dst_offset_bytes,
-                                    size_t count, kiln_dtype dtype,
-                                    kiln_mpi_op op, size_t num_wait,
-                                    kiln_event *const *wait_list) {
+                                    const kiln_range *src,
+                                    const kiln_range *dst, kiln_reduce_op op,
+                                    size_t num_wait,
+                                    kiln_event *const *wait_list,
+                                    kiln_event **out_event) {
   static const char fn[] = "kiln_mpi_reduce_scatter";
-  struct kiln__mpi_args a = GATHER_ARGS(KIND_REDUCE_SCATTER);
+  struct kiln__mpi_args a = ARGS(KIND_REDUCE_SCATTER, src, dst);
   a.op = op;
-  return run(mpi, &a);
+  return run(mpi, &a, out_event);
 }
 
-kiln_status kiln_mpi_ireduce_scatter(
-    kiln_mpi *mpi, kiln_queue *queue, kiln_buffer *src,
-    size_t src_offset_bytes, kiln_buffer *dst, size_t dst_offset_bytes,
-    size_t count, kiln_dtype dtype, kiln_mpi_op op, size_t num_wait,
-    kiln_event *const *wait_list, kiln_mpi_request **out) {
+kiln_status kiln_mpi_ireduce_scatter(kiln_mpi *mpi, kiln_queue *queue,
+                                     const kiln_range *src,
+                                     const kiln_range *dst, kiln_reduce_op op,
+                                     size_t num_wait,
+                                     kiln_event *const *wait_list,
+                                     kiln_mpi_request **out) {
   static const char fn[] = "kiln_mpi_ireduce_scatter";
-  struct kiln__mpi_args a = GATHER_ARGS(KIND_REDUCE_SCATTER);
+  struct kiln__mpi_args a = ARGS(KIND_REDUCE_SCATTER, src, dst);
   a.op = op;
   return kiln__mpi_start(mpi, &a, out);
 }

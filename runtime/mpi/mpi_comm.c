@@ -200,12 +200,12 @@ kiln_status kiln_mpi_destroy(kiln_mpi *mpi) {
   return KILN_OK;
 }
 
-int kiln_mpi_rank(const kiln_mpi *mpi) { return mpi ? mpi->rank : -1; }
-int kiln_mpi_size(const kiln_mpi *mpi) { return mpi ? mpi->size : -1; }
-int kiln_mpi_local_rank(const kiln_mpi *mpi) {
+int kiln_mpi_get_rank(const kiln_mpi *mpi) { return mpi ? mpi->rank : -1; }
+int kiln_mpi_get_size(const kiln_mpi *mpi) { return mpi ? mpi->size : -1; }
+int kiln_mpi_get_local_rank(const kiln_mpi *mpi) {
   return mpi ? mpi->local_rank : -1;
 }
-int kiln_mpi_local_size(const kiln_mpi *mpi) {
+int kiln_mpi_get_local_size(const kiln_mpi *mpi) {
   return mpi ? mpi->local_size : -1;
 }
 
@@ -225,12 +225,11 @@ kiln_status kiln_mpi_select_device(const kiln_mpi *mpi,
   kiln_status status = kiln_selection_create(list, selector, &selection);
   if (status != KILN_OK)
     return status; /* the selector's own message says what is wrong */
-  size_t taken = kiln_selection_count(selection);
+  size_t taken = kiln_selection_get_count(selection);
   if (taken == 0) {
     status = kiln__mpi_error(KILN_ERR_NO_DEVICE,
-                             "%s: selector '%s' takes no device on rank %d",
-                             fn, kiln_selection_selector(selection),
-                             mpi->rank);
+                             "%s: selector '%s' takes no device on rank %d", fn,
+                             kiln_selection_get_selector(selection), mpi->rank);
   } else {
     *out = kiln_selection_get(selection, (size_t)mpi->local_rank % taken);
   }

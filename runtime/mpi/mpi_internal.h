@@ -51,10 +51,15 @@ struct kiln__mpi_args {
   const char *fn; /* public function name, for messages */
   enum kiln__mpi_kind kind;
   kiln_queue *queue;
-  kiln_buffer *src, *dst; /* the same buffer for allreduce and broadcast */
-  size_t src_offset, dst_offset, count;
+  /* The caller's ranges, read during the call only (the same range for
+   * allreduce and broadcast); the fields below are taken from them once
+   * they are checked. */
+  const kiln_range *src_range, *dst_range;
+  kiln_buffer *src, *dst;        /* the ranges' buffers */
+  size_t src_offset, dst_offset; /* elements of dtype */
+  size_t count; /* elements per rank: src's, dst's for reduce-scatter */
   kiln_dtype dtype;
-  kiln_mpi_op op;
+  kiln_reduce_op op;
   int root;
   size_t num_wait;
   kiln_event *const *wait_list;
@@ -86,9 +91,10 @@ void kiln__mpi_pause(unsigned *idle_rounds);
 /* Seconds since an arbitrary start (CLOCK_MONOTONIC). */
 double kiln__mpi_now(void);
 
-/* Check the arguments every collective shares, agree with the other ranks
- * on the signature, and start the request. */
-kiln_status kiln__mpi_start(kiln_mpi *mpi, const struct kiln__mpi_args *args,
+/* Check the arguments every collective shares (filling the buffer fields of
+ * args from its ranges), agree with the other ranks on the signature, and
+ * start the request. */
+kiln_status kiln__mpi_start(kiln_mpi *mpi, struct kiln__mpi_args *args,
                             kiln_mpi_request **out);
 
 /* ---- f16 and bf16 on the host (round to nearest even) ------------------ */

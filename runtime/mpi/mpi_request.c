@@ -74,11 +74,11 @@ static void slot_bytes(const kiln_mpi_request *r, size_t *raw, size_t *wide) {
   *raw = (*raw + 63) & ~(size_t)63;
 }
 
-static MPI_Op mpi_op(kiln_mpi_op op) {
+static MPI_Op mpi_op(kiln_reduce_op op) {
   switch (op) {
-  case KILN_MPI_MAX:
+  case KILN_REDUCE_MAX:
     return MPI_MAX;
-  case KILN_MPI_MIN:
+  case KILN_REDUCE_MIN:
     return MPI_MIN;
   default:
     return MPI_SUM; /* MEAN divides afterwards */
@@ -112,7 +112,7 @@ static void widen(const kiln_mpi_request *r, const unsigned char *raw,
 /* Divide for MEAN, then store in the device format. */
 static void narrow(const kiln_mpi_request *r, float *wide, unsigned char *raw,
                    size_t n) {
-  if (r->a.op == KILN_MPI_MEAN) {
+  if (r->a.op == KILN_REDUCE_MEAN) {
     float size = (float)r->mpi->size;
     for (size_t i = 0; i < n; i++)
       wide[i] /= size;
@@ -148,18 +148,21 @@ static kiln_status start_read(kiln_mpi_request *r, struct slot *s, size_t c) {
     /* fall through */
   case KIND_ALLREDUCE:
   case KIND_ALLGATHER:
-    status = kiln_buffer_read(r->a.queue, r->a.src, r->a.src_offset + first * es,
-                              n * es, s->raw, num_wait, wait, &s->event);
+    status = kiln_buffer_read(
+        r->a.queue,
+        &(kiln_range){r->a.src, r->a.src_offset + first, n, r->a.dtype}, s->raw,
+        num_wait, wait, &s->event);
     break;
   case KIND_REDUCE_SCATTER:
     for (int p = 0; p < r->mpi->size && status == KILN_OK; p++) {
       kiln_event_release(s->event);
       s->event = NULL;
-      size_t at = ((size_t)p * r->a.count + first) * es;
-      status = kiln_buffer_read(r->a.queue, r->a.src, r->a.src_offset + at,
-                                n * es, s->raw + (size_t)p * n * es,
-                                p == 0 ? num_wait : 0, p == 0 ? wait : NULL,
-                                &s->event);
+      size_t at = (size_t)p * r->a.count + first;
+      status = kiln_buffer_read(
+          r->a.queue,
+          &(kiln_range){r->a.src, r->a.src_offset + at, n, r->a.dtype},
+          s->raw + (size_t)p * n * es, p == 0 ? num_wait : 0,
+          p == 0 ? wait : NULL, &s->event);
     }
     break;
   }
@@ -233,18 +236,20 @@ static kiln_status start_write(kiln_mpi_request *r, struct slot *s) {
     /* fall through */
   case KIND_ALLREDUCE:
   case KIND_REDUCE_SCATTER:
-    status = kiln_buffer_write(r->a.queue, r->a.dst,
-                               r->a.dst_offset + first * es, n * es, s->raw, 0,
-                               NULL, &s->event);
+    status = kiln_buffer_write(
+        r->a.queue, s->raw,
+        &(kiln_range){r->a.dst, r->a.dst_offset + first, n, r->a.dtype}, 0,
+        NULL, &s->event);
     break;
   case KIND_ALLGATHER:
     for (size_t q = 0; q < p && status == KILN_OK; q++) {
       kiln_event_release(s->event);
       s->event = NULL;
-      size_t at = (q * r->a.count + first) * es;
-      status = kiln_buffer_write(r->a.queue, r->a.dst, r->a.dst_offset + at,
-                                 n * es, s->raw + (q + 1) * n * es, 0, NULL,
-                                 &s->event);
+      size_t at = q * r->a.count + first;
+      status = kiln_buffer_write(
+          r->a.queue, s->raw + (q + 1) * n * es,
+          &(kiln_range){r->a.dst, r->a.dst_offset + at, n, r->a.dtype}, 0, NULL,
+          &s->event);
     }
     break;
   }
@@ -257,7 +262,7 @@ static kiln_status device_done(struct slot *s, bool *done) {
   if (s->event == NULL)
     return KILN_OK;
   kiln_event_state state;
-  kiln_status status = kiln_event_state_get(s->event, &state);
+  kiln_status status = kiln_event_get_state(s->event, &state);
   if (status != KILN_OK)
     return status;
   if (state == KILN_EVENT_FAILED)

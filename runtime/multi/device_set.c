@@ -21,15 +21,16 @@ kiln_status kiln_device_set_create(const char *selector,
   kiln_status status = kiln_device_list_create(&list);
   if (status == KILN_OK)
     status = kiln_selection_create(list, selector, &selection);
-  size_t count = status == KILN_OK ? kiln_selection_count(selection) : 0;
+  size_t count = status == KILN_OK ? kiln_selection_get_count(selection) : 0;
   if (status == KILN_OK && count == 0)
     status = kiln__fail(KILN_ERR_NO_DEVICE, "%s: selector '%s' takes no device",
-                        fn, kiln_selection_selector(selection));
+                        fn, kiln_selection_get_selector(selection));
   if (status == KILN_OK && count > KILN__MULTI_MAX)
     status = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                         "%s: selector '%s' takes %zu devices; a set holds at "
-                        "most %d", fn, kiln_selection_selector(selection),
-                        count, KILN__MULTI_MAX);
+                        "most %d",
+                        fn, kiln_selection_get_selector(selection), count,
+                        KILN__MULTI_MAX);
   if (status == KILN_OK) {
     set = calloc(1, sizeof *set + count * sizeof set->dev[0]);
     if (set == NULL)
@@ -81,16 +82,17 @@ kiln_status kiln_device_set_destroy(kiln_device_set *set) {
   return status;
 }
 
-size_t kiln_device_set_count(const kiln_device_set *set) {
+size_t kiln_device_set_get_count(const kiln_device_set *set) {
   return set ? set->count : 0;
 }
 
-kiln_context *kiln_device_set_context(const kiln_device_set *set,
-                                      size_t index) {
+kiln_context *kiln_device_set_get_context(const kiln_device_set *set,
+                                          size_t index) {
   return set && index < set->count ? set->dev[index].ctx : NULL;
 }
 
-kiln_queue *kiln_device_set_queue(const kiln_device_set *set, size_t index) {
+kiln_queue *kiln_device_set_get_queue(const kiln_device_set *set,
+                                      size_t index) {
   return set && index < set->count ? set->dev[index].queue : NULL;
 }
 
@@ -188,8 +190,8 @@ kiln_status kiln_device_set_calibrate(kiln_device_set *set) {
     const float zero = 0;
     status = kiln_buffer_create(set->dev[i].ctx, 3 * N * N * 4, 0, &m);
     if (status == KILN_OK)
-      status = kiln_buffer_fill(q, m, &zero, 4, 0, 3 * N * N * 4, 0, NULL,
-                                NULL);
+      status = kiln_buffer_fill(
+          q, &zero, 4, &(kiln_range){m, 0, 3 * N * N, KILN_F32}, 0, NULL, NULL);
     /* C = A B, three N x N f32 matrices side by side in m. */
     const kiln_matrix a = {
         .buffer = m, .rows = N, .cols = N, .dtype = KILN_F32};

@@ -52,13 +52,15 @@ static kiln_status finish(kiln_device_set *set, struct part *parts,
   return status;
 }
 
-/* A device buffer of bytes (at least 4) holding host[0 .. bytes) when host
- * is not NULL. */
-static kiln_status upload(kiln_context *ctx, kiln_queue *q, const void *host,
-                          size_t bytes, kiln_buffer **out) {
-  kiln_status status = kiln_buffer_create(ctx, bytes < 4 ? 4 : bytes, 0, out);
-  if (status == KILN_OK && host != NULL && bytes > 0)
-    status = kiln_buffer_write(q, *out, 0, bytes, host, 0, NULL, NULL);
+/* A device buffer of count f32 elements (at least one) holding
+ * host[0 .. count) when host is not NULL. */
+static kiln_status upload(kiln_context *ctx, kiln_queue *q, const float *host,
+                          size_t count, kiln_buffer **out) {
+  kiln_status status =
+      kiln_buffer_create(ctx, (count < 1 ? 1 : count) * 4, 0, out);
+  if (status == KILN_OK && host != NULL && count > 0)
+    status = kiln_buffer_write(q, host, &(kiln_range){*out, 0, count, KILN_F32},
+                               0, NULL, NULL);
   return status;
 }
 
@@ -86,22 +88,15 @@ static bool span(size_t nb, size_t stride, size_t one, size_t *out) {
   return *out <= SIZE_MAX / 4;
 }
 
-kiln_status kiln_multi_gemm_batched(
-    kiln_device_set *set, kiln_layout layout, kiln_trans trans_a,
-    kiln_trans trans_b, size_t m, size_t n, size_t k, float alpha,
-    const float *a, size_t lda, size_t stride_a, const float *b, size_t ldb,
-    size_t stride_b, float beta, float *c, size_t ldc, size_t stride_c,
-    size_t batch) {
-  static const char fn[] = "kiln_multi_gemm_batched";
-  kiln_status status = check_set(fn, set);
-  if (status != KILN_OK)
-    return status;
-  if (a == NULL || b == NULL || c == NULL)
-    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s is NULL", fn,
-                      a == NULL ? "a" : b == NULL ? "b" : "c");
-  if (layout != KILN_ROW_MAJOR && layout != KILN_COL_MAJOR)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: layout %d is unknown",
-                      fn, (int)layout);
+/* The split GEMM once the descriptors are read into BLAS terms. */
+static kiln_status gemm_split(const char *fn, kiln_device_set *set,
+                              kiln_layout layout, kiln_trans trans_a,
+                              kiln_trans trans_b, size_t m, size_t n, size_t k,
+                              float alpha, const float *a, size_t lda,
+                              size_t stride_a, const float *b, size_t ldb,
+                              size_t stride_b, float beta, float *c,
+                              size_t ldc, size_t stride_c, size_t batch) {
+  kiln_status status = KILN_OK;
   if (batch == 0 || m == 0 || n == 0)
     return KILN_OK;
   size_t ea, eb, ec;
@@ -130,12 +125,12 @@ kiln_status kiln_multi_gemm_batched(
     const float *pa = a + (stride_a ? p->first * stride_a : 0);
     const float *pb = b + (stride_b ? p->first * stride_b : 0);
     float *pc = c + p->first * stride_c;
-    status = upload(ctx, q, pa, na * 4, &p->buf[0]);
+    status = upload(ctx, q, pa, na, &p->buf[0]);
     if (status == KILN_OK)
-      status = upload(ctx, q, pb, nb * 4, &p->buf[1]);
+      status = upload(ctx, q, pb, nb, &p->buf[1]);
     /* beta == 0 never reads C: do not upload it. */
     if (status == KILN_OK)
-      status = upload(ctx, q, beta != 0.0f ? pc : NULL, nc * 4, &p->buf[2]);
+      status = upload(ctx, q, beta != 0.0f ? pc : NULL, nc, &p->buf[2]);
     const kiln_matrix da = {p->buf[0],       0,      trans_a ? k : m,
                             trans_a ? m : k, lda,    stride_a,
                             KILN_F32,        layout, trans_a};
@@ -148,11 +143,82 @@ kiln_status kiln_multi_gemm_batched(
     if (status == KILN_OK)
       status = kiln_matmul(q, p->count, &da, &db, &dc, &e, 0, NULL, NULL);
     if (status == KILN_OK)
-      status = kiln_buffer_read(q, p->buf[2], 0, nc * 4, pc, 0, NULL, NULL);
+      status = kiln_buffer_read(q, &(kiln_range){p->buf[2], 0, nc, KILN_F32},
+                                pc, 0, NULL, NULL);
     if (status == KILN_OK)
       status = kiln_queue_flush(q);
   }
   return finish(set, parts, status);
+}
+
+/* Check one operand's descriptor: host data (buffer NULL), f32, the
+ * layout of a. */
+static kiln_status check_host_matrix(const char *fn, const char *name,
+                                     const kiln_matrix *x, const void *host,
+                                     kiln_layout layout) {
+  if (x == NULL || host == NULL)
+    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: %s%s is NULL", fn, name,
+                      x == NULL ? "" : "_host");
+  if (x->buffer != NULL)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s->buffer is not NULL; the split GEMM takes host "
+                      "data (%s_host), see kiln_multi.h",
+                      fn, name, name);
+  if (x->dtype != KILN_F32)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s dtype %s is not f32", fn, name,
+                      kiln_dtype_name(x->dtype));
+  if (x->layout != KILN_ROW_MAJOR && x->layout != KILN_COL_MAJOR)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: %s layout %d is unknown",
+                      fn, name, (int)x->layout);
+  if (x->layout != layout)
+    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                      "%s: %s layout differs from a's", fn, name);
+  if (x->trans != KILN_NO_TRANS && x->trans != KILN_TRANS)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: %s trans %d is unknown",
+                      fn, name, (int)x->trans);
+  return KILN_OK;
+}
+
+/* The leading dimension in force: ld, or the packed one when ld is 0. */
+static size_t lead(const kiln_matrix *x) {
+  if (x->ld != 0)
+    return x->ld;
+  return x->layout == KILN_COL_MAJOR ? x->rows : x->cols;
+}
+
+kiln_status kiln_multi_gemm_batched(kiln_device_set *set, size_t batch,
+                                    const kiln_matrix *a, const float *a_host,
+                                    const kiln_matrix *b, const float *b_host,
+                                    const kiln_matrix *c, float *c_host,
+                                    float alpha, float beta) {
+  static const char fn[] = "kiln_multi_gemm_batched";
+  kiln_status status = check_set(fn, set);
+  if (status == KILN_OK && a == NULL)
+    status = kiln__fail(KILN_ERR_NULL_POINTER, "%s: a is NULL", fn);
+  if (status == KILN_OK)
+    status = check_host_matrix(fn, "a", a, a_host, a->layout);
+  if (status == KILN_OK)
+    status = check_host_matrix(fn, "b", b, b_host, a->layout);
+  if (status == KILN_OK)
+    status = check_host_matrix(fn, "c", c, c_host, a->layout);
+  if (status != KILN_OK)
+    return status;
+  if (c->trans != KILN_NO_TRANS)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: c->trans must be KILN_NO_TRANS", fn);
+  /* op(a) is m x k, op(b) k x n, c m x n. */
+  size_t m = a->trans ? a->cols : a->rows, k = a->trans ? a->rows : a->cols;
+  size_t kb = b->trans ? b->cols : b->rows, n = b->trans ? b->rows : b->cols;
+  if (kb != k || c->rows != m || c->cols != n)
+    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                      "%s: op(a) is %zu x %zu, op(b) %zu x %zu and c %zu x "
+                      "%zu; they must be m x k, k x n and m x n",
+                      fn, m, k, kb, n, c->rows, c->cols);
+  return gemm_split(fn, set, a->layout, a->trans, b->trans, m, n, k, alpha,
+                    a_host + a->offset, lead(a), a->batch_stride,
+                    b_host + b->offset, lead(b), b->batch_stride, beta,
+                    c_host + c->offset, lead(c), c->batch_stride, batch);
 }
 
 /* The elementwise ops: arity 1 (unary) or 2 (binary). */
@@ -179,10 +245,9 @@ static kiln_status map(const char *fn, kiln_device_set *set, int arity, int op,
       continue;
     kiln_context *ctx = set->dev[d].ctx;
     kiln_queue *q = set->dev[d].queue;
-    size_t bytes = p->count * 4;
-    status = upload(ctx, q, x + p->first, bytes, &p->buf[0]);
+    status = upload(ctx, q, x + p->first, p->count, &p->buf[0]);
     if (status == KILN_OK && arity == 2)
-      status = upload(ctx, q, x2 + p->first, bytes, &p->buf[1]);
+      status = upload(ctx, q, x2 + p->first, p->count, &p->buf[1]);
     const kiln_range r0 = {p->buf[0], 0, p->count, KILN_F32};
     const kiln_range r1 = {p->buf[1], 0, p->count, KILN_F32};
     if (status == KILN_OK) {
@@ -195,8 +260,9 @@ static kiln_status map(const char *fn, kiln_device_set *set, int arity, int op,
     /* All uploads are enqueued before this download (one in-order queue),
      * so y may be the same array as x. */
     if (status == KILN_OK)
-      status = kiln_buffer_read(q, p->buf[0], 0, bytes, y + p->first, 0, NULL,
-                                NULL);
+      status = kiln_buffer_read(q,
+                                &(kiln_range){p->buf[0], 0, p->count, KILN_F32},
+                                y + p->first, 0, NULL, NULL);
     if (status == KILN_OK)
       status = kiln_queue_flush(q);
   }
@@ -241,15 +307,16 @@ kiln_status kiln_multi_reduce(kiln_device_set *set, kiln_reduce_op op,
       continue;
     kiln_context *ctx = set->dev[d].ctx;
     kiln_queue *q = set->dev[d].queue;
-    status = upload(ctx, q, x + p->first, p->count * 4, &p->buf[0]);
+    status = upload(ctx, q, x + p->first, p->count, &p->buf[0]);
     if (status == KILN_OK)
-      status = upload(ctx, q, NULL, 4, &p->buf[1]);
+      status = upload(ctx, q, NULL, 1, &p->buf[1]);
     if (status == KILN_OK)
       status =
           kiln_reduce(q, op, &(kiln_range){p->buf[0], 0, p->count, KILN_F32},
                       &(kiln_range){p->buf[1], 0, 1, KILN_F32}, 0, NULL, NULL);
     if (status == KILN_OK)
-      status = kiln_buffer_read(q, p->buf[1], 0, 4, &partial[d], 0, NULL, NULL);
+      status = kiln_buffer_read(q, &(kiln_range){p->buf[1], 0, 1, KILN_F32},
+                                &partial[d], 0, NULL, NULL);
     if (status == KILN_OK)
       status = kiln_queue_flush(q);
   }

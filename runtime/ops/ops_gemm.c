@@ -447,7 +447,8 @@ gemm(const char *fn, kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
   if (s == KILN_OK)
     s = check_matrix(fn, queue, "c", "c.ld", "c.batch_stride", layout, m, n, c,
                      c_offset, ldc, stride_c, batch, KILN_F32, &c_ext);
-  if (s == KILN_OK && (unsigned)act > KILN_ACT_GELU)
+  if (s == KILN_OK && act != KILN_ACT_NONE && act != KILN_ACT_RELU &&
+      act != KILN_ACT_GELU)
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: epilogue.activation %d is not a valid kiln_activation",
                    fn, (int)act);

@@ -46,9 +46,9 @@ static kiln_status find_space(const char *fn, const char *op,
                     fn, op, names);
 }
 
-KILN_API kiln_status kiln_tuning_knob_get(const char *op, size_t index,
+KILN_API kiln_status kiln_tuning_get_knob(const char *op, size_t index,
                                           kiln_tuning_knob *out) {
-  static const char fn[] = "kiln_tuning_knob_get";
+  static const char fn[] = "kiln_tuning_get_knob";
   const struct kiln__tuning_space *sp = NULL;
   kiln_status s = find_space(fn, op, &sp);
   if (s != KILN_OK)

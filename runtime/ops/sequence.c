@@ -41,7 +41,8 @@ struct kiln_sequence {
   struct kiln__recorder rec; /* first: the queue holds &rec */
   kiln_context *ctx;
   kiln_queue *recording_on;  /* while recording */
-  cl_command_queue queue;    /* retained */
+  cl_command_queue queue;    /* retained: replays go there */
+  bool profiled;             /* the queue has KILN_QUEUE_PROFILING */
   unsigned flags;
   struct launch *launches;
   size_t count, capacity;
@@ -170,6 +171,7 @@ kiln_status kiln_sequence_begin(kiln_queue *queue, unsigned flags,
   seq->rec.use_mem = use_mem;
   seq->ctx = queue->ctx;
   seq->queue = queue->cl;
+  seq->profiled = (queue->flags & KILN_QUEUE_PROFILING) != 0;
   clRetainCommandQueue(seq->queue);
   seq->flags = flags;
   seq->recording_on = queue;
@@ -296,7 +298,7 @@ kiln_status kiln_sequence_destroy(kiln_sequence *seq) {
   return KILN_OK;
 }
 
-size_t kiln_sequence_launch_count(const kiln_sequence *seq) {
+size_t kiln_sequence_get_launch_count(const kiln_sequence *seq) {
   return seq != NULL ? seq->count : 0;
 }
 
@@ -359,7 +361,7 @@ kiln_status kiln_sequence_set_arg_buffer(kiln_sequence *seq, size_t launch,
   if (buffer == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: buffer is NULL", fn);
   if (buffer->ctx != seq->ctx)
-    return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
                       "%s: buffer belongs to another context than the "
                       "sequence",
                       fn);
@@ -419,32 +421,25 @@ static cl_int replay_list(kiln_sequence *seq, cl_uint num_wait,
   return CL_SUCCESS;
 }
 
-kiln_status kiln_sequence_replay(kiln_sequence *seq, kiln_queue *queue,
-                                 size_t num_wait, kiln_event *const *wait_list,
+kiln_status kiln_sequence_replay(kiln_sequence *seq, size_t num_wait,
+                                 kiln_event *const *wait_list,
                                  kiln_event **out_event) {
   static const char fn[] = "kiln_sequence_replay";
   if (out_event != NULL)
     *out_event = NULL;
   if (seq == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: seq is NULL", fn);
-  if (queue == NULL)
-    return kiln__fail(KILN_ERR_NULL_POINTER, "%s: queue is NULL", fn);
   if (seq->recording_on != NULL)
     return kiln__fail(KILN_ERR_INVALID_STATE,
                       "%s: the sequence is still recording; call "
                       "kiln_sequence_end first",
                       fn);
-  if (queue->cl != seq->queue)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                      "%s: queue is not the queue the sequence was recorded "
-                      "on",
-                      fn);
   if (num_wait > UINT32_MAX)
     return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: num_wait %zu is too large",
                       fn, num_wait);
   cl_event inline_buf[KILN__WAIT_INLINE], *waits = NULL;
-  kiln_status s = kiln__wait_list(queue, num_wait, wait_list, inline_buf,
-                                  &waits);
+  kiln_status s = kiln__wait_list_cl(seq->ctx, num_wait, wait_list,
+                                     inline_buf, &waits);
   if (s != KILN_OK)
     return s;
   bool traced = kiln__trace_enabled();
@@ -468,9 +463,15 @@ kiln_status kiln_sequence_replay(kiln_sequence *seq, kiln_queue *queue,
     return kiln__fail_cl(err, call, seq->ctx->device,
                          "%s: %zu recorded launches", fn, seq->count);
   if (traced && ev != NULL)
-    kiln__trace_commands(queue, "kiln.op", "sequence.replay",
-                         json_pack("{s:f, s:b}", "launches", (double)seq->count,
-                                   "command_buffer", seq->use_command_buffer),
-                         ev, ev, host_ns);
-  return kiln__event_out(queue, ev, out_event);
+    kiln__trace_cl_commands(
+        seq->ctx, seq->queue, "kiln.op", "sequence.replay",
+        json_pack("{s:f, s:b}", "launches", (double)seq->count,
+                  "command_buffer", seq->use_command_buffer),
+        ev, ev, host_ns);
+  if (out_event == NULL) {
+    if (ev != NULL)
+      clReleaseEvent(ev);
+    return KILN_OK;
+  }
+  return kiln__event_wrap_cl(seq->ctx, seq->profiled, ev, out_event);
 }

@@ -17,12 +17,15 @@ int main(int argc, char **argv) {
            kiln_queue_create(ctx, 0, &q) == KILN_OK &&
            kiln_buffer_create(ctx, sizeof v, 0, &buf) == KILN_OK;
   for (int i = 0; i < 16; i++)
-    v[i] = (float)(kiln_mpi_rank(mpi) + 1);
-  ok = ok && kiln_buffer_write_sync(q, buf, 0, sizeof v, v) == KILN_OK &&
-       kiln_mpi_allreduce(mpi, q, buf, 0, 16, KILN_F32, KILN_MPI_SUM, 0,
-                          NULL) == KILN_OK &&
-       kiln_buffer_read_sync(q, buf, 0, sizeof v, v) == KILN_OK;
-  int size = kiln_mpi_size(mpi);
+    v[i] = (float)(kiln_mpi_get_rank(mpi) + 1);
+  ok = ok &&
+       kiln_buffer_write_sync(q, v, &(kiln_range){buf, 0, 16, KILN_F32}) ==
+           KILN_OK &&
+       kiln_mpi_allreduce(mpi, q, &(kiln_range){buf, 0, 16, KILN_F32},
+                          KILN_REDUCE_SUM, 0, NULL, NULL) == KILN_OK &&
+       kiln_buffer_read_sync(q, &(kiln_range){buf, 0, 16, KILN_F32}, v) ==
+           KILN_OK;
+  int size = kiln_mpi_get_size(mpi);
   for (int i = 0; ok && i < 16; i++)
     ok = v[i] == (float)(size * (size + 1) / 2);
   if (!ok)

@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   kiln_cache_list *list = NULL;
   FUZZ_ASSERT(kiln_cache_list_create(&list) == KILN_OK);
-  size_t count = kiln_cache_list_count(list);
+  size_t count = kiln_cache_list_get_count(list);
   FUZZ_ASSERT(count <= 1);
   for (size_t i = 0; i < count; i++) {
     const kiln_cache_entry *e = kiln_cache_list_get(list, i);

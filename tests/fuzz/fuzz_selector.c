@@ -77,21 +77,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   kiln_status s = kiln_selection_create(list, text, &sel);
   if (s == KILN_OK) {
     FUZZ_ASSERT(sel != NULL);
-    size_t n = kiln_selection_count(sel);
-    FUZZ_ASSERT(n <= kiln_device_list_count(list));
+    size_t n = kiln_selection_get_count(sel);
+    FUZZ_ASSERT(n <= kiln_device_list_get_count(list));
     for (size_t i = 0; i < n; i++)
       FUZZ_ASSERT(kiln_selection_get(sel, i) != NULL);
     FUZZ_ASSERT(kiln_selection_get(sel, n) == NULL);
     size_t taken = 0;
-    for (size_t i = 0; i < kiln_device_list_count(list); i++) {
+    for (size_t i = 0; i < kiln_device_list_get_count(list); i++) {
       bool t = false;
-      const char *why = kiln_selection_explain(sel, i, &t);
+      const char *why = kiln_selection_get_explanation(sel, i, &t);
       FUZZ_ASSERT(why != NULL && why[0] != '\0');
       taken += t;
     }
     FUZZ_ASSERT(taken == n);
-    FUZZ_ASSERT(kiln_selection_explain(sel, 99, NULL) == NULL);
-    FUZZ_ASSERT(kiln_selection_selector(sel) != NULL);
+    FUZZ_ASSERT(kiln_selection_get_explanation(sel, 99, NULL) == NULL);
+    FUZZ_ASSERT(kiln_selection_get_selector(sel) != NULL);
     kiln_selection_destroy(sel);
   } else {
     FUZZ_ASSERT(sel == NULL);

@@ -613,8 +613,8 @@ int main(void) {
     fprintf(stderr, "FAIL no context: %s\n", kiln_last_error());
     return 1;
   }
-  printf("# device '%s', profile %s\n", kiln_context_device_info(ctx)->name,
-         kiln_context_profile(ctx));
+  printf("# device '%s', profile %s\n", kiln_context_get_device_info(ctx)->name,
+         kiln_context_get_profile(ctx));
 
   if (selected("probe"))
     run_probe();

@@ -28,7 +28,7 @@ static kiln_buffer *words(size_t off, const uint32_t *vals, size_t n) {
     image[i] = i >= off && i < off + n ? vals[i - off] : 0x7fc0deadu;
   kiln_buffer *b = NULL;
   if (kiln_buffer_create(ctx, total * 4, 0, &b) != KILN_OK ||
-      kiln_buffer_write_sync(q, b, 0, total * 4, image) != KILN_OK) {
+      kiln_buffer_write_sync(q, image, &(kiln_range){b, 0, total, KILN_U32}) != KILN_OK) {
     fprintf(stderr, "FAIL words buffer: %s\n", kiln_last_error());
     exit(1);
   }

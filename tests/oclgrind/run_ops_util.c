@@ -127,7 +127,7 @@ kiln_buffer *input(kiln_dtype dt, size_t offset, size_t n,
   memcpy(image + offset * es, h, n * es);
   kiln_buffer *b = NULL;
   if (kiln_buffer_create(ctx, total * es, 0, &b) != KILN_OK ||
-      kiln_buffer_write_sync(q, b, 0, total * es, image) != KILN_OK) {
+      kiln_buffer_write_sync(q, image, &(kiln_range){b, 0, total, dt}) != KILN_OK) {
     fprintf(stderr, "FAIL input buffer: %s\n", kiln_last_error());
     exit(1);
   }
@@ -143,7 +143,7 @@ kiln_buffer *output(kiln_dtype dt, size_t count) {
   fill_sentinels(image, es, total);
   kiln_buffer *b = NULL;
   if (kiln_buffer_create(ctx, total * es, 0, &b) != KILN_OK ||
-      kiln_buffer_write_sync(q, b, 0, total * es, image) != KILN_OK) {
+      kiln_buffer_write_sync(q, image, &(kiln_range){b, 0, total, dt}) != KILN_OK) {
     fprintf(stderr, "FAIL output buffer: %s\n", kiln_last_error());
     exit(1);
   }
@@ -155,11 +155,11 @@ kiln_buffer *output(kiln_dtype dt, size_t count) {
  * every element outside that range still holds its sentinel. */
 void *download(kiln_buffer *b, kiln_dtype dt, size_t offset,
                       size_t n) {
-  size_t es = dsize(dt), total = kiln_buffer_size(b) / es;
+  size_t es = dsize(dt), total = kiln_buffer_get_size(b) / es;
   unsigned char *all = malloc(total * es), *want = malloc(es);
   void *h = calloc(n ? n : 1, es);
   fill_sentinels(want, es, 1);
-  if (kiln_buffer_read_sync(q, b, 0, total * es, all) != KILN_OK) {
+  if (kiln_buffer_read_sync(q, &(kiln_range){b, 0, total, dt}, all) != KILN_OK) {
     fprintf(stderr, "FAIL read back: %s\n", kiln_last_error());
     failures++;
   } else {

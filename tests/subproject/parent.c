@@ -15,14 +15,15 @@ int main(void) {
   if (s == KILN_OK)
     s = kiln_buffer_create(ctx, sizeof ones, 0, &x);
   if (s == KILN_OK)
-    s = kiln_buffer_write_sync(queue, x, 0, sizeof ones, ones);
+    s = kiln_buffer_write_sync(queue, ones, &(kiln_range){x, 0, 100, KILN_F32});
   if (s == KILN_OK)
     s = kiln_buffer_create(ctx, sizeof sum, 0, &result);
   if (s == KILN_OK)
     s = kiln_reduce(queue, KILN_REDUCE_SUM, &(kiln_range){x, 0, 100, KILN_F32},
                     &(kiln_range){result, 0, 1, KILN_F32}, 0, NULL, NULL);
   if (s == KILN_OK)
-    s = kiln_buffer_read_sync(queue, result, 0, sizeof sum, &sum);
+    s = kiln_buffer_read_sync(queue, &(kiln_range){result, 0, 1, KILN_F32},
+                              &sum);
   if (s != KILN_OK)
     fprintf(stderr, "parent: %s\n", kiln_last_error());
   kiln_buffer_destroy(result);

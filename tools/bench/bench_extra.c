@@ -42,16 +42,16 @@ bool bench_run_launch(const struct bench_env *env, struct bench_result *r) {
   for (size_t i = 0; i < n; i++)
     host[i] = (float)i * 0.25f - 3.0f;
   if (kiln_buffer_create(env->ctx, n * 4, 0, &x) != KILN_OK ||
-      kiln_buffer_write_sync(env->queue, x, 0, n * 4, host) != KILN_OK ||
+      kiln_buffer_write_sync(env->queue, host, &(kiln_range){x, 0, n, KILN_F32}) != KILN_OK ||
       kiln_program_create_built(env->ctx, scale_source, NULL, &prog) !=
           KILN_OK ||
       kiln_kernel_create(prog, "scale", &k) != KILN_OK) {
     snprintf(r->note, sizeof r->note, "%s", kiln_last_error());
     goto done;
   }
-  cl_command_queue q = kiln_queue_cl_queue(env->queue);
-  cl_kernel ck = kiln_kernel_cl_kernel(k);
-  cl_mem xm = kiln_buffer_cl_mem(x);
+  cl_command_queue q = kiln_queue_get_cl_queue(env->queue);
+  cl_kernel ck = kiln_kernel_get_cl_kernel(k);
+  cl_mem xm = kiln_buffer_get_cl_mem(x);
   float a = 1.0f;
   cl_ulong n64 = n;
   size_t local =
@@ -107,7 +107,7 @@ bool bench_run_launch(const struct bench_env *env, struct bench_result *r) {
   /* Every launch scaled x by 1: it must be exactly what was written. */
   ok = true;
   if (env->verify) {
-    if (kiln_buffer_read_sync(env->queue, x, 0, n * 4, back) != KILN_OK) {
+    if (kiln_buffer_read_sync(env->queue, &(kiln_range){x, 0, n, KILN_F32}, back) != KILN_OK) {
       snprintf(r->note, sizeof r->note, "%s", kiln_last_error());
       ok = false;
     } else if (memcmp(host, back, n * 4) != 0) {
@@ -235,7 +235,7 @@ bool bench_run_rows(const struct bench_env *env, struct bench_result *r) {
   }
   if (kiln_buffer_create(env->ctx, n * 4, 0, &a.x) != KILN_OK ||
       kiln_buffer_create(env->ctx, out_n * 4, 0, &a.y) != KILN_OK ||
-      kiln_buffer_write_sync(env->queue, a.x, 0, n * 4, x) != KILN_OK) {
+      kiln_buffer_write_sync(env->queue, x, &(kiln_range){a.x, 0, n, KILN_F32}) != KILN_OK) {
     snprintf(r->note, sizeof r->note, "%s", kiln_last_error());
     goto done;
   }
@@ -250,7 +250,7 @@ bool bench_run_rows(const struct bench_env *env, struct bench_result *r) {
   ok = true;
   if (!env->verify)
     goto done;
-  if (kiln_buffer_read_sync(env->queue, a.y, 0, out_n * 4, y) != KILN_OK) {
+  if (kiln_buffer_read_sync(env->queue, &(kiln_range){a.y, 0, out_n, KILN_F32}, y) != KILN_OK) {
     snprintf(r->note, sizeof r->note, "%s", kiln_last_error());
     ok = false;
     goto done;

@@ -60,8 +60,9 @@ static double time_pool(const struct bench_env *env, kiln_pool *pool,
       kiln_buffer *b;
       if (kiln_pool_alloc(pool, bytes, 0, &b) != KILN_OK)
         return -1.0;
-      if (use && kiln_buffer_write(env->queue, b, 0, 64, src, 0, NULL, NULL) !=
-                     KILN_OK)
+      if (use &&
+          kiln_buffer_write(env->queue, src, &(kiln_range){b, 0, 16, KILN_U32},
+                            0, NULL, NULL) != KILN_OK)
         return -1.0;
       if (kiln_buffer_destroy(b) != KILN_OK)
         return -1.0;
@@ -79,8 +80,8 @@ static double time_pool(const struct bench_env *env, kiln_pool *pool,
 
 static double time_driver(const struct bench_env *env, size_t bytes, bool use,
                           const void *src) {
-  cl_context c = kiln_context_cl_context(env->ctx);
-  cl_command_queue q = kiln_queue_cl_queue(env->queue);
+  cl_context c = kiln_context_get_cl_context(env->ctx);
+  cl_command_queue q = kiln_queue_get_cl_queue(env->queue);
   double t[101];
   for (int run = 0; run <= env->runs; run++) {
     double t0 = bench_now();
@@ -119,7 +120,7 @@ bool bench_run_pool(const struct bench_env *env, struct bench_result *r) {
   double pool_s = time_pool(env, pool, bytes, false, src);
   double pool_use_s = pool_s >= 0 ? time_pool(env, pool, bytes, true, src) : -1;
   kiln_pool_stats st = {0};
-  kiln_pool_stats_get(pool, &st);
+  kiln_pool_get_stats(pool, &st);
   kiln_pool_destroy(pool);
   if (pool_s < 0 || pool_use_s < 0)
     return fail(r, "pool");
@@ -156,9 +157,9 @@ static kiln_status map_copy(const struct bench_env *env, bool h2d,
                             bool map_only) {
   void *p = NULL;
   kiln_event *ev = NULL;
-  kiln_status s = kiln_buffer_map(env->queue, dev,
-                                  h2d ? KILN_MAP_WRITE : KILN_MAP_READ, 0, n,
-                                  &p, 0, NULL, &ev);
+  kiln_status s =
+      kiln_buffer_map(env->queue, &(kiln_range){dev, 0, n / 4, KILN_U32}, &p,
+                      h2d ? KILN_MAP_WRITE : KILN_MAP_READ, 0, NULL, &ev);
   if (s != KILN_OK)
     return s;
   s = kiln_event_wait(ev);
@@ -188,13 +189,19 @@ static double time_copy(const struct bench_env *env, enum way way, bool h2d,
     case PINNED:
     case PAGEABLE: {
       void *host = way == PINNED ? pinned : pageable;
-      s = h2d ? kiln_buffer_write_sync(env->queue, dev, 0, n, host)
-              : kiln_buffer_read_sync(env->queue, dev, 0, n, host);
+      s = h2d ? kiln_buffer_write_sync(env->queue, host,
+                                       &(kiln_range){dev, 0, n / 4, KILN_U32})
+              : kiln_buffer_read_sync(
+                    env->queue, &(kiln_range){dev, 0, n / 4, KILN_U32}, host);
       break;
     }
     case STAGED:
-      s = h2d ? kiln_staging_write(staging, dev, 0, n, pageable)
-              : kiln_staging_read(staging, dev, 0, n, pageable);
+      s = h2d ? kiln_staging_write(staging, pageable,
+                                   &(kiln_range){dev, 0, n / 4, KILN_U32}, 0,
+                                   NULL, NULL)
+              : kiln_staging_read(staging,
+                                  &(kiln_range){dev, 0, n / 4, KILN_U32},
+                                  pageable, 0, NULL, NULL);
       break;
     case MAPPED:
     case MAP_ONLY:
@@ -237,14 +244,14 @@ static bool run_transfer(const struct bench_env *env, struct bench_result *r,
     fail(r, "setup");
     goto done;
   }
-  memcpy(kiln_pinned_ptr(pinned), pageable, n);
+  memcpy(kiln_pinned_get_ptr(pinned), pageable, n);
   static const enum way ways[] = {PINNED, STAGED,   PAGEABLE,
                                   MAPPED, MAP_ONLY, MEMCPY};
   static const char *names[] = {"pinned", "staged",   "pageable",
                                 "mapped", "map-only", "memcpy"};
   double map_only_s = 0;
   for (int w = 0; w < 6; w++) {
-    double s = time_copy(env, ways[w], h2d, dev, kiln_pinned_ptr(pinned),
+    double s = time_copy(env, ways[w], h2d, dev, kiln_pinned_get_ptr(pinned),
                          pageable, other, staging, n);
     if (s < 0) {
       fail(r, names[w]);
@@ -263,8 +270,10 @@ static bool run_transfer(const struct bench_env *env, struct bench_result *r,
   if (env->verify) {
     /* Every way moved the same bytes: the device copy and the host copy
      * must both equal the pattern. */
-    ok = kiln_buffer_read_sync(env->queue, dev, 0, n, check) == KILN_OK &&
-         memcmp(check, h2d ? pageable : kiln_pinned_ptr(pinned), n) == 0;
+    ok = kiln_buffer_read_sync(env->queue,
+                               &(kiln_range){dev, 0, n / 4, KILN_U32},
+                               check) == KILN_OK &&
+         memcmp(check, h2d ? pageable : kiln_pinned_get_ptr(pinned), n) == 0;
     if (!ok)
       snprintf(r->note, sizeof r->note, "the device copy differs");
     r->verified = ok;
@@ -321,7 +330,7 @@ static kiln_status direct(void *p) {
 
 static kiln_status replay(void *p) {
   struct seq_args *a = p;
-  return kiln_sequence_replay(a->seq, a->q, 0, NULL, NULL);
+  return kiln_sequence_replay(a->seq, 0, NULL, NULL);
 }
 
 static const char bare_source[] =
@@ -353,11 +362,11 @@ static bool bare_setup(const struct bench_env *env, size_t n, kiln_buffer *z,
   if (kiln_program_create_built(env->ctx, bare_source, NULL, prog) != KILN_OK ||
       kiln_kernel_create(*prog, "scale", k) != KILN_OK)
     return false;
-  cl_kernel ck = kiln_kernel_cl_kernel(*k);
-  cl_mem zm = kiln_buffer_cl_mem(z);
+  cl_kernel ck = kiln_kernel_get_cl_kernel(*k);
+  cl_mem zm = kiln_buffer_get_cl_mem(z);
   float one = 1.0f;
   cl_ulong n64 = n;
-  b->q = kiln_queue_cl_queue(env->queue);
+  b->q = kiln_queue_get_cl_queue(env->queue);
   b->k = ck;
   b->local =
       env->info->max_work_group_size < 64 ? env->info->max_work_group_size : 64;
@@ -385,9 +394,12 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
   if (kiln_buffer_create(env->ctx, n * 4, 0, &x) != KILN_OK ||
       kiln_buffer_create(env->ctx, n * 4, 0, &y) != KILN_OK ||
       kiln_buffer_create(env->ctx, n * 4, 0, &z) != KILN_OK ||
-      kiln_buffer_write_sync(env->queue, x, 0, n * 4, host) != KILN_OK ||
-      kiln_buffer_write_sync(env->queue, y, 0, n * 4, host) != KILN_OK ||
-      kiln_buffer_write_sync(env->queue, z, 0, n * 4, host) != KILN_OK ||
+      kiln_buffer_write_sync(env->queue, host,
+                             &(kiln_range){x, 0, n, KILN_F32}) != KILN_OK ||
+      kiln_buffer_write_sync(env->queue, host,
+                             &(kiln_range){y, 0, n, KILN_F32}) != KILN_OK ||
+      kiln_buffer_write_sync(env->queue, host,
+                             &(kiln_range){z, 0, n, KILN_F32}) != KILN_OK ||
       !bare_setup(env, n, z, &prog, &k, &b)) {
     fail(r, "setup");
     goto done;
@@ -426,17 +438,21 @@ bool bench_run_sequence(const struct bench_env *env, struct bench_result *r) {
   ok = true;
   if (env->verify) {
     /* One direct run and one replay from the same start give the same. */
-    kiln_status s = kiln_buffer_write_sync(env->queue, y, 0, n * 4, host);
+    kiln_status s = kiln_buffer_write_sync(env->queue, host,
+                                           &(kiln_range){y, 0, n, KILN_F32});
     if (s == KILN_OK)
       s = small_ops(env->queue, n, x, y);
     if (s == KILN_OK)
-      s = kiln_buffer_read_sync(env->queue, y, 0, n * 4, want);
+      s = kiln_buffer_read_sync(env->queue, &(kiln_range){y, 0, n, KILN_F32},
+                                want);
     if (s == KILN_OK)
-      s = kiln_buffer_write_sync(env->queue, y, 0, n * 4, host);
+      s = kiln_buffer_write_sync(env->queue, host,
+                                 &(kiln_range){y, 0, n, KILN_F32});
     if (s == KILN_OK)
-      s = kiln_sequence_replay(list, env->queue, 0, NULL, NULL);
+      s = kiln_sequence_replay(list, 0, NULL, NULL);
     if (s == KILN_OK)
-      s = kiln_buffer_read_sync(env->queue, y, 0, n * 4, got);
+      s = kiln_buffer_read_sync(env->queue, &(kiln_range){y, 0, n, KILN_F32},
+                                got);
     ok = s == KILN_OK && memcmp(want, got, n * 4) == 0;
     if (!ok)
       snprintf(r->note, sizeof r->note, "replay differs from direct ops");
@@ -500,18 +516,19 @@ static kiln_status pipe_fn(void *user, kiln_queue *queue, size_t batch,
 static kiln_status pipelined(void *p) {
   struct pipe_args *a = p;
   return kiln_pipeline_run(a->q, NULL, BATCHES, a->n * 4, a->n * 4, a->in,
-                           a->out, pipe_fn, a);
+                           a->out, pipe_fn, a, 0, NULL, NULL);
 }
 
 static kiln_status serial(void *p) {
   struct pipe_args *a = p;
   for (size_t i = 0; i < BATCHES; i++) {
-    kiln_status s =
-        kiln_buffer_write_sync(a->q, a->x, 0, a->n * 4, a->in + i * a->n);
+    kiln_status s = kiln_buffer_write_sync(
+        a->q, a->in + i * a->n, &(kiln_range){a->x, 0, a->n, KILN_F32});
     if (s == KILN_OK)
       s = batch_ops(a->q, a->n, a->x, a->y, 0, NULL, NULL);
     if (s == KILN_OK)
-      s = kiln_buffer_read_sync(a->q, a->y, 0, a->n * 4, a->out + i * a->n);
+      s = kiln_buffer_read_sync(a->q, &(kiln_range){a->y, 0, a->n, KILN_F32},
+                                a->out + i * a->n);
     if (s != KILN_OK)
       return s;
   }

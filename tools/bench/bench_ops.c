@@ -95,13 +95,16 @@ static kiln_dtype dtype_of(const char *name) {
                                      : KILN_F32;
 }
 
-/* A device buffer holding bytes of host data (or uninitialised, host NULL). */
+/* A device buffer of count elements of dt holding host data (or
+ * uninitialised, host NULL). */
 static kiln_buffer *upload(const struct bench_env *env, const void *host,
-                           size_t bytes, struct bench_result *r) {
+                           size_t count, kiln_dtype dt,
+                           struct bench_result *r) {
   kiln_buffer *b = NULL;
+  size_t bytes = count * kiln_dtype_size(dt);
   if (kiln_buffer_create(env->ctx, bytes, 0, &b) != KILN_OK ||
       (host != NULL &&
-       kiln_buffer_write_sync(env->queue, b, 0, bytes, host) != KILN_OK)) {
+       kiln_buffer_write_sync(env->queue, host, &(kiln_range){b, 0, count, dt}) != KILN_OK)) {
     snprintf(r->note, sizeof r->note, "allocating %zu bytes: %s", bytes,
              kiln_last_error());
     kiln_buffer_destroy(b);
@@ -111,8 +114,8 @@ static kiln_buffer *upload(const struct bench_env *env, const void *host,
 }
 
 static bool download(const struct bench_env *env, kiln_buffer *b, void *host,
-                     size_t bytes, struct bench_result *r) {
-  if (kiln_buffer_read_sync(env->queue, b, 0, bytes, host) == KILN_OK)
+                     size_t count, kiln_dtype dt, struct bench_result *r) {
+  if (kiln_buffer_read_sync(env->queue, &(kiln_range){b, 0, count, dt}, host) == KILN_OK)
     return true;
   snprintf(r->note, sizeof r->note, "reading the result: %s",
            kiln_last_error());
@@ -173,9 +176,9 @@ static bool run_gemm(const struct bench_env *env, struct bench_result *r) {
   as = to_storage(r->dtype, a, m * k, &es);
   bs = to_storage(r->dtype, b, k * n, &es);
   if (as == NULL || bs == NULL ||
-      (g.a = upload(env, as, m * k * es, r)) == NULL ||
-      (g.b = upload(env, bs, k * n * es, r)) == NULL ||
-      (g.c = upload(env, NULL, m * n * 4, r)) == NULL)
+      (g.a = upload(env, as, m * k, dtype_of(r->dtype), r)) == NULL ||
+      (g.b = upload(env, bs, k * n, dtype_of(r->dtype), r)) == NULL ||
+      (g.c = upload(env, NULL, m * n, KILN_F32, r)) == NULL)
     goto done;
   if (!timed(env, r, gemm_op, &g, 2.0 * (double)m * (double)n * (double)k,
              true))
@@ -183,7 +186,7 @@ static bool run_gemm(const struct bench_env *env, struct bench_result *r) {
   ok = true;
   if (!env->verify)
     goto done;
-  if (!download(env, g.c, c, m * n * 4, r)) {
+  if (!download(env, g.c, c, m * n, KILN_F32, r)) {
     ok = false;
     goto done;
   }
@@ -264,15 +267,15 @@ static bool run_transpose(const struct bench_env *env, struct bench_result *r) {
     goto done;
   }
   fill_random(x, n, 3);
-  if ((t.x = upload(env, x, n * 4, r)) == NULL ||
-      (t.y = upload(env, NULL, n * 4, r)) == NULL)
+  if ((t.x = upload(env, x, n, KILN_F32, r)) == NULL ||
+      (t.y = upload(env, NULL, n, KILN_F32, r)) == NULL)
     goto done;
   if (!timed(env, r, tr_op, &t, 2.0 * (double)n * 4.0, false))
     goto done;
   ok = true;
   if (!env->verify)
     goto done;
-  if (!download(env, t.y, y, n * 4, r)) {
+  if (!download(env, t.y, y, n, KILN_F32, r)) {
     ok = false;
     goto done;
   }
@@ -342,9 +345,9 @@ static bool run_vector(const struct bench_env *env, struct bench_result *r,
   }
   fill_random(x, n, 4);
   fill_random(y, n, 5);
-  if ((v.x = upload(env, x, n * 4, r)) == NULL ||
-      (v.y = upload(env, y, n * 4, r)) == NULL ||
-      (v.out = upload(env, NULL, 4, r)) == NULL)
+  if ((v.x = upload(env, x, n, KILN_F32, r)) == NULL ||
+      (v.y = upload(env, y, n, KILN_F32, r)) == NULL ||
+      (v.out = upload(env, NULL, 1, KILN_F32, r)) == NULL)
     goto done;
   /* Bytes each op must move at least once. */
   double words = kind == VEC_SUM || kind == VEC_NRM2 ? 1.0
@@ -359,7 +362,7 @@ static bool run_vector(const struct bench_env *env, struct bench_result *r,
   double got = 0.0, want = 0.0, tol = 0.0;
   if (kind == VEC_AXPY || kind == VEC_SCALE) {
     kiln_buffer *res = kind == VEC_AXPY ? v.y : v.x;
-    if (!download(env, res, out, n * 4, r)) {
+    if (!download(env, res, out, n, KILN_F32, r)) {
       ok = false;
       goto done;
     }
@@ -382,7 +385,7 @@ static bool run_vector(const struct bench_env *env, struct bench_result *r,
     goto done;
   }
   float res = 0.0f;
-  if (!download(env, v.out, &res, 4, r)) {
+  if (!download(env, v.out, &res, 1, KILN_F32, r)) {
     ok = false;
     goto done;
   }

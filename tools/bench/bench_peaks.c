@@ -95,7 +95,7 @@ static double launch_seconds(kiln_queue *queue, kiln_kernel *kernel,
   double host = bench_now() - t0;
   uint64_t start = 0, end = 0;
   double t = host;
-  if (kiln_event_profiling(ev, &start, &end) == KILN_OK && end > start) {
+  if (kiln_event_get_profiling(ev, &start, &end) == KILN_OK && end > start) {
     double dev = 1e-9 * (double)(end - start);
     if (dev <= host && (dev >= 0.5 * host || host - dev < 50e-6))
       t = dev;
@@ -127,7 +127,7 @@ static double best_of(kiln_queue *queue, kiln_kernel *kernel, size_t global,
  * replacing a smaller one. */
 static bool fma_output(kiln_context *ctx, kiln_kernel *fmak, kiln_buffer **o,
                        size_t items) {
-  if (*o != NULL && kiln_buffer_size(*o) >= items * 4)
+  if (*o != NULL && kiln_buffer_get_size(*o) >= items * 4)
     return true;
   kiln_buffer_destroy(*o);
   *o = NULL;
@@ -137,7 +137,7 @@ static bool fma_output(kiln_context *ctx, kiln_kernel *fmak, kiln_buffer **o,
 
 static bool measure(kiln_context *ctx, kiln_queue *queue,
                     struct bench_peaks *out, char *err, size_t err_size) {
-  const kiln_device_info *info = kiln_context_device_info(ctx);
+  const kiln_device_info *info = kiln_context_get_device_info(ctx);
   bool ok = false;
   kiln_program *prog = NULL;
   kiln_kernel *copy = NULL, *triad = NULL, *scale = NULL, *fmak = NULL;
@@ -168,9 +168,9 @@ static bool measure(kiln_context *ctx, kiln_queue *queue,
     goto done;
   }
   float one = 1.0f;
-  if (kiln_buffer_fill(queue, a, &one, 4, 0, bytes, 0, NULL, NULL) != KILN_OK ||
-      kiln_buffer_fill(queue, b, &one, 4, 0, bytes, 0, NULL, NULL) != KILN_OK ||
-      kiln_buffer_fill(queue, c, &one, 4, 0, bytes, 0, NULL, NULL) != KILN_OK ||
+  if (kiln_buffer_fill(queue, &one, 4, &(kiln_range){a, 0, n, KILN_F32}, 0, NULL, NULL) != KILN_OK ||
+      kiln_buffer_fill(queue, &one, 4, &(kiln_range){b, 0, n, KILN_F32}, 0, NULL, NULL) != KILN_OK ||
+      kiln_buffer_fill(queue, &one, 4, &(kiln_range){c, 0, n, KILN_F32}, 0, NULL, NULL) != KILN_OK ||
       kiln_queue_finish(queue) != KILN_OK) {
     snprintf(err, err_size, "filling the arrays: %s", kiln_last_error());
     goto done;
@@ -183,7 +183,7 @@ static bool measure(kiln_context *ctx, kiln_queue *queue,
   kiln_kernel *const kernels[4] = {copy, triad, scale, fmak};
   for (int i = 0; i < 4; i++) {
     size_t kmax = 0;
-    if (clGetKernelWorkGroupInfo(kiln_kernel_cl_kernel(kernels[i]), NULL,
+    if (clGetKernelWorkGroupInfo(kiln_kernel_get_cl_kernel(kernels[i]), NULL,
                                  CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
                                  NULL) == CL_SUCCESS &&
         kmax > 0 && kmax < local)
@@ -378,7 +378,7 @@ static void store(const char *path, const kiln_device_info *info,
 
 bool bench_peaks_get(kiln_context *ctx, kiln_queue *queue, bool remeasure,
                      struct bench_peaks *out, char *err, size_t err_size) {
-  const kiln_device_info *info = kiln_context_device_info(ctx);
+  const kiln_device_info *info = kiln_context_get_device_info(ctx);
   memset(out, 0, sizeof *out);
   cache_path(info, out->path, sizeof out->path);
   if (!remeasure && out->path[0] != '\0' && load(out->path, info, out)) {

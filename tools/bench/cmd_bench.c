@@ -216,12 +216,12 @@ static json_t *result_json(const struct bench_result *r,
 }
 
 static json_t *device_json(kiln_context *ctx, const struct bench_peaks *p) {
-  const kiln_device_info *d = kiln_context_device_info(ctx);
+  const kiln_device_info *d = kiln_context_get_device_info(ctx);
   return json_pack(
       "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:f, s:f, s:b}", "name",
       d->name, "vendor", d->vendor, "platform", d->platform_name,
       "driver_version", d->driver_version, "stable_id", d->stable_id, "type",
-      kiln_device_type_name(d->type), "profile", kiln_context_profile(ctx),
+      kiln_device_type_name(d->type), "profile", kiln_context_get_profile(ctx),
       "compute_units", (int)d->compute_units, "peak_gbps", p->gbps,
       "peak_gflops", p->gflops, "peaks_cached", p->cached);
 }
@@ -361,7 +361,7 @@ int kiln_cmd_bench(int argc, char **argv) {
     fprintf(stderr, "kiln bench: %s\n", kiln_last_error());
     goto done;
   }
-  const kiln_device_info *info = kiln_context_device_info(ctx);
+  const kiln_device_info *info = kiln_context_get_device_info(ctx);
   struct bench_peaks peaks;
   char err[512] = "";
   if (!bench_peaks_get(ctx, pqueue, remeasure, &peaks, err, sizeof err)) {
@@ -370,7 +370,7 @@ int kiln_cmd_bench(int argc, char **argv) {
   }
   if (!json) {
     printf("device: %s (%s; profile %s)\n", info->name, info->platform_name,
-           kiln_context_profile(ctx));
+           kiln_context_get_profile(ctx));
     printf("peaks:  %.1f GB/s (copy/triad/scale), %.1f GFLOP/s (fma)%s%s\n",
            peaks.gbps, peaks.gflops,
            peaks.cached ? ", cached in " : ", measured now",

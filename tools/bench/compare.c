@@ -84,9 +84,9 @@ static int kiln_gemm_run(struct ctx *c) {
 static int clblast_gemm_run(struct ctx *c) {
   return dev_done(c, CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
                                   CLBlastTransposeNo, c->m, c->n, c->k, 1.0f,
-                                  kiln_buffer_cl_mem(c->a), 0, c->k,
-                                  kiln_buffer_cl_mem(c->b), 0, c->n, 0.0f,
-                                  kiln_buffer_cl_mem(c->c), 0, c->n, &c->clq,
+                                  kiln_buffer_get_cl_mem(c->a), 0, c->k,
+                                  kiln_buffer_get_cl_mem(c->b), 0, c->n, 0.0f,
+                                  kiln_buffer_get_cl_mem(c->c), 0, c->n, &c->clq,
                                   NULL));
 }
 static int host_gemm_run(struct ctx *c) {
@@ -105,8 +105,8 @@ static int kiln_sum_run(struct ctx *c) {
 }
 static int clblast_sum_run(struct ctx *c) {
   return dev_done(c,
-                  CLBlastSsum(c->n, kiln_buffer_cl_mem(c->r), 0,
-                              kiln_buffer_cl_mem(c->a), 0, 1, &c->clq, NULL));
+                  CLBlastSsum(c->n, kiln_buffer_get_cl_mem(c->r), 0,
+                              kiln_buffer_get_cl_mem(c->a), 0, 1, &c->clq, NULL));
 }
 static int host_sum_run(struct ctx *c) {
   float s = 0.0f;
@@ -140,9 +140,9 @@ static int kiln_dot_run(struct ctx *c) {
 }
 static int clblast_dot_run(struct ctx *c) {
   return dev_done(c,
-                  CLBlastSdot(c->n, kiln_buffer_cl_mem(c->r), 0,
-                              kiln_buffer_cl_mem(c->a), 0, 1,
-                              kiln_buffer_cl_mem(c->b), 0, 1, &c->clq, NULL));
+                  CLBlastSdot(c->n, kiln_buffer_get_cl_mem(c->r), 0,
+                              kiln_buffer_get_cl_mem(c->a), 0, 1,
+                              kiln_buffer_get_cl_mem(c->b), 0, 1, &c->clq, NULL));
 }
 static int host_dot_run(struct ctx *c) {
   c->sink = cblas_sdot((int)c->n, c->ha, 1, c->hb, 1);
@@ -156,8 +156,8 @@ static int kiln_nrm2_run(struct ctx *c) {
 }
 static int clblast_nrm2_run(struct ctx *c) {
   return dev_done(c,
-                  CLBlastSnrm2(c->n, kiln_buffer_cl_mem(c->r), 0,
-                               kiln_buffer_cl_mem(c->a), 0, 1, &c->clq, NULL));
+                  CLBlastSnrm2(c->n, kiln_buffer_get_cl_mem(c->r), 0,
+                               kiln_buffer_get_cl_mem(c->a), 0, 1, &c->clq, NULL));
 }
 static int host_nrm2_run(struct ctx *c) {
   c->sink = cblas_snrm2((int)c->n, c->ha, 1);
@@ -170,8 +170,8 @@ static int kiln_axpy_run(struct ctx *c) {
 }
 static int clblast_axpy_run(struct ctx *c) {
   return dev_done(c,
-                  CLBlastSaxpy(c->n, 1e-3f, kiln_buffer_cl_mem(c->a), 0, 1,
-                               kiln_buffer_cl_mem(c->b), 0, 1, &c->clq, NULL));
+                  CLBlastSaxpy(c->n, 1e-3f, kiln_buffer_get_cl_mem(c->a), 0, 1,
+                               kiln_buffer_get_cl_mem(c->b), 0, 1, &c->clq, NULL));
 }
 static int host_axpy_run(struct ctx *c) {
   cblas_saxpy((int)c->n, 1e-3f, c->ha, 1, c->hb, 1);
@@ -182,7 +182,7 @@ static int kiln_scale_run(struct ctx *c) {
                                 -1.0f, 0, NULL, NULL));
 }
 static int clblast_scale_run(struct ctx *c) {
-  return dev_done(c, CLBlastSscal(c->n, -1.0f, kiln_buffer_cl_mem(c->a), 0, 1,
+  return dev_done(c, CLBlastSscal(c->n, -1.0f, kiln_buffer_get_cl_mem(c->a), 0, 1,
                                   &c->clq, NULL));
 }
 static int host_scale_run(struct ctx *c) {
@@ -193,12 +193,12 @@ static int host_scale_run(struct ctx *c) {
 /* ---- copy and transpose (m x k matrix) ---- */
 static int kiln_copy_run(struct ctx *c) {
   return dev_done(
-      c, kiln_buffer_copy(c->q, c->a, 0, c->b, 0, c->n * 4, 0, NULL, NULL));
+      c, kiln_buffer_copy(c->q, &(kiln_range){c->a, 0, c->n, KILN_F32}, &(kiln_range){c->b, 0, c->n, KILN_F32}, 0, NULL, NULL));
 }
 static int clblast_copy_run(struct ctx *c) {
   return dev_done(c,
-                  CLBlastScopy(c->n, kiln_buffer_cl_mem(c->a), 0, 1,
-                               kiln_buffer_cl_mem(c->b), 0, 1, &c->clq, NULL));
+                  CLBlastScopy(c->n, kiln_buffer_get_cl_mem(c->a), 0, 1,
+                               kiln_buffer_get_cl_mem(c->b), 0, 1, &c->clq, NULL));
 }
 static int host_copy_run(struct ctx *c) {
   const float *x = c->ha;
@@ -222,8 +222,8 @@ static int kiln_transpose_run(struct ctx *c) {
 static int clblast_transpose_run(struct ctx *c) {
   return dev_done(
       c, CLBlastSomatcopy(CLBlastLayoutRowMajor, CLBlastTransposeYes, c->m,
-                          c->k, 1.0f, kiln_buffer_cl_mem(c->a), 0, c->k,
-                          kiln_buffer_cl_mem(c->b), 0, c->m, &c->clq, NULL));
+                          c->k, 1.0f, kiln_buffer_get_cl_mem(c->a), 0, c->k,
+                          kiln_buffer_get_cl_mem(c->b), 0, c->m, &c->clq, NULL));
 }
 
 struct row {
@@ -263,7 +263,7 @@ static void fill(float *x, size_t n, uint32_t seed) {
 static kiln_buffer *upload(struct ctx *c, const float *h, size_t n) {
   kiln_buffer *b = NULL;
   if (kiln_buffer_create(c->kctx, (n ? n : 1) * 4, 0, &b) != KILN_OK ||
-      (h && kiln_buffer_write_sync(c->q, b, 0, n * 4, h) != KILN_OK)) {
+      (h && kiln_buffer_write_sync(c->q, h, &(kiln_range){b, 0, n, KILN_F32}) != KILN_OK)) {
     fprintf(stderr, "kiln-compare: %s\n", kiln_last_error());
     exit(1);
   }
@@ -411,11 +411,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kiln-compare: %s\n", kiln_last_error());
     return 1;
   }
-  c.clq = kiln_queue_cl_queue(c.q);
-  const kiln_device_info *info = kiln_context_device_info(c.kctx);
+  c.clq = kiln_queue_get_cl_queue(c.q);
+  const kiln_device_info *info = kiln_context_get_device_info(c.kctx);
   printf("device: %s (%s; profile %s); host: %d OpenMP threads, OpenBLAS "
          "%s\n",
-         info->name, info->platform_name, kiln_context_profile(c.kctx),
+         info->name, info->platform_name, kiln_context_get_profile(c.kctx),
          omp_get_max_threads(), openblas_get_config());
   printf("median of %d interleaved runs after a warm-up; OMP_WAIT_POLICY=%s, "
          "OPENBLAS_THREAD_TIMEOUT=%s\n\n",

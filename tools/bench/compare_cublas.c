@@ -168,7 +168,7 @@ int main(int argc, char **argv) {
   KILN_TRY(kiln_queue_create(ctx, 0, &q));
   CUDA_TRY(cublasCreate(&blas));
   printf("kiln on %s (profile %s); cuBLAS on CUDA device 0\n",
-         kiln_context_device_info(ctx)->name, kiln_context_profile(ctx));
+         kiln_context_get_device_info(ctx)->name, kiln_context_get_profile(ctx));
   printf("%-10s %8s %12s %12s %8s\n", "op", "size", "kiln", "reference",
          "ratio");
   static const size_t sizes[] = {1024, 2048, 4096};
@@ -179,8 +179,8 @@ int main(int argc, char **argv) {
     KILN_TRY(kiln_buffer_create(ctx, bytes, 0, &g.b));
     KILN_TRY(kiln_buffer_create(ctx, bytes, 0, &g.c));
     const float half = 0.5f;
-    KILN_TRY(kiln_buffer_fill(q, g.a, &half, 4, 0, bytes, 0, NULL, NULL));
-    KILN_TRY(kiln_buffer_fill(q, g.b, &half, 4, 0, bytes, 0, NULL, NULL));
+    KILN_TRY(kiln_buffer_fill(q, &half, 4, &(kiln_range){g.a, 0, g.n * g.n, KILN_F32}, 0, NULL, NULL));
+    KILN_TRY(kiln_buffer_fill(q, &half, 4, &(kiln_range){g.b, 0, g.n * g.n, KILN_F32}, 0, NULL, NULL));
     CUDA_TRY(cudaMalloc((void **)&g.da, bytes));
     CUDA_TRY(cudaMalloc((void **)&g.db, bytes));
     CUDA_TRY(cudaMalloc((void **)&g.dc, bytes));
@@ -207,8 +207,8 @@ int main(int argc, char **argv) {
   KILN_TRY(kiln_buffer_create(ctx, n * 4, 0, &b.y));
   KILN_TRY(kiln_buffer_create(ctx, 64, 0, &b.r));
   const float one = 1.0f;
-  KILN_TRY(kiln_buffer_fill(q, b.x, &one, 4, 0, n * 4, 0, NULL, NULL));
-  KILN_TRY(kiln_buffer_fill(q, b.y, &one, 4, 0, n * 4, 0, NULL, NULL));
+  KILN_TRY(kiln_buffer_fill(q, &one, 4, &(kiln_range){b.x, 0, n, KILN_F32}, 0, NULL, NULL));
+  KILN_TRY(kiln_buffer_fill(q, &one, 4, &(kiln_range){b.y, 0, n, KILN_F32}, 0, NULL, NULL));
   CUDA_TRY(cudaMalloc((void **)&b.dx, n * 4));
   CUDA_TRY(cudaMalloc((void **)&b.dy, n * 4));
   for (int op = 0; op < 4; op++) {

@@ -106,7 +106,7 @@ static int cmd_ls(int argc, char **argv) {
   printf("cache directory: %s\n", info.directory[0] ? info.directory : "(none)");
   if (info.diagnostic[0] != '\0')
     printf("note: %s\n", info.diagnostic);
-  size_t count = kiln_cache_list_count(list);
+  size_t count = kiln_cache_list_get_count(list);
   if (count == 0) {
     printf("no entries\n");
     kiln_cache_list_destroy(list);
@@ -290,10 +290,10 @@ static int cmd_warm(int argc, char **argv) {
     rc = s == KILN_ERR_SELECTOR_SYNTAX ? 2 : 1;
     goto done;
   }
-  size_t count = kiln_selection_count(selection);
+  size_t count = kiln_selection_get_count(selection);
   if (count == 0) {
     fprintf(stderr, "kiln cache warm: no device matches '%s'\n",
-            kiln_selection_selector(selection));
+            kiln_selection_get_selector(selection));
     goto done;
   }
   kiln_cache_info info;
@@ -364,7 +364,7 @@ static int cmd_first_kernel(int argc, char **argv) {
       kiln_kernel_set_arg_buffer(kernel, 0, buf) != KILN_OK ||
       kiln_kernel_set_arg_u32(kernel, 1, 12345u) != KILN_OK ||
       kiln_kernel_launch(queue, kernel, 1, &global, NULL, 0, NULL, NULL) != KILN_OK ||
-      kiln_buffer_read_sync(queue, buf, 0, sizeof out, out) != KILN_OK) {
+      kiln_buffer_read_sync(queue, &(kiln_range){buf, 0, N, KILN_U32}, out) != KILN_OK) {
     fprintf(stderr, "kiln cache first-kernel: %s\n", kiln_last_error());
     goto done;
   }
@@ -376,7 +376,7 @@ static int cmd_first_kernel(int argc, char **argv) {
       break;
     }
   printf("%s (%s)\n", rc == 0 ? "PASS" : "FAIL",
-         kiln_program_from_cache(program) ? "from cache" : "compiled");
+         kiln_program_is_from_cache(program) ? "from cache" : "compiled");
 done:
   kiln_buffer_destroy(buf);
   kiln_kernel_destroy(kernel);

@@ -89,8 +89,8 @@ static bool run_saxpy(kiln_context *ctx, kiln_queue *queue, size_t n) {
     goto done;
   }
   double t1 = now_ms();
-  if (kiln_buffer_write_sync(queue, bx, 0, n * sizeof(float), x) != KILN_OK ||
-      kiln_buffer_write_sync(queue, by, 0, n * sizeof(float), y) != KILN_OK) {
+  if (kiln_buffer_write_sync(queue, x, &(kiln_range){bx, 0, n, KILN_F32}) != KILN_OK ||
+      kiln_buffer_write_sync(queue, y, &(kiln_range){by, 0, n, KILN_F32}) != KILN_OK) {
     fail_call("kiln_buffer_write_sync");
     goto done;
   }
@@ -110,8 +110,8 @@ static bool run_saxpy(kiln_context *ctx, kiln_queue *queue, size_t n) {
   }
   double run_ms = now_ms() - t2;
   uint64_t start = 0, end = 0;
-  bool profiled = kiln_event_profiling(ev, &start, &end) == KILN_OK && end > start;
-  if (kiln_buffer_read_sync(queue, by, 0, n * sizeof(float), out) != KILN_OK) {
+  bool profiled = kiln_event_get_profiling(ev, &start, &end) == KILN_OK && end > start;
+  if (kiln_buffer_read_sync(queue, &(kiln_range){by, 0, n, KILN_F32}, out) != KILN_OK) {
     fail_call("kiln_buffer_read_sync");
     goto done;
   }
@@ -124,7 +124,7 @@ static bool run_saxpy(kiln_context *ctx, kiln_queue *queue, size_t n) {
       first_bad = i;
   }
   printf("  saxpy, %zu floats: build %.1f ms%s, kernel %.2f ms",
-         n, build_ms, kiln_program_from_cache(prog) ? " (from kiln's cache)" : "",
+         n, build_ms, kiln_program_is_from_cache(prog) ? " (from kiln's cache)" : "",
          run_ms);
   if (profiled)
     printf(" (device %.2f ms, %.1f GB/s)", (double)(end - start) / 1e6,
@@ -221,7 +221,7 @@ int kiln_cmd_demo(int argc, char **argv) {
   printf("device %zu:%zu: %s (%s, %s), profile %s, id %s\n",
          info->platform_index, info->device_index, info->name,
          info->platform_name, kiln_device_type_name(info->type),
-         kiln_context_profile(ctx), info->stable_id);
+         kiln_context_get_profile(ctx), info->stable_id);
   bool pass = run_saxpy(ctx, queue, n);
   pass = kiln_demo_ops(ctx, queue) && pass;
   printf("%s\n", pass ? "PASS" : "FAIL");

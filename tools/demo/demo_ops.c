@@ -45,12 +45,12 @@ static bool demo_sum(kiln_context *ctx, kiln_queue *queue) {
           KILN_OK ||
       kiln_buffer_create(ctx, sizeof(float), KILN_MEM_READ_WRITE, &br) !=
           KILN_OK ||
-      kiln_buffer_write_sync(queue, bx, 0, SUM_N * sizeof(float), x) !=
+      kiln_buffer_write_sync(queue, x, &(kiln_range){bx, 0, SUM_N, KILN_F32}) !=
           KILN_OK ||
       kiln_reduce(queue, KILN_REDUCE_SUM, &(kiln_range){bx, 0, SUM_N, KILN_F32},
                   &(kiln_range){br, 0, 1, KILN_F32}, 0, NULL,
                   NULL) != KILN_OK ||
-      kiln_buffer_read_sync(queue, br, 0, sizeof(float), &got) != KILN_OK) {
+      kiln_buffer_read_sync(queue, &(kiln_range){br, 0, 1, KILN_F32}, &got) != KILN_OK) {
     printf("  sum failed: %s\n", kiln_last_error());
     goto done;
   }
@@ -88,9 +88,9 @@ static bool demo_gemm(kiln_context *ctx, kiln_queue *queue) {
           KILN_OK ||
       kiln_buffer_create(ctx, m * n * sizeof(float), KILN_MEM_READ_WRITE,
                          &bc) != KILN_OK ||
-      kiln_buffer_write_sync(queue, ba, 0, m * k * sizeof(float), a) !=
+      kiln_buffer_write_sync(queue, a, &(kiln_range){ba, 0, m * k, KILN_F32}) !=
           KILN_OK ||
-      kiln_buffer_write_sync(queue, bb, 0, k * n * sizeof(float), b) !=
+      kiln_buffer_write_sync(queue, b, &(kiln_range){bb, 0, k * n, KILN_F32}) !=
           KILN_OK ||
       kiln_matmul(
           queue, 1,
@@ -98,7 +98,7 @@ static bool demo_gemm(kiln_context *ctx, kiln_queue *queue) {
           &(kiln_matrix){.buffer = bb, .rows = k, .cols = n, .dtype = KILN_F32},
           &(kiln_matrix){.buffer = bc, .rows = m, .cols = n, .dtype = KILN_F32},
           NULL, 0, NULL, NULL) != KILN_OK ||
-      kiln_buffer_read_sync(queue, bc, 0, m * n * sizeof(float), c) !=
+      kiln_buffer_read_sync(queue, &(kiln_range){bc, 0, m * n, KILN_F32}, c) !=
           KILN_OK) {
     printf("  gemm failed: %s\n", kiln_last_error());
     goto done;

@@ -128,11 +128,11 @@ static int model_build(info_model *m) {
 
   if (kiln_device_list_create(&m->list) != KILN_OK)
     m->list = NULL;
-  size_t count = m->list ? kiln_device_list_count(m->list) : 0;
+  size_t count = m->list ? kiln_device_list_get_count(m->list) : 0;
   for (size_t i = 0; i < count; i++) {
     const kiln_device *kd = kiln_device_list_get(m->list, i);
     const kiln_device_info *ki = kiln_device_get_info(kd);
-    cl_device_id cid = kiln_device_cl_device(kd);
+    cl_device_id cid = kiln_device_get_cl_device(kd);
     for (size_t p = 0; p < m->platform_count; p++) {
       for (size_t d = 0; d < m->platforms[p].device_count; d++) {
         info_device *dev = &m->platforms[p].devices[d];
@@ -158,7 +158,7 @@ static int model_build(info_model *m) {
         info_device *dev = &m->platforms[p].devices[d];
         dev->taken = false;
         if (dev->kdev != NULL)
-          dev->explain = kiln_selection_explain(m->selection, dev->list_index,
+          dev->explain = kiln_selection_get_explanation(m->selection, dev->list_index,
                                                 &dev->taken);
       }
     }
@@ -349,10 +349,10 @@ static void print_problems(FILE *out, const info_model *m) {
     fprintf(out, "\nkiln could not enumerate devices: %s\n", kiln_last_error());
     return;
   }
-  size_t n = kiln_device_list_problem_count(m->list);
+  size_t n = kiln_device_list_get_problem_count(m->list);
   bool heading = false;
   for (size_t i = 0; i < n; i++) {
-    const kiln_device_problem *p = kiln_device_list_problem(m->list, i);
+    const kiln_device_problem *p = kiln_device_list_get_problem(m->list, i);
     if (p == NULL || info_problem_repeats_platform_error(m, p))
       continue;
     if (!heading)
@@ -366,7 +366,7 @@ static void print_report(FILE *out, const info_model *m) {
   fprintf(out, "kiln %s: %zu platform%s\n", kiln_version(), m->platform_count,
           m->platform_count == 1 ? "" : "s");
   if (m->selection != NULL)
-    fprintf(out, "selector: %s\n", kiln_selection_selector(m->selection));
+    fprintf(out, "selector: %s\n", kiln_selection_get_selector(m->selection));
   for (size_t p = 0; p < m->platform_count; p++) {
     const info_platform *plat = &m->platforms[p];
     bool any = false;
@@ -418,7 +418,7 @@ static void explain_nothing_shown(FILE *out, const info_model *m) {
     return;
   }
   fprintf(out, "kiln info: no device matches '%s'\n",
-          kiln_selection_selector(m->selection));
+          kiln_selection_get_selector(m->selection));
   size_t devices = 0;
   for (size_t p = 0; p < m->platform_count; p++)
     for (size_t d = 0; d < m->platforms[p].device_count; d++) {

@@ -294,9 +294,9 @@ static void check_kiln(doctor *d) {
                kiln_last_error());
     return;
   }
-  size_t count = kiln_device_list_count(list);
-  for (size_t i = 0; i < kiln_device_list_problem_count(list); i++) {
-    const kiln_device_problem *p = kiln_device_list_problem(list, i);
+  size_t count = kiln_device_list_get_count(list);
+  for (size_t i = 0; i < kiln_device_list_get_problem_count(list); i++) {
+    const kiln_device_problem *p = kiln_device_list_get_problem(list, i);
     /* Platform-level failures are reported above from the loader's side. */
     if (p == NULL || p->device_index == SIZE_MAX)
       continue;
@@ -318,15 +318,15 @@ static void check_kiln(doctor *d) {
       doctor_add(d, L_PROBLEM, "KILN_DEVICE",
                  "fix the selector (see `kiln info --explain`) or unset it",
                  "KILN_DEVICE=%s does not parse: %s", env, kiln_last_error());
-    else if (kiln_selection_count(sel) == 0 && count > 0)
+    else if (kiln_selection_get_count(sel) == 0 && count > 0)
       doctor_add(d, L_PROBLEM, "KILN_DEVICE",
                  "run `kiln info --explain` to see why each device is refused",
                  "KILN_DEVICE=%s takes no device: programs using kiln's default "
                  "device will fail", env);
     else if (count > 0)
       doctor_add(d, L_OK, "KILN_DEVICE", NULL, "KILN_DEVICE=%s takes %zu device%s",
-                 env, kiln_selection_count(sel),
-                 kiln_selection_count(sel) == 1 ? "" : "s");
+                 env, kiln_selection_get_count(sel),
+                 kiln_selection_get_count(sel) == 1 ? "" : "s");
     kiln_selection_destroy(sel);
   }
 

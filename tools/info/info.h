@@ -114,7 +114,7 @@ typedef struct info_device {
   const kiln_device *kdev;   /* kiln's record, NULL if kiln skipped it */
   size_t list_index;         /* index in kiln's list when kdev != NULL */
   bool taken;                /* by the selector (true without --select) */
-  const char *explain;       /* kiln_selection_explain, or NULL */
+  const char *explain;       /* kiln_selection_get_explanation, or NULL */
   int check;                 /* -1 not run, 0 FAIL, 1 PASS */
   char *check_detail;        /* malloc'd, or NULL */
   double check_ms;

@@ -70,8 +70,8 @@ bool info_check_device(const kiln_device *device, char *detail,
   /* Bypass kiln's program cache: the point is to see the compiler work. */
   if (kiln_program_build(prog, NULL, KILN_BUILD_NO_CACHE) != KILN_OK) {
     excerpt(detail, detail_size, "build failed: ",
-            kiln_program_build_log(prog));
-    if (strlen(kiln_program_build_log(prog)) == 0)
+            kiln_program_get_build_log(prog));
+    if (strlen(kiln_program_get_build_log(prog)) == 0)
       snprintf(detail, detail_size, "build failed: %s", kiln_last_error());
     goto done;
   }
@@ -85,7 +85,7 @@ bool info_check_device(const kiln_device *device, char *detail,
   for (size_t i = 0; i < CHECK_N; i++)
     host[i] = (float)(i % 251);
   step = "kiln_buffer_write_sync";
-  if (kiln_buffer_write_sync(queue, a, 0, CHECK_N * sizeof(float), host) != KILN_OK)
+  if (kiln_buffer_write_sync(queue, host, &(kiln_range){a, 0, CHECK_N, KILN_F32}) != KILN_OK)
     goto fail;
   step = "setting kernel arguments";
   if (kiln_kernel_set_arg_buffer(kern, 0, a) != KILN_OK ||
@@ -97,7 +97,7 @@ bool info_check_device(const kiln_device *device, char *detail,
   if (kiln_kernel_launch(queue, kern, 1, &global, NULL, 0, NULL, NULL) != KILN_OK)
     goto fail;
   step = "kiln_buffer_read_sync";
-  if (kiln_buffer_read_sync(queue, b, 0, CHECK_N * sizeof(float), host + CHECK_N) != KILN_OK)
+  if (kiln_buffer_read_sync(queue, &(kiln_range){b, 0, CHECK_N, KILN_F32}, host + CHECK_N) != KILN_OK)
     goto fail;
   for (size_t i = 0; i < CHECK_N; i++) {
     /* Small integers times 2 plus 1 are exact in float: compare exactly. */
@@ -120,7 +120,8 @@ bool info_check_device(const kiln_device *device, char *detail,
       kiln_reduce(
           queue, KILN_REDUCE_SUM, &(kiln_range){b, 0, CHECK_N, KILN_F32},
           &(kiln_range){sum, 0, 1, KILN_F32}, 0, NULL, NULL) != KILN_OK ||
-      kiln_buffer_read_sync(queue, sum, 0, sizeof(float), &got_sum) != KILN_OK)
+      kiln_buffer_read_sync(queue, &(kiln_range){sum, 0, 1, KILN_F32},
+                            &got_sum) != KILN_OK)
     goto fail;
   if ((double)got_sum != want_sum) {
     snprintf(detail, detail_size, "wrong result: the sum op gave %.9g, "

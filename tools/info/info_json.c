@@ -328,9 +328,9 @@ static json_t *errors_json(const info_model *model) {
         "error", "KILN_ERROR", "code", 0, "message", kiln_last_error()));
     return a;
   }
-  size_t n = kiln_device_list_problem_count(model->list);
+  size_t n = kiln_device_list_get_problem_count(model->list);
   for (size_t i = 0; i < n; i++) {
-    const kiln_device_problem *p = kiln_device_list_problem(model->list, i);
+    const kiln_device_problem *p = kiln_device_list_get_problem(model->list, i);
     if (p == NULL || info_problem_repeats_platform_error(model, p))
       continue;
     json_t *o = json_object();
@@ -359,7 +359,7 @@ json_t *info_json_document(const info_model *model, json_t *doctor) {
   if (model->selector != NULL || model->explain) {
     json_object_set_new(doc, "selector",
                         model->selection
-                            ? jstr(kiln_selection_selector(model->selection))
+                            ? jstr(kiln_selection_get_selector(model->selection))
                             : jstr(model->selector));
   }
   json_t *plats = json_array();

@@ -56,7 +56,8 @@ int main(int argc, char **argv) {
       host[i] = (float)(i % 1000) * 0.001f;
     kiln_buffer *buf = NULL;
     if (kiln_buffer_create(ctx, bytes, 0, &buf) != KILN_OK ||
-        kiln_buffer_write_sync(q, buf, 0, bytes, host) != KILN_OK) {
+        kiln_buffer_write_sync(q, host, &(kiln_range){buf, 0, n, KILN_F32}) !=
+            KILN_OK) {
       fprintf(stderr, "rank %d: %s\n", rank, kiln_last_error());
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -64,8 +65,8 @@ int main(int argc, char **argv) {
     for (int r = -1; r < REPS; r++) {
       MPI_Barrier(MPI_COMM_WORLD);
       double t0 = MPI_Wtime();
-      if (kiln_mpi_allreduce(mpi, q, buf, 0, n, KILN_F32, KILN_MPI_SUM, 0,
-                             NULL) != KILN_OK) {
+      if (kiln_mpi_allreduce(mpi, q, &(kiln_range){buf, 0, n, KILN_F32},
+                             KILN_REDUCE_SUM, 0, NULL, NULL) != KILN_OK) {
         fprintf(stderr, "rank %d: %s\n", rank, kiln_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);
       }

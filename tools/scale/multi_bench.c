@@ -46,9 +46,10 @@ int main(int argc, char **argv) {
   double t[REPS];
   for (int r = -1; r < REPS; r++) {
     double t0 = now();
-    if (kiln_multi_gemm_batched(set, KILN_ROW_MAJOR, KILN_NO_TRANS,
-                                KILN_NO_TRANS, n, n, n, 1.0f, a, n, nn, b, n,
-                                nn, 0.0f, c, n, nn, batch) != KILN_OK) {
+    kiln_matrix m = {.rows = n, .cols = n, .batch_stride = nn,
+                     .dtype = KILN_F32};
+    if (kiln_multi_gemm_batched(set, batch, &m, a, &m, b, &m, c, 1.0f,
+                                0.0f) != KILN_OK) {
       fprintf(stderr, "kiln-multi-bench: %s\n", kiln_last_error());
       return 1;
     }
@@ -57,7 +58,7 @@ int main(int argc, char **argv) {
   }
   qsort(t, REPS, sizeof t[0], cmp);
   printf("%zu device(s), %zu x (%zu^3) f32: %.2f GFLOP/s (median %.1f ms)\n",
-         kiln_device_set_count(set), batch, n,
+         kiln_device_set_get_count(set), batch, n,
          2.0 * (double)(nn * n * batch) / t[REPS / 2] / 1e9,
          t[REPS / 2] * 1e3);
   free(a);

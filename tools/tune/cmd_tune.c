@@ -162,7 +162,7 @@ static void list_space(kiln_context *ctx, const tune_op *op) {
          op->aliases[0] ? "also " : "", op->aliases,
          op->aliases[0] ? "; " : "", op->timed);
   kiln_tuning_knob k;
-  for (size_t i = 0; kiln_tuning_knob_get(op->name, i, &k) == KILN_OK; i++) {
+  for (size_t i = 0; kiln_tuning_get_knob(op->name, i, &k) == KILN_OK; i++) {
     printf("  %-7s", k.name);
     for (size_t j = 0; j < k.count; j++)
       printf("%s%u", j ? "," : " ", k.values[j]);
@@ -273,7 +273,7 @@ static bool parse_ops(const char *text, const tune_op **out, size_t *count) {
 static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
                     tune_options *o, bool json, const char *export_path,
                     bool *stuck) {
-  const char *name = kiln_context_device_info(ctx)->name;
+  const char *name = kiln_context_get_device_info(ctx)->name;
   kiln_tuning_info t;
   if (kiln_tuning_get_info(ctx, op->name, &t) != KILN_OK) {
     fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
@@ -284,7 +284,7 @@ static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
                     "%s), which have no parameter space; set KILN_PROFILE to "
                     "a GPU profile (nvidia, amd, intel) to tune the "
                     "GPU-family kernels on it\n",
-            name, op->name, kiln_context_profile(ctx));
+            name, op->name, kiln_context_get_profile(ctx));
     return 1;
   }
   for (size_t i = 0; i < o->nsizes; i++)
@@ -447,7 +447,7 @@ int kiln_cmd_tune(int argc, char **argv) {
     fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
     goto done;
   }
-  const char *name = kiln_context_device_info(ctx)->name;
+  const char *name = kiln_context_get_device_info(ctx)->name;
   if (list) {
     for (size_t i = 0; tune_op_at(i) != NULL; i++)
       list_space(ctx, tune_op_at(i));

@@ -99,7 +99,7 @@ double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
  * is three numbers (m, n, k for GEMM; rows, cols for transpose; elements
  * first for the others). */
 typedef struct tune_op {
-  const char *name;    /* the space (kiln_tuning_knob_get), the file's op */
+  const char *name;    /* the space (kiln_tuning_get_knob), the file's op */
   const char *aliases; /* more --op names for it ("sum,dot,nrm2"), or "" */
   const char *timed;   /* what one timed run does, for people */
   const char *unit;    /* of the figures: "GFLOP/s", "GB/s" */

@@ -83,7 +83,7 @@ bool tune_wait(kiln_event *ev, double timeout_s, bool *timed_out) {
   long sleep_ns = 20000;
   for (int spins = 0;; spins++) {
     kiln_event_state st;
-    if (kiln_event_state_get(ev, &st) != KILN_OK)
+    if (kiln_event_get_state(ev, &st) != KILN_OK)
       return false;
     if (st == KILN_EVENT_COMPLETE || st == KILN_EVENT_FAILED)
       return kiln_event_wait(ev) == KILN_OK; /* the failure's message */
@@ -139,6 +139,7 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
                nc = g->off + (row ? g->m : g->n) * ldc + 1;
   const bool bf16 = g->dtype == KILN_BF16;
   const size_t es = bf16 ? 2 : 4;
+  const kiln_dtype abt = bf16 ? KILN_BF16 : KILN_F32;
   float *a = malloc(na * 4), *b = malloc(nb * 4), *c = malloc(nc * 4),
         *bias = malloc(g->n * 4), *out = malloc(nc * 4);
   uint16_t *ah = malloc(na * 2), *bh = malloc(nb * 2);
@@ -163,12 +164,14 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
       kiln_buffer_create(ctx, nb * es, 0, &db) != KILN_OK ||
       kiln_buffer_create(ctx, nc * 4, 0, &dc) != KILN_OK ||
       kiln_buffer_create(ctx, g->n * 4, 0, &dbias) != KILN_OK ||
-      kiln_buffer_write_sync(q, da, 0, na * es,
-                             bf16 ? (void *)ah : (void *)a) != KILN_OK ||
-      kiln_buffer_write_sync(q, db, 0, nb * es,
-                             bf16 ? (void *)bh : (void *)b) != KILN_OK ||
-      kiln_buffer_write_sync(q, dc, 0, nc * 4, c) != KILN_OK ||
-      kiln_buffer_write_sync(q, dbias, 0, g->n * 4, bias) != KILN_OK ||
+      kiln_buffer_write_sync(q, bf16 ? (void *)ah : (void *)a,
+                             &(kiln_range){da, 0, na, abt}) != KILN_OK ||
+      kiln_buffer_write_sync(q, bf16 ? (void *)bh : (void *)b,
+                             &(kiln_range){db, 0, nb, abt}) != KILN_OK ||
+      kiln_buffer_write_sync(q, c, &(kiln_range){dc, 0, nc, KILN_F32}) !=
+          KILN_OK ||
+      kiln_buffer_write_sync(q, bias, &(kiln_range){dbias, 0, g->n, KILN_F32}) !=
+          KILN_OK ||
       gate_matmul(q, g, da, db, dc, dbias, lda, ldb, ldc, &ev) != KILN_OK ||
       !tune_wait(ev, run_timeout_s, timed_out)) {
     if (*timed_out)
@@ -182,7 +185,7 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
   kiln_event_release(ev);
   if (hooks != NULL && hooks->after_gemm != NULL)
     hooks->after_gemm(hooks->user, params, q, dc, nc);
-  if (kiln_buffer_read_sync(q, dc, 0, nc * 4, out) !=
+  if (kiln_buffer_read_sync(q, &(kiln_range){dc, 0, nc, KILN_F32}, out) !=
       KILN_OK) {
     snprintf(why, size, "%s", kiln_last_error());
     goto done;
@@ -282,9 +285,9 @@ double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
   if (kiln_buffer_create(ctx, m * k * 4, 0, &a) != KILN_OK ||
       kiln_buffer_create(ctx, k * n * 4, 0, &b) != KILN_OK ||
       kiln_buffer_create(ctx, m * n * 4, 0, &c) != KILN_OK ||
-      kiln_buffer_fill(q, a, &one, 4, 0, m * k * 4, 0, NULL, NULL) !=
+      kiln_buffer_fill(q, &one, 4, &(kiln_range){a, 0, m * k, KILN_F32}, 0, NULL, NULL) !=
           KILN_OK ||
-      kiln_buffer_fill(q, b, &one, 4, 0, k * n * 4, 0, NULL, NULL) !=
+      kiln_buffer_fill(q, &one, 4, &(kiln_range){b, 0, k * n, KILN_F32}, 0, NULL, NULL) !=
           KILN_OK ||
       kiln_queue_finish(q) != KILN_OK)
     goto done;

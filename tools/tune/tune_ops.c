@@ -105,7 +105,7 @@ static void *random_data(kiln_context *ctx, kiln_queue *q, kiln_dtype dt,
   for (size_t i = 0; i < count; i++)
     put(dt, h, i, draw(&seed, dt));
   if (kiln_buffer_create(ctx, bytes, 0, out) != KILN_OK ||
-      kiln_buffer_write_sync(q, *out, 0, bytes, h) != KILN_OK) {
+      kiln_buffer_write_sync(q, h, &(kiln_range){*out, 0, count, dt}) != KILN_OK) {
     kiln_buffer_destroy(*out);
     *out = NULL;
     free(h);
@@ -115,10 +115,10 @@ static void *random_data(kiln_context *ctx, kiln_queue *q, kiln_dtype dt,
 }
 
 /* The device buffer's contents, or NULL (why set). */
-static void *download(kiln_queue *q, kiln_buffer *b, size_t bytes, char *why,
+static void *download(kiln_queue *q, const kiln_range *src, char *why,
                       size_t size) {
-  void *h = malloc(bytes);
-  if (h == NULL || kiln_buffer_read_sync(q, b, 0, bytes, h) != KILN_OK) {
+  void *h = malloc(src->count * kiln_dtype_size(src->dtype));
+  if (h == NULL || kiln_buffer_read_sync(q, src, h) != KILN_OK) {
     snprintf(why, size, "%s", h ? kiln_last_error() : "out of host memory");
     free(h);
     return NULL;
@@ -194,7 +194,7 @@ static bool transpose_case(kiln_context *ctx, kiln_queue *q,
   } else if (!finish(q, run_timeout_s, timed_out, why, size)) {
     /* why says it */
   } else if (hook(hooks, params, q, dy, ny * es),
-             (y = download(q, dy, ny * es, why, size)) != NULL) {
+             (y = download(q, &(kiln_range){dy, 0, ny, t->dtype}, why, size)) != NULL) {
     ok = true;
     for (size_t r = 0; r < t->rows && ok; r++)
       for (size_t c = 0; c < t->cols && ok; c++) {
@@ -284,7 +284,7 @@ static bool ew_case(kiln_context *ctx, kiln_queue *q, int op, kiln_dtype dt,
   else if (!finish(q, run_timeout_s, timed_out, why, size))
     ok = false; /* why says it */
   else if (hook(hooks, params, q, dy, total * es),
-           (y = download(q, dy, total * es, why, size)) != NULL) {
+           (y = download(q, &(kiln_range){dy, 0, total, dt}, why, size)) != NULL) {
     const double rel = dt == KILN_F32 ? 0x1p-23 : dt == KILN_F16 ? 0x1p-10
                                                                  : 0x1p-7;
     const double abs_tol = dt == KILN_F16 ? 0x1p-24 : 1e-38;
@@ -357,7 +357,7 @@ static bool reduce_case(kiln_context *ctx, kiln_queue *q, int op,
   kiln_status s = x && y ? kiln_buffer_create(ctx, sizeof res, 0, &dr)
                          : KILN_ERR_OUT_OF_HOST_MEMORY;
   if (s == KILN_OK)
-    s = kiln_buffer_write_sync(q, dr, 0, sizeof res, res);
+    s = kiln_buffer_write_sync(q, res, &(kiln_range){dr, 0, 3, KILN_U32});
   if (s == KILN_OK && op == 6)
     s = kiln_dot(q, &(kiln_range){dx, off, n, dt},
                  &(kiln_range){dy, off, n, dt},
@@ -373,7 +373,7 @@ static bool reduce_case(kiln_context *ctx, kiln_queue *q, int op,
                    finish(q, run_timeout_s, timed_out, why, size);
   if (ran) {
     hook(hooks, params, q, dr, sizeof res);
-    s = kiln_buffer_read_sync(q, dr, 0, sizeof res, res);
+    s = kiln_buffer_read_sync(q, &(kiln_range){dr, 0, 3, KILN_U32}, res);
   }
   bool ok = ran && s == KILN_OK && res[0] == 0xdeadbeefu &&
             res[2] == 0xdeadbeefu;
@@ -522,9 +522,9 @@ static double time_runs(kiln_context *ctx, kiln_queue *q, const size_t *z,
   if (kiln_buffer_create(ctx, elements * 4, 0, &a) != KILN_OK ||
       kiln_buffer_create(ctx, elements * 4, 0, &b) != KILN_OK ||
       kiln_buffer_create(ctx, 16, 0, &c) != KILN_OK ||
-      kiln_buffer_fill(q, a, &one, 4, 0, elements * 4, 0, NULL, NULL) !=
+      kiln_buffer_fill(q, &one, 4, &(kiln_range){a, 0, elements, KILN_F32}, 0, NULL, NULL) !=
           KILN_OK ||
-      kiln_buffer_fill(q, b, &one, 4, 0, elements * 4, 0, NULL, NULL) !=
+      kiln_buffer_fill(q, &one, 4, &(kiln_range){b, 0, elements, KILN_F32}, 0, NULL, NULL) !=
           KILN_OK ||
       kiln_queue_finish(q) != KILN_OK)
     goto done;

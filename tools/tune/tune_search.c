@@ -1,4 +1,4 @@
-/* The tuner's search over an op's space (kiln_tuning_knob_get): exhaustive
+/* The tuner's search over an op's space (kiln_tuning_get_knob): exhaustive
  * when the searched space is small, else seeded random points (half the
  * budget) and then local search from the best (each knob one value up or
  * down, keeping every improvement; a random restart when no neighbour
@@ -259,7 +259,7 @@ bool tune_search(kiln_context *ctx, kiln_queue *q, const tune_op *op,
   memset(&sp, 0, sizeof sp);
   memset(r, 0, sizeof *r);
   while (sp.count < TUNE_MAX_KNOBS &&
-         kiln_tuning_knob_get(op->name, sp.count, &sp.knob[sp.count]) ==
+         kiln_tuning_get_knob(op->name, sp.count, &sp.knob[sp.count]) ==
              KILN_OK)
     sp.count++;
   double points = 1.0;

@@ -1,7 +1,8 @@
-/* The element types of the op library (kiln_dtype_size, kiln_dtype_name in
- * kiln/kiln_ops.h): the bottom of the ops room, used by the checks, the ops and
- * the trace writer alike. */
-#include "ops_internal.h"
+/* The element types every layer names data with (kiln_dtype_size,
+ * kiln_dtype_name in kiln/kiln_dtype.h): in core, the bottom room, because
+ * buffer transfers, ops, multi-device calls and MPI all size their ranges
+ * with them. */
+#include "internal.h"
 
 KILN_API size_t kiln_dtype_size(kiln_dtype dtype) {
   switch (dtype) {
