@@ -343,43 +343,6 @@ KILN_API kiln_status kiln_scale(kiln_queue *queue, kiln_dtype dtype, size_t n,
   return kiln__op_end(&o, s, out_event);
 }
 
-/* Host conversions for fill values, rounding to nearest even like the
- * kernels. f16 after F. Giesen's float_to_half_fast3_rtne: subnormal results
- * come from one float addition that aligns the binary point, so the FPU
- * does the rounding. */
-static uint16_t host_f32_to_f16(float x) {
-  uint32_t f, sign;
-  memcpy(&f, &x, sizeof f);
-  sign = f & 0x80000000u;
-  f ^= sign;
-  uint16_t o;
-  if (f >= (127u + 16u) << 23) { /* >= 65536: inf, or NaN kept quiet */
-    o = f > 0x7f800000u ? 0x7e00 : 0x7c00;
-  } else if (f < 113u << 23) { /* below 2^-14: subnormal or zero */
-    float magic = 0.5f, t;
-    memcpy(&t, &f, sizeof t);
-    t += magic;
-    uint32_t tb, mb;
-    memcpy(&tb, &t, sizeof tb);
-    memcpy(&mb, &magic, sizeof mb);
-    o = (uint16_t)(tb - mb);
-  } else {
-    uint32_t odd = (f >> 13) & 1u;
-    f += ((uint32_t)(15 - 127) << 23) + 0xfffu + odd;
-    o = (uint16_t)(f >> 13);
-  }
-  return (uint16_t)(o | (sign >> 16));
-}
-
-static uint16_t host_f32_to_bf16(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
 /* The bits to fill with, or an error naming value. */
 static kiln_status fill_bits(const char *fn, kiln_dtype dtype, double value,
                              uint32_t *bits) {
@@ -389,11 +352,15 @@ static kiln_status fill_bits(const char *fn, kiln_dtype dtype, double value,
     memcpy(bits, &f, sizeof f);
     return KILN_OK;
   case KILN_F16:
-    *bits = host_f32_to_f16(f);
+  case KILN_BF16: {
+    uint16_t h;
+    if (dtype == KILN_F16)
+      kiln_f32_to_f16(&f, &h, 1);
+    else
+      kiln_f32_to_bf16(&f, &h, 1);
+    *bits = h;
     return KILN_OK;
-  case KILN_BF16:
-    *bits = host_f32_to_bf16(f);
-    return KILN_OK;
+  }
   case KILN_I32:
     if (!isfinite(value) || value != floor(value) || value < INT32_MIN ||
         value > INT32_MAX)

@@ -57,41 +57,31 @@ static float draw(uint32_t *s, kiln_dtype dt) {
 
 /* Store v (exact in dt) as element i of buf. */
 static void put(kiln_dtype dt, void *buf, size_t i, float v) {
-  uint32_t u;
-  memcpy(&u, &v, 4);
   if (dt == KILN_F32) {
-    memcpy((char *)buf + 4 * i, &u, 4);
+    memcpy((char *)buf + 4 * i, &v, 4);
     return;
   }
-  uint16_t h = (uint16_t)(u >> 16); /* bf16 */
-  if (dt == KILN_F16) {
-    const int e = (int)((u >> 23) & 0xff) - 127 + 15;
-    h = (uint16_t)((u >> 16) & 0x8000u);
-    if ((u & 0x7fffffffu) != 0)
-      h |= (uint16_t)((unsigned)e << 10 | ((u >> 13) & 0x3ffu));
-  }
+  uint16_t h;
+  if (dt == KILN_F16)
+    kiln_f32_to_f16(&v, &h, 1);
+  else
+    kiln_f32_to_bf16(&v, &h, 1);
   memcpy((char *)buf + 2 * i, &h, 2);
 }
 
 static double get(kiln_dtype dt, const void *buf, size_t i) {
+  float v;
   if (dt == KILN_F32) {
-    float v;
     memcpy(&v, (const char *)buf + 4 * i, 4);
     return v;
   }
   uint16_t h;
   memcpy(&h, (const char *)buf + 2 * i, 2);
-  if (dt == KILN_BF16) {
-    const uint32_t u = (uint32_t)h << 16;
-    float v;
-    memcpy(&v, &u, 4);
-    return v;
-  }
-  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  const double v = e == 0    ? ldexp(m, -24)
-                   : e == 31 ? (m ? NAN : INFINITY)
-                             : ldexp(m + 1024, e - 25);
-  return h & 0x8000u ? -v : v;
+  if (dt == KILN_F16)
+    kiln_f16_to_f32(&h, &v, 1);
+  else
+    kiln_bf16_to_f32(&h, &v, 1);
+  return v;
 }
 
 /* count random elements of dt, and a device buffer holding them. */
