@@ -329,9 +329,9 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
 }
 
 /* The program the device's family builds ("gemm_cpu" or "gemm_gpu") and
- * its options, as the runs above pass them. */
-static const char *family_program(const kiln_context *ctx, char *options,
-                                  size_t size) {
+ * its options for operands of dtype, as the runs above pass them. */
+static const char *family_program(const kiln_context *ctx, kiln_dtype dtype,
+                                  char *options, size_t size) {
   if (kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU) {
     const struct cpu_params p = cpu_params(ctx);
     cpu_options(&p, options, size);
@@ -340,7 +340,7 @@ static const char *family_program(const kiln_context *ctx, char *options,
   struct kiln__gemm_gpu_params p;
   if (kiln__gemm_gpu_params_for(ctx, &p) != KILN_OK)
     return NULL;
-  kiln__gemm_gpu_options(&p, options, size);
+  kiln__gemm_gpu_options(&p, dtype, options, size);
   return "gemm_gpu";
 }
 
@@ -353,12 +353,18 @@ static bool skinny_wide(const kiln_context *ctx) {
 void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user) {
   char options[320];
-  const char *source = family_program(ctx, options, sizeof options);
-  if (source != NULL)
-    add(user, source, options);
-  if (kiln__ops_tuning(ctx)->family != KILN_FAMILY_CPU)
-    return;
   static const kiln_dtype dtypes[] = {KILN_F32, KILN_F16, KILN_BF16};
+  if (kiln__ops_tuning(ctx)->family != KILN_FAMILY_CPU) {
+    /* The GPU family builds one program per dtype. */
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
+      const char *source =
+          family_program(ctx, dtypes[i], options, sizeof options);
+      if (source != NULL)
+        add(user, source, options);
+    }
+    return;
+  }
+  add(user, family_program(ctx, KILN_F32, options, sizeof options), options);
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
     kiln__gemm_skinny_options(dtypes[i], skinny_wide(ctx), options,
                               sizeof options);
@@ -374,7 +380,8 @@ static kiln_status run_scale(struct kiln__op *op,
   /* The kernel is in both programs; take the one the family builds anyway,
    * with the same options so that it is not built twice. */
   char options[320];
-  const char *source = family_program(op->queue->ctx, options, sizeof options);
+  const char *source =
+      family_program(op->queue->ctx, g->dtype, options, sizeof options);
   if (source == NULL) /* the parameters in force do not fit: say why */
     return kiln__gemm_gpu_params_for(op->queue->ctx,
                                      &(struct kiln__gemm_gpu_params){0});
