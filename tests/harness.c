@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static kiln_device_list *device_list;
 static kiln_selection *selection;
@@ -39,6 +40,12 @@ bool kiln_test_trace_to(const char *name, char *path, size_t size) {
   remove(path);
   setenv("KILN_TRACE", path, 1);
   return true;
+}
+
+double kiln_test_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 void kiln_test_fill_random(float *data, size_t count, float lo, float hi,

@@ -84,6 +84,9 @@ int kiln_test_run(const char *group, const struct CMUnitTest *tests,
   } while (0)
 void kiln_test_print_skip(const char *test, const char *reason);
 
+/* Seconds on the monotonic clock since an arbitrary start. */
+double kiln_test_now(void);
+
 /* Fill with deterministic pseudo-random floats in [lo, hi). */
 void kiln_test_fill_random(float *data, size_t count, float lo, float hi,
                            uint32_t seed);

@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "multi.h"
 
@@ -166,12 +165,6 @@ kiln_status kiln_device_set_split(const kiln_device_set *set, size_t total,
   return KILN_OK;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 kiln_status kiln_device_set_calibrate(kiln_device_set *set) {
   static const char fn[] = "kiln_device_set_calibrate";
   if (set == NULL)
@@ -194,7 +187,7 @@ kiln_status kiln_device_set_calibrate(kiln_device_set *set) {
     for (int r = 0; r <= REPS && status == KILN_OK; r++) {
       if (r == 1) { /* the first run builds the kernels */
         status = kiln_queue_finish(q);
-        t0 = now_s();
+        t0 = (double)kiln__now_ns() * 1e-9;
       }
       if (status == KILN_OK)
         status = kiln_gemm(q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, N,
@@ -203,7 +196,7 @@ kiln_status kiln_device_set_calibrate(kiln_device_set *set) {
     }
     if (status == KILN_OK)
       status = kiln_queue_finish(q);
-    double took = now_s() - t0;
+    double took = (double)kiln__now_ns() * 1e-9 - t0;
     weights[i] = took > 0 ? 2.0 * N * N * N * REPS / took : 1.0;
     kiln_buffer_destroy(m);
   }
