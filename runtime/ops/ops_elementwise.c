@@ -16,11 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHECK(expr)                                                            \
-  do {                                                                         \
-    if (s == KILN_OK)                                                          \
-      s = (expr);                                                              \
-  } while (0)
+#define CHECK(expr) KILN__CHECK(s, expr)
 
 /* Per op: its kernel in elementwise.cl, its trace name and rough FLOPs per
  * element, for the trace's GFLOP/s (transcendental functions count as the

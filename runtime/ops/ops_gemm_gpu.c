@@ -329,9 +329,6 @@ struct gemm_epilogue_args kiln__gemm_epilogue_args(const struct gemm_problem *g)
   return e;
 }
 
-
-static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
-
 /* Whether op's staged loads of VW elements may be aligned vectors: the
  * kernel's vectors start at multiples of VW along the unit stride, so the
  * offset, the other stride and the batch stride must be multiples of VW
@@ -365,12 +362,12 @@ kiln_status kiln__gemm_run_gpu(struct kiln__op *op,
   size_t global[3], local[3];
   if (direct) {
     const size_t edge = (size_t)p.dwg * p.dwi;
-    global[0] = div_up(g->n, edge) * p.dwg;
-    global[1] = div_up(g->m, edge) * p.dwg;
+    global[0] = kiln__div_up(g->n, edge) * p.dwg;
+    global[1] = kiln__div_up(g->m, edge) * p.dwg;
     local[0] = local[1] = p.dwg;
   } else {
-    global[0] = div_up(g->n, p.nwg) * p.ndimc;
-    global[1] = div_up(g->m, p.mwg) * p.mdimc;
+    global[0] = kiln__div_up(g->n, p.nwg) * p.ndimc;
+    global[1] = kiln__div_up(g->m, p.mwg) * p.mdimc;
     local[0] = p.ndimc;
     local[1] = p.mdimc;
   }

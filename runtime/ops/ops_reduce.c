@@ -29,11 +29,7 @@
 
 #include <stdio.h>
 
-#define CHECK(expr)                                                            \
-  do {                                                                         \
-    if (s == KILN_OK)                                                          \
-      s = (expr);                                                              \
-  } while (0)
+#define CHECK(expr) KILN__CHECK(s, expr)
 
 /* Column block of the CPU family's column kernel (64 bytes of f32). */
 #define CPU_CB 16
@@ -178,21 +174,19 @@ static kiln_status get_params(const kiln_context *ctx, kiln_dtype dtype,
   return s;
 }
 
-static size_t ceil_div(size_t a, size_t b) { return a / b + (a % b != 0); }
-
 /* Split each of `outputs` runs of `len` elements into segments: as many as
  * it takes to have about `target` workers, none shorter than min_len, each
  * a multiple of `align` long. */
 static void split(size_t outputs, size_t len, size_t target, size_t min_len,
                   size_t align, size_t *segs, size_t *seg_len) {
-  size_t want = outputs >= target ? 1 : ceil_div(target, outputs);
-  size_t most = ceil_div(len, min_len ? min_len : 1);
+  size_t want = outputs >= target ? 1 : kiln__div_up(target, outputs);
+  size_t most = kiln__div_up(len, min_len ? min_len : 1);
   size_t n = want < most ? want : most;
   if (n < 1)
     n = 1;
-  size_t l = ceil_div(ceil_div(len, n), align) * align;
+  size_t l = kiln__div_up(kiln__div_up(len, n), align) * align;
   *seg_len = l;
-  *segs = ceil_div(len, l);
+  *segs = kiln__div_up(len, l);
 }
 
 /* The final pass over partial states: one work-item per output. */
@@ -273,11 +267,11 @@ static kiln_status run_cols(struct kiln__op *op, int opi, kiln_dtype dtype,
   if (s != KILN_OK)
     return s;
   size_t cb = p.cpu ? CPU_CB : 1;
-  size_t blocks = ceil_div(cols, cb);
+  size_t blocks = kiln__div_up(cols, cb);
   /* GPU: workers are single items here, so want a group's worth per
    * worker group of the row kernels. */
   size_t target = p.cpu ? p.target : p.target * p.wg;
-  size_t min_rows = p.cpu ? ceil_div(p.min_chunk, cb) : 64;
+  size_t min_rows = p.cpu ? kiln__div_up(p.min_chunk, cb) : 64;
   size_t segs, seg_len;
   split(blocks, rows, target, min_rows, 1, &segs, &seg_len);
   if (segs > UINT32_MAX)

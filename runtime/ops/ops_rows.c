@@ -12,11 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#define CHECK(expr)                                                            \
-  do {                                                                         \
-    if (s == KILN_OK)                                                          \
-      s = (expr);                                                              \
-  } while (0)
+#define CHECK(expr) KILN__CHECK(s, expr)
 
 struct params {
   bool cpu;

@@ -13,11 +13,7 @@
 
 #include <stdio.h>
 
-#define CHECK(expr)                                                            \
-  do {                                                                         \
-    if (s == KILN_OK)                                                          \
-      s = (expr);                                                              \
-  } while (0)
+#define CHECK(expr) KILN__CHECK(s, expr)
 
 struct params {
   bool cpu;
