@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include "core/internal.h" /* the profile's kernel family */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,19 @@ void kiln_test_open(size_t index, kiln_context **ctx, kiln_queue **queue) {
   assert_kiln_ok(kiln_context_create(kiln_test_device(index), NULL, ctx));
   if (queue != NULL)
     assert_kiln_ok(kiln_queue_create(*ctx, KILN_QUEUE_PROFILING, queue));
+}
+
+void kiln_test_open_family(size_t index, bool other, kiln_context **ctx,
+                           kiln_queue **queue) {
+  kiln_test_open(index, ctx, queue);
+  if (!other)
+    return;
+  const char *forced =
+      (*ctx)->backend->tuning->family == KILN_FAMILY_CPU ? "nvidia" : "pocl";
+  kiln_test_close(*ctx, *queue);
+  kiln_context_options opts = {.profile = forced};
+  assert_kiln_ok(kiln_context_create(kiln_test_device(index), &opts, ctx));
+  assert_kiln_ok(kiln_queue_create(*ctx, KILN_QUEUE_PROFILING, queue));
 }
 
 void kiln_test_close(kiln_context *ctx, kiln_queue *queue) {

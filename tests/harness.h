@@ -49,6 +49,11 @@ const kiln_device *kiln_test_device(size_t index);
 /* A context and an in-order queue (profiling on) for test device index.
  * Fails the test on error. */
 void kiln_test_open(size_t index, kiln_context **ctx, kiln_queue **queue);
+/* The same, with the other kernel family forced through the profile when
+ * other is set ("nvidia" on a device whose profile is of the CPU family,
+ * "pocl" on one of the GPU family). */
+void kiln_test_open_family(size_t index, bool other, kiln_context **ctx,
+                           kiln_queue **queue);
 /* Destroy the queue and context, asserting both succeed (so a leaked child
  * shows up as KILN_ERR_BUSY). */
 void kiln_test_close(kiln_context *ctx, kiln_queue *queue);
