@@ -161,7 +161,7 @@ static void test_widen(void **state) {
   util_each_device(widen_on_device);
 }
 
-/* n = 0 touches nothing. */
+/* n = 0 touches nothing, so NULL is fine there. */
 static void test_empty(void **state) {
   (void)state;
   uint16_t h = 0x1234;
@@ -172,6 +172,10 @@ static void test_empty(void **state) {
   kiln_bf16_to_f32(&h, &f, 0);
   assert_int_equal(h, 0x1234);
   assert_true(f == 2.0f);
+  kiln_f32_to_f16(NULL, NULL, 0);
+  kiln_f32_to_bf16(NULL, NULL, 0);
+  kiln_f16_to_f32(NULL, NULL, 0);
+  kiln_bf16_to_f32(NULL, NULL, 0);
 }
 
 int main(void) {

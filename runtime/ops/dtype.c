@@ -37,7 +37,7 @@ KILN_API const char *kiln_dtype_name(kiln_dtype dtype) {
 
 /* The conversions below are cl_kernels/common.clh's kiln_f32_to_f16 and
  * siblings, written again in host C: the two must give the same bits
- * (test_op_cast checks every f16 and a sample of f32 patterns). */
+ * (test_dtype checks every f16 and bf16 and a sample of f32 patterns). */
 
 static uint32_t f32_bits(float f) {
   uint32_t u;
@@ -67,15 +67,17 @@ static uint16_t f32_to_f16(float f) {
   return (uint16_t)(o | sign);
 }
 
-/* Exact; a subnormal m 2^-24 as a float product whose result is normal. */
-static float f16_to_f32(uint16_t h) {
+/* The f32 bits of h, exact; a subnormal m 2^-24 as a float product whose
+ * result is normal. Bits rather than a float, so that a signalling NaN is
+ * not quieted on its way to memory (x87 would). */
+static uint32_t f16_to_f32_bits(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 0)
-    return bits_f32(sign | f32_bits((float)m * 0x1p-24f));
+    return sign | f32_bits((float)m * 0x1p-24f);
   if (e == 31)
-    return bits_f32(sign | 0x7f800000u | (m << 13));
-  return bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+    return sign | 0x7f800000u | (m << 13);
+  return sign | ((e + 112u) << 23) | (m << 13);
 }
 
 /* Adding 0x7fff plus the lowest kept bit carries into the kept half exactly
@@ -96,8 +98,10 @@ KILN_API void kiln_f32_to_f16(const float *src, uint16_t *dst, size_t n) {
 }
 
 KILN_API void kiln_f16_to_f32(const uint16_t *src, float *dst, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    dst[i] = f16_to_f32(src[i]);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u = f16_to_f32_bits(src[i]);
+    memcpy(dst + i, &u, sizeof u);
+  }
 }
 
 KILN_API void kiln_f32_to_bf16(const float *src, uint16_t *dst, size_t n) {
@@ -107,6 +111,8 @@ KILN_API void kiln_f32_to_bf16(const float *src, uint16_t *dst, size_t n) {
 
 /* bf16 is the high half of a binary32: widening is exact. */
 KILN_API void kiln_bf16_to_f32(const uint16_t *src, float *dst, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    dst[i] = bits_f32((uint32_t)src[i] << 16);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u = (uint32_t)src[i] << 16;
+    memcpy(dst + i, &u, sizeof u);
+  }
 }
