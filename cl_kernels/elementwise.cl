@@ -75,31 +75,19 @@
 #define VFILL(TY, q, v) vstore16((TY##16)(v), 0, (q))
 #endif
 
-/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). tanh saturates to +-1
- * for large |x|, so the tanh form never overflows. */
-#define OP_gelu(x)                                                             \
-  (0.5f * (x) *                                                                \
-   (1.0f + tanh(0.7978845608028654f * fma(0.044715f * (x), (x) * (x), (x)))))
+#define OP_gelu(x) KILN_GELU(x) /* common.clh, shared with the GEMM epilogue */
 /* exp of a non-positive argument only, so neither branch overflows; the
  * compiler shares the repeated exp. */
 #define OP_sigmoid(x)                                                          \
   ((x) >= 0.0f ? 1.0f / (1.0f + exp(-fabs(x)))                                 \
                : exp(-fabs(x)) * (1.0f / (1.0f + exp(-fabs(x)))))
-/* NaN < 0 is false, so NaN passes through; -0 stays -0. */
-#define OP_relu(x) ((x) < 0.0f ? 0.0f : (x))
+#define OP_relu(x) KILN_RELU(x)
 #define OP_neg(x) (-(x))
 #define OP_abs(x) fabs(x)
 #define OP_exp(x) exp(x)
 #define OP_log(x) log(x)
 #define OP_sqrt(x) sqrt(x)
 #define OP_tanh(x) tanh(x)
-
-#define OP_add(a, b) ((a) + (b))
-#define OP_sub(a, b) ((a) - (b))
-#define OP_mul(a, b) ((a) * (b))
-#define OP_div(a, b) ((a) / (b))
-#define OP_max(a, b) fmax((a), (b))
-#define OP_min(a, b) fmin((a), (b))
 
 /* al_: every pointer of the call is aligned to a whole vector. */
 #define UNARY(op)                                                              \

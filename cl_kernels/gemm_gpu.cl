@@ -1,13 +1,14 @@
 /* GEMM, GPU family: C = act(alpha * op(A) * op(B) + beta * C + bias) for
- * GPUs, where many work-items share __local tiles. Two kernels:
+ * GPUs, where many work-items share __local tiles. Two kernels, for
+ * operands of the dtype DT, both storing through one epilogue (store_c):
  *
- *   gemm_gpu_<dt>     the tiled kernel: a work-group of NDIMC x MDIMC
- *                     work-items computes an MWG x NWG tile of C, walking k
- *                     KWG steps per stage.
- *   gemm_direct_<dt>  the direct kernel, for small and odd shapes (below the
- *                     host's switch point): no __local memory and no
- *                     barriers, DWG x DWG work-items of DWI x DWI outputs
- *                     each, reading A and B straight from global memory.
+ *   gemm_gpu     the tiled kernel: a work-group of NDIMC x MDIMC work-items
+ *                computes an MWG x NWG tile of C, walking k KWG steps per
+ *                stage.
+ *   gemm_direct  the direct kernel, for small and odd shapes (below the
+ *                host's switch point): no __local memory and no barriers,
+ *                DWG x DWG work-items of DWI x DWI outputs each, reading A
+ *                and B straight from global memory.
  *
  * How the tiled kernel reaches the hardware (the scheme of the fastest
  * portable OpenCL GEMMs: CLBlast's xgemm and Nugteren's SGEMM tutorial,
@@ -50,7 +51,15 @@
  * The knobs are build macros, set by runtime/ops/ops_gemm_gpu.c from the
  * profile or a tuning file; the space and its constraints are described
  * there. The defaults below are the profile's historic 8 x 8 x 2 x 2.
+ * -DDT=n chooses the storage type of A and B (0 f32, 1 f16, 2 bf16; C and
+ * the bias are f32): one program per dtype, as reduce.cl.
  */
+#ifndef DT
+#define DT 0
+#endif
+#if DT > 2
+#error "GEMM operands are f32, f16 or bf16 (DT 0, 1, 2)"
+#endif
 #include "common.clh"
 #include "gemm_epilogue.clh"
 
@@ -133,43 +142,61 @@
 #define OUT_COL(tx, q) ((tx)*NWI + (q))
 #endif
 
-/* Element loads by dtype. LOADV_<dt>_<w>(p, i, dst) stores the w elements
- * p[i .. i + w - 1] into dst[0 .. w - 1] as floats, through one aligned
- * vector when aligned is set (i a multiple of w, p suitably aligned). */
-#define LOAD_F32(p, i) ((p)[i])
-#define LOAD_F16(p, i) vload_half(i, p)
-#define LOAD_BF16(p, i) kiln_bf16_to_f32((p)[i])
-
+/* Element loads of A and B (type T, common.clh) as floats. LOADF(p, i):
+ * element i of p. VECF(W, p, i, dst): the W consecutive elements from i into
+ * float dst[], as one vector load (the caller checks alignment and bounds):
+ * f32 and bf16 through an aligned vector pointer, f16 through vload_halfW
+ * (which needs only 2-byte alignment). */
 #define GEMM_CAT_(a, b) a##b
 #define GEMM_CAT(a, b) GEMM_CAT_(a, b)
-
-/* Copy W consecutive elements starting at element i of p into float dst[]:
- * one vector load when VEC (the run is aligned and inside the matrix),
- * else one guarded element at a time (n elements valid). The vector forms
- * per dtype: f32 and bf16 through an aligned vector pointer, f16 through
- * vload_halfW (which needs only 2-byte alignment). */
-#define VEC_F32(W, p, i, dst)                                                  \
+#if DT == 0
+#define LOADF(p, i) ((p)[i])
+#define VECF(W, p, i, dst)                                                     \
   {                                                                            \
     const GEMM_CAT(float, W) vv_ =                                              \
         *(__global const GEMM_CAT(float, W) *)((p) + (i));                     \
     GEMM_CAT(vstore, W)(vv_, 0, dst);                                           \
   }
-#define VEC_F16(W, p, i, dst)                                                  \
+#elif DT == 1
+#define LOADF(p, i) vload_half(i, p)
+#define VECF(W, p, i, dst)                                                     \
   GEMM_CAT(vstore, W)(GEMM_CAT(vload_half, W)(0, (p) + (i)), 0, dst);
-#define VEC_BF16(W, p, i, dst)                                                 \
+#else
+#define LOADF(p, i) kiln_bf16_to_f32((p)[i])
+#define VECF(W, p, i, dst)                                                     \
   {                                                                            \
     const GEMM_CAT(ushort, W) h_ =                                             \
         *(__global const GEMM_CAT(ushort, W) *)((p) + (i));                    \
     GEMM_CAT(vstore, W)                                                        \
     (GEMM_CAT(as_float, W)(GEMM_CAT(convert_uint, W)(h_) << 16), 0, dst);      \
   }
+#endif
+
+/* The aligned vector load of each operand; empty for a width of 1, where
+ * the element path is the only one (there is no float1). */
+#if VWM > 1
+#define VECA(p, i, dst) VECF(VWM, p, i, dst)
+#else
+#define VECA(p, i, dst)
+#endif
+#if VWN > 1
+#define VECB(p, i, dst) VECF(VWN, p, i, dst)
+#else
+#define VECB(p, i, dst)
+#endif
+
+/* Element (r, p) of an operand read from global memory, 0 outside. */
+float direct(__global const T *x, ulong rs, ulong ps, uint r, uint p, uint rn,
+             uint pn) {
+  return r < rn && p < pn ? LOADF(x, (ulong)r * rs + (ulong)p * ps) : 0.0f;
+}
 
 /* Stage one operand tile of TR rows (the M or N direction) x KWG steps
  * into tile[kk][row] (row length TR + PAD). e runs over the tile's TR*KWG/VW
  * vectors; rows_fast: the operand's unit stride runs along the rows (else
  * along k). x points at the operand's batch entry; (x_rs, x_cs) its strides
  * in (row, k) order; r0/p0 the tile's first row and step; rn/kn the
- * matrix's extents. */
+ * matrix's extents. A macro: the two operands' tiles differ in width. */
 #define STAGE(TILE, TR, VW, VECX, x, x_rs, x_cs, rows_fast, vec, r0, p0, rn,  \
               kn, lid)                                                         \
   for (uint l_ = 0; l_ < (TR * KWG) / (VW * WGS); l_++) {                      \
@@ -192,7 +219,7 @@
       VECX(x, at_, v_)                                                         \
     } else {                                                                   \
       for (uint t_ = 0; t_ < VW; t_++)                                         \
-        v_[t_] = other_ && t_ < run_ ? GEMM_LOADF(x, at_ + t_) : 0.0f;         \
+        v_[t_] = other_ && t_ < run_ ? LOADF(x, at_ + t_) : 0.0f;              \
     }                                                                          \
     for (uint t_ = 0; t_ < VW; t_++) {                                         \
       if (rows_fast)                                                           \
@@ -202,165 +229,21 @@
     }                                                                          \
   }
 
-/* Multiply one stage: for each of its KWG steps, MWI values of op(A) and
- * NWI of op(B) (from the __local tiles, or global memory when not staged)
- * into the MWI x NWI accumulators. */
-#if SA
-#define A_VAL(kk, r) at[kk][OUT_ROW(ty, r)]
-#else
-#define A_VAL(kk, r) a_direct(a, a_rs, a_cs, i0 + OUT_ROW(ty, r), p0 + (kk), m, k)
-#endif
-#if SB
-#define B_VAL(kk, q) bt[kk][OUT_COL(tx, q)]
-#else
-#define B_VAL(kk, q) a_direct(b, b_cs, b_rs, j0 + OUT_COL(tx, q), p0 + (kk), n, k)
-#endif
-
-#define MULTIPLY_STAGE                                                         \
-  for (uint k0_ = 0; k0_ < KWG; k0_ += KWI) {                                  \
-    _Pragma("unroll") for (uint u_ = 0; u_ < KWI; u_++) {                      \
-      float av_[MWI], bv_[NWI];                                                \
-      _Pragma("unroll") for (uint r = 0; r < MWI; r++) av_[r] =                \
-          A_VAL(k0_ + u_, r);                                                  \
-      _Pragma("unroll") for (uint q = 0; q < NWI; q++) bv_[q] =                \
-          B_VAL(k0_ + u_, q);                                                  \
-      _Pragma("unroll") for (uint r = 0; r < MWI; r++)                         \
-          _Pragma("unroll") for (uint q = 0; q < NWI; q++) acc[r][q] =         \
-              fma(av_[r], bv_[q], acc[r][q]);                                  \
-    }                                                                          \
-  }
-
-/* Store the accumulators through the epilogue: alpha, beta (C is read only
- * when read_c, so NaNs in C do not leak when beta == 0), bias, act. */
-#define STORE_C                                                                \
-  for (uint r = 0; r < MWI; r++) {                                             \
-    const uint gi = i0 + OUT_ROW(ty, r);                                       \
-    for (uint q = 0; q < NWI; q++) {                                           \
-      const uint gj = j0 + OUT_COL(tx, q);                                     \
-      if (gi < m && gj < n) {                                                  \
-        __global float *cp = c + (ulong)gi * ldc + gj;                         \
-        float v = alpha * acc[r][q];                                           \
-        v = read_c ? fma(beta, *cp, v) : v;                                    \
-        if (use_bias)                                                          \
-          v += bias[bias_off + gi * bias_rs + gj * bias_cs];                   \
-        *cp = gemm_act(v, act);                                                \
-      }                                                                        \
-    }                                                                          \
-  }
-
-#define GEMM_ARGS(SRC_T)                                                       \
-  uint m, uint n, uint k, float alpha, float beta, uint read_c,                \
-      __global const SRC_T *a, ulong a_off, ulong a_batch, ulong a_rs,         \
-      ulong a_cs, __global const SRC_T *b, ulong b_off, ulong b_batch,         \
-      ulong b_rs, ulong b_cs, __global float *c, ulong c_off, ulong c_batch,   \
-      ulong ldc, uint act, uint use_bias, __global const float *bias,          \
-      ulong bias_off, ulong bias_rs, ulong bias_cs
-
-#define GPU_GEMM(DT, SRC_T)                                                    \
-  /* Element (r, p) of an operand read from global memory, 0 outside. */     \
-  float GEMM_CAT(direct_, DT)(__global const SRC_T *x, ulong rs, ulong ps,     \
-                              uint r, uint p, uint rn, uint pn) {              \
-    return r < rn && p < pn ? GEMM_LOADF(x, (ulong)r * rs + (ulong)p * ps)     \
-                            : 0.0f;                                            \
-  }                                                                            \
-  __kernel __attribute__((reqd_work_group_size(NDIMC, MDIMC, 1))) void         \
-      GEMM_CAT(gemm_gpu_, DT)(GEMM_ARGS(SRC_T), uint a_vec, uint b_vec) {      \
-    STAGE_DECL                                                                 \
-    const uint tx = get_local_id(0), ty = get_local_id(1);                     \
-    const uint lid = ty * NDIMC + tx;                                          \
-    const uint i0 = get_group_id(1) * MWG, j0 = get_group_id(0) * NWG;         \
-    const ulong bt_ = get_global_id(2);                                        \
-    a += a_off + bt_ * a_batch;                                                \
-    b += b_off + bt_ * b_batch;                                                \
-    c += c_off + bt_ * c_batch;                                                \
-    /* A's rows run along consecutive addresses when its row stride is 1 and \
-     * its k stride is not; B's columns likewise. */                          \
-    const bool a_rows_fast = a_rs == 1 && a_cs != 1;                           \
-    const bool b_cols_fast = b_cs == 1 && b_rs != 1;                           \
-    float acc[MWI][NWI];                                                       \
-    for (uint r = 0; r < MWI; r++)                                             \
-      for (uint q = 0; q < NWI; q++)                                           \
-        acc[r][q] = 0.0f;                                                      \
-    const uint stages = (k + KWG - 1) / KWG;                                   \
-    LOAD_STAGE(0, 0)                                                           \
-    if (SA || SB)                                                              \
-      barrier(CLK_LOCAL_MEM_FENCE);                                            \
-    for (uint s = 0; s < stages; s++) {                                        \
-      const uint p0 = s * KWG;                                                 \
-      if (DB && s + 1 < stages) {                                              \
-        /* The other buffer was last read before the previous barrier. */     \
-        LOAD_STAGE((s + 1) % 2, p0 + KWG)                                      \
-      }                                                                        \
-      {                                                                        \
-        USE_STAGE(DB ? s % 2 : 0)                                              \
-        MULTIPLY_STAGE                                                         \
-      }                                                                        \
-      if (!DB && s + 1 < stages) {                                             \
-        if (SA || SB)                                                          \
-          barrier(CLK_LOCAL_MEM_FENCE);                                        \
-        LOAD_STAGE(0, p0 + KWG)                                                \
-      }                                                                        \
-      if (SA || SB)                                                            \
-        barrier(CLK_LOCAL_MEM_FENCE);                                          \
-    }                                                                          \
-    STORE_C                                                                    \
-  }                                                                            \
-  /* The direct kernel: DWI x DWI outputs per work-item, rows and columns    \
-   * DWG apart, A and B read straight from global memory. It takes the tiled \
-   * kernel's arguments (a_vec, b_vec unused) so the host sets one list. */   \
-  __kernel __attribute__((reqd_work_group_size(DWG, DWG, 1))) void             \
-      GEMM_CAT(gemm_direct_, DT)(GEMM_ARGS(SRC_T), uint a_vec, uint b_vec) {   \
-    const uint tx = get_local_id(0), ty = get_local_id(1);                     \
-    const uint i0 = get_group_id(1) * (DWG * DWI);                             \
-    const uint j0 = get_group_id(0) * (DWG * DWI);                             \
-    const ulong bt_ = get_global_id(2);                                        \
-    a += a_off + bt_ * a_batch;                                                \
-    b += b_off + bt_ * b_batch;                                                \
-    c += c_off + bt_ * c_batch;                                                \
-    float acc[DWI][DWI];                                                       \
-    for (uint r = 0; r < DWI; r++)                                             \
-      for (uint q = 0; q < DWI; q++)                                           \
-        acc[r][q] = 0.0f;                                                      \
-    for (uint p = 0; p < k; p++) {                                             \
-      float av_[DWI], bv_[DWI];                                                \
-      for (uint r = 0; r < DWI; r++)                                           \
-        av_[r] = GEMM_CAT(direct_, DT)(a, a_rs, a_cs, i0 + ty + r * DWG, p, m, \
-                                       k);                                     \
-      for (uint q = 0; q < DWI; q++)                                           \
-        bv_[q] = GEMM_CAT(direct_, DT)(b, b_cs, b_rs, j0 + tx + q * DWG, p, n, \
-                                       k);                                     \
-      for (uint r = 0; r < DWI; r++)                                           \
-        for (uint q = 0; q < DWI; q++)                                         \
-          acc[r][q] = fma(av_[r], bv_[q], acc[r][q]);                          \
-    }                                                                          \
-    for (uint r = 0; r < DWI; r++) {                                           \
-      const uint gi = i0 + ty + r * DWG;                                       \
-      for (uint q = 0; q < DWI; q++) {                                         \
-        const uint gj = j0 + tx + q * DWG;                                     \
-        if (gi < m && gj < n) {                                                \
-          __global float *cp = c + (ulong)gi * ldc + gj;                       \
-          float v = alpha * acc[r][q];                                         \
-          v = read_c ? fma(beta, *cp, v) : v;                                  \
-          if (use_bias)                                                        \
-            v += bias[bias_off + gi * bias_rs + gj * bias_cs];                 \
-          *cp = gemm_act(v, act);                                              \
-        }                                                                      \
-      }                                                                        \
-    }                                                                          \
-  }
-
-/* The __local stages ([stage][kk][row]) and how a stage is loaded and
- * selected; empty for an operand that is not staged. */
+/* The __local stages ([stage][kk][row]), how a stage is loaded, and the
+ * value of op(A) or op(B) at step kk of the current stage: from the tile,
+ * or from global memory for an operand that is not staged. */
 #if SA
 #define STAGE_DECL_A __local float a_tiles[STAGES][KWG][MWG + PADA];
 #define LOAD_A(st, p0)                                                         \
   STAGE(a_tiles[st], MWG, VWM, VECA, a, a_rs, a_cs, a_rows_fast, a_vec, i0,   \
         p0, m, k, lid)
 #define USE_A(st) __local float(*at)[MWG + PADA] = a_tiles[st];
+#define A_VAL(kk, r) at[kk][OUT_ROW(ty, r)]
 #else
 #define STAGE_DECL_A
 #define LOAD_A(st, p0)
 #define USE_A(st)
+#define A_VAL(kk, r) direct(a, a_rs, a_cs, i0 + OUT_ROW(ty, r), p0 + (kk), m, k)
 #endif
 #if SB
 #define STAGE_DECL_B __local float b_tiles[STAGES][KWG][NWG + PADB];
@@ -368,54 +251,139 @@
   STAGE(b_tiles[st], NWG, VWN, VECB, b, b_cs, b_rs, b_cols_fast, b_vec, j0,   \
         p0, n, k, lid)
 #define USE_B(st) __local float(*bt)[NWG + PADB] = b_tiles[st];
+#define B_VAL(kk, q) bt[kk][OUT_COL(tx, q)]
 #else
 #define STAGE_DECL_B
 #define LOAD_B(st, p0)
 #define USE_B(st)
+#define B_VAL(kk, q) direct(b, b_cs, b_rs, j0 + OUT_COL(tx, q), p0 + (kk), n, k)
 #endif
-#define STAGE_DECL STAGE_DECL_A STAGE_DECL_B
 #define LOAD_STAGE(st, p0) LOAD_A(st, p0) LOAD_B(st, p0)
 #define USE_STAGE(st) USE_A(st) USE_B(st)
 
-/* The aligned vector load of each operand; empty for a width of 1, where
- * the element path is the only one (there is no float1). */
-#if VWM > 1
-#define VECA(p, i, dst) GEMM_VECF(VWM, p, i, dst)
-#else
-#define VECA(p, i, dst)
-#endif
-#if VWN > 1
-#define VECB(p, i, dst) GEMM_VECF(VWN, p, i, dst)
-#else
-#define VECB(p, i, dst)
-#endif
+/* Output (gi, gj) of C, when inside it, through the epilogue: alpha * acc,
+ * plus beta C (read only when read_c, so NaNs in C do not leak when
+ * beta == 0), plus the bias, through act. Both kernels store with it. */
+void store_c(__global float *c, ulong ldc, uint m, uint n, uint gi, uint gj,
+             float acc, float alpha, float beta, uint read_c, uint act,
+             uint use_bias, __global const float *bias, ulong bias_off,
+             ulong bias_rs, ulong bias_cs) {
+  if (gi < m && gj < n) {
+    __global float *cp = c + (ulong)gi * ldc + gj;
+    float v = alpha * acc;
+    v = read_c ? fma(beta, *cp, v) : v;
+    if (use_bias)
+      v += bias[bias_off + gi * bias_rs + gj * bias_cs];
+    *cp = gemm_act(v, act);
+  }
+}
 
-/* A_VAL/B_VAL of an unstaged operand read through direct_<dt>. */
-#define a_direct GEMM_CAT(direct_, GEMM_DT)
+/* The arguments both kernels take (a_vec, b_vec unused by the direct one),
+ * so the host sets one list. */
+#define GEMM_ARGS                                                              \
+  uint m, uint n, uint k, float alpha, float beta, uint read_c,                \
+      __global const T *a, ulong a_off, ulong a_batch, ulong a_rs,             \
+      ulong a_cs, __global const T *b, ulong b_off, ulong b_batch, ulong b_rs, \
+      ulong b_cs, __global float *c, ulong c_off, ulong c_batch, ulong ldc,    \
+      uint act, uint use_bias, __global const float *bias, ulong bias_off,     \
+      ulong bias_rs, ulong bias_cs, uint a_vec, uint b_vec
+#define EPILOGUE_ARGS                                                          \
+  alpha, beta, read_c, act, use_bias, bias, bias_off, bias_rs, bias_cs
 
-/* Each instantiation sees the dtype's element and vector loads through
- * GEMM_LOADF and GEMM_VECF, defined around it (the stage macros expand
- * inside GPU_GEMM, where its parameters are already substituted). */
-#define GEMM_DT f32
-#define GEMM_LOADF LOAD_F32
-#define GEMM_VECF VEC_F32
-GPU_GEMM(f32, float)
-#undef GEMM_DT
-#undef GEMM_LOADF
-#undef GEMM_VECF
-#define GEMM_DT f16
-#define GEMM_LOADF LOAD_F16
-#define GEMM_VECF VEC_F16
-GPU_GEMM(f16, half)
-#undef GEMM_DT
-#undef GEMM_LOADF
-#undef GEMM_VECF
-#define GEMM_DT bf16
-#define GEMM_LOADF LOAD_BF16
-#define GEMM_VECF VEC_BF16
-GPU_GEMM(bf16, ushort)
-#undef GEMM_DT
-#undef GEMM_LOADF
-#undef GEMM_VECF
+__kernel __attribute__((reqd_work_group_size(NDIMC, MDIMC, 1))) void
+gemm_gpu(GEMM_ARGS) {
+  STAGE_DECL_A
+  STAGE_DECL_B
+  const uint tx = get_local_id(0), ty = get_local_id(1);
+  const uint lid = ty * NDIMC + tx;
+  const uint i0 = get_group_id(1) * MWG, j0 = get_group_id(0) * NWG;
+  const ulong bt_ = get_global_id(2);
+  a += a_off + bt_ * a_batch;
+  b += b_off + bt_ * b_batch;
+  c += c_off + bt_ * c_batch;
+  /* A's rows run along consecutive addresses when its row stride is 1 and
+   * its k stride is not; B's columns likewise. */
+  const bool a_rows_fast = a_rs == 1 && a_cs != 1;
+  const bool b_cols_fast = b_cs == 1 && b_rs != 1;
+  float acc[MWI][NWI];
+  for (uint r = 0; r < MWI; r++)
+    for (uint q = 0; q < NWI; q++)
+      acc[r][q] = 0.0f;
+  const uint stages = (k + KWG - 1) / KWG;
+  LOAD_STAGE(0, 0)
+  if (SA || SB)
+    barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = 0; s < stages; s++) {
+    const uint p0 = s * KWG;
+    if (DB && s + 1 < stages) {
+      /* The other buffer was last read before the previous barrier. */
+      LOAD_STAGE((s + 1) % 2, p0 + KWG)
+    }
+    {
+      USE_STAGE(DB ? s % 2 : 0)
+      /* For each of the stage's KWG steps, MWI values of op(A) and NWI of
+       * op(B) into the MWI x NWI accumulators. */
+      for (uint k0 = 0; k0 < KWG; k0 += KWI) {
+#pragma unroll
+        for (uint u = 0; u < KWI; u++) {
+          float av[MWI], bv[NWI];
+#pragma unroll
+          for (uint r = 0; r < MWI; r++)
+            av[r] = A_VAL(k0 + u, r);
+#pragma unroll
+          for (uint q = 0; q < NWI; q++)
+            bv[q] = B_VAL(k0 + u, q);
+#pragma unroll
+          for (uint r = 0; r < MWI; r++)
+#pragma unroll
+            for (uint q = 0; q < NWI; q++)
+              acc[r][q] = fma(av[r], bv[q], acc[r][q]);
+        }
+      }
+    }
+    if (!DB && s + 1 < stages) {
+      if (SA || SB)
+        barrier(CLK_LOCAL_MEM_FENCE);
+      LOAD_STAGE(0, p0 + KWG)
+    }
+    if (SA || SB)
+      barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (uint r = 0; r < MWI; r++)
+    for (uint q = 0; q < NWI; q++)
+      store_c(c, ldc, m, n, i0 + OUT_ROW(ty, r), j0 + OUT_COL(tx, q),
+              acc[r][q], EPILOGUE_ARGS);
+}
+
+/* The direct kernel: DWI x DWI outputs per work-item, rows and columns DWG
+ * apart, A and B read straight from global memory. */
+__kernel __attribute__((reqd_work_group_size(DWG, DWG, 1))) void
+gemm_direct(GEMM_ARGS) {
+  const uint tx = get_local_id(0), ty = get_local_id(1);
+  const uint i0 = get_group_id(1) * (DWG * DWI);
+  const uint j0 = get_group_id(0) * (DWG * DWI);
+  const ulong bt_ = get_global_id(2);
+  a += a_off + bt_ * a_batch;
+  b += b_off + bt_ * b_batch;
+  c += c_off + bt_ * c_batch;
+  float acc[DWI][DWI];
+  for (uint r = 0; r < DWI; r++)
+    for (uint q = 0; q < DWI; q++)
+      acc[r][q] = 0.0f;
+  for (uint p = 0; p < k; p++) {
+    float av[DWI], bv[DWI];
+    for (uint r = 0; r < DWI; r++)
+      av[r] = direct(a, a_rs, a_cs, i0 + ty + r * DWG, p, m, k);
+    for (uint q = 0; q < DWI; q++)
+      bv[q] = direct(b, b_cs, b_rs, j0 + tx + q * DWG, p, n, k);
+    for (uint r = 0; r < DWI; r++)
+      for (uint q = 0; q < DWI; q++)
+        acc[r][q] = fma(av[r], bv[q], acc[r][q]);
+  }
+  for (uint r = 0; r < DWI; r++)
+    for (uint q = 0; q < DWI; q++)
+      store_c(c, ldc, m, n, i0 + ty + r * DWG, j0 + tx + q * DWG, acc[r][q],
+              EPILOGUE_ARGS);
+}
 
 #include "gemm_scale.clh"

@@ -15,13 +15,6 @@
 #endif
 #include "common.clh"
 
-#define OP_add(a, b) ((a) + (b))
-#define OP_sub(a, b) ((a) - (b))
-#define OP_mul(a, b) ((a) * (b))
-#define OP_div(a, b) ((a) / (b))
-#define OP_max(a, b) fmax((a), (b))
-#define OP_min(a, b) fmin((a), (b))
-
 /* Run STMT for column c = get_global_id(0) < cols of row r; as FOR_ELEMENT,
  * only the last group along the columns checks the bound. */
 #define FOR_COLUMN(c, cols, STMT)                                              \

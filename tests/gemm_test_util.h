@@ -202,11 +202,6 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
   assert_kiln_ok(kiln_buffer_destroy(dc));
 }
 
-/* The profile that gives device index i the other kernel family. */
-static const char *other_family_profile(kiln_context *ctx) {
-  return ctx->backend->tuning->family == KILN_FAMILY_CPU ? "nvidia" : "pocl";
-}
-
 /* Run cases on every device, with its own profile and (when other is set)
  * with the other family forced. */
 static void run_all(const struct gcase *cases, size_t count, bool other) {
@@ -214,16 +209,8 @@ static void run_all(const struct gcase *cases, size_t count, bool other) {
     for (int pass = 0; pass < (other ? 2 : 1); pass++) {
       kiln_context *ctx = NULL;
       kiln_queue *q = NULL;
-      kiln_test_open(d, &ctx, &q);
+      kiln_test_open_family(d, pass == 1, &ctx, &q);
       const char *profile = kiln_context_get_profile(ctx);
-      if (pass == 1) {
-        const char *forced = other_family_profile(ctx);
-        kiln_test_close(ctx, q);
-        kiln_context_options opts = {.profile = forced};
-        assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
-        assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
-        profile = forced;
-      }
       for (size_t i = 0; i < count; i++) {
         const struct gcase *g = &cases[i];
         char tag[200];

@@ -1,8 +1,11 @@
 #include "harness.h"
 
+#include "core/internal.h" /* the profile's kernel family */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static kiln_device_list *device_list;
 static kiln_selection *selection;
@@ -19,6 +22,19 @@ void kiln_test_open(size_t index, kiln_context **ctx, kiln_queue **queue) {
   assert_kiln_ok(kiln_context_create(kiln_test_device(index), NULL, ctx));
   if (queue != NULL)
     assert_kiln_ok(kiln_queue_create(*ctx, KILN_QUEUE_PROFILING, queue));
+}
+
+void kiln_test_open_family(size_t index, bool other, kiln_context **ctx,
+                           kiln_queue **queue) {
+  kiln_test_open(index, ctx, queue);
+  if (!other)
+    return;
+  const char *forced =
+      (*ctx)->backend->tuning->family == KILN_FAMILY_CPU ? "nvidia" : "pocl";
+  kiln_test_close(*ctx, *queue);
+  kiln_context_options opts = {.profile = forced};
+  assert_kiln_ok(kiln_context_create(kiln_test_device(index), &opts, ctx));
+  assert_kiln_ok(kiln_queue_create(*ctx, KILN_QUEUE_PROFILING, queue));
 }
 
 void kiln_test_close(kiln_context *ctx, kiln_queue *queue) {
@@ -39,6 +55,12 @@ bool kiln_test_trace_to(const char *name, char *path, size_t size) {
   remove(path);
   setenv("KILN_TRACE", path, 1);
   return true;
+}
+
+double kiln_test_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 void kiln_test_fill_random(float *data, size_t count, float lo, float hi,

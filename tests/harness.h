@@ -49,6 +49,11 @@ const kiln_device *kiln_test_device(size_t index);
 /* A context and an in-order queue (profiling on) for test device index.
  * Fails the test on error. */
 void kiln_test_open(size_t index, kiln_context **ctx, kiln_queue **queue);
+/* The same, with the other kernel family forced through the profile when
+ * other is set ("nvidia" on a device whose profile is of the CPU family,
+ * "pocl" on one of the GPU family). */
+void kiln_test_open_family(size_t index, bool other, kiln_context **ctx,
+                           kiln_queue **queue);
 /* Destroy the queue and context, asserting both succeed (so a leaked child
  * shows up as KILN_ERR_BUSY). */
 void kiln_test_close(kiln_context *ctx, kiln_queue *queue);
@@ -83,6 +88,9 @@ int kiln_test_run(const char *group, const struct CMUnitTest *tests,
     return;                                                                 \
   } while (0)
 void kiln_test_print_skip(const char *test, const char *reason);
+
+/* Seconds on the monotonic clock since an arbitrary start. */
+double kiln_test_now(void);
 
 /* Fill with deterministic pseudo-random floats in [lo, hi). */
 void kiln_test_fill_random(float *data, size_t count, float lo, float hi,

@@ -1,11 +1,8 @@
-/* Helpers for the op tests (test_op_*.c): independent host references for
- * f16/bf16 storage, buffers holding host data, error bounds, and the
+/* Helpers for the op tests (test_op_*.c): an independent host reference for
+ * f16/bf16 rounding, buffers holding host data, error bounds, and the
  * scaffolding every op test repeats (a context per device, guard checks
  * around the written range, the bad-argument fixture). Header-only (static
- * functions), so the tests' meson list needs no extra source. The storage
- * conversions here are written differently from the library's and the
- * kernels' (from the value, in double, rather than on the bits), so a shared
- * mistake is unlikely. */
+ * functions), so the tests' meson list needs no extra source. */
 #ifndef KILN_OP_TEST_UTIL_H
 #define KILN_OP_TEST_UTIL_H
 
@@ -23,6 +20,13 @@ static inline kiln_dtype util_result_dtype(int op) {
   return op == KILN_REDUCE_ARGMAX ? KILN_U32 : KILN_F32;
 }
 
+/* The tests store and read f16 and bf16 data with the library's host
+ * conversions (kiln_f32_to_f16 and siblings). util_f32_to_f16 and
+ * util_f32_to_bf16 below are the independent reference those conversions
+ * and kiln_cast are checked against (test_dtype, test_op_cast): written from
+ * the value, in double, rather than on the bits, so a shared mistake is
+ * unlikely. */
+
 static inline float util_bits_to_f32(uint32_t u) {
   float f;
   memcpy(&f, &u, sizeof f);
@@ -32,18 +36,6 @@ static inline uint32_t util_f32_to_bits(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
   return u;
-}
-
-static inline float util_f16_to_f32(uint16_t h) {
-  int sign = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-  double v;
-  if (e == 31)
-    v = m ? NAN : INFINITY;
-  else if (e == 0)
-    v = ldexp(m, -24);
-  else
-    v = ldexp(1024 + m, e - 25);
-  return (float)(sign ? -v : v);
 }
 
 /* Round v to nearest even with a significand of `bits` bits (implicit one
@@ -83,10 +75,6 @@ static inline uint16_t util_f32_to_f16(float f) {
          (uint16_t)((a / ldexp(1.0, E) - 1.0) * 1024.0);
 }
 
-static inline float util_bf16_to_f32(uint16_t b) {
-  return util_bits_to_f32((uint32_t)b << 16);
-}
-
 static inline uint16_t util_f32_to_bf16(float f) {
   if (isnan(f))
     return (uint16_t)((util_f32_to_bits(f) >> 16) | 0x40);
@@ -100,9 +88,14 @@ static inline double util_get(kiln_dtype dt, const void *p, size_t i) {
   case KILN_F32:
     return ((const float *)p)[i];
   case KILN_F16:
-    return util_f16_to_f32(((const uint16_t *)p)[i]);
-  case KILN_BF16:
-    return util_bf16_to_f32(((const uint16_t *)p)[i]);
+  case KILN_BF16: {
+    float f;
+    if (dt == KILN_F16)
+      kiln_f16_to_f32((const uint16_t *)p + i, &f, 1);
+    else
+      kiln_bf16_to_f32((const uint16_t *)p + i, &f, 1);
+    return f;
+  }
   case KILN_I32:
     return ((const int32_t *)p)[i];
   case KILN_U32:
@@ -116,11 +109,14 @@ static inline void util_set(kiln_dtype dt, void *p, size_t i, double v) {
     ((float *)p)[i] = (float)v;
     break;
   case KILN_F16:
-    ((uint16_t *)p)[i] = util_f32_to_f16((float)v);
+  case KILN_BF16: {
+    float f = (float)v;
+    if (dt == KILN_F16)
+      kiln_f32_to_f16(&f, (uint16_t *)p + i, 1);
+    else
+      kiln_f32_to_bf16(&f, (uint16_t *)p + i, 1);
     break;
-  case KILN_BF16:
-    ((uint16_t *)p)[i] = util_f32_to_bf16((float)v);
-    break;
+  }
   case KILN_I32:
     ((int32_t *)p)[i] = (int32_t)v;
     break;

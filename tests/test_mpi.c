@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "kiln/kiln_mpi.h"
-#include "../runtime/mpi/mpi_internal.h" /* host f16 / bf16 conversion */
 
 static int failures, rank_, size_;
 
@@ -58,20 +57,24 @@ static double input(int r, size_t i, unsigned salt) {
 }
 
 static void store(kiln_dtype dtype, void *host, size_t i, double v) {
+  float f = (float)v;
   if (dtype == KILN_F32)
-    ((float *)host)[i] = (float)v;
+    ((float *)host)[i] = f;
   else if (dtype == KILN_F16)
-    ((uint16_t *)host)[i] = kiln__f32_to_f16((float)v);
+    kiln_f32_to_f16(&f, (uint16_t *)host + i, 1);
   else
-    ((uint16_t *)host)[i] = kiln__f32_to_bf16((float)v);
+    kiln_f32_to_bf16(&f, (uint16_t *)host + i, 1);
 }
 
 static double load(kiln_dtype dtype, const void *host, size_t i) {
+  float f;
   if (dtype == KILN_F32)
     return ((const float *)host)[i];
   if (dtype == KILN_F16)
-    return kiln__f16_to_f32(((const uint16_t *)host)[i]);
-  return kiln__bf16_to_f32(((const uint16_t *)host)[i]);
+    kiln_f16_to_f32((const uint16_t *)host + i, &f, 1);
+  else
+    kiln_bf16_to_f32((const uint16_t *)host + i, &f, 1);
+  return f;
 }
 
 /* Rank r's element i after storing in dtype (what the device holds). */

@@ -149,10 +149,12 @@ static void round_trip_on_device(kiln_context *ctx, kiln_queue *q) {
   float *h = malloc(n * sizeof *h), *bf = malloc(n * sizeof *bf);
   size_t nh = 0, nb = 0;
   for (uint32_t i = 0; i < n; i++) {
-    float v = util_f16_to_f32((uint16_t)i);
+    float v, w;
+    uint16_t b = (uint16_t)i;
+    kiln_f16_to_f32(&b, &v, 1);
     if (!isnan(v))
       h[nh++] = v;
-    float w = util_bf16_to_f32((uint16_t)i);
+    kiln_bf16_to_f32(&b, &w, 1);
     if (!isnan(w))
       bf[nb++] = w;
   }

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -46,12 +45,6 @@ static long long live_heap_bytes(void) {
 #else
   return -1;
 #endif
-}
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* Create/destroy cycles: up to the target count, but each phase (object
@@ -446,10 +439,10 @@ static void test_create_destroy_cycles(void **state) {
                                     &(kiln_range){cs.out, 0, 4, KILN_U32}, 0,
                                     NULL, NULL));
 
-    double t0 = now_s();
+    double t0 = kiln_test_now();
     for (size_t i = 0; i < warm; i++)
       object_cycle(&cs, i);
-    const size_t obj_cycles = warm + counted_cycles(target, warm, now_s() - t0);
+    const size_t obj_cycles = warm + counted_cycles(target, warm, kiln_test_now() - t0);
     assert_kiln_ok(kiln_queue_finish(cs.q));
     long long obj_before = live_heap_bytes();
     for (size_t i = warm; i < obj_cycles; i++)
@@ -473,11 +466,11 @@ static void test_create_destroy_cycles(void **state) {
      * bare binary loads (bare_program_round), whose growth it may add. */
     size_t binary_size;
     unsigned char *binary = program_binary(&cs, &binary_size);
-    t0 = now_s();
+    t0 = kiln_test_now();
     program_round(&cs, warm);
     bare_program_round(&cs, binary, binary_size, warm);
     size_t per_round =
-        counted_cycles(target, warm, now_s() - t0) / PROGRAM_ROUNDS;
+        counted_cycles(target, warm, kiln_test_now() - t0) / PROGRAM_ROUNDS;
     if (per_round == 0)
       per_round = 1;
     long long smallest = -1;

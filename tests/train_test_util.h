@@ -38,15 +38,7 @@ static inline void train_each_profile(void (*body)(kiln_context *ctx,
     for (int pass = 0; pass < 2; pass++) {
       kiln_context *ctx = NULL;
       kiln_queue *q = NULL;
-      kiln_test_open(d, &ctx, &q);
-      if (pass == 1) {
-        const char *forced =
-            ctx->backend->tuning->family == KILN_FAMILY_CPU ? "nvidia" : "pocl";
-        kiln_test_close(ctx, q);
-        kiln_context_options opts = {.profile = forced};
-        assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
-        assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
-      }
+      kiln_test_open_family(d, pass == 1, &ctx, &q);
       body(ctx, q, kiln_context_get_profile(ctx));
       kiln_test_close(ctx, q);
     }

@@ -25,6 +25,18 @@ KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
 /* "f32", "f16", "bf16", "i32", "u32"; "unknown" otherwise. Static storage. */
 KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
 
+/* Host conversions of n elements between f32 and the 16-bit storage
+ * formats, giving the same bits as kiln_cast on every device: narrowing
+ * rounds to nearest even, overflows to infinity, keeps f16 subnormals, and
+ * makes a NaN a quiet NaN of the same sign (bf16 keeps its top payload
+ * bits, f16 none); widening is exact. src and dst must not overlap; with n
+ * 0 neither is touched (NULL is fine). Thread-safe; nothing can fail, so
+ * nothing is returned (like memcpy, n elements must be there). */
+KILN_API void kiln_f32_to_f16(const float *src, uint16_t *dst, size_t n);
+KILN_API void kiln_f16_to_f32(const uint16_t *src, float *dst, size_t n);
+KILN_API void kiln_f32_to_bf16(const float *src, uint16_t *dst, size_t n);
+KILN_API void kiln_bf16_to_f32(const uint16_t *src, float *dst, size_t n);
+
 KILN_END_DECLS
 
 #endif

@@ -385,13 +385,13 @@ static kiln_status build_program(const struct kiln__build_request *req,
 kiln_status kiln__build_program(const struct kiln__build_request *req,
                                 struct kiln__build_result *out) {
   bool traced = kiln__trace_enabled();
-  uint64_t start = traced ? kiln__trace_now_ns() : 0;
+  uint64_t start = traced ? kiln__now_ns() : 0;
   kiln_status st = build_program(req, out);
   if (traced) {
     /* One "kiln.build" event on the host lane: what was built, whether
      * kiln's cache served it, how long it took (the event's duration, and
      * build_ms for readers of args alone), and how it ended. */
-    double ms = (double)(kiln__trace_now_ns() - start) / 1e6;
+    double ms = (double)(kiln__now_ns() - start) / 1e6;
     char name[96];
     snprintf(name, sizeof name, "build %s", req->label);
     kiln__trace_host(

@@ -392,7 +392,7 @@ kiln_status kiln__buffer_transfer(kiln_queue *queue, kiln_buffer *buffer,
   if (status != KILN_OK)
     return status;
   bool traced = kiln__trace_enabled();
-  uint64_t host_ns = traced ? kiln__trace_now_ns() : 0;
+  uint64_t host_ns = traced ? kiln__now_ns() : 0;
   cl_event *ev_out = out_event != NULL || traced ? &ev : NULL;
   cl_int err =
       write ? clEnqueueWriteBuffer(queue->cl, buffer->cl, CL_FALSE,
@@ -490,7 +490,7 @@ kiln_status kiln_buffer_copy(kiln_queue *queue, const kiln_range *src_range,
   if (status != KILN_OK)
     return status;
   bool traced = kiln__trace_enabled();
-  uint64_t host_ns = traced ? kiln__trace_now_ns() : 0;
+  uint64_t host_ns = traced ? kiln__now_ns() : 0;
   cl_int err = clEnqueueCopyBuffer(queue->cl, src->cl, dst->cl,
                                    src_offset_bytes, dst_offset_bytes,
                                    size_bytes, (cl_uint)num_wait, waits,
@@ -535,7 +535,7 @@ kiln_status kiln_buffer_fill(kiln_queue *queue, const void *pattern,
   if (status != KILN_OK)
     return status;
   bool traced = kiln__trace_enabled();
-  uint64_t host_ns = traced ? kiln__trace_now_ns() : 0;
+  uint64_t host_ns = traced ? kiln__now_ns() : 0;
   cl_int err = clEnqueueFillBuffer(queue->cl, buffer->cl, pattern,
                                    pattern_bytes, offset_bytes, size_bytes,
                                    (cl_uint)num_wait, waits,

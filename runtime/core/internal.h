@@ -254,13 +254,17 @@ cl_int kiln__staging_peer_copy(kiln_staging *staging, kiln_buffer *src,
                                kiln_buffer *dst, size_t dst_offset,
                                size_t size, const char **call);
 
+/* ---- the clock (clock.c) ------------------------------------------------ */
+
+/* The library's one host clock: CLOCK_MONOTONIC in nanoseconds since an
+ * arbitrary start (trace times, build times, waits, calibration). */
+uint64_t kiln__now_ns(void);
+
 /* ---- tracing (trace.c) ------------------------------------------------- */
 
 /* Whether KILN_TRACE names a file for this process (read once). */
 bool kiln__trace_enabled(void);
 
-/* The host clock (CLOCK_MONOTONIC) in nanoseconds, for host_ns below. */
-uint64_t kiln__trace_now_ns(void);
 
 /* Trace the commands first .. last of queue (first may equal last) as one
  * event of category cat ("kiln.op", "kiln.kernel", "kiln.transfer") named
@@ -268,7 +272,7 @@ uint64_t kiln__trace_now_ns(void);
  * ignored): the trace adds "device", "status", "timing", and "gbps" and
  * "gflops" where args hold "bytes" and "flops". Takes one reference to each
  * event and writes the event when last completes, from device profiling
- * times when the queue has them, else from host_ns (kiln__trace_now_ns at
+ * times when the queue has them, else from host_ns (kiln__now_ns at
  * the enqueue) to completion. Silent on failure: tracing never fails the
  * work. Call only when kiln__trace_enabled(). */
 void kiln__trace_commands(const kiln_queue *queue, const char *cat,

@@ -406,7 +406,7 @@ kiln_status kiln_kernel_launch(kiln_queue *queue, kiln_kernel *kernel,
     return st;
   cl_event ev = NULL;
   bool traced = kiln__trace_enabled();
-  uint64_t host_ns = traced ? kiln__trace_now_ns() : 0;
+  uint64_t host_ns = traced ? kiln__now_ns() : 0;
   cl_int err = clEnqueueNDRangeKernel(queue->cl, kernel->cl, work_dim, NULL,
                                       global_size, local_size, (cl_uint)num_wait,
                                       num_wait > 0 ? waits : NULL,

@@ -212,7 +212,7 @@ static void give_back(struct kiln__pooled *self);
  * when it completed in that time. */
 static bool poll_oldest_fence(kiln_pool *pool) {
   clFlush(pool->home);
-  uint64_t start = kiln__trace_now_ns();
+  uint64_t start = kiln__now_ns();
   for (;;) {
     cl_int state = CL_QUEUED;
     if (clGetEventInfo(pool->fences->marker, CL_EVENT_COMMAND_EXECUTION_STATUS,
@@ -222,7 +222,7 @@ static bool poll_oldest_fence(kiln_pool *pool) {
       collect_fences(pool);
       return true;
     }
-    if (kiln__trace_now_ns() - start > POLL_NS)
+    if (kiln__now_ns() - start > POLL_NS)
       return false;
     sched_yield();
   }
@@ -274,7 +274,7 @@ static kiln_status take_block(kiln_pool *pool, size_t size, unsigned cls,
     return KILN_OK;
   }
   bool traced = kiln__trace_enabled();
-  uint64_t start = traced ? kiln__trace_now_ns() : 0;
+  uint64_t start = traced ? kiln__now_ns() : 0;
   kiln_status status = make_room(pool, bytes, size);
   if (status != KILN_OK)
     return status;
@@ -353,7 +353,7 @@ kiln_status kiln_pool_destroy(kiln_pool *pool) {
   }
   bool traced = kiln__trace_enabled();
   if (traced)
-    trace_pool(pool, "pool_destroy", kiln__trace_now_ns(), 0);
+    trace_pool(pool, "pool_destroy", kiln__now_ns(), 0);
   release_cached(pool);
   /* Pending blocks: releasing the pool's reference is safe with commands
    * pending, the driver frees the memory after them. */
@@ -500,7 +500,7 @@ kiln_status kiln_pool_trim(kiln_pool *pool, size_t *out_released_bytes) {
   if (pool == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "kiln_pool_trim: pool is NULL");
   bool traced = kiln__trace_enabled();
-  uint64_t start = traced ? kiln__trace_now_ns() : 0;
+  uint64_t start = traced ? kiln__now_ns() : 0;
   pthread_mutex_lock(&pool->lock);
   fence_unfenced(pool);
   collect_fences(pool);

@@ -182,7 +182,7 @@ kiln_status kiln_staging_write(kiln_staging *staging, const void *src,
       break;
     memcpy(ring + i * chunk, (const unsigned char *)src + done, len);
     call = "clEnqueueWriteBuffer";
-    uint64_t host_ns = kiln__trace_enabled() ? kiln__trace_now_ns() : 0;
+    uint64_t host_ns = kiln__trace_enabled() ? kiln__now_ns() : 0;
     err = clEnqueueWriteBuffer(staging->queue, dst_mem, CL_FALSE,
                                offset_bytes + done, len, ring + i * chunk, 0,
                                NULL, &staging->events[i]);
@@ -240,7 +240,7 @@ static cl_int read_through(kiln_staging *s, cl_mem src, size_t offset,
       if (err != CL_SUCCESS)
         break;
       *call = "clEnqueueReadBuffer";
-      uint64_t host_ns = kiln__trace_enabled() ? kiln__trace_now_ns() : 0;
+      uint64_t host_ns = kiln__trace_enabled() ? kiln__now_ns() : 0;
       err = clEnqueueReadBuffer(s->queue, src, CL_FALSE, offset + at, len,
                                 ring + i * chunk, 0, NULL, &s->events[i]);
       if (err != CL_SUCCESS)
@@ -263,7 +263,7 @@ static cl_int read_through(kiln_staging *s, cl_mem src, size_t offset,
       continue;
     }
     *call = "clEnqueueWriteBuffer";
-    uint64_t host_ns = kiln__trace_enabled() ? kiln__trace_now_ns() : 0;
+    uint64_t host_ns = kiln__trace_enabled() ? kiln__now_ns() : 0;
     err = clEnqueueWriteBuffer(d->queue, d->mem, CL_FALSE, d->offset + at, len,
                                ring + i * chunk, 0, NULL, &s->events[i]);
     if (err != CL_SUCCESS) {

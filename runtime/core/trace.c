@@ -43,7 +43,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
@@ -106,12 +105,6 @@ KILN_API const char *kiln_trace_diagnostic(void) {
   memcpy(copy, trace_problem, sizeof copy);
   pthread_mutex_unlock(&trace_lock);
   return copy;
-}
-
-uint64_t kiln__trace_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Open, lock and truncate the trace file. Called with trace_lock held. The
@@ -280,7 +273,7 @@ static void CL_CALLBACK on_complete(cl_event ev, cl_int exec_status,
       end >= start && start != 0;
   if (!device_time) {
     start = r->host_ns;
-    end = kiln__trace_now_ns();
+    end = kiln__now_ns();
   }
   json_object_set_new(r->args, "status",
                       json_string(exec_status == CL_COMPLETE ? "ok" : "failed"));
@@ -344,5 +337,5 @@ void kiln__trace_host(const kiln_context *ctx, const char *cat,
     return;
   }
   write_event(cat, name, NULL, device_name(ctx), args, host_start_ns,
-              kiln__trace_now_ns(), false);
+              kiln__now_ns(), false);
 }

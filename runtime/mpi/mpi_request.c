@@ -101,11 +101,9 @@ static void widen(const kiln_mpi_request *r, const unsigned char *raw,
   if (r->a.dtype == KILN_F32) {
     memcpy(wide, raw, n * 4);
   } else if (r->a.dtype == KILN_F16) {
-    for (size_t i = 0; i < n; i++)
-      wide[i] = kiln__f16_to_f32(h[i]);
+    kiln_f16_to_f32(h, wide, n);
   } else {
-    for (size_t i = 0; i < n; i++)
-      wide[i] = kiln__bf16_to_f32(h[i]);
+    kiln_bf16_to_f32(h, wide, n);
   }
 }
 
@@ -122,11 +120,9 @@ static void narrow(const kiln_mpi_request *r, float *wide, unsigned char *raw,
     if ((unsigned char *)wide != raw)
       memcpy(raw, wide, n * 4);
   } else if (r->a.dtype == KILN_F16) {
-    for (size_t i = 0; i < n; i++)
-      h[i] = kiln__f32_to_f16(wide[i]);
+    kiln_f32_to_f16(wide, h, n);
   } else {
-    for (size_t i = 0; i < n; i++)
-      h[i] = kiln__f32_to_bf16(wide[i]);
+    kiln_f32_to_bf16(wide, h, n);
   }
 }
 

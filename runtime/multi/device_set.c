@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "multi.h"
 
@@ -168,12 +167,6 @@ kiln_status kiln_device_set_split(const kiln_device_set *set, size_t total,
   return KILN_OK;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 kiln_status kiln_device_set_calibrate(kiln_device_set *set) {
   static const char fn[] = "kiln_device_set_calibrate";
   if (set == NULL)
@@ -202,14 +195,14 @@ kiln_status kiln_device_set_calibrate(kiln_device_set *set) {
     for (int r = 0; r <= REPS && status == KILN_OK; r++) {
       if (r == 1) { /* the first run builds the kernels */
         status = kiln_queue_finish(q);
-        t0 = now_s();
+        t0 = (double)kiln__now_ns() * 1e-9;
       }
       if (status == KILN_OK)
         status = kiln_matmul(q, 1, &a, &b, &c, NULL, 0, NULL, NULL);
     }
     if (status == KILN_OK)
       status = kiln_queue_finish(q);
-    double took = now_s() - t0;
+    double took = (double)kiln__now_ns() * 1e-9 - t0;
     weights[i] = took > 0 ? 2.0 * N * N * N * REPS / took : 1.0;
     kiln_buffer_destroy(m);
   }

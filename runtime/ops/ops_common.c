@@ -325,7 +325,7 @@ kiln_status kiln__op_begin(struct kiln__op *op, kiln_queue *queue,
                       fn);
   op->traced = queue->recorder == NULL && kiln__trace_enabled();
   op->want_event = out_event != NULL || op->traced;
-  op->host_ns = op->traced ? kiln__trace_now_ns() : 0;
+  op->host_ns = op->traced ? kiln__now_ns() : 0;
   if (num_wait > UINT32_MAX)
     return kiln__fail(KILN_ERR_INVALID_SIZE,
                       "%s: num_wait %zu exceeds what OpenCL accepts", fn,

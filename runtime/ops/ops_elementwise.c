@@ -16,12 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHECK(expr)                                                            \
-  do {                                                                         \
-    if (s == KILN_OK)                                                          \
-      s = (expr);                                                              \
-  } while (0)
-
 /* Per op: its kernel in elementwise.cl, its trace name and rough FLOPs per
  * element, for the trace's GFLOP/s (transcendental functions count as the
  * handful of operations their polynomials take). */
@@ -172,7 +166,7 @@ KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
   if (s == KILN_OK && (unsigned)op > KILN_UNARY_TANH)
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: op %d is not a kiln_unary_op", fn, (int)op);
-  CHECK(kiln__ops_check_agree(fn, "x", xr, "y", yr));
+  KILN__CHECK(s, kiln__ops_check_agree(fn, "x", xr, "y", yr));
   if (s != KILN_OK)
     return s;
   const size_t n = xr->count;
@@ -180,8 +174,8 @@ KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
   const kiln_buffer *x = xr->buffer;
   kiln_buffer *y = yr->buffer;
   const size_t x_offset = xr->offset, y_offset = yr->offset;
-  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
                             dtype));
   if (s != KILN_OK)
     return s;
@@ -195,11 +189,11 @@ KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
     struct config c;
     s = get_config(queue->ctx, dtype, &c);
     cl_ulong xo = x_offset, yo = y_offset, nn = n;
-    CHECK(kiln__op_kernel(
+    KILN__CHECK(s, kiln__op_kernel(
         &o, "elementwise", c.options,
         unary_ops[op].kernel, &k, 5, KILN__ARG(x->cl), KILN__ARG(xo),
         KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
-    CHECK(launch(&o, k, n, &c));
+    KILN__CHECK(s, launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -218,9 +212,9 @@ KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
                                  kiln_event **out_event) {
   static const char fn[] = "kiln_binary";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(check_binary_op(fn, op));
-  CHECK(kiln__ops_check_agree(fn, "a", ar, "b", br));
-  CHECK(kiln__ops_check_agree(fn, "a", ar, "y", yr));
+  KILN__CHECK(s, check_binary_op(fn, op));
+  KILN__CHECK(s, kiln__ops_check_agree(fn, "a", ar, "b", br));
+  KILN__CHECK(s, kiln__ops_check_agree(fn, "a", ar, "y", yr));
   if (s != KILN_OK)
     return s;
   const size_t n = ar->count;
@@ -229,13 +223,13 @@ KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
   kiln_buffer *y = yr->buffer;
   const size_t a_offset = ar->offset, b_offset = br->offset,
                y_offset = yr->offset;
-  CHECK(kiln__ops_check_dtype(fn, "a.dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_in(fn, queue, "a", a, a_offset, n, dtype));
-  CHECK(kiln__ops_check_in(fn, queue, "b", b, b_offset, n, dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "a", a, a_offset, n, dtype, "y", y,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "a.dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "a", a, a_offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "b", b, b_offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "a", a, a_offset, n, dtype, "y", y,
                                 y_offset, n, dtype, true));
-  CHECK(kiln__ops_check_overlap(fn, "b", b, b_offset, n, dtype, "y", y,
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "b", b, b_offset, n, dtype, "y", y,
                                 y_offset, n, dtype, true));
   if (s != KILN_OK)
     return s;
@@ -249,12 +243,12 @@ KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
     struct config c;
     s = get_config(queue->ctx, dtype, &c);
     cl_ulong ao = a_offset, bo = b_offset, yo = y_offset, nn = n;
-    CHECK(kiln__op_kernel(&o, "elementwise",
+    KILN__CHECK(s, kiln__op_kernel(&o, "elementwise",
                           c.options,
                           binary_ops[op].kernel, &k, 7, KILN__ARG(a->cl),
                           KILN__ARG(ao), KILN__ARG(b->cl), KILN__ARG(bo),
                           KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
-    CHECK(launch(&o, k, n, &c));
+    KILN__CHECK(s, launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -267,8 +261,8 @@ KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
                                         kiln_event **out_event) {
   static const char fn[] = "kiln_binary_scalar";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(check_binary_op(fn, op));
-  CHECK(kiln__ops_check_agree(fn, "a", ar, "y", yr));
+  KILN__CHECK(s, check_binary_op(fn, op));
+  KILN__CHECK(s, kiln__ops_check_agree(fn, "a", ar, "y", yr));
   if (s != KILN_OK)
     return s;
   const size_t n = ar->count;
@@ -276,8 +270,8 @@ KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
   const kiln_buffer *a = ar->buffer;
   kiln_buffer *y = yr->buffer;
   const size_t a_offset = ar->offset, y_offset = yr->offset;
-  CHECK(kiln__ops_check_dtype(fn, "a.dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_map(fn, queue, "a", a, a_offset, y, y_offset, n,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "a.dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__ops_check_map(fn, queue, "a", a, a_offset, y, y_offset, n,
                             dtype));
   if (s != KILN_OK)
     return s;
@@ -291,11 +285,11 @@ KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
     struct config c;
     s = get_config(queue->ctx, dtype, &c);
     cl_ulong ao = a_offset, yo = y_offset, nn = n;
-    CHECK(kiln__op_kernel(
+    KILN__CHECK(s, kiln__op_kernel(
         &o, "elementwise", c.options,
         binary_ops[op].scalar_kernel, &k, 6, KILN__ARG(a->cl), KILN__ARG(ao),
         KILN__ARG(scalar), KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
-    CHECK(launch(&o, k, n, &c));
+    KILN__CHECK(s, launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -306,7 +300,7 @@ KILN_API kiln_status kiln_axpy(kiln_queue *queue, const kiln_range *xr,
                                kiln_event **out_event) {
   static const char fn[] = "kiln_axpy";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_agree(fn, "x", xr, "y", yr));
+  KILN__CHECK(s, kiln__ops_check_agree(fn, "x", xr, "y", yr));
   if (s != KILN_OK)
     return s;
   const size_t n = xr->count;
@@ -314,11 +308,11 @@ KILN_API kiln_status kiln_axpy(kiln_queue *queue, const kiln_range *xr,
   const kiln_buffer *x = xr->buffer;
   kiln_buffer *y = yr->buffer;
   const size_t x_offset = xr->offset, y_offset = yr->offset;
-  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
-  CHECK(kiln__ops_check_in(fn, queue, "y", y, y_offset, n, dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "y", y,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "y", y, y_offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "y", y,
                                 y_offset, n, dtype, false));
   if (s != KILN_OK)
     return s;
@@ -332,11 +326,11 @@ KILN_API kiln_status kiln_axpy(kiln_queue *queue, const kiln_range *xr,
     struct config c;
     s = get_config(queue->ctx, dtype, &c);
     cl_ulong xo = x_offset, yo = y_offset, nn = n;
-    CHECK(kiln__op_kernel(&o, "elementwise",
+    KILN__CHECK(s, kiln__op_kernel(&o, "elementwise",
                           c.options, "axpy", &k, 6,
                           KILN__ARG(alpha), KILN__ARG(x->cl), KILN__ARG(xo),
                           KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
-    CHECK(launch(&o, k, n, &c));
+    KILN__CHECK(s, launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -347,16 +341,16 @@ KILN_API kiln_status kiln_scale(kiln_queue *queue, const kiln_range *xr,
                                 kiln_event **out_event) {
   static const char fn[] = "kiln_scale";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_desc(fn, "x", xr));
+  KILN__CHECK(s, kiln__ops_check_desc(fn, "x", xr));
   if (s != KILN_OK)
     return s;
   const size_t n = xr->count;
   const kiln_dtype dtype = xr->dtype;
   kiln_buffer *x = xr->buffer;
   const size_t x_offset = xr->offset;
-  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "x", x, x_offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "x", x, x_offset, n, dtype));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -369,10 +363,10 @@ KILN_API kiln_status kiln_scale(kiln_queue *queue, const kiln_range *xr,
     struct config c;
     s = get_config(queue->ctx, dtype, &c);
     cl_ulong xo = x_offset, nn = n;
-    CHECK(kiln__op_kernel(
+    KILN__CHECK(s, kiln__op_kernel(
         &o, "elementwise", c.options, "scale", &k,
         4, KILN__ARG(alpha), KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(nn)));
-    CHECK(launch(&o, k, n, &c));
+    KILN__CHECK(s, launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -383,15 +377,15 @@ KILN_API kiln_status kiln_fill(kiln_queue *queue, const kiln_range *yr,
                                kiln_event **out_event) {
   static const char fn[] = "kiln_fill";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_desc(fn, "y", yr));
-  CHECK(kiln__ops_check_desc(fn, "value", value));
+  KILN__CHECK(s, kiln__ops_check_desc(fn, "y", yr));
+  KILN__CHECK(s, kiln__ops_check_desc(fn, "value", value));
   if (s != KILN_OK)
     return s;
   const size_t n = yr->count;
   const kiln_dtype dtype = yr->dtype;
   kiln_buffer *y = yr->buffer;
   const size_t y_offset = yr->offset;
-  CHECK(kiln__ops_check_dtype(fn, "y.dtype", dtype,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "y.dtype", dtype,
                               KILN__DT_FLOATS | KILN__DT(KILN_I32) |
                                   KILN__DT(KILN_U32)));
   /* One element of y's dtype, bit for bit (every fill dtype is 2 or 4
@@ -404,7 +398,7 @@ KILN_API kiln_status kiln_fill(kiln_queue *queue, const kiln_range *yr,
   } else if (s == KILN_OK) {
     memcpy(&bits, value, sizeof bits);
   }
-  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -421,12 +415,12 @@ KILN_API kiln_status kiln_fill(kiln_queue *queue, const kiln_range *yr,
     bool wide = kiln_dtype_size(dtype) == 4;
     cl_uint v32 = bits;
     cl_ushort v16 = (cl_ushort)bits;
-    CHECK(kiln__op_kernel(&o, "elementwise",
+    KILN__CHECK(s, kiln__op_kernel(&o, "elementwise",
                           c.options,
                           wide ? "fill32" : "fill16", &k, 4,
                           wide ? KILN__ARG(v32) : KILN__ARG(v16),
                           KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nn)));
-    CHECK(launch(&o, k, n, &c));
+    KILN__CHECK(s, launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -437,8 +431,8 @@ KILN_API kiln_status kiln_cast(kiln_queue *queue, const kiln_range *xr,
                                kiln_event **out_event) {
   static const char fn[] = "kiln_cast";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_desc(fn, "x", xr));
-  CHECK(kiln__ops_check_desc(fn, "y", yr));
+  KILN__CHECK(s, kiln__ops_check_desc(fn, "x", xr));
+  KILN__CHECK(s, kiln__ops_check_desc(fn, "y", yr));
   if (s == KILN_OK && xr->count != yr->count)
     s = kiln__fail(KILN_ERR_SHAPE_MISMATCH,
                    "%s: x (%zu elements) and y (%zu elements) disagree: a "
@@ -451,11 +445,11 @@ KILN_API kiln_status kiln_cast(kiln_queue *queue, const kiln_range *xr,
   const kiln_buffer *x = xr->buffer;
   kiln_buffer *y = yr->buffer;
   const size_t x_offset = xr->offset, y_offset = yr->offset;
-  CHECK(kiln__ops_check_dtype(fn, "x.dtype", x_dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_dtype(fn, "y.dtype", y_dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, x_dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, n, y_dtype));
-  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, x_dtype, "y", y,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", x_dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "y.dtype", y_dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "x", x, x_offset, n, x_dtype));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "y", y, y_offset, n, y_dtype));
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "x", x, x_offset, n, x_dtype, "y", y,
                                 y_offset, n, y_dtype, x_dtype == y_dtype));
   if (s != KILN_OK)
     return s;
@@ -476,10 +470,10 @@ KILN_API kiln_status kiln_cast(kiln_queue *queue, const kiln_range *xr,
             queue->ctx,
             kiln__ops_tune(kiln__ops_tuning(queue->ctx)->elementwise_wg, 256)),
         .per_item = cpu ? 16 : 1};
-    CHECK(kiln__op_kernel(&o, "cast", cpu ? "-DVEC=16" : NULL, kname, &k, 5,
+    KILN__CHECK(s, kiln__op_kernel(&o, "cast", cpu ? "-DVEC=16" : NULL, kname, &k, 5,
                           KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(y->cl),
                           KILN__ARG(yo), KILN__ARG(nn)));
-    CHECK(launch(&o, k, n, &c));
+    KILN__CHECK(s, launch(&o, k, n, &c));
   }
   return kiln__op_end(&o, s, out_event);
 }

@@ -185,8 +185,6 @@ static void cpu_options(const struct cpu_params *p, char *buf, size_t size) {
            p->kc);
 }
 
-static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
-
 /* Blocks of C per work-item: 16 x 16 register tiles keep a B micro-panel in
  * L1 across the block's rows and the block's A panels in L2; smaller blocks
  * when that would leave compute units idle (at least four blocks each). */
@@ -198,15 +196,15 @@ static void cpu_blocks(const kiln_context *ctx, const struct cpu_params *p,
                                  : 1);
   *mb = 16 * (size_t)p->mr;
   *nb = 16 * (size_t)p->nr;
-  if (*mb > div_up(m, p->mr) * p->mr)
-    *mb = div_up(m, p->mr) * p->mr;
-  if (*nb > div_up(n, p->nr) * p->nr)
-    *nb = div_up(n, p->nr) * p->nr;
-  while (div_up(m, *mb) * div_up(n, *nb) * batch < want) {
+  if (*mb > kiln__div_up(m, p->mr) * p->mr)
+    *mb = kiln__div_up(m, p->mr) * p->mr;
+  if (*nb > kiln__div_up(n, p->nr) * p->nr)
+    *nb = kiln__div_up(n, p->nr) * p->nr;
+  while (kiln__div_up(m, *mb) * kiln__div_up(n, *nb) * batch < want) {
     if (*mb / p->mr >= *nb / p->nr && *mb > p->mr)
-      *mb = div_up(*mb / p->mr, 2) * p->mr;
+      *mb = kiln__div_up(*mb / p->mr, 2) * p->mr;
     else if (*nb > p->nr)
-      *nb = div_up(*nb / p->nr, 2) * p->nr;
+      *nb = kiln__div_up(*nb / p->nr, 2) * p->nr;
     else
       break;
   }
@@ -239,7 +237,7 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
   /* Workspace plan: per batch entry and step of k, one padded column of A
    * panels and one padded row of B panels. An operand shared by every
    * batch entry (stride 0) is packed once per chunk, not once per entry. */
-  const size_t mpan = div_up(g->m, p.mr), npan = div_up(g->n, p.nr);
+  const size_t mpan = kiln__div_up(g->m, p.mr), npan = kiln__div_up(g->n, p.nr);
   const bool a_shared = g->a.batch_stride == 0 && g->batch > 1;
   const bool b_shared = g->b.batch_stride == 0 && g->batch > 1;
   const size_t per_k = mpan * p.mr + npan * p.nr; /* floats */
@@ -262,7 +260,7 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
   const size_t b_floats = b_shared ? npan * p.nr * kch : b_batch * bch;
   /* B's panels start on a 64-float boundary: the kernel reads them as
    * aligned vectors. */
-  const size_t b_off = div_up(a_floats, 64) * 64;
+  const size_t b_off = kiln__div_up(a_floats, 64) * 64;
   size_t ws_floats = b_off + b_floats;
   cl_mem ws;
   s = kiln__op_workspace(op, ws_floats * sizeof(float), &ws);
@@ -293,9 +291,9 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
       const float beta = k0 == 0 ? g->beta : 1.0f;
       const cl_uint read_c = k0 != 0 || g->beta != 0.0f;
       const cl_uint epi = has_epilogue(g) && k0 + kn == g->k;
-      const size_t ga[3] = {mpan, div_up(kn, 64), a_shared ? 1 : bn};
-      const size_t gb[3] = {npan, div_up(kn, 64), b_shared ? 1 : bn};
-      const size_t gm[3] = {div_up(g->n, nb), div_up(g->m, mb), bn};
+      const size_t ga[3] = {mpan, kiln__div_up(kn, 64), a_shared ? 1 : bn};
+      const size_t gb[3] = {npan, kiln__div_up(kn, 64), b_shared ? 1 : bn};
+      const size_t gm[3] = {kiln__div_up(g->n, nb), kiln__div_up(g->m, mb), bn};
       cl_mem a_mem = g->a.buf->cl, b_mem = g->b.buf->cl, c_mem = g->c->cl;
       s = kiln__op_args(op, pack_a, 11, KILN__ARG(a_mem), KILN__ARG(a_src),
                         KILN__ARG(a_bs), KILN__ARG(a_st), KILN__ARG(a_sk),
@@ -329,9 +327,9 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
 }
 
 /* The program the device's family builds ("gemm_cpu" or "gemm_gpu") and
- * its options, as the runs above pass them. */
-static const char *family_program(const kiln_context *ctx, char *options,
-                                  size_t size) {
+ * its options for operands of dtype, as the runs above pass them. */
+static const char *family_program(const kiln_context *ctx, kiln_dtype dtype,
+                                  char *options, size_t size) {
   if (kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU) {
     const struct cpu_params p = cpu_params(ctx);
     cpu_options(&p, options, size);
@@ -340,7 +338,7 @@ static const char *family_program(const kiln_context *ctx, char *options,
   struct kiln__gemm_gpu_params p;
   if (kiln__gemm_gpu_params_for(ctx, &p) != KILN_OK)
     return NULL;
-  kiln__gemm_gpu_options(&p, options, size);
+  kiln__gemm_gpu_options(&p, dtype, options, size);
   return "gemm_gpu";
 }
 
@@ -353,12 +351,18 @@ static bool skinny_wide(const kiln_context *ctx) {
 void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user) {
   char options[320];
-  const char *source = family_program(ctx, options, sizeof options);
-  if (source != NULL)
-    add(user, source, options);
-  if (kiln__ops_tuning(ctx)->family != KILN_FAMILY_CPU)
-    return;
   static const kiln_dtype dtypes[] = {KILN_F32, KILN_F16, KILN_BF16};
+  if (kiln__ops_tuning(ctx)->family != KILN_FAMILY_CPU) {
+    /* The GPU family builds one program per dtype. */
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
+      const char *source =
+          family_program(ctx, dtypes[i], options, sizeof options);
+      if (source != NULL)
+        add(user, source, options);
+    }
+    return;
+  }
+  add(user, family_program(ctx, KILN_F32, options, sizeof options), options);
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
     kiln__gemm_skinny_options(dtypes[i], skinny_wide(ctx), options,
                               sizeof options);
@@ -374,7 +378,8 @@ static kiln_status run_scale(struct kiln__op *op,
   /* The kernel is in both programs; take the one the family builds anyway,
    * with the same options so that it is not built twice. */
   char options[320];
-  const char *source = family_program(op->queue->ctx, options, sizeof options);
+  const char *source =
+      family_program(op->queue->ctx, g->dtype, options, sizeof options);
   if (source == NULL) /* the parameters in force do not fit: say why */
     return kiln__gemm_gpu_params_for(op->queue->ctx,
                                      &(struct kiln__gemm_gpu_params){0});
@@ -387,7 +392,7 @@ static kiln_status run_scale(struct kiln__op *op,
   cl_mem c_mem = g->c->cl;
   struct gemm_epilogue_args e = kiln__gemm_epilogue_args(g);
   const size_t local[3] = {16, 1, 1};
-  const size_t global[3] = {div_up(g->n, 16) * 16, g->m, g->batch};
+  const size_t global[3] = {kiln__div_up(g->n, 16) * 16, g->m, g->batch};
   s = kiln__op_args(op, kernel, 13, KILN__ARG(m32), KILN__ARG(n32),
                     KILN__ARG(g->beta), KILN__ARG(c_mem), KILN__ARG(c_off),
                     KILN__ARG(c_bs), KILN__ARG(ldc), KILN__ARG(e.act),

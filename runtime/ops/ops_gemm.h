@@ -113,9 +113,10 @@ kiln_status kiln__gemm_gpu_params_for(const kiln_context *ctx,
 kiln_status kiln__gemm_gpu_source(const kiln_context *ctx,
                                   struct kiln__gemm_gpu_params *p,
                                   const char **source);
-/* The gemm_gpu program's build options for p. */
-void kiln__gemm_gpu_options(const struct kiln__gemm_gpu_params *p, char *buf,
-                            size_t size);
+/* The gemm_gpu program's build options for p and operands of dtype (one
+ * program per dtype, -DDT). */
+void kiln__gemm_gpu_options(const struct kiln__gemm_gpu_params *p,
+                            kiln_dtype dtype, char *buf, size_t size);
 /* Force the GPU family's parameters (NULL: back to the profile's); tests
  * only, process-wide, like the CPU tile. */
 void kiln__gemm_set_gpu_params(const struct kiln__gemm_gpu_params *p);

@@ -301,8 +301,8 @@ kiln_status kiln__gemm_gpu_params_for(const kiln_context *ctx,
   return kiln__gemm_gpu_source(ctx, p, &source);
 }
 
-void kiln__gemm_gpu_options(const struct kiln__gemm_gpu_params *p, char *buf,
-                            size_t size) {
+void kiln__gemm_gpu_options(const struct kiln__gemm_gpu_params *p,
+                            kiln_dtype dtype, char *buf, size_t size) {
   size_t used = 0;
   for (size_t i = 0; i < KILN__GEMM_GPU_KNOBS && used < size; i++) {
     /* SWITCH is the host's: the program does not depend on it. */
@@ -314,6 +314,8 @@ void kiln__gemm_gpu_options(const struct kiln__gemm_gpu_params *p, char *buf,
       break;
     used += (size_t)n;
   }
+  if (used < size)
+    snprintf(buf + used, size - used, " -DDT=%d", (int)dtype);
 }
 
 /* ---- launch -------------------------------------------------------------- */
@@ -326,9 +328,6 @@ struct gemm_epilogue_args kiln__gemm_epilogue_args(const struct gemm_problem *g)
                                  g->bias_offset, g->bias_rs, g->bias_cs};
   return e;
 }
-
-
-static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
 
 /* Whether op's staged loads of VW elements may be aligned vectors: the
  * kernel's vectors start at multiples of VW along the unit stride, so the
@@ -343,10 +342,6 @@ static cl_uint vec_ok(const struct gemm_operand *x, unsigned vw) {
   return x->offset % vw == 0 && other % vw == 0 && x->batch_stride % vw == 0;
 }
 
-static const char *dtype_suffix(kiln_dtype dtype) {
-  return dtype == KILN_F16 ? "f16" : dtype == KILN_BF16 ? "bf16" : "f32";
-}
-
 kiln_status kiln__gemm_run_gpu(struct kiln__op *op,
                                const struct gemm_problem *g) {
   kiln_queue *queue = op->queue;
@@ -355,26 +350,24 @@ kiln_status kiln__gemm_run_gpu(struct kiln__op *op,
   if (s != KILN_OK)
     return s;
   char options[320];
-  kiln__gemm_gpu_options(&p, options, sizeof options);
+  kiln__gemm_gpu_options(&p, g->dtype, options, sizeof options);
   const double sw = p.sw;
   const bool direct =
       (double)g->m * (double)g->n * (double)g->k < sw * sw * sw;
-  char name[32];
-  snprintf(name, sizeof name, "%s_%s", direct ? "gemm_direct" : "gemm_gpu",
-           dtype_suffix(g->dtype));
   cl_kernel kernel;
-  s = kiln__queue_kernel(queue, "gemm_gpu", options, name, &kernel);
+  s = kiln__queue_kernel(queue, "gemm_gpu", options,
+                         direct ? "gemm_direct" : "gemm_gpu", &kernel);
   if (s != KILN_OK)
     return s;
   size_t global[3], local[3];
   if (direct) {
     const size_t edge = (size_t)p.dwg * p.dwi;
-    global[0] = div_up(g->n, edge) * p.dwg;
-    global[1] = div_up(g->m, edge) * p.dwg;
+    global[0] = kiln__div_up(g->n, edge) * p.dwg;
+    global[1] = kiln__div_up(g->m, edge) * p.dwg;
     local[0] = local[1] = p.dwg;
   } else {
-    global[0] = div_up(g->n, p.nwg) * p.ndimc;
-    global[1] = div_up(g->m, p.mwg) * p.mdimc;
+    global[0] = kiln__div_up(g->n, p.nwg) * p.ndimc;
+    global[1] = kiln__div_up(g->m, p.mwg) * p.mdimc;
     local[0] = p.ndimc;
     local[1] = p.mdimc;
   }
@@ -464,9 +457,15 @@ static kiln_status space_build(const struct kiln__tuning_space *self,
   char why[256], options[320];
   if (!kiln__gemm_gpu_parse(params, &p, why, sizeof why))
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "gemm params: %s", why);
-  kiln__gemm_gpu_options(&p, options, sizeof options);
-  cl_program program; /* owned by ctx's memo, as a launch's would be */
-  return kiln__op_program(ctx, "gemm_gpu", options, &program);
+  /* Every dtype's program, as a launch would build one of them. */
+  static const kiln_dtype dtypes[] = {KILN_F32, KILN_F16, KILN_BF16};
+  kiln_status s = KILN_OK;
+  for (size_t i = 0; i < 3 && s == KILN_OK; i++) {
+    kiln__gemm_gpu_options(&p, dtypes[i], options, sizeof options);
+    cl_program program; /* owned by ctx's memo, as a launch's would be */
+    s = kiln__op_program(ctx, "gemm_gpu", options, &program);
+  }
+  return s;
 }
 
 const struct kiln__tuning_space kiln__gemm_tuning_space = {

@@ -29,8 +29,6 @@ void kiln__gemm_skinny_options(kiln_dtype dtype, bool wide, char *buf,
   snprintf(buf, size, "-DDT=%d -DWIDE=%d", (int)dtype, wide ? 1 : 0);
 }
 
-static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
-
 kiln_status kiln__gemm_run_skinny(struct kiln__op *op,
                                   const struct gemm_problem *g, bool wide) {
   /* Rows of C are the smaller of the two dimensions. */
@@ -63,9 +61,10 @@ kiln_status kiln__gemm_run_skinny(struct kiln__op *op,
   const kiln_device_info *info = &op->queue->ctx->device->info;
   const size_t want = 8 * (size_t)(info->compute_units ? info->compute_units : 1);
   const size_t tile = tile_columns(along_k, wide);
-  const size_t tiles = div_up(n, tile);
-  const size_t per_batch = div_up(want, g->batch);
-  const size_t nb = div_up(tiles, per_batch < tiles ? per_batch : tiles) * tile;
+  const size_t tiles = kiln__div_up(n, tile);
+  const size_t per_batch = kiln__div_up(want, g->batch);
+  const size_t nb =
+      kiln__div_up(tiles, per_batch < tiles ? per_batch : tiles) * tile;
   const cl_uint m32 = (cl_uint)m, n32 = (cl_uint)n, k32 = (cl_uint)g->k,
                 nb32 = (cl_uint)nb, read_c = g->beta != 0.0f;
   const cl_ulong a_off = a->offset, a_bs = a->batch_stride, b_off = b->offset,
@@ -84,7 +83,7 @@ kiln_status kiln__gemm_run_skinny(struct kiln__op *op,
                     KILN__ARG(e.cs));
   if (s != KILN_OK)
     return s;
-  const size_t global[3] = {div_up(n, nb), 1, g->batch};
+  const size_t global[3] = {kiln__div_up(n, nb), 1, g->batch};
   const size_t local[3] = {1, 1, 1};
   return kiln__op_launch(op, kernel, 3, global, local);
 }

@@ -163,6 +163,20 @@ static inline bool kiln__ops_round_up(size_t items, size_t local,
   return !kiln__add_overflows(items, local - rem, global);
 }
 
+/* ---- helpers ------------------------------------------------------------- */
+
+/* Run expr only while s is still KILN_OK (a chain of checks). */
+#define KILN__CHECK(s, expr)                                                   \
+  do {                                                                         \
+    if ((s) == KILN_OK)                                                        \
+      (s) = (expr);                                                            \
+  } while (0)
+
+/* a / b rounded up (b > 0), without the overflow of (a + b - 1) / b. */
+static inline size_t kiln__div_up(size_t a, size_t b) {
+  return a / b + (a % b != 0);
+}
+
 /* ---- the op being enqueued ----------------------------------------------- */
 
 struct kiln__op {

@@ -29,12 +29,6 @@
 
 #include <stdio.h>
 
-#define CHECK(expr)                                                            \
-  do {                                                                         \
-    if (s == KILN_OK)                                                          \
-      s = (expr);                                                              \
-  } while (0)
-
 /* Column block of the CPU family's column kernel (64 bytes of f32). */
 #define CPU_CB 16
 
@@ -178,21 +172,19 @@ static kiln_status get_params(const kiln_context *ctx, kiln_dtype dtype,
   return s;
 }
 
-static size_t ceil_div(size_t a, size_t b) { return a / b + (a % b != 0); }
-
 /* Split each of `outputs` runs of `len` elements into segments: as many as
  * it takes to have about `target` workers, none shorter than min_len, each
  * a multiple of `align` long. */
 static void split(size_t outputs, size_t len, size_t target, size_t min_len,
                   size_t align, size_t *segs, size_t *seg_len) {
-  size_t want = outputs >= target ? 1 : ceil_div(target, outputs);
-  size_t most = ceil_div(len, min_len ? min_len : 1);
+  size_t want = outputs >= target ? 1 : kiln__div_up(target, outputs);
+  size_t most = kiln__div_up(len, min_len ? min_len : 1);
   size_t n = want < most ? want : most;
   if (n < 1)
     n = 1;
-  size_t l = ceil_div(ceil_div(len, n), align) * align;
+  size_t l = kiln__div_up(kiln__div_up(len, n), align) * align;
   *seg_len = l;
-  *segs = ceil_div(len, l);
+  *segs = kiln__div_up(len, l);
 }
 
 /* The final pass over partial states: one work-item per output. */
@@ -208,7 +200,7 @@ static kiln_status run_final(struct kiln__op *op, const struct params *p,
   kiln_status s = kiln__op_kernel(
       op, "reduce", p->options, kname, &k, 6, KILN__ARG(part), KILN__ARG(sg),
       KILN__ARG(no), KILN__ARG(result->cl), KILN__ARG(ro), KILN__ARG(count));
-  CHECK(kiln__op_launch_1d(op, k, outputs,
+  KILN__CHECK(s, kiln__op_launch_1d(op, k, outputs,
                            kiln__ops_local_size(op->queue->ctx, 64)));
   return s;
 }
@@ -230,10 +222,10 @@ static kiln_status run_rows(struct kiln__op *op, int opi, kiln_dtype dtype,
   cl_mem part = NULL;
   size_t states = rows * segs, bytes = 0; /* rows * segs <= about target */
   if (segs > 1) {
-    CHECK(kiln__mul_overflows(states, 8, &bytes)
+    KILN__CHECK(s, kiln__mul_overflows(states, 8, &bytes)
               ? kiln__fail(KILN_ERR_INVALID_SIZE, "%s: workspace size", op->fn)
               : KILN_OK);
-    CHECK(kiln__op_workspace(op, bytes, &part));
+    KILN__CHECK(s, kiln__op_workspace(op, bytes, &part));
   }
   char kname[32];
   snprintf(kname, sizeof kname, "rows_%s", op_names[opi]);
@@ -242,24 +234,24 @@ static kiln_status run_rows(struct kiln__op *op, int opi, kiln_dtype dtype,
   cl_ulong ro = result_offset;
   cl_uint sg = (cl_uint)segs;
   float count = (float)cols;
-  CHECK(kiln__op_kernel(op, "reduce", p.options, kname, &k, 12,
+  KILN__CHECK(s, kiln__op_kernel(op, "reduce", p.options, kname, &k, 12,
                         KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(y->cl),
                         KILN__ARG(yo), KILN__ARG(nr), KILN__ARG(nc),
                         KILN__ARG(sl), KILN__ARG(sg), KILN__ARG(part),
                         KILN__ARG(result->cl), KILN__ARG(ro),
                         KILN__ARG(count)));
   if (p.cpu) {
-    CHECK(kiln__op_launch_1d(op, k, states, p.wg));
+    KILN__CHECK(s, kiln__op_launch_1d(op, k, states, p.wg));
   } else {
     size_t items;
-    CHECK(kiln__mul_overflows(states, p.wg, &items)
+    KILN__CHECK(s, kiln__mul_overflows(states, p.wg, &items)
               ? kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many work-items",
                            op->fn)
               : KILN_OK);
-    CHECK(kiln__op_launch_1d(op, k, items, p.wg));
+    KILN__CHECK(s, kiln__op_launch_1d(op, k, items, p.wg));
   }
   if (segs > 1)
-    CHECK(run_final(op, &p, opi, part, segs, rows, result, result_offset,
+    KILN__CHECK(s, run_final(op, &p, opi, part, segs, rows, result, result_offset,
                     count));
   return s;
 }
@@ -273,11 +265,11 @@ static kiln_status run_cols(struct kiln__op *op, int opi, kiln_dtype dtype,
   if (s != KILN_OK)
     return s;
   size_t cb = p.cpu ? CPU_CB : 1;
-  size_t blocks = ceil_div(cols, cb);
+  size_t blocks = kiln__div_up(cols, cb);
   /* GPU: workers are single items here, so want a group's worth per
    * worker group of the row kernels. */
   size_t target = p.cpu ? p.target : p.target * p.wg;
-  size_t min_rows = p.cpu ? ceil_div(p.min_chunk, cb) : 64;
+  size_t min_rows = p.cpu ? kiln__div_up(p.min_chunk, cb) : 64;
   size_t segs, seg_len;
   split(blocks, rows, target, min_rows, 1, &segs, &seg_len);
   if (segs > UINT32_MAX)
@@ -285,10 +277,10 @@ static kiln_status run_cols(struct kiln__op *op, int opi, kiln_dtype dtype,
   cl_mem part = NULL;
   size_t bytes = 0;
   if (segs > 1) {
-    CHECK(kiln__mul_overflows(cols, segs * 8, &bytes)
+    KILN__CHECK(s, kiln__mul_overflows(cols, segs * 8, &bytes)
               ? kiln__fail(KILN_ERR_INVALID_SIZE, "%s: workspace size", op->fn)
               : KILN_OK);
-    CHECK(kiln__op_workspace(op, bytes, &part));
+    KILN__CHECK(s, kiln__op_workspace(op, bytes, &part));
   }
   char kname[32];
   snprintf(kname, sizeof kname, "cols_%s", op_names[opi]);
@@ -297,14 +289,14 @@ static kiln_status run_cols(struct kiln__op *op, int opi, kiln_dtype dtype,
   cl_ulong ro = result_offset;
   cl_uint sg = (cl_uint)segs;
   float count = (float)rows;
-  CHECK(kiln__op_kernel(op, "reduce", p.options, kname, &k, 10,
+  KILN__CHECK(s, kiln__op_kernel(op, "reduce", p.options, kname, &k, 10,
                         KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(nr),
                         KILN__ARG(nc), KILN__ARG(sl), KILN__ARG(sg),
                         KILN__ARG(part), KILN__ARG(result->cl), KILN__ARG(ro),
                         KILN__ARG(count)));
-  CHECK(kiln__op_launch_1d(op, k, blocks * segs, p.wg));
+  KILN__CHECK(s, kiln__op_launch_1d(op, k, blocks * segs, p.wg));
   if (segs > 1)
-    CHECK(run_final(op, &p, opi, part, segs, cols, result, result_offset,
+    KILN__CHECK(s, run_final(op, &p, opi, part, segs, cols, result, result_offset,
                     count));
   return s;
 }
@@ -341,11 +333,11 @@ KILN_API kiln_status kiln_reduce(kiln_queue *queue, kiln_reduce_op op,
                                  kiln_event **out_event) {
   static const char fn[] = "kiln_reduce";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(check_op(fn, op));
-  CHECK(kiln__ops_check_desc(fn, "x", xr));
+  KILN__CHECK(s, check_op(fn, op));
+  KILN__CHECK(s, kiln__ops_check_desc(fn, "x", xr));
   if (s != KILN_OK)
     return s;
-  CHECK(kiln__ops_check_result(fn, "result", rr, 1, result_dtype(op),
+  KILN__CHECK(s, kiln__ops_check_result(fn, "result", rr, 1, result_dtype(op),
                                op == KILN_REDUCE_ARGMAX ? "ARGMAX"
                                                         : "a reduction"));
   if (s != KILN_OK)
@@ -355,12 +347,12 @@ KILN_API kiln_status kiln_reduce(kiln_queue *queue, kiln_reduce_op op,
   const kiln_buffer *x = xr->buffer;
   kiln_buffer *result = rr->buffer;
   const size_t x_offset = xr->offset, result_offset = rr->offset;
-  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
-  CHECK(check_index_range(fn, op, "a vector", n));
-  CHECK(kiln__ops_check_out(fn, queue, "result", result, result_offset,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
+  KILN__CHECK(s, check_index_range(fn, op, "a vector", n));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "result", result, result_offset,
                             n ? 1 : 0, result_dtype(op)));
-  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "result",
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "result",
                                 result, result_offset, 1, result_dtype(op),
                                 false));
   if (s != KILN_OK)
@@ -383,8 +375,8 @@ KILN_API kiln_status kiln_dot(kiln_queue *queue, const kiln_range *xr,
                               kiln_event **out_event) {
   static const char fn[] = "kiln_dot";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_agree(fn, "x", xr, "y", yr));
-  CHECK(kiln__ops_check_result(fn, "result", rr, 1, KILN_F32, "a dot product"));
+  KILN__CHECK(s, kiln__ops_check_agree(fn, "x", xr, "y", yr));
+  KILN__CHECK(s, kiln__ops_check_result(fn, "result", rr, 1, KILN_F32, "a dot product"));
   if (s != KILN_OK)
     return s;
   const size_t n = xr->count;
@@ -393,14 +385,14 @@ KILN_API kiln_status kiln_dot(kiln_queue *queue, const kiln_range *xr,
   kiln_buffer *result = rr->buffer;
   const size_t x_offset = xr->offset, y_offset = yr->offset,
                result_offset = rr->offset;
-  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
-  CHECK(kiln__ops_check_in(fn, queue, "y", y, y_offset, n, dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "result", result, result_offset,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "y", y, y_offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "result", result, result_offset,
                             n ? 1 : 0, KILN_F32));
-  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "result",
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "result",
                                 result, result_offset, 1, KILN_F32, false));
-  CHECK(kiln__ops_check_overlap(fn, "y", y, y_offset, n, dtype, "result",
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "y", y, y_offset, n, dtype, "result",
                                 result, result_offset, 1, KILN_F32, false));
   if (s != KILN_OK)
     return s;
@@ -425,20 +417,20 @@ static kiln_status check_matrix(const char *fn, kiln_queue *queue,
   size_t count = 0;
   size_t along = by_rows ? cols : rows, outputs = by_rows ? rows : cols;
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(check_op(fn, op));
-  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_shape(fn, rows, cols, &count));
+  KILN__CHECK(s, check_op(fn, op));
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__ops_check_shape(fn, rows, cols, &count));
   if (s == KILN_OK && along == 0 && outputs > 0)
     s = kiln__fail(KILN_ERR_INVALID_SIZE,
                    "%s: %s is 0 with %s %zu: each result would reduce "
                    "nothing",
                    fn, by_rows ? "cols" : "rows", by_rows ? "rows" : "cols",
                    outputs);
-  CHECK(check_index_range(fn, op, by_rows ? "rows" : "columns", along));
-  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, count, dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "result", result, result_offset,
+  KILN__CHECK(s, check_index_range(fn, op, by_rows ? "rows" : "columns", along));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "x", x, x_offset, count, dtype));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "result", result, result_offset,
                             count ? outputs : 0, result_dtype(op)));
-  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "result",
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "result",
                                 result, result_offset, count ? outputs : 0,
                                 result_dtype(op), false));
   return s;
@@ -451,11 +443,11 @@ static kiln_status reduce_matrix(const char *fn, kiln_queue *queue,
                                  size_t num_wait, kiln_event *const *wait_list,
                                  kiln_event **out_event) {
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(check_op(fn, op));
-  CHECK(kiln__ops_check_rows_matrix(fn, "x", xm));
+  KILN__CHECK(s, check_op(fn, op));
+  KILN__CHECK(s, kiln__ops_check_rows_matrix(fn, "x", xm));
   if (s != KILN_OK)
     return s;
-  CHECK(kiln__ops_check_result(
+  KILN__CHECK(s, kiln__ops_check_result(
       fn, "result", rr, by_rows ? xm->rows : xm->cols, result_dtype(op),
       by_rows ? "one result per row of x" : "one result per column of x"));
   if (s != KILN_OK)

@@ -12,12 +12,6 @@
 #include <math.h>
 #include <stdio.h>
 
-#define CHECK(expr)                                                            \
-  do {                                                                         \
-    if (s == KILN_OK)                                                          \
-      s = (expr);                                                              \
-  } while (0)
-
 struct params {
   bool cpu;
   size_t wg;
@@ -50,20 +44,20 @@ static kiln_status check_common(const char *fn, kiln_queue *queue,
                                 const kiln_matrix *xm, const kiln_matrix *ym) {
   size_t count = 0;
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__ops_check_rows_matrix(fn, "x", xm));
-  CHECK(kiln__ops_check_rows_matrix(fn, "y", ym));
-  CHECK(kiln__ops_check_same_matrix(fn, "x", xm, "y", ym));
+  KILN__CHECK(s, kiln__ops_check_rows_matrix(fn, "x", xm));
+  KILN__CHECK(s, kiln__ops_check_rows_matrix(fn, "y", ym));
+  KILN__CHECK(s, kiln__ops_check_same_matrix(fn, "x", xm, "y", ym));
   if (s != KILN_OK)
     return s;
   const size_t rows = xm->rows, cols = xm->cols;
   const kiln_dtype dtype = xm->dtype;
-  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_shape(fn, rows, cols, &count));
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__ops_check_shape(fn, rows, cols, &count));
   if (s == KILN_OK && rows > 0 && cols == 0)
     s = kiln__fail(KILN_ERR_INVALID_SIZE,
                    "%s: cols is 0 with rows %zu: a row needs an element", fn,
                    rows);
-  CHECK(kiln__ops_check_map(fn, queue, "x", xm->buffer, xm->offset, ym->buffer,
+  KILN__CHECK(s, kiln__ops_check_map(fn, queue, "x", xm->buffer, xm->offset, ym->buffer,
                             ym->offset, count, dtype));
   return s;
 }
@@ -94,10 +88,10 @@ KILN_API kiln_status kiln_softmax_rows(kiln_queue *queue, const kiln_matrix *xm,
     get_params(queue->ctx, dtype, &p);
     cl_kernel k = NULL;
     cl_ulong xo = x_offset, yo = y_offset, nr = rows, nc = cols;
-    CHECK(kiln__op_kernel(&o, "rows", p.options, "softmax_rows", &k, 6,
+    KILN__CHECK(s, kiln__op_kernel(&o, "rows", p.options, "softmax_rows", &k, 6,
                           KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(y->cl),
                           KILN__ARG(yo), KILN__ARG(nr), KILN__ARG(nc)));
-    CHECK(launch_rows(&o, &p, k, rows));
+    KILN__CHECK(s, launch_rows(&o, &p, k, rows));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -132,22 +126,22 @@ KILN_API kiln_status kiln_layernorm_rows(
   const kiln_buffer *bias = bias_r != NULL ? bias_r->buffer : NULL;
   const size_t scale_offset = scale_r != NULL ? scale_r->offset : 0;
   const size_t bias_offset = bias_r != NULL ? bias_r->offset : 0;
-  CHECK(check_vector(fn, "scale", scale_r, xm));
-  CHECK(check_vector(fn, "bias", bias_r, xm));
+  KILN__CHECK(s, check_vector(fn, "scale", scale_r, xm));
+  KILN__CHECK(s, check_vector(fn, "bias", bias_r, xm));
   if (s == KILN_OK && !(isfinite(eps) && eps >= 0))
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: eps %g must be finite and >= 0", fn, (double)eps);
   if (scale_r != NULL) {
-    CHECK(kiln__ops_check_in(fn, queue, "scale", scale, scale_offset, cols,
+    KILN__CHECK(s, kiln__ops_check_in(fn, queue, "scale", scale, scale_offset, cols,
                              dtype));
-    CHECK(kiln__ops_check_overlap(fn, "scale", scale, scale_offset, cols,
+    KILN__CHECK(s, kiln__ops_check_overlap(fn, "scale", scale, scale_offset, cols,
                                   dtype, "y", y, y_offset, rows * cols, dtype,
                                   false));
   }
   if (bias_r != NULL) {
-    CHECK(kiln__ops_check_in(fn, queue, "bias", bias, bias_offset, cols,
+    KILN__CHECK(s, kiln__ops_check_in(fn, queue, "bias", bias, bias_offset, cols,
                              dtype));
-    CHECK(kiln__ops_check_overlap(fn, "bias", bias, bias_offset, cols, dtype,
+    KILN__CHECK(s, kiln__ops_check_overlap(fn, "bias", bias, bias_offset, cols, dtype,
                                   "y", y, y_offset, rows * cols, dtype,
                                   false));
   }
@@ -173,13 +167,13 @@ KILN_API kiln_status kiln_layernorm_rows(
     cl_ulong bo = bias != NULL ? bias_offset : 0, yo = y_offset;
     cl_ulong nr = rows, nc = cols;
     cl_int has_scale = scale != NULL, has_bias = bias != NULL;
-    CHECK(kiln__op_kernel(&o, "rows", p.options, "layernorm_rows", &k, 13,
+    KILN__CHECK(s, kiln__op_kernel(&o, "rows", p.options, "layernorm_rows", &k, 13,
                           KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(g),
                           KILN__ARG(so), KILN__ARG(b), KILN__ARG(bo),
                           KILN__ARG(has_scale), KILN__ARG(has_bias),
                           KILN__ARG(eps), KILN__ARG(y->cl), KILN__ARG(yo),
                           KILN__ARG(nr), KILN__ARG(nc)));
-    CHECK(launch_rows(&o, &p, k, rows));
+    KILN__CHECK(s, launch_rows(&o, &p, k, rows));
   }
   return kiln__op_end(&o, s, out_event);
 }

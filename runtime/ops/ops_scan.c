@@ -13,12 +13,6 @@
 
 #include <stdio.h>
 
-#define CHECK(expr)                                                            \
-  do {                                                                         \
-    if (s == KILN_OK)                                                          \
-      s = (expr);                                                              \
-  } while (0)
-
 struct params {
   bool cpu;
   size_t wg, chunk;
@@ -50,7 +44,7 @@ static kiln_status run(struct kiln__op *op, kiln_scan_kind kind,
   size_t items = chunks, items_local = wg;
   kiln_status s = KILN_OK;
   if (!cpu)
-    CHECK(kiln__mul_overflows(chunks, wg, &items)
+    KILN__CHECK(s, kiln__mul_overflows(chunks, wg, &items)
               ? kiln__fail(KILN_ERR_INVALID_SIZE, "%s: n %zu is too large",
                            op->fn, n)
               : KILN_OK);
@@ -58,27 +52,27 @@ static kiln_status run(struct kiln__op *op, kiln_scan_kind kind,
   size_t esize = kiln_dtype_size(dtype);
   cl_ulong xo = x_offset, yo = y_offset, nn = n, ch = chunk, nch = chunks;
   if (chunks > 1) {
-    CHECK(kiln__op_workspace(op, chunks * esize, &sums));
+    KILN__CHECK(s, kiln__op_workspace(op, chunks * esize, &sums));
     cl_kernel k1 = NULL, k2 = NULL;
-    CHECK(kiln__op_kernel(op, "scan", options, "scan_sums", &k1, 5,
+    KILN__CHECK(s, kiln__op_kernel(op, "scan", options, "scan_sums", &k1, 5,
                           KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(nn),
                           KILN__ARG(ch), KILN__ARG(sums)));
-    CHECK(kiln__op_launch_1d(op, k1, items, items_local));
-    CHECK(kiln__op_kernel(op, "scan", options, "scan_carry", &k2, 2,
+    KILN__CHECK(s, kiln__op_launch_1d(op, k1, items, items_local));
+    KILN__CHECK(s, kiln__op_kernel(op, "scan", options, "scan_carry", &k2, 2,
                           KILN__ARG(sums), KILN__ARG(nch)));
-    CHECK(kiln__op_launch_1d(op, k2, cpu ? 1 : wg, cpu ? 1 : wg));
+    KILN__CHECK(s, kiln__op_launch_1d(op, k2, cpu ? 1 : wg, cpu ? 1 : wg));
   } else {
     /* Unused by the kernel, but an argument must be a valid buffer. */
     sums = x->cl;
   }
   cl_kernel k3 = NULL;
   cl_int has_carry = chunks > 1, exclusive = kind == KILN_SCAN_EXCLUSIVE;
-  CHECK(kiln__op_kernel(op, "scan", options, "scan_apply", &k3, 9,
+  KILN__CHECK(s, kiln__op_kernel(op, "scan", options, "scan_apply", &k3, 9,
                         KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(y->cl),
                         KILN__ARG(yo), KILN__ARG(nn), KILN__ARG(ch),
                         KILN__ARG(sums), KILN__ARG(has_carry),
                         KILN__ARG(exclusive)));
-  CHECK(kiln__op_launch_1d(op, k3, items, items_local));
+  KILN__CHECK(s, kiln__op_launch_1d(op, k3, items, items_local));
   return s;
 }
 
@@ -91,7 +85,7 @@ KILN_API kiln_status kiln_scan(kiln_queue *queue, kiln_scan_kind kind,
   if (s == KILN_OK && (unsigned)kind > KILN_SCAN_EXCLUSIVE)
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: kind %d is not a kiln_scan_kind", fn, (int)kind);
-  CHECK(kiln__ops_check_agree(fn, "x", xr, "y", yr));
+  KILN__CHECK(s, kiln__ops_check_agree(fn, "x", xr, "y", yr));
   if (s != KILN_OK)
     return s;
   const size_t n = xr->count;
@@ -99,8 +93,8 @@ KILN_API kiln_status kiln_scan(kiln_queue *queue, kiln_scan_kind kind,
   const kiln_buffer *x = xr->buffer;
   kiln_buffer *y = yr->buffer;
   const size_t x_offset = xr->offset, y_offset = yr->offset;
-  CHECK(kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_SCAN));
-  CHECK(kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_SCAN));
+  KILN__CHECK(s, kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
                             dtype));
   if (s != KILN_OK)
     return s;

@@ -5,8 +5,6 @@
 
 #include <stdio.h>
 
-#define CHECK(expr) KILN__CHECK(s, expr)
-
 static const char *const dt_options[] = {
     [KILN_F32] = "-DDT=0", [KILN_F16] = "-DDT=1", [KILN_BF16] = "-DDT=2"};
 
@@ -42,25 +40,25 @@ KILN_API kiln_status kiln_binary_broadcast(
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: broadcast %d is not a kiln_broadcast", fn,
                    (int)broadcast);
-  CHECK(kiln__train_check_matrix(fn, "a", a));
-  CHECK(kiln__train_need(fn, "b", b));
-  CHECK(kiln__train_check_matrix(fn, "y", y));
+  KILN__CHECK(s, kiln__train_check_matrix(fn, "a", a));
+  KILN__CHECK(s, kiln__train_need(fn, "b", b));
+  KILN__CHECK(s, kiln__train_check_matrix(fn, "y", y));
   if (s != KILN_OK)
     return s;
   kiln_dtype dtype = a->dtype;
   size_t rows = a->rows, cols = a->cols;
   bool row = broadcast == KILN_BROADCAST_ROW;
   size_t bn = row ? cols : rows;
-  CHECK(kiln__ops_check_dtype(fn, "a dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__train_same_matrix(fn, "y", y, "a", a));
-  CHECK(kiln__train_same_dtype(fn, "b", b->dtype, "a", dtype));
-  CHECK(kiln__train_same_count(fn, "b", b->count, row ? "a's cols" : "a's rows",
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "a dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__train_same_matrix(fn, "y", y, "a", a));
+  KILN__CHECK(s, kiln__train_same_dtype(fn, "b", b->dtype, "a", dtype));
+  KILN__CHECK(s, kiln__train_same_count(fn, "b", b->count, row ? "a's cols" : "a's rows",
                                bn));
-  CHECK(kiln__ops_check_shape(fn, rows, cols, &count));
-  CHECK(kiln__ops_check_map(fn, queue, "a", a->buffer, a->offset, y->buffer,
+  KILN__CHECK(s, kiln__ops_check_shape(fn, rows, cols, &count));
+  KILN__CHECK(s, kiln__ops_check_map(fn, queue, "a", a->buffer, a->offset, y->buffer,
                             y->offset, count, dtype));
-  CHECK(kiln__ops_check_in(fn, queue, "b", b->buffer, b->offset, bn, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "b", b->buffer, b->offset, bn, dtype, "y",
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "b", b->buffer, b->offset, bn, dtype));
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "b", b->buffer, b->offset, bn, dtype, "y",
                                 y->buffer, y->offset, count, dtype, false));
   if (s == KILN_OK && rows > UINT32_MAX)
     s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: rows %zu exceeds UINT32_MAX", fn,
@@ -78,12 +76,12 @@ KILN_API kiln_status kiln_binary_broadcast(
   if (count > 0) {
     cl_kernel k = NULL;
     cl_ulong ao = a->offset, bo = b->offset, yo = y->offset, nc = cols;
-    CHECK(kiln__op_kernel(
+    KILN__CHECK(s, kiln__op_kernel(
         &o, "train_elementwise", dt_options[dtype],
         row ? bcast_ops[op].row : bcast_ops[op].col, &k, 7,
         KILN__ARG(a->buffer->cl), KILN__ARG(ao), KILN__ARG(b->buffer->cl),
         KILN__ARG(bo), KILN__ARG(y->buffer->cl), KILN__ARG(yo), KILN__ARG(nc)));
-    CHECK(kiln__train_launch_matrix(&o, k, rows, cols));
+    KILN__CHECK(s, kiln__train_launch_matrix(&o, k, rows, cols));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -137,24 +135,24 @@ KILN_API kiln_status kiln_unary_backward(
                      "y",
                      fn);
   }
-  CHECK(kiln__train_need(fn, "xy", xy));
-  CHECK(kiln__train_need(fn, "dy", dy));
-  CHECK(kiln__train_need(fn, "dx", dx));
+  KILN__CHECK(s, kiln__train_need(fn, "xy", xy));
+  KILN__CHECK(s, kiln__train_need(fn, "dy", dy));
+  KILN__CHECK(s, kiln__train_need(fn, "dx", dx));
   if (s != KILN_OK)
     return s;
   kiln_dtype dtype = xy->dtype;
   size_t n = xy->count;
-  CHECK(kiln__ops_check_dtype(fn, "xy dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__train_same_dtype(fn, "dy", dy->dtype, "xy", dtype));
-  CHECK(kiln__train_same_dtype(fn, "dx", dx->dtype, "xy", dtype));
-  CHECK(kiln__train_same_count(fn, "dy", dy->count, "xy's count", n));
-  CHECK(kiln__train_same_count(fn, "dx", dx->count, "xy's count", n));
-  CHECK(kiln__ops_check_in(fn, queue, "xy", xy->buffer, xy->offset, n, dtype));
-  CHECK(kiln__ops_check_in(fn, queue, "dy", dy->buffer, dy->offset, n, dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "dx", dx->buffer, dx->offset, n, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "dy", dy->buffer, dy->offset, n, dtype,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "xy dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__train_same_dtype(fn, "dy", dy->dtype, "xy", dtype));
+  KILN__CHECK(s, kiln__train_same_dtype(fn, "dx", dx->dtype, "xy", dtype));
+  KILN__CHECK(s, kiln__train_same_count(fn, "dy", dy->count, "xy's count", n));
+  KILN__CHECK(s, kiln__train_same_count(fn, "dx", dx->count, "xy's count", n));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "xy", xy->buffer, xy->offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "dy", dy->buffer, dy->offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "dx", dx->buffer, dx->offset, n, dtype));
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "dy", dy->buffer, dy->offset, n, dtype,
                                 "dx", dx->buffer, dx->offset, n, dtype, true));
-  CHECK(kiln__ops_check_overlap(fn, "xy", xy->buffer, xy->offset, n, dtype,
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "xy", xy->buffer, xy->offset, n, dtype,
                                 "dx", dx->buffer, dx->offset, n, dtype, true));
   if (s != KILN_OK)
     return s;
@@ -167,12 +165,12 @@ KILN_API kiln_status kiln_unary_backward(
   if (n > 0) {
     cl_kernel k = NULL;
     cl_ulong xo = xy->offset, go = dy->offset, dxo = dx->offset, nn = n;
-    CHECK(kiln__op_kernel(&o, "train_elementwise", dt_options[dtype], kname, &k,
+    KILN__CHECK(s, kiln__op_kernel(&o, "train_elementwise", dt_options[dtype], kname, &k,
                           7, KILN__ARG(xy->buffer->cl), KILN__ARG(xo),
                           KILN__ARG(dy->buffer->cl), KILN__ARG(go),
                           KILN__ARG(dx->buffer->cl), KILN__ARG(dxo),
                           KILN__ARG(nn)));
-    CHECK(kiln__train_launch_elems(&o, k, n));
+    KILN__CHECK(s, kiln__train_launch_elems(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
 }

@@ -7,8 +7,6 @@
 
 #include <stdio.h>
 
-#define CHECK(expr) KILN__CHECK(s, expr)
-
 static const char *const dt_options[] = {
     [KILN_F32] = "-DDT=0", [KILN_F16] = "-DDT=1", [KILN_BF16] = "-DDT=2"};
 
@@ -22,32 +20,32 @@ static kiln_status check_index(const char *fn, kiln_queue *queue,
                                const kiln_range *indices, size_t *count,
                                size_t *table_count) {
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__train_check_matrix(fn, "table", table));
-  CHECK(kiln__train_need(fn, "indices", indices));
-  CHECK(kiln__train_check_matrix(fn, what, m));
+  KILN__CHECK(s, kiln__train_check_matrix(fn, "table", table));
+  KILN__CHECK(s, kiln__train_need(fn, "indices", indices));
+  KILN__CHECK(s, kiln__train_check_matrix(fn, what, m));
   if (s != KILN_OK)
     return s;
   size_t rows = m->rows, cols = m->cols, table_rows = table->rows;
   char name[16];
   snprintf(name, sizeof name, "%s dtype", what);
-  CHECK(kiln__ops_check_dtype(fn, name, m->dtype, dtypes));
-  CHECK(kiln__ops_check_dtype(fn, "indices dtype", indices->dtype,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, name, m->dtype, dtypes));
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "indices dtype", indices->dtype,
                               KILN__DT_LABELS));
-  CHECK(kiln__train_same_dtype(fn, "table", table->dtype, what, m->dtype));
+  KILN__CHECK(s, kiln__train_same_dtype(fn, "table", table->dtype, what, m->dtype));
   if (s == KILN_OK && table->cols != cols)
     s = kiln__fail(KILN_ERR_SHAPE_MISMATCH,
                    "%s: table has %zu cols but %s has %zu", fn, table->cols,
                    what, cols);
   snprintf(name, sizeof name, "%s's rows", what);
-  CHECK(kiln__train_same_count(fn, "indices", indices->count, name, rows));
-  CHECK(kiln__ops_check_shape(fn, rows, cols, count));
-  CHECK(kiln__ops_check_shape(fn, table_rows, cols, table_count));
+  KILN__CHECK(s, kiln__train_same_count(fn, "indices", indices->count, name, rows));
+  KILN__CHECK(s, kiln__ops_check_shape(fn, rows, cols, count));
+  KILN__CHECK(s, kiln__ops_check_shape(fn, table_rows, cols, table_count));
   if (s == KILN_OK && (rows > INT32_MAX || table_rows > INT32_MAX))
     s = kiln__fail(KILN_ERR_INVALID_SIZE,
                    "%s: rows %zu and table rows %zu must be at most "
                    "INT32_MAX",
                    fn, rows, table_rows);
-  CHECK(kiln__ops_check_in(fn, queue, "indices", indices->buffer,
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "indices", indices->buffer,
                            indices->offset, rows, indices->dtype));
   return s;
 }
@@ -71,12 +69,12 @@ KILN_API kiln_status kiln_gather_rows(kiln_queue *queue,
   kiln_buffer *y = y_m->buffer;
   size_t table_offset = table_m->offset, indices_offset = indices_r->offset,
          y_offset = y_m->offset;
-  CHECK(kiln__ops_check_in(fn, queue, "table", table, table_offset, tcount,
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "table", table, table_offset, tcount,
                            dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "y", y, y_offset, count, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "table", table, table_offset, tcount, dtype,
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "y", y, y_offset, count, dtype));
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "table", table, table_offset, tcount, dtype,
                                 "y", y, y_offset, count, dtype, false));
-  CHECK(kiln__ops_check_overlap(fn, "indices", indices, indices_offset, rows,
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "indices", indices, indices_offset, rows,
                                 index_dtype, "y", y, y_offset, count, dtype,
                                 false));
   if (s != KILN_OK)
@@ -94,12 +92,12 @@ KILN_API kiln_status kiln_gather_rows(kiln_queue *queue,
     cl_kernel k = NULL;
     cl_ulong to = table_offset, tr = table_rows, io = indices_offset;
     cl_ulong yo = y_offset, nc = cols;
-    CHECK(kiln__op_kernel(
+    KILN__CHECK(s, kiln__op_kernel(
         &o, "train_index", dt_options[wide ? KILN_F32 : KILN_F16],
         wide ? "gather32" : "gather16", &k, 8, KILN__ARG(table->cl),
         KILN__ARG(to), KILN__ARG(tr), KILN__ARG(indices->cl), KILN__ARG(io),
         KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(nc)));
-    CHECK(kiln__train_launch_matrix(&o, k, rows, cols));
+    KILN__CHECK(s, kiln__train_launch_matrix(&o, k, rows, cols));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -120,14 +118,14 @@ KILN_API kiln_status kiln_scatter_add_rows(
   kiln_buffer *table = table_m->buffer;
   size_t x_offset = x_m->offset, indices_offset = indices_r->offset,
          table_offset = table_m->offset;
-  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, count, dtype));
-  CHECK(kiln__ops_check_in(fn, queue, "table", table, table_offset, tcount,
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "x", x, x_offset, count, dtype));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "table", table, table_offset, tcount,
                            dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "table", table, table_offset, tcount,
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "table", table, table_offset, tcount,
                             dtype));
-  CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "table",
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "table",
                                 table, table_offset, tcount, dtype, false));
-  CHECK(kiln__ops_check_overlap(fn, "indices", indices, indices_offset, rows,
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "indices", indices, indices_offset, rows,
                                 index_dtype, "table", table, table_offset,
                                 tcount, dtype, false));
   if (s != KILN_OK)
@@ -142,20 +140,20 @@ KILN_API kiln_status kiln_scatter_add_rows(
                     (double)count);
   if (count > 0) {
     cl_mem chain = NULL;
-    CHECK(kiln__op_workspace(&o, rows * 8, &chain)); /* rows <= INT32_MAX */
+    KILN__CHECK(s, kiln__op_workspace(&o, rows * 8, &chain)); /* rows <= INT32_MAX */
     const char *opt = dt_options[dtype];
     cl_kernel kc = NULL, ka = NULL;
     cl_ulong io = indices_offset, nr = rows, tr = table_rows;
-    CHECK(kiln__op_kernel(&o, "train_index", opt, "scatter_chain", &kc, 5,
+    KILN__CHECK(s, kiln__op_kernel(&o, "train_index", opt, "scatter_chain", &kc, 5,
                           KILN__ARG(indices->cl), KILN__ARG(io), KILN__ARG(nr),
                           KILN__ARG(tr), KILN__ARG(chain)));
-    CHECK(kiln__train_launch_elems(&o, kc, rows));
+    KILN__CHECK(s, kiln__train_launch_elems(&o, kc, rows));
     cl_ulong xo = x_offset, to = table_offset, nc = cols;
-    CHECK(kiln__op_kernel(
+    KILN__CHECK(s, kiln__op_kernel(
         &o, "train_index", opt, "scatter_add_rows", &ka, 9, KILN__ARG(x->cl),
         KILN__ARG(xo), KILN__ARG(indices->cl), KILN__ARG(io), KILN__ARG(chain),
         KILN__ARG(nr), KILN__ARG(table->cl), KILN__ARG(to), KILN__ARG(nc)));
-    CHECK(kiln__train_launch_matrix(&o, ka, rows, cols));
+    KILN__CHECK(s, kiln__train_launch_matrix(&o, ka, rows, cols));
   }
   return kiln__op_end(&o, s, out_event);
 }

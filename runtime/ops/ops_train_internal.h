@@ -9,13 +9,6 @@
 
 #define KILN__DT_LABELS (KILN__DT(KILN_U32) | KILN__DT(KILN_I32))
 
-/* Run expr only while s is still KILN_OK (a chain of checks). */
-#define KILN__CHECK(s, expr)                                                   \
-  do {                                                                         \
-    if ((s) == KILN_OK)                                                        \
-      (s) = (expr);                                                            \
-  } while (0)
-
 static inline bool kiln__train_cpu(const kiln_context *ctx) {
   return kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU;
 }

@@ -9,8 +9,6 @@
 #include <math.h>
 #include <stdio.h>
 
-#define CHECK(expr) KILN__CHECK(s, expr)
-
 /* The logits and labels of the cross-entropy ops and accuracy, checked and
  * unpacked: a rows x cols matrix (count = rows * cols elements) of dtype,
  * and rows labels of label_dtype. */
@@ -27,8 +25,8 @@ static kiln_status check_logits(const char *fn, kiln_queue *queue,
                                 const kiln_matrix *logits,
                                 const kiln_range *labels, struct logits_in *L) {
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__train_check_matrix(fn, "logits", logits));
-  CHECK(kiln__train_need(fn, "labels", labels));
+  KILN__CHECK(s, kiln__train_check_matrix(fn, "logits", logits));
+  KILN__CHECK(s, kiln__train_need(fn, "labels", labels));
   if (s != KILN_OK)
     return s;
   size_t rows = logits->rows, cols = logits->cols;
@@ -40,13 +38,13 @@ static kiln_status check_logits(const char *fn, kiln_queue *queue,
                           .labels = labels->buffer,
                           .logits_offset = logits->offset,
                           .labels_offset = labels->offset};
-  CHECK(kiln__ops_check_dtype(fn, "logits dtype", logits->dtype,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "logits dtype", logits->dtype,
                               KILN__DT_FLOATS));
-  CHECK(kiln__ops_check_dtype(fn, "labels dtype", labels->dtype,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "labels dtype", labels->dtype,
                               KILN__DT_LABELS));
-  CHECK(kiln__train_same_count(fn, "labels", labels->count, "logits' rows",
+  KILN__CHECK(s, kiln__train_same_count(fn, "labels", labels->count, "logits' rows",
                                rows));
-  CHECK(kiln__ops_check_shape(fn, rows, cols, &L->count));
+  KILN__CHECK(s, kiln__ops_check_shape(fn, rows, cols, &L->count));
   if (s == KILN_OK && rows > 0 && cols == 0)
     s = kiln__fail(KILN_ERR_INVALID_SIZE,
                    "%s: cols is 0 with rows %zu: a row needs an element", fn,
@@ -57,9 +55,9 @@ static kiln_status check_logits(const char *fn, kiln_queue *queue,
   if (s == KILN_OK && cols > INT32_MAX)
     s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: cols %zu exceeds INT32_MAX", fn,
                    cols);
-  CHECK(kiln__ops_check_in(fn, queue, "logits", logits->buffer, logits->offset,
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "logits", logits->buffer, logits->offset,
                            L->count, logits->dtype));
-  CHECK(kiln__ops_check_in(fn, queue, "labels", labels->buffer, labels->offset,
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "labels", labels->buffer, labels->offset,
                            rows, labels->dtype));
   return s;
 }
@@ -82,25 +80,25 @@ KILN_API kiln_status kiln_softmax_cross_entropy(
                    "%s: loss and mean are both NULL: nothing to compute", fn);
   if (loss_r != NULL) {
     if (loss_r->dtype != KILN_F32)
-      CHECK(kiln__ops_check_dtype(fn, "loss dtype", loss_r->dtype,
+      KILN__CHECK(s, kiln__ops_check_dtype(fn, "loss dtype", loss_r->dtype,
                                   KILN__DT(KILN_F32)));
-    CHECK(kiln__train_same_count(fn, "loss", loss_r->count, "logits' rows",
+    KILN__CHECK(s, kiln__train_same_count(fn, "loss", loss_r->count, "logits' rows",
                                  L.rows));
-    CHECK(kiln__ops_check_out(fn, queue, "loss", loss, loss_offset, L.rows,
+    KILN__CHECK(s, kiln__ops_check_out(fn, queue, "loss", loss, loss_offset, L.rows,
                               KILN_F32));
-    CHECK(kiln__ops_check_overlap(fn, "logits", L.logits, L.logits_offset,
+    KILN__CHECK(s, kiln__ops_check_overlap(fn, "logits", L.logits, L.logits_offset,
                                   L.count, L.dtype, "loss", loss, loss_offset,
                                   L.rows, KILN_F32, false));
-    CHECK(kiln__ops_check_overlap(fn, "labels", L.labels, L.labels_offset,
+    KILN__CHECK(s, kiln__ops_check_overlap(fn, "labels", L.labels, L.labels_offset,
                                   L.rows, L.label_dtype, "loss", loss,
                                   loss_offset, L.rows, KILN_F32, false));
   }
   if (mean_r != NULL) {
-    CHECK(kiln__train_check_scalar(fn, "mean", mean_r, KILN_F32));
-    CHECK(
+    KILN__CHECK(s, kiln__train_check_scalar(fn, "mean", mean_r, KILN_F32));
+    KILN__CHECK(s, 
         kiln__ops_check_out(fn, queue, "mean", mean, mean_offset, 1, KILN_F32));
     if (loss != NULL)
-      CHECK(kiln__ops_check_overlap(fn, "loss", loss, loss_offset, L.rows,
+      KILN__CHECK(s, kiln__ops_check_overlap(fn, "loss", loss, loss_offset, L.rows,
                                     KILN_F32, "mean", mean, mean_offset, 1,
                                     KILN_F32, false));
   }
@@ -124,22 +122,22 @@ KILN_API kiln_status kiln_softmax_cross_entropy(
       size_t bytes;
       if (kiln__mul_overflows(L.rows, 4, &bytes))
         s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: rows %zu", fn, L.rows);
-      CHECK(kiln__op_workspace(&o, bytes, &lm));
+      KILN__CHECK(s, kiln__op_workspace(&o, bytes, &lm));
     }
     cl_kernel k = NULL;
-    CHECK(kiln__op_kernel(&o, "train_rows", p.options, "ce_forward", &k, 8,
+    KILN__CHECK(s, kiln__op_kernel(&o, "train_rows", p.options, "ce_forward", &k, 8,
                           KILN__ARG(L.logits->cl), KILN__ARG(xo),
                           KILN__ARG(L.labels->cl), KILN__ARG(lo), KILN__ARG(lm),
                           KILN__ARG(so), KILN__ARG(nr), KILN__ARG(nc)));
-    CHECK(kiln__train_launch_rows(&o, &p, k, L.rows));
+    KILN__CHECK(s, kiln__train_launch_rows(&o, &p, k, L.rows));
     if (mean != NULL) {
       cl_kernel km = NULL;
       cl_ulong mo = mean_offset;
       size_t one = 1;
-      CHECK(kiln__op_kernel(&o, "train_rows", p.options, "mean_f32", &km, 5,
+      KILN__CHECK(s, kiln__op_kernel(&o, "train_rows", p.options, "mean_f32", &km, 5,
                             KILN__ARG(lm), KILN__ARG(so), KILN__ARG(nr),
                             KILN__ARG(mean->cl), KILN__ARG(mo)));
-      CHECK(kiln__op_launch(&o, km, 1, &one, &one));
+      KILN__CHECK(s, kiln__op_launch(&o, km, 1, &one, &one));
     }
   }
   return kiln__op_end(&o, s, out_event);
@@ -152,19 +150,19 @@ KILN_API kiln_status kiln_softmax_cross_entropy_backward(
   static const char fn[] = "kiln_softmax_cross_entropy_backward";
   struct logits_in L;
   kiln_status s = check_logits(fn, queue, logits_m, labels_r, &L);
-  CHECK(kiln__train_check_matrix(fn, "dlogits", dlogits_m));
+  KILN__CHECK(s, kiln__train_check_matrix(fn, "dlogits", dlogits_m));
   if (s != KILN_OK)
     return s;
-  CHECK(kiln__train_same_matrix(fn, "dlogits", dlogits_m, "logits", logits_m));
+  KILN__CHECK(s, kiln__train_same_matrix(fn, "dlogits", dlogits_m, "logits", logits_m));
   kiln_buffer *dlogits = dlogits_m->buffer;
   size_t dlogits_offset = dlogits_m->offset;
-  CHECK(kiln__train_check_finite(fn, "scale", scale));
-  CHECK(kiln__ops_check_out(fn, queue, "dlogits", dlogits, dlogits_offset,
+  KILN__CHECK(s, kiln__train_check_finite(fn, "scale", scale));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "dlogits", dlogits, dlogits_offset,
                             L.count, L.dtype));
-  CHECK(kiln__ops_check_overlap(fn, "logits", L.logits, L.logits_offset,
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "logits", L.logits, L.logits_offset,
                                 L.count, L.dtype, "dlogits", dlogits,
                                 dlogits_offset, L.count, L.dtype, true));
-  CHECK(kiln__ops_check_overlap(fn, "labels", L.labels, L.labels_offset, L.rows,
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "labels", L.labels, L.labels_offset, L.rows,
                                 L.label_dtype, "dlogits", dlogits,
                                 dlogits_offset, L.count, L.dtype, false));
   if (s != KILN_OK)
@@ -182,12 +180,12 @@ KILN_API kiln_status kiln_softmax_cross_entropy_backward(
     cl_ulong xo = L.logits_offset, lo = L.labels_offset, dxo = dlogits_offset;
     cl_ulong nr = L.rows, nc = L.cols;
     cl_kernel k = NULL;
-    CHECK(kiln__op_kernel(&o, "train_rows", p.options, "ce_backward", &k, 9,
+    KILN__CHECK(s, kiln__op_kernel(&o, "train_rows", p.options, "ce_backward", &k, 9,
                           KILN__ARG(L.logits->cl), KILN__ARG(xo),
                           KILN__ARG(L.labels->cl), KILN__ARG(lo),
                           KILN__ARG(scale), KILN__ARG(dlogits->cl),
                           KILN__ARG(dxo), KILN__ARG(nr), KILN__ARG(nc)));
-    CHECK(kiln__train_launch_rows(&o, &p, k, L.rows));
+    KILN__CHECK(s, kiln__train_launch_rows(&o, &p, k, L.rows));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -199,19 +197,19 @@ KILN_API kiln_status kiln_accuracy_count(
   static const char fn[] = "kiln_accuracy_count";
   struct logits_in L;
   kiln_status s = check_logits(fn, queue, logits_m, labels_r, &L);
-  CHECK(kiln__train_check_scalar(fn, "count", count_r, KILN_U32));
+  KILN__CHECK(s, kiln__train_check_scalar(fn, "count", count_r, KILN_U32));
   if (s != KILN_OK)
     return s;
   kiln_buffer *count = count_r->buffer;
   size_t count_offset = count_r->offset;
-  CHECK(
+  KILN__CHECK(s, 
       kiln__ops_check_in(fn, queue, "count", count, count_offset, 1, KILN_U32));
-  CHECK(kiln__ops_check_out(fn, queue, "count", count, count_offset, 1,
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "count", count, count_offset, 1,
                             KILN_U32));
-  CHECK(kiln__ops_check_overlap(fn, "logits", L.logits, L.logits_offset,
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "logits", L.logits, L.logits_offset,
                                 L.count, L.dtype, "count", count, count_offset,
                                 1, KILN_U32, false));
-  CHECK(kiln__ops_check_overlap(fn, "labels", L.labels, L.labels_offset, L.rows,
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "labels", L.labels, L.labels_offset, L.rows,
                                 L.label_dtype, "count", count, count_offset, 1,
                                 KILN_U32, false));
   if (s != KILN_OK)
@@ -231,19 +229,19 @@ KILN_API kiln_status kiln_accuracy_count(
     /* Zero L.rows still set the count to 0. */
     cl_kernel kz = NULL;
     size_t one = 1;
-    CHECK(kiln__op_kernel(&o, "train_rows", p.options, "zero_u32", &kz, 2,
+    KILN__CHECK(s, kiln__op_kernel(&o, "train_rows", p.options, "zero_u32", &kz, 2,
                           KILN__ARG(count->cl), KILN__ARG(co)));
-    CHECK(kiln__op_launch(&o, kz, 1, &one, &one));
+    KILN__CHECK(s, kiln__op_launch(&o, kz, 1, &one, &one));
   }
   if (L.rows > 0) {
     cl_ulong xo = L.logits_offset, lo = L.labels_offset, nr = L.rows,
              nc = L.cols;
     cl_kernel k = NULL;
-    CHECK(kiln__op_kernel(
+    KILN__CHECK(s, kiln__op_kernel(
         &o, "train_rows", p.options, "accuracy", &k, 8, KILN__ARG(L.logits->cl),
         KILN__ARG(xo), KILN__ARG(L.labels->cl), KILN__ARG(lo),
         KILN__ARG(count->cl), KILN__ARG(co), KILN__ARG(nr), KILN__ARG(nc)));
-    CHECK(kiln__train_launch_rows(&o, &p, k, L.rows));
+    KILN__CHECK(s, kiln__train_launch_rows(&o, &p, k, L.rows));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -255,9 +253,9 @@ KILN_API kiln_status kiln_softmax_rows_backward(
   static const char fn[] = "kiln_softmax_rows_backward";
   size_t count = 0;
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__train_check_matrix(fn, "y", y_m));
-  CHECK(kiln__train_check_matrix(fn, "dy", dy_m));
-  CHECK(kiln__train_check_matrix(fn, "dx", dx_m));
+  KILN__CHECK(s, kiln__train_check_matrix(fn, "y", y_m));
+  KILN__CHECK(s, kiln__train_check_matrix(fn, "dy", dy_m));
+  KILN__CHECK(s, kiln__train_check_matrix(fn, "dx", dx_m));
   if (s != KILN_OK)
     return s;
   kiln_dtype dtype = y_m->dtype;
@@ -266,16 +264,16 @@ KILN_API kiln_status kiln_softmax_rows_backward(
   kiln_buffer *dx = dx_m->buffer;
   size_t y_offset = y_m->offset, dy_offset = dy_m->offset,
          dx_offset = dx_m->offset;
-  CHECK(kiln__ops_check_dtype(fn, "y dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__train_same_matrix(fn, "dy", dy_m, "y", y_m));
-  CHECK(kiln__train_same_matrix(fn, "dx", dx_m, "y", y_m));
-  CHECK(kiln__ops_check_shape(fn, rows, cols, &count));
-  CHECK(kiln__ops_check_in(fn, queue, "y", y, y_offset, count, dtype));
-  CHECK(kiln__ops_check_in(fn, queue, "dy", dy, dy_offset, count, dtype));
-  CHECK(kiln__ops_check_out(fn, queue, "dx", dx, dx_offset, count, dtype));
-  CHECK(kiln__ops_check_overlap(fn, "dy", dy, dy_offset, count, dtype, "dx", dx,
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "y dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__train_same_matrix(fn, "dy", dy_m, "y", y_m));
+  KILN__CHECK(s, kiln__train_same_matrix(fn, "dx", dx_m, "y", y_m));
+  KILN__CHECK(s, kiln__ops_check_shape(fn, rows, cols, &count));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "y", y, y_offset, count, dtype));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "dy", dy, dy_offset, count, dtype));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "dx", dx, dx_offset, count, dtype));
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "dy", dy, dy_offset, count, dtype, "dx", dx,
                                 dx_offset, count, dtype, true));
-  CHECK(kiln__ops_check_overlap(fn, "y", y, y_offset, count, dtype, "dx", dx,
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "y", y, y_offset, count, dtype, "dx", dx,
                                 dx_offset, count, dtype, true));
   if (s != KILN_OK)
     return s;
@@ -292,11 +290,11 @@ KILN_API kiln_status kiln_softmax_rows_backward(
     cl_ulong yo = y_offset, go = dy_offset, dxo = dx_offset;
     cl_ulong nr = rows, nc = cols;
     cl_kernel k = NULL;
-    CHECK(kiln__op_kernel(&o, "train_rows", p.options, "softmax_backward", &k,
+    KILN__CHECK(s, kiln__op_kernel(&o, "train_rows", p.options, "softmax_backward", &k,
                           8, KILN__ARG(y->cl), KILN__ARG(yo), KILN__ARG(dy->cl),
                           KILN__ARG(go), KILN__ARG(dx->cl), KILN__ARG(dxo),
                           KILN__ARG(nr), KILN__ARG(nc)));
-    CHECK(kiln__train_launch_rows(&o, &p, k, rows));
+    KILN__CHECK(s, kiln__train_launch_rows(&o, &p, k, rows));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -313,19 +311,19 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
   static const char fn[] = "kiln_layernorm_rows_backward";
   size_t count = 0;
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__train_check_matrix(fn, "x", x_m));
-  CHECK(kiln__train_check_matrix(fn, "dy", dy_m));
+  KILN__CHECK(s, kiln__train_check_matrix(fn, "x", x_m));
+  KILN__CHECK(s, kiln__train_check_matrix(fn, "dy", dy_m));
   if (dx_m != NULL)
-    CHECK(kiln__train_check_matrix(fn, "dx", dx_m));
+    KILN__CHECK(s, kiln__train_check_matrix(fn, "dx", dx_m));
   /* An operand given is an operand used: its buffer may not be NULL. */
   const kiln_range *opt[3] = {scale_r, dscale_r, dbias_r};
   const char *const opt_names[3] = {"scale->buffer", "dscale->buffer",
                                     "dbias->buffer"};
   for (int i = 0; i < 3; i++)
     if (opt[i] != NULL)
-      CHECK(kiln__train_need(fn, opt_names[i], opt[i]->buffer));
+      KILN__CHECK(s, kiln__train_need(fn, opt_names[i], opt[i]->buffer));
   if (dx_m != NULL)
-    CHECK(kiln__train_need(fn, "dx->buffer", dx_m->buffer));
+    KILN__CHECK(s, kiln__train_need(fn, "dx->buffer", dx_m->buffer));
   if (s != KILN_OK)
     return s;
   kiln_dtype dtype = x_m->dtype;
@@ -338,13 +336,13 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
   size_t scale_offset = OPT_OFFSET(scale_r), dx_offset = OPT_OFFSET(dx_m),
          dscale_offset = OPT_OFFSET(dscale_r),
          dbias_offset = OPT_OFFSET(dbias_r);
-  CHECK(kiln__ops_check_dtype(fn, "x dtype", dtype, KILN__DT_FLOATS));
-  CHECK(kiln__train_same_matrix(fn, "dy", dy_m, "x", x_m));
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x dtype", dtype, KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__train_same_matrix(fn, "dy", dy_m, "x", x_m));
   if (dx_m != NULL)
-    CHECK(kiln__train_same_matrix(fn, "dx", dx_m, "x", x_m));
+    KILN__CHECK(s, kiln__train_same_matrix(fn, "dx", dx_m, "x", x_m));
   if (scale_r != NULL) {
-    CHECK(kiln__train_same_dtype(fn, "scale", scale_r->dtype, "x", dtype));
-    CHECK(
+    KILN__CHECK(s, kiln__train_same_dtype(fn, "scale", scale_r->dtype, "x", dtype));
+    KILN__CHECK(s, 
         kiln__train_same_count(fn, "scale", scale_r->count, "x's cols", cols));
   }
   const kiln_range *sum_r[2] = {dscale_r, dbias_r};
@@ -354,12 +352,12 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
       char name[16];
       snprintf(name, sizeof name, "%s dtype", sum_names[i]);
       if (sum_r[i]->dtype != KILN_F32)
-        CHECK(kiln__ops_check_dtype(fn, name, sum_r[i]->dtype,
+        KILN__CHECK(s, kiln__ops_check_dtype(fn, name, sum_r[i]->dtype,
                                     KILN__DT(KILN_F32)));
-      CHECK(kiln__train_same_count(fn, sum_names[i], sum_r[i]->count,
+      KILN__CHECK(s, kiln__train_same_count(fn, sum_names[i], sum_r[i]->count,
                                    "x's cols", cols));
     }
-  CHECK(kiln__ops_check_shape(fn, rows, cols, &count));
+  KILN__CHECK(s, kiln__ops_check_shape(fn, rows, cols, &count));
   if (s == KILN_OK && rows > 0 && cols == 0)
     s = kiln__fail(KILN_ERR_INVALID_SIZE,
                    "%s: cols is 0 with rows %zu: a row needs an element", fn,
@@ -367,19 +365,19 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
   if (s == KILN_OK && !(isfinite(eps) && eps >= 0))
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: eps %g must be finite and >= 0", fn, (double)eps);
-  CHECK(kiln__ops_check_in(fn, queue, "x", x, x_offset, count, dtype));
-  CHECK(kiln__ops_check_in(fn, queue, "dy", dy, dy_offset, count, dtype));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "x", x, x_offset, count, dtype));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "dy", dy, dy_offset, count, dtype));
   if (scale != NULL)
-    CHECK(kiln__ops_check_in(fn, queue, "scale", scale, scale_offset, cols,
+    KILN__CHECK(s, kiln__ops_check_in(fn, queue, "scale", scale, scale_offset, cols,
                              dtype));
   if (dx != NULL) {
-    CHECK(kiln__ops_check_out(fn, queue, "dx", dx, dx_offset, count, dtype));
-    CHECK(kiln__ops_check_overlap(fn, "dy", dy, dy_offset, count, dtype, "dx",
+    KILN__CHECK(s, kiln__ops_check_out(fn, queue, "dx", dx, dx_offset, count, dtype));
+    KILN__CHECK(s, kiln__ops_check_overlap(fn, "dy", dy, dy_offset, count, dtype, "dx",
                                   dx, dx_offset, count, dtype, true));
-    CHECK(kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "dx", dx,
+    KILN__CHECK(s, kiln__ops_check_overlap(fn, "x", x, x_offset, count, dtype, "dx", dx,
                                   dx_offset, count, dtype, false));
     if (scale != NULL)
-      CHECK(kiln__ops_check_overlap(fn, "scale", scale, scale_offset, cols,
+      KILN__CHECK(s, kiln__ops_check_overlap(fn, "scale", scale, scale_offset, cols,
                                     dtype, "dx", dx, dx_offset, count, dtype,
                                     false));
   }
@@ -399,17 +397,17 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
   for (int i = 0; i < 2; i++) {
     if (outs[i] == NULL)
       continue;
-    CHECK(kiln__ops_check_out(fn, queue, out_names[i], outs[i], out_offs[i],
+    KILN__CHECK(s, kiln__ops_check_out(fn, queue, out_names[i], outs[i], out_offs[i],
                               cols, KILN_F32));
     for (size_t j = 0; j < sizeof others / sizeof others[0]; j++)
       if (others[j].b != NULL)
-        CHECK(kiln__ops_check_overlap(fn, others[j].what, others[j].b,
+        KILN__CHECK(s, kiln__ops_check_overlap(fn, others[j].what, others[j].b,
                                       others[j].off, others[j].n, others[j].dt,
                                       out_names[i], outs[i], out_offs[i], cols,
                                       KILN_F32, false));
   }
   if (dscale != NULL && dbias != NULL)
-    CHECK(kiln__ops_check_overlap(fn, "dscale", dscale, dscale_offset, cols,
+    KILN__CHECK(s, kiln__ops_check_overlap(fn, "dscale", dscale, dscale_offset, cols,
                                   KILN_F32, "dbias", dbias, dbias_offset, cols,
                                   KILN_F32, false));
   if (s != KILN_OK)
@@ -427,7 +425,7 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
     kiln__train_rows_params(queue->ctx, dtype, &p);
     cl_mem stats = NULL;
     if (sums)
-      CHECK(kiln__op_workspace(&o, rows * 8, &stats)); /* rows*cols fits */
+      KILN__CHECK(s, kiln__op_workspace(&o, rows * 8, &stats)); /* rows*cols fits */
     cl_mem sc = scale != NULL ? scale->cl : x->cl;
     cl_mem dxm = dx != NULL ? dx->cl : x->cl;
     cl_mem st = stats != NULL ? stats : x->cl;
@@ -436,13 +434,13 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
     cl_ulong nr = rows, nc = cols;
     cl_int has_scale = scale != NULL, has_dx = dx != NULL, has_stats = sums;
     cl_kernel k = NULL;
-    CHECK(kiln__op_kernel(
+    KILN__CHECK(s, kiln__op_kernel(
         &o, "train_rows", p.options, "layernorm_backward_rows", &k, 15,
         KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(sc), KILN__ARG(so),
         KILN__ARG(has_scale), KILN__ARG(eps), KILN__ARG(dy->cl), KILN__ARG(go),
         KILN__ARG(dxm), KILN__ARG(dxo), KILN__ARG(has_dx), KILN__ARG(st),
         KILN__ARG(has_stats), KILN__ARG(nr), KILN__ARG(nc)));
-    CHECK(kiln__train_launch_rows(&o, &p, k, rows));
+    KILN__CHECK(s, kiln__train_launch_rows(&o, &p, k, rows));
     if (sums) {
       cl_mem dsm = dscale != NULL ? dscale->cl : st;
       cl_mem dbm = dbias != NULL ? dbias->cl : st;
@@ -450,13 +448,13 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
       cl_ulong dbo = dbias != NULL ? dbias_offset : 0;
       cl_int has_ds = dscale != NULL, has_db = dbias != NULL;
       cl_kernel kc = NULL;
-      CHECK(kiln__op_kernel(
+      KILN__CHECK(s, kiln__op_kernel(
           &o, "train_rows", p.options, "layernorm_backward_cols", &kc, 13,
           KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(dy->cl), KILN__ARG(go),
           KILN__ARG(st), KILN__ARG(dsm), KILN__ARG(dso), KILN__ARG(has_ds),
           KILN__ARG(dbm), KILN__ARG(dbo), KILN__ARG(has_db), KILN__ARG(nr),
           KILN__ARG(nc)));
-      CHECK(kiln__train_launch_elems(&o, kc, cols));
+      KILN__CHECK(s, kiln__train_launch_elems(&o, kc, cols));
     }
   }
   return kiln__op_end(&o, s, out_event);

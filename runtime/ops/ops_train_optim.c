@@ -8,8 +8,6 @@
 #include <math.h>
 #include <stdio.h>
 
-#define CHECK(expr) KILN__CHECK(s, expr)
-
 /* Build options for gradient dtype gt (0..2). */
 static const char *optim_options(kiln_dtype gt) {
   static const char *const table[3] = {"-DGT=0", "-DGT=1", "-DGT=2"};
@@ -40,7 +38,7 @@ struct slot {
 static kiln_status check_slots(const char *fn, kiln_queue *queue,
                                const struct slot *slots, size_t count) {
   kiln_status s = kiln__train_need(fn, slots[0].what, slots[0].r);
-  CHECK(kiln__train_need(fn, slots[1].what, slots[1].r));
+  KILN__CHECK(s, kiln__train_need(fn, slots[1].what, slots[1].r));
   if (s != KILN_OK)
     return s;
   size_t n = slots[0].r->count;
@@ -54,7 +52,7 @@ static kiln_status check_slots(const char *fn, kiln_queue *queue,
       s = kiln__train_check_scalar(fn, a->what, a->r, KILN_U32);
     else {
       s = kiln__ops_check_dtype(fn, name, a->r->dtype, a->dtypes);
-      CHECK(kiln__train_same_count(fn, a->what, a->r->count, "w's count", n));
+      KILN__CHECK(s, kiln__train_same_count(fn, a->what, a->r->count, "w's count", n));
     }
   }
   for (size_t i = 0; i < count && s == KILN_OK; i++) {
@@ -65,12 +63,12 @@ static kiln_status check_slots(const char *fn, kiln_queue *queue,
     s = kiln__ops_check_in(fn, queue, a->what, r->buffer, r->offset, r->count,
                            r->dtype);
     if (a->written)
-      CHECK(kiln__ops_check_out(fn, queue, a->what, r->buffer, r->offset,
+      KILN__CHECK(s, kiln__ops_check_out(fn, queue, a->what, r->buffer, r->offset,
                                 r->count, r->dtype));
     for (size_t j = 0; j < i; j++) {
       const kiln_range *o = slots[j].r;
       if (o != NULL)
-        CHECK(kiln__ops_check_overlap(fn, slots[j].what, o->buffer, o->offset,
+        KILN__CHECK(s, kiln__ops_check_overlap(fn, slots[j].what, o->buffer, o->offset,
                                       o->count, o->dtype, a->what, r->buffer,
                                       r->offset, r->count, r->dtype, false));
     }
@@ -104,10 +102,10 @@ KILN_API kiln_status kiln_sgd_step(
     s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: params is NULL", fn);
   if (s == KILN_OK) {
     s = kiln__train_check_finite(fn, "params->lr", params->lr);
-    CHECK(check_scalar(fn, "momentum", params->momentum, 0, false, 1, true));
-    CHECK(check_scalar(fn, "weight_decay", params->weight_decay, 0, false,
+    KILN__CHECK(s, check_scalar(fn, "momentum", params->momentum, 0, false, 1, true));
+    KILN__CHECK(s, check_scalar(fn, "weight_decay", params->weight_decay, 0, false,
                        INFINITY, true));
-    CHECK(check_scalar(fn, "grad_scale", params->grad_scale, 0, true, INFINITY,
+    KILN__CHECK(s, check_scalar(fn, "grad_scale", params->grad_scale, 0, true, INFINITY,
                        true));
     if (s == KILN_OK && params->nesterov && params->momentum == 0)
       s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
@@ -162,14 +160,14 @@ KILN_API kiln_status kiln_sgd_step(
     cl_int has_skip = skip != NULL, nest = params->nesterov;
     float lr = params->lr, mu = params->momentum, wd = params->weight_decay;
     float gs = params->grad_scale;
-    CHECK(kiln__op_kernel(&o, "train_optim", optim_options(grad_dtype), kname,
+    KILN__CHECK(s, kiln__op_kernel(&o, "train_optim", optim_options(grad_dtype), kname,
                           &k, 17, KILN__ARG(w->cl), KILN__ARG(wo),
                           KILN__ARG(grad->cl), KILN__ARG(go), KILN__ARG(vm),
                           KILN__ARG(vo), KILN__ARG(cm), KILN__ARG(co),
                           KILN__ARG(sm), KILN__ARG(so), KILN__ARG(has_skip),
                           KILN__ARG(nest), KILN__ARG(lr), KILN__ARG(mu),
                           KILN__ARG(wd), KILN__ARG(gs), KILN__ARG(nn)));
-    CHECK(kiln__train_launch_elems(&o, k, n));
+    KILN__CHECK(s, kiln__train_launch_elems(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -185,19 +183,19 @@ KILN_API kiln_status kiln_adamw_step(
     s = kiln__fail(KILN_ERR_NULL_POINTER, "%s: params is NULL", fn);
   if (s == KILN_OK) {
     s = kiln__train_check_finite(fn, "params->lr", params->lr);
-    CHECK(check_scalar(fn, "beta1", params->beta1, 0, false, 1, true));
-    CHECK(check_scalar(fn, "beta2", params->beta2, 0, false, 1, true));
-    CHECK(check_scalar(fn, "eps", params->eps, 0, true, INFINITY, true));
-    CHECK(check_scalar(fn, "weight_decay", params->weight_decay, 0, false,
+    KILN__CHECK(s, check_scalar(fn, "beta1", params->beta1, 0, false, 1, true));
+    KILN__CHECK(s, check_scalar(fn, "beta2", params->beta2, 0, false, 1, true));
+    KILN__CHECK(s, check_scalar(fn, "eps", params->eps, 0, true, INFINITY, true));
+    KILN__CHECK(s, check_scalar(fn, "weight_decay", params->weight_decay, 0, false,
                        INFINITY, true));
-    CHECK(check_scalar(fn, "grad_scale", params->grad_scale, 0, true, INFINITY,
+    KILN__CHECK(s, check_scalar(fn, "grad_scale", params->grad_scale, 0, true, INFINITY,
                        true));
     if (s == KILN_OK && params->step == 0)
       s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                      "%s: params->step is 0: the first step is 1", fn);
   }
-  CHECK(kiln__train_need(fn, "m", m_r));
-  CHECK(kiln__train_need(fn, "v", v_r));
+  KILN__CHECK(s, kiln__train_need(fn, "m", m_r));
+  KILN__CHECK(s, kiln__train_need(fn, "v", v_r));
   if (s != KILN_OK)
     return s;
   const struct slot slots[] = {
@@ -248,7 +246,7 @@ KILN_API kiln_status kiln_adamw_step(
     cl_ulong co = w_copy != NULL ? w_copy_offset : 0;
     cl_ulong so = skip != NULL ? skip_offset : 0, nn = n;
     cl_int has_skip = skip != NULL;
-    CHECK(kiln__op_kernel(
+    KILN__CHECK(s, kiln__op_kernel(
         &o, "train_optim", optim_options(grad_dtype), kname, &k, 22,
         KILN__ARG(w->cl), KILN__ARG(wo), KILN__ARG(grad->cl), KILN__ARG(go),
         KILN__ARG(m->cl), KILN__ARG(mo), KILN__ARG(v->cl), KILN__ARG(vo),
@@ -256,7 +254,7 @@ KILN_API kiln_status kiln_adamw_step(
         KILN__ARG(has_skip), KILN__ARG(decay), KILN__ARG(omb1), KILN__ARG(b2),
         KILN__ARG(omb2), KILN__ARG(eps), KILN__ARG(step_size), KILN__ARG(bc2s),
         KILN__ARG(gs), KILN__ARG(nn)));
-    CHECK(kiln__train_launch_elems(&o, k, n));
+    KILN__CHECK(s, kiln__train_launch_elems(&o, k, n));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -295,14 +293,14 @@ KILN_API kiln_status kiln_grad_norm(kiln_queue *queue, const kiln_range *ranges,
                                     kiln_event **out_event) {
   static const char fn[] = "kiln_grad_norm";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__train_check_ranges(fn, queue, num_ranges, ranges, false));
-  CHECK(kiln__train_check_scalar(fn, "norm", norm_r, KILN_F32));
+  KILN__CHECK(s, kiln__train_check_ranges(fn, queue, num_ranges, ranges, false));
+  KILN__CHECK(s, kiln__train_check_scalar(fn, "norm", norm_r, KILN_F32));
   if (s != KILN_OK)
     return s;
   kiln_dtype dtype = ranges_dtype(num_ranges, ranges);
   kiln_buffer *norm = norm_r->buffer;
   size_t norm_offset = norm_r->offset;
-  CHECK(kiln__ops_check_out(fn, queue, "norm", norm, norm_offset, 1, KILN_F32));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "norm", norm, norm_offset, 1, KILN_F32));
   for (size_t i = 0; i < num_ranges && s == KILN_OK; i++)
     s = kiln__ops_check_overlap(fn, "a range", ranges[i].buffer,
                                 ranges[i].offset, ranges[i].count, dtype,
@@ -324,7 +322,7 @@ KILN_API kiln_status kiln_grad_norm(kiln_queue *queue, const kiln_range *ranges,
   }
   const char *options = optim_options(dtype);
   cl_mem ws = NULL;
-  CHECK(kiln__op_workspace(&o, (parts ? parts : 1) * 4, &ws));
+  KILN__CHECK(s, kiln__op_workspace(&o, (parts ? parts : 1) * 4, &ws));
   cl_ulong po = 0;
   for (size_t i = 0; i < num_ranges && s == KILN_OK; i++) {
     size_t it, ch;
@@ -333,21 +331,21 @@ KILN_API kiln_status kiln_grad_norm(kiln_queue *queue, const kiln_range *ranges,
       continue;
     cl_kernel k = NULL;
     cl_ulong xo = ranges[i].offset, nn = ranges[i].count, cc = ch, nch = it;
-    CHECK(kiln__op_kernel(&o, "train_optim", options, "sumsq_partial", &k, 7,
+    KILN__CHECK(s, kiln__op_kernel(&o, "train_optim", options, "sumsq_partial", &k, 7,
                           KILN__ARG(ranges[i].buffer->cl), KILN__ARG(xo),
                           KILN__ARG(nn), KILN__ARG(cc), KILN__ARG(nch),
                           KILN__ARG(ws), KILN__ARG(po)));
-    CHECK(kiln__op_launch_1d(&o, k, it * 64,
+    KILN__CHECK(s, kiln__op_launch_1d(&o, k, it * 64,
                              kiln__ops_local_size(queue->ctx, 64)));
     po += it * 64;
   }
   cl_kernel kf = NULL;
   cl_ulong np = parts, no = norm_offset;
   size_t one = 1;
-  CHECK(kiln__op_kernel(&o, "train_optim", options, "norm_final", &kf, 4,
+  KILN__CHECK(s, kiln__op_kernel(&o, "train_optim", options, "norm_final", &kf, 4,
                         KILN__ARG(ws), KILN__ARG(np), KILN__ARG(norm->cl),
                         KILN__ARG(no)));
-  CHECK(kiln__op_launch(&o, kf, 1, &one, &one));
+  KILN__CHECK(s, kiln__op_launch(&o, kf, 1, &one, &one));
   return kiln__op_end(&o, s, out_event);
 }
 
@@ -361,14 +359,14 @@ KILN_API kiln_status kiln_clip_grad_norm(
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: max_norm %g must be finite and > 0", fn,
                    (double)max_norm);
-  CHECK(kiln__train_check_ranges(fn, queue, num_ranges, ranges, true));
-  CHECK(kiln__train_check_scalar(fn, "norm", norm_r, KILN_F32));
+  KILN__CHECK(s, kiln__train_check_ranges(fn, queue, num_ranges, ranges, true));
+  KILN__CHECK(s, kiln__train_check_scalar(fn, "norm", norm_r, KILN_F32));
   if (s != KILN_OK)
     return s;
   kiln_dtype dtype = ranges_dtype(num_ranges, ranges);
   const kiln_buffer *norm = norm_r->buffer;
   size_t norm_offset = norm_r->offset;
-  CHECK(kiln__ops_check_in(fn, queue, "norm", norm, norm_offset, 1, KILN_F32));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "norm", norm, norm_offset, 1, KILN_F32));
   for (size_t i = 0; i < num_ranges && s == KILN_OK; i++)
     s = kiln__ops_check_overlap(fn, "a range", ranges[i].buffer,
                                 ranges[i].offset, ranges[i].count, dtype,
@@ -388,11 +386,11 @@ KILN_API kiln_status kiln_clip_grad_norm(
       continue;
     cl_kernel k = NULL;
     cl_ulong xo = ranges[i].offset, nn = ranges[i].count, no = norm_offset;
-    CHECK(kiln__op_kernel(&o, "train_optim", options, "clip_scale", &k, 6,
+    KILN__CHECK(s, kiln__op_kernel(&o, "train_optim", options, "clip_scale", &k, 6,
                           KILN__ARG(ranges[i].buffer->cl), KILN__ARG(xo),
                           KILN__ARG(nn), KILN__ARG(norm->cl), KILN__ARG(no),
                           KILN__ARG(max_norm)));
-    CHECK(kiln__train_launch_elems(&o, k, ranges[i].count));
+    KILN__CHECK(s, kiln__train_launch_elems(&o, k, ranges[i].count));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -403,15 +401,15 @@ kiln_has_nonfinite(kiln_queue *queue, const kiln_range *ranges,
                    kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_has_nonfinite";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__train_check_ranges(fn, queue, num_ranges, ranges, false));
-  CHECK(kiln__train_check_scalar(fn, "flag", flag_r, KILN_U32));
+  KILN__CHECK(s, kiln__train_check_ranges(fn, queue, num_ranges, ranges, false));
+  KILN__CHECK(s, kiln__train_check_scalar(fn, "flag", flag_r, KILN_U32));
   if (s != KILN_OK)
     return s;
   kiln_dtype dtype = ranges_dtype(num_ranges, ranges);
   kiln_buffer *flag = flag_r->buffer;
   size_t flag_offset = flag_r->offset;
-  CHECK(kiln__ops_check_in(fn, queue, "flag", flag, flag_offset, 1, KILN_U32));
-  CHECK(kiln__ops_check_out(fn, queue, "flag", flag, flag_offset, 1, KILN_U32));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "flag", flag, flag_offset, 1, KILN_U32));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "flag", flag, flag_offset, 1, KILN_U32));
   for (size_t i = 0; i < num_ranges && s == KILN_OK; i++)
     s = kiln__ops_check_overlap(fn, "a range", ranges[i].buffer,
                                 ranges[i].offset, ranges[i].count, dtype,
@@ -429,18 +427,18 @@ kiln_has_nonfinite(kiln_queue *queue, const kiln_range *ranges,
   cl_kernel kz = NULL;
   cl_ulong fo = flag_offset;
   size_t one = 1;
-  CHECK(kiln__op_kernel(&o, "train_optim", options, "flag_zero", &kz, 2,
+  KILN__CHECK(s, kiln__op_kernel(&o, "train_optim", options, "flag_zero", &kz, 2,
                         KILN__ARG(flag->cl), KILN__ARG(fo)));
-  CHECK(kiln__op_launch(&o, kz, 1, &one, &one));
+  KILN__CHECK(s, kiln__op_launch(&o, kz, 1, &one, &one));
   for (size_t i = 0; i < num_ranges && s == KILN_OK; i++) {
     if (ranges[i].count == 0)
       continue;
     cl_kernel k = NULL;
     cl_ulong xo = ranges[i].offset, nn = ranges[i].count;
-    CHECK(kiln__op_kernel(&o, "train_optim", options, "nonfinite_check", &k, 5,
+    KILN__CHECK(s, kiln__op_kernel(&o, "train_optim", options, "nonfinite_check", &k, 5,
                           KILN__ARG(ranges[i].buffer->cl), KILN__ARG(xo),
                           KILN__ARG(nn), KILN__ARG(flag->cl), KILN__ARG(fo)));
-    CHECK(kiln__train_launch_elems(&o, k, ranges[i].count));
+    KILN__CHECK(s, kiln__train_launch_elems(&o, k, ranges[i].count));
   }
   return kiln__op_end(&o, s, out_event);
 }

@@ -7,8 +7,6 @@
 #include <math.h>
 #include <stdio.h>
 
-#define CHECK(expr) KILN__CHECK(s, expr)
-
 static const char *const dt_options[] = {
     [KILN_F32] = "-DDT=0", [KILN_F16] = "-DDT=1", [KILN_BF16] = "-DDT=2"};
 
@@ -34,7 +32,7 @@ static kiln_status launch_stream(struct kiln__op *op, kiln_dtype dtype,
   cl_uint lane0 = (cl_uint)(offset % 4);
   kiln_status s = kiln__queue_kernel(op->queue, "train_random",
                                      dt_options[dtype], name, &k);
-  CHECK(kiln__op_args(op, k, 3, KILN__ARG(sd), KILN__ARG(first),
+  KILN__CHECK(s, kiln__op_args(op, k, 3, KILN__ARG(sd), KILN__ARG(first),
                       KILN__ARG(lane0)));
   for (cl_uint i = 0; i < count && s == KILN_OK; i++) {
     cl_int err = clSetKernelArg(k, 3 + i, extra[i].size, extra[i].value);
@@ -44,7 +42,7 @@ static kiln_status launch_stream(struct kiln__op *op, kiln_dtype dtype,
   }
   /* lane0 + n elements, in blocks of four (n < 2^64 - 3 as size_t). */
   size_t blocks = n / 4 + (n % 4 + lane0 + 3) / 4;
-  CHECK(kiln__train_launch_elems(op, k, blocks));
+  KILN__CHECK(s, kiln__train_launch_elems(op, k, blocks));
   return s;
 }
 
@@ -57,28 +55,28 @@ static kiln_status run(kiln_queue *queue, const char *fn, const char *trace,
                        const kiln_range *y_r, const char *y_what, kiln_status s,
                        cl_uint count, struct kiln__arg *extra, size_t num_wait,
                        kiln_event *const *wait_list, kiln_event **out_event) {
-  CHECK(kiln__train_need(fn, y_what, y_r));
+  KILN__CHECK(s, kiln__train_need(fn, y_what, y_r));
   if (s != KILN_OK)
     return s;
   char name[16];
   snprintf(name, sizeof name, "%s dtype", y_what);
   kiln_dtype y_dtype = y_r->dtype;
   size_t n = y_r->count;
-  CHECK(kiln__ops_check_dtype(fn, name, y_dtype, dtypes));
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, name, y_dtype, dtypes));
   if (x_r != NULL) {
-    CHECK(kiln__train_same_dtype(fn, "x", x_r->dtype, y_what, y_dtype));
-    CHECK(kiln__train_same_count(fn, "x", x_r->count, "y's count", n));
+    KILN__CHECK(s, kiln__train_same_dtype(fn, "x", x_r->dtype, y_what, y_dtype));
+    KILN__CHECK(s, kiln__train_same_count(fn, "x", x_r->count, "y's count", n));
   }
-  CHECK(check_stream(fn, offset, n));
+  KILN__CHECK(s, check_stream(fn, offset, n));
   const kiln_buffer *x = x_r != NULL ? x_r->buffer : NULL;
   size_t x_offset = x_r != NULL ? x_r->offset : 0;
   kiln_buffer *y = y_r->buffer;
   size_t y_offset = y_r->offset;
   if (x_r != NULL)
-    CHECK(kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
+    KILN__CHECK(s, kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
                               y_dtype));
   else
-    CHECK(kiln__ops_check_out(fn, queue, y_what, y, y_offset, n, y_dtype));
+    KILN__CHECK(s, kiln__ops_check_out(fn, queue, y_what, y, y_offset, n, y_dtype));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -127,8 +125,8 @@ KILN_API kiln_status kiln_random_uniform(kiln_queue *queue, const kiln_range *y,
   static const char fn[] = "kiln_random_uniform";
   struct kiln__arg extra[8] = {KILN__ARG(lo), KILN__ARG(hi)};
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__train_check_finite(fn, "lo", lo));
-  CHECK(kiln__train_check_finite(fn, "hi", hi));
+  KILN__CHECK(s, kiln__train_check_finite(fn, "lo", lo));
+  KILN__CHECK(s, kiln__train_check_finite(fn, "hi", hi));
   if (s == KILN_OK && !(lo <= hi && isfinite(hi - lo)))
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: lo %g and hi %g: lo <= hi, with a finite hi - lo, is "
@@ -150,8 +148,8 @@ KILN_API kiln_status kiln_random_normal(kiln_queue *queue, const kiln_range *y,
   static const char fn[] = "kiln_random_normal";
   struct kiln__arg extra[8] = {KILN__ARG(mean), KILN__ARG(stddev)};
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(kiln__train_check_finite(fn, "mean", mean));
-  CHECK(kiln__train_check_finite(fn, "stddev", stddev));
+  KILN__CHECK(s, kiln__train_check_finite(fn, "mean", mean));
+  KILN__CHECK(s, kiln__train_check_finite(fn, "stddev", stddev));
   if (s == KILN_OK && stddev < 0)
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s: stddev %g must be >= 0", fn,
                    (double)stddev);
@@ -181,7 +179,7 @@ KILN_API kiln_status kiln_dropout_mask(kiln_queue *queue,
   float scale = 0;
   struct kiln__arg extra[8] = {KILN__ARG(p), KILN__ARG(scale)};
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(dropout_scale(fn, p, &scale));
+  KILN__CHECK(s, dropout_scale(fn, p, &scale));
   if (s != KILN_OK)
     return s;
   return run(queue, fn, "dropout_mask", "dropout_mask", KILN__DT_FLOATS, seed,
@@ -198,8 +196,8 @@ KILN_API kiln_status kiln_dropout(kiln_queue *queue, const kiln_range *x,
   float scale = 0;
   struct kiln__arg extra[8] = {KILN__ARG(p), KILN__ARG(scale)};
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  CHECK(dropout_scale(fn, p, &scale));
-  CHECK(kiln__train_need(fn, "x", x));
+  KILN__CHECK(s, dropout_scale(fn, p, &scale));
+  KILN__CHECK(s, kiln__train_need(fn, "x", x));
   if (s != KILN_OK)
     return s;
   return run(queue, fn, "dropout", "dropout", KILN__DT_FLOATS, seed, offset, x,

@@ -11,8 +11,6 @@
 
 #define ALL_DTYPES (KILN__DT_FLOATS | KILN__DT(KILN_I32) | KILN__DT(KILN_U32))
 
-static size_t div_up(size_t a, size_t b) { return a / b + (a % b != 0); }
-
 /* Elements spanned by rows x cols with leading dimension ld (0 if empty). */
 static bool extent(size_t rows, size_t cols, size_t ld, size_t *out) {
   size_t span;
@@ -216,14 +214,14 @@ KILN_API kiln_status kiln_transpose(kiln_queue *queue, const kiln_matrix *xm,
     s = config(queue->ctx, &cpu, &tile, &group_rows, options, sizeof options);
     size_t global[2], local[2];
     if (cpu) {
-      global[0] = div_up(cols, tile);
-      global[1] = div_up(rows, tile);
+      global[0] = kiln__div_up(cols, tile);
+      global[1] = kiln__div_up(rows, tile);
       local[0] = local[1] = 1;
     } else {
       local[0] = tile;
       local[1] = group_rows;
-      global[0] = div_up(cols, tile) * local[0];
-      global[1] = div_up(rows, tile) * local[1];
+      global[0] = kiln__div_up(cols, tile) * local[0];
+      global[1] = kiln__div_up(rows, tile) * local[1];
     }
     char name[32];
     snprintf(name, sizeof name, "transpose_%s_%u", cpu ? "cpu" : "gpu",

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "build/build.h"
 #include "kiln/kiln_cache.h"
@@ -29,12 +28,6 @@ static void list_variants(const kiln_context *ctx, kiln__warm_add_fn add,
                           void *user) {
   for (size_t i = 0; i < sizeof op_modules / sizeof op_modules[0]; i++)
     op_modules[i](ctx, add, user);
-}
-
-static double seconds_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* The variants to warm, collected from the op library before building. */
@@ -118,7 +111,7 @@ kiln_status kiln_cache_warm(kiln_context *ctx, kiln_cache_warm_fn progress,
           .index = i, .total = total, .source = name, .options = options};
       progress(&p, user_data);
     }
-    double t0 = seconds_now();
+    const uint64_t t0 = kiln__now_ns();
     cl_program program = NULL;
     bool from_cache = false;
     kiln_status st =
@@ -138,7 +131,7 @@ kiln_status kiln_cache_warm(kiln_context *ctx, kiln_cache_warm_fn progress,
           .finished = true,
           .status = st,
           .from_cache = from_cache,
-          .seconds = seconds_now() - t0,
+          .seconds = (double)(kiln__now_ns() - t0) * 1e-9,
       };
       progress(&p, user_data);
     }

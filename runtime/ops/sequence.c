@@ -443,7 +443,7 @@ kiln_status kiln_sequence_replay(kiln_sequence *seq, size_t num_wait,
   if (s != KILN_OK)
     return s;
   bool traced = kiln__trace_enabled();
-  uint64_t host_ns = traced ? kiln__trace_now_ns() : 0;
+  uint64_t host_ns = traced ? kiln__now_ns() : 0;
   cl_event ev = NULL;
   cl_event *ev_out = out_event != NULL || traced ? &ev : NULL;
   if (seq->use_command_buffer && seq->command_buffer == NULL &&

@@ -1,5 +1,5 @@
-/* The runner's scaffolding (run_ops_util.h): host conversions of the
- * storage formats, buffers framed by sentinels, and result checks. */
+/* The runner's scaffolding (run_ops_util.h): host values in the storage
+ * formats, buffers framed by sentinels, and result checks. */
 #include "run_ops_util.h"
 
 #include <math.h>
@@ -12,63 +12,26 @@ int checks;
 kiln_context *ctx;
 kiln_queue *q;
 
-/* ---- host storage formats ------------------------------------------------ */
-
-static uint32_t f2u(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
-static float u2f(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-static float bf16_to_f32(uint16_t b) { return u2f((uint32_t)b << 16); }
-static uint16_t f32_to_bf16(float f) {
-  uint32_t u = f2u(f);
-  if (isnan(f))
-    return (uint16_t)((u >> 16) | 0x40);
-  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-static float f16_to_f32(uint16_t h) {
-  int e = (h >> 10) & 31, m = h & 1023;
-  float v = e == 31 ? (m ? NAN : INFINITY)
-            : e == 0 ? ldexpf((float)m, -24)
-                     : ldexpf((float)(1024 + m), e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-/* Only for values exactly representable in f16 (the inputs here are). */
-static uint16_t f32_to_f16_exact(float f) {
-  uint16_t sign = signbit(f) ? 0x8000 : 0;
-  float a = fabsf(f);
-  if (a == 0)
-    return sign;
-  int e;
-  frexpf(a, &e);
-  if (e - 1 < -14)
-    return sign | (uint16_t)(a * 16777216.0f);
-  return sign | (uint16_t)((e - 1 + 15) << 10) |
-         (uint16_t)((ldexpf(a, -(e - 1)) - 1.0f) * 1024.0f);
-}
-
 size_t dsize(kiln_dtype dt) { return kiln_dtype_size(dt); }
 
-/* Host values in double -> storage of dt. */
+/* Host values in double -> storage of dt (f16 and bf16 through the
+ * library's host conversions). */
 static void store(kiln_dtype dt, void *p, size_t i, double v) {
+  float f = (float)v;
   switch (dt) {
-  case KILN_F32: ((float *)p)[i] = (float)v; break;
-  case KILN_F16: ((uint16_t *)p)[i] = f32_to_f16_exact((float)v); break;
-  case KILN_BF16: ((uint16_t *)p)[i] = f32_to_bf16((float)v); break;
+  case KILN_F32: ((float *)p)[i] = f; break;
+  case KILN_F16: kiln_f32_to_f16(&f, (uint16_t *)p + i, 1); break;
+  case KILN_BF16: kiln_f32_to_bf16(&f, (uint16_t *)p + i, 1); break;
   case KILN_I32: ((int32_t *)p)[i] = (int32_t)v; break;
   case KILN_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
   }
 }
 double load(kiln_dtype dt, const void *p, size_t i) {
+  float f;
   switch (dt) {
   case KILN_F32: return ((const float *)p)[i];
-  case KILN_F16: return f16_to_f32(((const uint16_t *)p)[i]);
-  case KILN_BF16: return bf16_to_f32(((const uint16_t *)p)[i]);
+  case KILN_F16: kiln_f16_to_f32((const uint16_t *)p + i, &f, 1); return f;
+  case KILN_BF16: kiln_bf16_to_f32((const uint16_t *)p + i, &f, 1); return f;
   case KILN_I32: return ((const int32_t *)p)[i];
   case KILN_U32: return ((const uint32_t *)p)[i];
   }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "commands.h"
 #include "kiln/kiln.h"
 
 /* What every runner gets. */
@@ -89,9 +90,6 @@ bool bench_peaks_get(kiln_context *ctx, kiln_queue *queue, bool remeasure,
                      struct bench_peaks *out, char *err, size_t err_size);
 
 /* ---- bench_clock.c ---- */
-
-/* Monotonic seconds. */
-double bench_now(void);
 
 /* Sort count samples in ascending order. */
 void bench_sort(double *t, size_t count);

@@ -1,16 +1,9 @@
-/* Timing for every `kiln bench` runner: the monotonic clock, sorting of
- * samples, and the median of an op's timed runs. Below the runners (bench_ops.c,
+/* Timing for every `kiln bench` runner (on the tools' clock, tools_now):
+ * sorting of samples, and the median of an op's timed runs. Below the runners (bench_ops.c,
  * bench_extra.c) and the peaks (bench_peaks.c), calling none of them. */
 #include "bench.h"
 
 #include <stdlib.h>
-#include <time.h>
-
-double bench_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -29,10 +22,10 @@ double bench_time(const struct bench_env *env, kiln_status (*op)(void *arg),
   if (op(arg) != KILN_OK || kiln_queue_finish(env->queue) != KILN_OK)
     return -1.0;
   for (int i = 0; i < runs; i++) {
-    double t0 = bench_now();
+    double t0 = tools_now();
     if (op(arg) != KILN_OK || kiln_queue_finish(env->queue) != KILN_OK)
       return -1.0;
-    t[i] = bench_now() - t0;
+    t[i] = tools_now() - t0;
   }
   bench_sort(t, (size_t)runs);
   return runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);

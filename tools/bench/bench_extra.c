@@ -77,13 +77,13 @@ bool bench_run_launch(const struct bench_env *env, struct bench_result *r) {
    * drained every BATCH pairs so that its depth stays the same. The
    * medians of the per-call times are compared. */
   for (int i = 0; i < LAUNCHES; i++) {
-    double t0 = bench_now();
+    double t0 = tools_now();
     kiln_status ks = kiln_scale(env->queue, &(kiln_range){x, 0, n, KILN_F32},
                                 1.0f, 0, NULL, NULL);
-    double t1 = bench_now();
+    double t1 = tools_now();
     cl_int ce =
         clEnqueueNDRangeKernel(q, ck, 1, NULL, &global, &local, 0, NULL, NULL);
-    double t2 = bench_now();
+    double t2 = tools_now();
     if (ks != KILN_OK || ce != CL_SUCCESS) {
       snprintf(r->note, sizeof r->note, "%s",
                ks != KILN_OK ? kiln_last_error()

@@ -55,7 +55,7 @@ static double time_pool(const struct bench_env *env, kiln_pool *pool,
                         size_t bytes, bool use, const void *src) {
   double t[101];
   for (int run = 0; run <= env->runs; run++) { /* run 0 warms up */
-    double t0 = bench_now();
+    double t0 = tools_now();
     for (int i = 0; i < PAIRS; i++) {
       kiln_buffer *b;
       if (kiln_pool_alloc(pool, bytes, 0, &b) != KILN_OK)
@@ -72,7 +72,7 @@ static double time_pool(const struct bench_env *env, kiln_pool *pool,
     if (kiln_queue_finish(env->queue) != KILN_OK)
       return -1.0;
     if (run > 0)
-      t[run - 1] = (bench_now() - t0) / PAIRS;
+      t[run - 1] = (tools_now() - t0) / PAIRS;
   }
   bench_sort(t, (size_t)env->runs);
   return t[env->runs / 2];
@@ -84,7 +84,7 @@ static double time_driver(const struct bench_env *env, size_t bytes, bool use,
   cl_command_queue q = kiln_queue_get_cl_queue(env->queue);
   double t[101];
   for (int run = 0; run <= env->runs; run++) {
-    double t0 = bench_now();
+    double t0 = tools_now();
     for (int i = 0; i < PAIRS; i++) {
       cl_int err;
       cl_mem m = clCreateBuffer(c, CL_MEM_READ_WRITE, bytes, NULL, &err);
@@ -101,7 +101,7 @@ static double time_driver(const struct bench_env *env, size_t bytes, bool use,
     if (clFinish(q) != CL_SUCCESS)
       return -1.0;
     if (run > 0)
-      t[run - 1] = (bench_now() - t0) / PAIRS;
+      t[run - 1] = (tools_now() - t0) / PAIRS;
   }
   bench_sort(t, (size_t)env->runs);
   return t[env->runs / 2];
@@ -183,7 +183,7 @@ static double time_copy(const struct bench_env *env, enum way way, bool h2d,
                         void *other, kiln_staging *staging, size_t n) {
   double t[101];
   for (int run = 0; run <= env->runs; run++) {
-    double t0 = bench_now();
+    double t0 = tools_now();
     kiln_status s = KILN_OK;
     switch (way) {
     case PINNED:
@@ -217,7 +217,7 @@ static double time_copy(const struct bench_env *env, enum way way, bool h2d,
     if (s != KILN_OK)
       return -1.0;
     if (run > 0)
-      t[run - 1] = bench_now() - t0;
+      t[run - 1] = tools_now() - t0;
   }
   bench_sort(t, (size_t)env->runs);
   return t[env->runs / 2];

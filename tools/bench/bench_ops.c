@@ -30,43 +30,6 @@ static uint32_t bits(float f) {
   memcpy(&u, &f, 4);
   return u;
 }
-static float from_bits(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-/* Round to bf16 (nearest even; the inputs here are finite and small). */
-static uint16_t to_bf16(float f) {
-  uint32_t u = bits(f);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-/* Round to f16 for |f| in the normal range or zero (the inputs here lie in
- * (-1, 1) and are first rounded to multiples of 2^-14, so subnormals do not
- * arise). */
-static uint16_t to_f16(float f) {
-  float q = nearbyintf(f * 16384.0f) / 16384.0f;
-  uint32_t u = bits(q);
-  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-  if ((u & 0x7fffffffu) == 0)
-    return sign;
-  int e = (int)((u >> 23) & 0xff) - 127 + 15;
-  uint32_t m = u & 0x7fffffu;
-  uint32_t r = m >> 13, rest = m & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (r & 1u)))
-    r++;
-  if (r == 0x400u) {
-    r = 0;
-    e++;
-  }
-  return (uint16_t)(sign | (uint16_t)(e << 10) | (uint16_t)r);
-}
-static float f16_value(uint16_t h) {
-  int e = (h >> 10) & 31, m = h & 1023;
-  float v = e == 0 ? ldexpf((float)m, -24) : ldexpf((float)(1024 + m), e - 25);
-  return (h & 0x8000u) ? -v : v;
-}
 
 /* Store x (n floats) as dtype into a new host array, and replace x by the
  * values actually stored, so the reference sees what the device sees. */
@@ -82,9 +45,12 @@ static void *to_storage(const char *dtype, float *x, size_t n,
     return p;
   }
   uint16_t *h = p;
-  for (size_t i = 0; i < n; i++) {
-    h[i] = f16 ? to_f16(x[i]) : to_bf16(x[i]);
-    x[i] = f16 ? f16_value(h[i]) : from_bits((uint32_t)h[i] << 16);
+  if (f16) {
+    kiln_f32_to_f16(x, h, n);
+    kiln_f16_to_f32(h, x, n);
+  } else {
+    kiln_f32_to_bf16(x, h, n);
+    kiln_bf16_to_f32(h, x, n);
   }
   return p;
 }

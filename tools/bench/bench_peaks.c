@@ -85,14 +85,14 @@ static unsigned float_width(const kiln_device_info *info) {
 static double launch_seconds(kiln_queue *queue, kiln_kernel *kernel,
                              size_t global, size_t local) {
   kiln_event *ev = NULL;
-  double t0 = bench_now();
+  double t0 = tools_now();
   if (kiln_kernel_launch(queue, kernel, 1, &global, &local, 0, NULL, &ev) !=
           KILN_OK ||
       kiln_event_wait(ev) != KILN_OK) {
     kiln_event_release(ev);
     return -1.0;
   }
-  double host = bench_now() - t0;
+  double host = tools_now() - t0;
   uint64_t start = 0, end = 0;
   double t = host;
   if (kiln_event_get_profiling(ev, &start, &end) == KILN_OK && end > start) {

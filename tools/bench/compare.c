@@ -25,19 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "../commands.h"
 #include "kiln/kiln.h"
 #include "kiln/kiln_cl.h"
 
 #define MAX_RUNS 51
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -314,12 +308,12 @@ static bool run_row(struct ctx *c, const struct row *row, size_t size,
   for (int r = 0; r < runs && ok; r++)
     for (int i = 0; i < 3; i++) {
       const int w = (r + i) % 3;
-      double t0 = now();
+      double t0 = tools_now();
       if (who[w](c) != 0) {
         ok = false;
         break;
       }
-      t[w][r] = now() - t0;
+      t[w][r] = tools_now() - t0;
     }
   if (ok) {
     double work = row->kind == 0 ? 2.0 * (double)size * size * size

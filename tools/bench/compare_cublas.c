@@ -20,15 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../commands.h"
 #include "kiln/kiln.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 #define KILN_TRY(expr)                                                         \
   do {                                                                         \
@@ -58,14 +52,14 @@ static void race(run_fn kiln_run, run_fn other_run, void *user, int runs,
   other_run(user);
   *kiln_best = *other_best = 1e30;
   for (int r = 0; r < runs; r++) {
-    double t0 = now();
+    double t0 = tools_now();
     kiln_run(user);
-    double t = now() - t0;
+    double t = tools_now() - t0;
     if (t < *kiln_best)
       *kiln_best = t;
-    t0 = now();
+    t0 = tools_now();
     other_run(user);
-    t = now() - t0;
+    t = tools_now() - t0;
     if (t < *other_best)
       *other_best = t;
   }

@@ -48,12 +48,6 @@ static void usage(FILE *out) {
         out);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void format_bytes(uint64_t bytes, char *buf, size_t cap) {
   if (bytes >= (10ull << 20))
     snprintf(buf, cap, "%llu MiB", (unsigned long long)(bytes >> 20));
@@ -303,7 +297,7 @@ static int cmd_warm(int argc, char **argv) {
             info.diagnostic);
   struct warm_view view = {.tty = isatty(STDOUT_FILENO) != 0};
   rc = 0;
-  double t0 = now_s();
+  double t0 = tools_now();
   for (size_t i = 0; i < count; i++) {
     const kiln_device_info *dev = kiln_device_get_info(kiln_selection_get(selection, i));
     view.device = dev->name;
@@ -322,7 +316,7 @@ static int cmd_warm(int argc, char **argv) {
   }
   kiln_cache_get_info(&info);
   printf("warmed %zu device%s in %.1f s: %llu entries, %llu bytes in %s%s\n",
-         count, count == 1 ? "" : "s", now_s() - t0,
+         count, count == 1 ? "" : "s", tools_now() - t0,
          (unsigned long long)info.entries, (unsigned long long)info.bytes,
          info.directory, view.failed ? " (some sources FAILED)" : "");
 done:
@@ -449,7 +443,7 @@ static double run_child(char *const *args, const char *kiln_dir,
   /* Everything the child needs is prepared before fork: between fork and
    * exec only async-signal-safe calls are allowed, and OpenCL drivers run
    * threads in this process. */
-  double t0 = now_s();
+  double t0 = tools_now();
   pid_t pid = fork();
   if (pid == 0) {
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -463,7 +457,7 @@ static double run_child(char *const *args, const char *kiln_dir,
   int status = 0;
   bool ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
             WEXITSTATUS(status) == 0;
-  double wall = now_s() - t0;
+  double wall = tools_now() - t0;
   size_t n = 0;
   while (env[n] != NULL)
     n++;

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "demo.h"
 #include "kiln/kiln.h"
@@ -44,12 +43,6 @@ static void usage(FILE *out) {
         out);
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Print the failing call and kiln's message; always returns false. */
 static bool fail_call(const char *what) {
   printf("  %s failed: %s\n", what, kiln_last_error());
@@ -73,12 +66,12 @@ static bool run_saxpy(kiln_context *ctx, kiln_queue *queue, size_t n) {
     x[i] = (float)(i % 1000) * 0.001f;
     y[i] = (float)(i % 7) - 3.0f;
   }
-  double t0 = now_ms();
+  double t0 = (1e3 * tools_now());
   if (kiln_program_create_built(ctx, saxpy_source, NULL, &prog) != KILN_OK) {
     fail_call("building the saxpy kernel");
     goto done;
   }
-  double build_ms = now_ms() - t0;
+  double build_ms = (1e3 * tools_now()) - t0;
   if (kiln_kernel_create(prog, "saxpy", &kern) != KILN_OK) {
     fail_call("kiln_kernel_create");
     goto done;
@@ -88,7 +81,7 @@ static bool run_saxpy(kiln_context *ctx, kiln_queue *queue, size_t n) {
     fail_call("kiln_buffer_create");
     goto done;
   }
-  double t1 = now_ms();
+  double t1 = (1e3 * tools_now());
   if (kiln_buffer_write_sync(queue, x, &(kiln_range){bx, 0, n, KILN_F32}) != KILN_OK ||
       kiln_buffer_write_sync(queue, y, &(kiln_range){by, 0, n, KILN_F32}) != KILN_OK) {
     fail_call("kiln_buffer_write_sync");
@@ -101,21 +94,21 @@ static bool run_saxpy(kiln_context *ctx, kiln_queue *queue, size_t n) {
     fail_call("setting the kernel arguments");
     goto done;
   }
-  double t2 = now_ms();
+  double t2 = (1e3 * tools_now());
   size_t global = n;
   if (kiln_kernel_launch(queue, kern, 1, &global, NULL, 0, NULL, &ev) != KILN_OK ||
       kiln_event_wait(ev) != KILN_OK) {
     fail_call("running saxpy");
     goto done;
   }
-  double run_ms = now_ms() - t2;
+  double run_ms = (1e3 * tools_now()) - t2;
   uint64_t start = 0, end = 0;
   bool profiled = kiln_event_get_profiling(ev, &start, &end) == KILN_OK && end > start;
   if (kiln_buffer_read_sync(queue, &(kiln_range){by, 0, n, KILN_F32}, out) != KILN_OK) {
     fail_call("kiln_buffer_read_sync");
     goto done;
   }
-  double total_ms = now_ms() - t1;
+  double total_ms = (1e3 * tools_now()) - t1;
   size_t bad = 0, first_bad = 0;
   for (size_t i = 0; i < n; i++) {
     /* The kernel and fmaf both round once: results must be identical. */

@@ -14,6 +14,7 @@
 #define CL_USE_DEPRECATED_OPENCL_1_1_APIS
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #define CL_USE_DEPRECATED_OPENCL_2_0_APIS
+#include "commands.h"
 #include "doctor.h"
 
 #include <dirent.h>
@@ -27,7 +28,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <CL/cl_icd.h>
@@ -328,12 +328,6 @@ static void probe_child(int fd, const char *lib) {
   }
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Parse the child's lines into findings about subject. */
 static size_t take_lines(doctor *d, const char *subject, char *text) {
   size_t n = 0;
@@ -390,10 +384,10 @@ static void probe_icd(doctor *d, const char *subject, const char *lib) {
   close(fds[1]);
   char buf[16384];
   size_t len = 0;
-  double deadline = now_ms() + PROBE_TIMEOUT_MS;
+  double deadline = (1e3 * tools_now()) + PROBE_TIMEOUT_MS;
   bool timed_out = false;
   for (;;) {
-    int left = (int)(deadline - now_ms());
+    int left = (int)(deadline - (1e3 * tools_now()));
     if (left <= 0) {
       timed_out = true;
       break;

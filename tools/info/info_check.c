@@ -2,11 +2,11 @@
  * kernel through kiln's own program API, then one op of kiln's op library (a
  * sum) on its output, so a PASS means kiln's compiler path and its op
  * kernels (not just the driver) work on the device. */
+#include "commands.h"
 #include "info.h"
 
 #include <string.h>
 #include <stdlib.h>
-#include <time.h>
 
 static const char check_source[] =
     "__kernel void kiln_check(__global const float *a, __global float *b,\n"
@@ -16,12 +16,6 @@ static const char check_source[] =
     "}\n";
 
 #define CHECK_N 4096
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* Copy up to max bytes of log into out, cut at a line end where possible. */
 static void excerpt(char *out, size_t out_size, const char *what,
@@ -45,7 +39,7 @@ static void excerpt(char *out, size_t out_size, const char *what,
 
 bool info_check_device(const kiln_device *device, char *detail,
                        size_t detail_size, double *elapsed_ms) {
-  double t0 = now_ms();
+  double t0 = (1e3 * tools_now());
   bool pass = false;
   kiln_context *ctx = NULL;
   kiln_queue *queue = NULL;
@@ -146,6 +140,6 @@ done:
   kiln_context_destroy(ctx);
   free(host);
   if (elapsed_ms)
-    *elapsed_ms = now_ms() - t0;
+    *elapsed_ms = (1e3 * tools_now()) - t0;
   return pass;
 }

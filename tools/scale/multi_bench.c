@@ -11,15 +11,9 @@
  * median of 5 runs after a warm-up. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "../commands.h"
 #include "kiln/kiln.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -45,7 +39,7 @@ int main(int argc, char **argv) {
   enum { REPS = 5 };
   double t[REPS];
   for (int r = -1; r < REPS; r++) {
-    double t0 = now();
+    double t0 = tools_now();
     kiln_matrix m = {.rows = n, .cols = n, .batch_stride = nn,
                      .dtype = KILN_F32};
     if (kiln_multi_gemm_batched(set, batch, &m, a, &m, b, &m, c, 1.0f,
@@ -54,7 +48,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (r >= 0)
-      t[r] = now() - t0;
+      t[r] = tools_now() - t0;
   }
   qsort(t, REPS, sizeof t[0], cmp);
   printf("%zu device(s), %zu x (%zu^3) f32: %.2f GFLOP/s (median %.1f ms)\n",

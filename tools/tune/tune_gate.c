@@ -10,6 +10,7 @@
  * + |bias|); ReLU passes that through. A wrong index or a lost term is off
  * by about |a||b|, far above it at these sizes. bf16 inputs are rounded on
  * the host first and the reference uses the rounded values. */
+#include "../commands.h"
 #include "tune.h"
 
 #include <math.h>
@@ -19,12 +20,6 @@
 #include <string.h>
 #include <sched.h>
 #include <time.h>
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* The shapes: non-multiples of every tile in the space (16 to 128, k steps
  * 8 to 32, vectors up to 8), 1, both layouts, every transpose, offsets and
@@ -75,7 +70,7 @@ static size_t at(kiln_layout l, size_t r, size_t c, size_t ld) {
 
 bool tune_wait(kiln_event *ev, double timeout_s, bool *timed_out) {
   *timed_out = false;
-  const double t_end = now() + timeout_s;
+  const double t_end = tools_now() + timeout_s;
   /* Poll: kiln_event_wait cannot be given up on. A few yields first (a
    * short kernel's time stays exact), then sleeps growing from 20 us to
    * 1 ms (a long one's is off by under 1 ms, and the waiting thread leaves
@@ -87,7 +82,7 @@ bool tune_wait(kiln_event *ev, double timeout_s, bool *timed_out) {
       return false;
     if (st == KILN_EVENT_COMPLETE || st == KILN_EVENT_FAILED)
       return kiln_event_wait(ev) == KILN_OK; /* the failure's message */
-    if (now() >= t_end) {
+    if (tools_now() >= t_end) {
       *timed_out = true;
       return false;
     }
@@ -259,11 +254,11 @@ bool tune_gate(kiln_context *ctx, kiln_queue *q, const char *params,
                const tune_hooks *hooks, double run_timeout_s,
                double deadline, double *seconds, bool *timed_out, char *why,
                size_t why_size) {
-  const double t0 = now();
+  const double t0 = tools_now();
   bool ok = true;
   *timed_out = false;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0] && ok; i++) {
-    if (deadline > 0.0 && now() >= deadline) {
+    if (deadline > 0.0 && tools_now() >= deadline) {
       why[0] = '\0';
       ok = false;
       break;
@@ -271,7 +266,7 @@ bool tune_gate(kiln_context *ctx, kiln_queue *q, const char *params,
     ok = run_case(ctx, q, &cases[i], params, hooks, run_timeout_s, timed_out,
                   why, why_size);
   }
-  *seconds = now() - t0;
+  *seconds = tools_now() - t0;
   return ok;
 }
 
@@ -293,12 +288,12 @@ double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
     goto done;
   /* One warm-up run (kernel build and first-touch costs), then timed runs. */
   for (int r = -1; r < runs; r++) {
-    if (deadline > 0.0 && now() >= deadline) {
+    if (deadline > 0.0 && tools_now() >= deadline) {
       if (best < 0.0)
         best = 0.0; /* no figure: out of time */
       break;
     }
-    const double t0 = now();
+    const double t0 = tools_now();
     kiln_event *ev = NULL;
     bool timed_out = false;
     const bool ran =
@@ -316,7 +311,7 @@ double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
       best = timed_out ? -2.0 : -1.0;
       goto done;
     }
-    double t = now() - t0;
+    double t = tools_now() - t0;
     if (hooks != NULL && hooks->time_scale != NULL)
       t *= hooks->time_scale(hooks->user, params);
     /* The warm-up already says when a candidate is clearly slower (its

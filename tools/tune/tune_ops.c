@@ -16,6 +16,7 @@
  *   for max and argmax (first index of equal maxima).
  * Inputs are exact in every storage format (bf16: f32 cut to 16 bits; f16:
  * multiples of 2^-10 below 2), so the reference needs no rounding. */
+#include "../commands.h"
 #include "tune.h"
 
 #include <math.h>
@@ -24,12 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* ---- host data in any storage format ------------------------------------- */
 
@@ -57,41 +52,31 @@ static float draw(uint32_t *s, kiln_dtype dt) {
 
 /* Store v (exact in dt) as element i of buf. */
 static void put(kiln_dtype dt, void *buf, size_t i, float v) {
-  uint32_t u;
-  memcpy(&u, &v, 4);
   if (dt == KILN_F32) {
-    memcpy((char *)buf + 4 * i, &u, 4);
+    memcpy((char *)buf + 4 * i, &v, 4);
     return;
   }
-  uint16_t h = (uint16_t)(u >> 16); /* bf16 */
-  if (dt == KILN_F16) {
-    const int e = (int)((u >> 23) & 0xff) - 127 + 15;
-    h = (uint16_t)((u >> 16) & 0x8000u);
-    if ((u & 0x7fffffffu) != 0)
-      h |= (uint16_t)((unsigned)e << 10 | ((u >> 13) & 0x3ffu));
-  }
+  uint16_t h;
+  if (dt == KILN_F16)
+    kiln_f32_to_f16(&v, &h, 1);
+  else
+    kiln_f32_to_bf16(&v, &h, 1);
   memcpy((char *)buf + 2 * i, &h, 2);
 }
 
 static double get(kiln_dtype dt, const void *buf, size_t i) {
+  float v;
   if (dt == KILN_F32) {
-    float v;
     memcpy(&v, (const char *)buf + 4 * i, 4);
     return v;
   }
   uint16_t h;
   memcpy(&h, (const char *)buf + 2 * i, 2);
-  if (dt == KILN_BF16) {
-    const uint32_t u = (uint32_t)h << 16;
-    float v;
-    memcpy(&v, &u, 4);
-    return v;
-  }
-  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  const double v = e == 0    ? ldexp(m, -24)
-                   : e == 31 ? (m ? NAN : INFINITY)
-                             : ldexp(m + 1024, e - 25);
-  return h & 0x8000u ? -v : v;
+  if (dt == KILN_F16)
+    kiln_f16_to_f32(&h, &v, 1);
+  else
+    kiln_bf16_to_f32(&h, &v, 1);
+  return v;
 }
 
 /* count random elements of dt, and a device buffer holding them. */
@@ -227,7 +212,7 @@ static bool transpose_case(kiln_context *ctx, kiln_queue *q,
 
 /* The deadline (0: none) has come: the gate's "" why. */
 static bool past(double deadline, char *why) {
-  if (deadline > 0.0 && now() >= deadline) {
+  if (deadline > 0.0 && tools_now() >= deadline) {
     why[0] = '\0';
     return true;
   }
@@ -239,14 +224,14 @@ static bool gate_transpose(kiln_context *ctx, kiln_queue *q,
                            double run_timeout_s, double deadline,
                            double *seconds, bool *timed_out, char *why,
                            size_t size) {
-  const double t0 = now();
+  const double t0 = tools_now();
   bool ok = true;
   *timed_out = false;
   for (size_t i = 0; i < sizeof tcases / sizeof tcases[0] && ok; i++)
     ok = !past(deadline, why) &&
          transpose_case(ctx, q, &tcases[i], params, hooks, run_timeout_s,
                         timed_out, why, size);
-  *seconds = now() - t0;
+  *seconds = tools_now() - t0;
   return ok;
 }
 
@@ -324,7 +309,7 @@ static bool gate_elementwise(kiln_context *ctx, kiln_queue *q,
   /* 70001: past whole groups of the largest point (65536 elements). */
   static const size_t sizes[] = {1, 37, 70001};
   static const size_t offs[][2] = {{3, 5}, {8, 16}};
-  const double t0 = now();
+  const double t0 = tools_now();
   bool ok = true;
   *timed_out = false;
   for (size_t d = 0; d < 3 && ok; d++)
@@ -335,7 +320,7 @@ static bool gate_elementwise(kiln_context *ctx, kiln_queue *q,
                ew_case(ctx, q, op, float_types[d], sizes[i], offs[o][0],
                        offs[o][1], params, hooks, run_timeout_s, timed_out,
                        why, size);
-  *seconds = now() - t0;
+  *seconds = tools_now() - t0;
   return ok;
 }
 
@@ -439,7 +424,7 @@ static bool gate_reduce(kiln_context *ctx, kiln_queue *q, const char *params,
                         double deadline, double *seconds, bool *timed_out,
                         char *why, size_t size) {
   static const size_t sizes[] = {1, 37, 4099, 70001};
-  const double t0 = now();
+  const double t0 = tools_now();
   bool ok = true;
   *timed_out = false;
   for (size_t d = 0; d < 3 && ok; d++)
@@ -457,7 +442,7 @@ static bool gate_reduce(kiln_context *ctx, kiln_queue *q, const char *params,
          reduce_case(ctx, q, long_ops[i], KILN_F32, (1u << 22) + 3,
                      i % 2 ? 8 : 3, params, hooks, run_timeout_s, timed_out,
                      why, size);
-  *seconds = now() - t0;
+  *seconds = tools_now() - t0;
   return ok;
 }
 
@@ -529,12 +514,12 @@ static double time_runs(kiln_context *ctx, kiln_queue *q, const size_t *z,
       kiln_queue_finish(q) != KILN_OK)
     goto done;
   for (int r = -1; r < runs; r++) {
-    if (deadline > 0.0 && now() >= deadline) {
+    if (deadline > 0.0 && tools_now() >= deadline) {
       if (best < 0.0)
         best = 0.0; /* no figure: out of time */
       break;
     }
-    const double t0 = now();
+    const double t0 = tools_now();
     bool timed_out = false;
     char why[8];
     if (run(q, z, a, b, c) != KILN_OK ||
@@ -542,7 +527,7 @@ static double time_runs(kiln_context *ctx, kiln_queue *q, const size_t *z,
       best = timed_out ? -2.0 : -1.0;
       goto done;
     }
-    double t = now() - t0;
+    double t = tools_now() - t0;
     if (hooks != NULL && hooks->time_scale != NULL)
       t *= hooks->time_scale(hooks->user, params);
     if (r < 0 && !(stop_above > 0.0 && t > stop_above))
