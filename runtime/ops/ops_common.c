@@ -381,11 +381,42 @@ kiln_status kiln__op_end(struct kiln__op *op, kiln_status status,
 
 /* ---- workspace ----------------------------------------------------------- */
 
+/* The queue's op scratch, the op library's state on it. */
+struct workspace {
+  struct kiln__attached attached;
+  cl_mem mem;
+  size_t bytes;
+};
+
+static void workspace_destroy(struct kiln__attached *attached) {
+  struct workspace *ws = (struct workspace *)attached;
+  if (ws->mem != NULL)
+    clReleaseMemObject(ws->mem);
+  free(ws);
+}
+
+cl_mem kiln__op_workspace_held(const kiln_queue *queue, size_t *bytes) {
+  const struct workspace *ws =
+      (const struct workspace *)queue->attached[KILN__SLOT_OPS];
+  *bytes = ws ? ws->bytes : 0;
+  return ws ? ws->mem : NULL;
+}
+
 static kiln_status workspace(struct kiln__op *op, size_t bytes, cl_mem *out) {
   kiln_queue *q = op->queue;
-  if (q->op_workspace != NULL && q->op_workspace_bytes >= bytes) {
-    *out = q->op_workspace;
+  struct workspace *ws = (struct workspace *)q->attached[KILN__SLOT_OPS];
+  if (ws != NULL && ws->mem != NULL && ws->bytes >= bytes) {
+    *out = ws->mem;
     return KILN_OK;
+  }
+  if (ws == NULL) {
+    ws = calloc(1, sizeof *ws);
+    if (ws == NULL)
+      return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                        "%s: cannot allocate the queue's op workspace",
+                        op->fn);
+    ws->attached.destroy = workspace_destroy;
+    q->attached[KILN__SLOT_OPS] = &ws->attached;
   }
   /* Round up to 64 KiB so a run of slightly growing ops does not reallocate
    * every time. */
@@ -403,10 +434,10 @@ static kiln_status workspace(struct kiln__op *op, size_t bytes, cl_mem *out) {
                          "clCreateBuffer", q->ctx->device,
                          "%s: the queue's op workspace of %zu bytes", op->fn,
                          want);
-  if (q->op_workspace != NULL)
-    clReleaseMemObject(q->op_workspace);
-  q->op_workspace = mem;
-  q->op_workspace_bytes = want;
+  if (ws->mem != NULL)
+    clReleaseMemObject(ws->mem);
+  ws->mem = mem;
+  ws->bytes = want;
   *out = mem;
   return KILN_OK;
 }

@@ -32,7 +32,7 @@
 #ifndef KILN_OPS_INTERNAL_H
 #define KILN_OPS_INTERNAL_H
 
-#include "build/build.h"
+#include "program/program.h"
 #include "kiln/ops.h"
 
 /* ---- dtypes -------------------------------------------------------------- */
@@ -208,6 +208,9 @@ kiln_status kiln__op_end(struct kiln__op *op, kiln_status status,
  * the commands using it have completed). Do not release it. */
 kiln_status kiln__op_workspace(struct kiln__op *op, size_t bytes,
                                cl_mem *out);
+/* The queue's op scratch now (NULL before the first op that needs one) and
+ * its size in *bytes: for tests. */
+cl_mem kiln__op_workspace_held(const kiln_queue *queue, size_t *bytes);
 
 /* ---- cache warming ------------------------------------------------------- */
 

@@ -1,10 +1,10 @@
-/* The build room's interface (runtime/build/): building cl_programs, through
+/* The program room's interface (runtime/program/): building cl_programs, through
  * the persistent cache when allowed (build.c), user programs (program.c), and
  * the embedded op kernel sources with the per-context program memo and the
  * per-queue kernel cache (memo.c). Included by the op library above; it
  * includes only the core room below. Not installed. */
-#ifndef KILN_BUILD_H
-#define KILN_BUILD_H
+#ifndef KILN_PROGRAM_ROOM_H
+#define KILN_PROGRAM_ROOM_H
 
 #include "core/internal.h"
 

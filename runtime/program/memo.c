@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build.h"
+#include "program.h"
 #include "embedded_kernels.h"
 
 const char *kiln__kernel_source(const char *name, size_t *length) {
@@ -107,15 +107,15 @@ fail:
 /* ctx's memo, created at the first call: two threads may race here, and the
  * loser of the compare-and-swap frees its copy and takes the winner's. */
 static kiln_status memo_of(kiln_context *ctx, struct program_memo **out) {
-  struct kiln__attached *current = atomic_load(&ctx->memo);
+  struct kiln__attached *current =
+      kiln__context_attached(ctx, KILN__SLOT_PROGRAM);
   if (current == NULL) {
     struct program_memo *fresh = NULL;
     kiln_status st = memo_create(ctx, &fresh);
     if (st != KILN_OK)
       return st;
-    if (atomic_compare_exchange_strong(&ctx->memo, &current, &fresh->attached))
-      current = &fresh->attached;
-    else
+    current = kiln__context_attach(ctx, KILN__SLOT_PROGRAM, &fresh->attached);
+    if (current != &fresh->attached)
       memo_destroy(&fresh->attached);
   }
   *out = (struct program_memo *)current;
@@ -126,7 +126,7 @@ size_t kiln__memo_build_count(const kiln_context *ctx) {
   if (ctx == NULL)
     return 0;
   struct program_memo *memo =
-      (struct program_memo *)atomic_load(&ctx->memo);
+      (struct program_memo *)kiln__context_attached(ctx, KILN__SLOT_PROGRAM);
   if (memo == NULL)
     return 0;
   pthread_mutex_lock(&memo->lock);
@@ -349,7 +349,7 @@ kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
   if (options == NULL)
     options = "";
   uint64_t h = key_hash(name, options, kernel_name);
-  struct kernel_cache *cache = (struct kernel_cache *)queue->kernels;
+  struct kernel_cache *cache = (struct kernel_cache *)queue->attached[KILN__SLOT_PROGRAM];
   if (cache != NULL) {
     for (size_t i = 0; i < cache->count; i++) {
       struct queue_kernel *k = &cache->items[i];
@@ -365,7 +365,7 @@ kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
       return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
                         "kiln__queue_kernel: cannot allocate the kernel cache");
     cache->attached.destroy = kernel_cache_destroy;
-    queue->kernels = &cache->attached;
+    queue->attached[KILN__SLOT_PROGRAM] = &cache->attached;
   }
 
   cl_program program = NULL;

@@ -10,7 +10,7 @@
  *   download i   after compute i */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "mem.h"
 
 struct slot {
   kiln_buffer *in, *out;
