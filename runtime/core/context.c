@@ -65,12 +65,6 @@ static kiln_status resolve_profile(const struct kiln_device *device,
   return KILN_OK;
 }
 
-static _Atomic(kiln__context_hook) create_hook;
-
-void kiln__context_set_create_hook(kiln__context_hook hook) {
-  atomic_store(&create_hook, hook);
-}
-
 kiln_status kiln_context_create(const kiln_device *device,
                                 const kiln_context_options *options,
                                 kiln_context **out) {
@@ -118,9 +112,6 @@ kiln_status kiln_context_create(const kiln_device *device,
     goto fail;
   }
 
-  kiln__context_hook hook = atomic_load(&create_hook);
-  if (hook != NULL)
-    hook(ctx);
   *out = ctx;
   return KILN_OK;
 

@@ -1,6 +1,7 @@
 /* The core room's interface (runtime/core/): errors, devices, contexts,
  * queues, events, buffers, programs and kernels as objects. Included by the
- * rooms above it (build, ops); it includes nothing of theirs. Not installed.
+ * rooms above it (mem, program, tune, ops, multi); it includes nothing of
+ * theirs. Not installed.
  *
  * Naming: internal non-static functions are kiln__<module>_<verb>. */
 #ifndef KILN_INTERNAL_H
@@ -119,14 +120,6 @@ struct kiln__attached *kiln__context_attach(kiln_context *ctx,
 void kiln__context_child_added(kiln_context *ctx);
 void kiln__context_child_removed(kiln_context *ctx);
 
-/* A function every new context is shown to once it exists, before
- * kiln_context_create returns: the op library's tuning files are read
- * there (runtime/ops/ops_tuning.c), so that a program's first op and `kiln
- * info` see the same parameters. It cannot fail the creation (a bad file is
- * ignored with its reason). Set by the room above at load time (a
- * constructor), so calls still flow down; NULL (none) is allowed. */
-typedef void (*kiln__context_hook)(const kiln_context *ctx);
-void kiln__context_set_create_hook(kiln__context_hook hook);
 
 /* ---- queue, event (queue.c, event.c) ------------------------------------ */
 

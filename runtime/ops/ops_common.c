@@ -164,26 +164,6 @@ kiln_status kiln__ops_check_shape(const char *fn, size_t rows, size_t cols,
   return KILN_OK;
 }
 
-/* ---- tuning -------------------------------------------------------------- */
-
-const struct kiln_tuning *kiln__ops_tuning(const kiln_context *ctx) {
-  static const struct kiln_tuning defaults = {0};
-  if (ctx->backend != NULL && ctx->backend->tuning != NULL)
-    return ctx->backend->tuning;
-  return &defaults;
-}
-
-size_t kiln__ops_local_size(const kiln_context *ctx, size_t want) {
-  if (want == 0)
-    want = 64;
-  size_t max = ctx->device != NULL ? ctx->device->info.max_work_group_size : 0;
-  if (max != 0 && want > max)
-    want = max;
-  size_t p = 1;
-  while (p * 2 <= want)
-    p *= 2;
-  return p;
-}
 
 /* ---- launching ----------------------------------------------------------- */
 

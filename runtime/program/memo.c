@@ -281,6 +281,7 @@ kiln_status kiln__op_program_cached(kiln_context *ctx, const char *name,
 /* ---- kernels cached per queue ----------------------------------------- */
 
 struct queue_kernel {
+  const void *key; /* kiln__queue_kernel_keyed's, else NULL */
   uint64_t hash;
   char *name;
   char *options;
@@ -338,6 +339,13 @@ static kiln_status add_kernel(struct kernel_cache *cache,
 kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
                                const char *options, const char *kernel_name,
                                cl_kernel *out) {
+  return kiln__queue_kernel_keyed(queue, NULL, name, options, kernel_name,
+                                  out);
+}
+
+kiln_status kiln__queue_kernel_keyed(kiln_queue *queue, const void *key,
+                                     const char *name, const char *options,
+                                     const char *kernel_name, cl_kernel *out) {
   if (out != NULL)
     *out = NULL;
   if (queue == NULL || name == NULL || kernel_name == NULL || out == NULL)
@@ -348,8 +356,17 @@ kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
                                      : "kernel_name");
   if (options == NULL)
     options = "";
+  struct kernel_cache *cache =
+      (struct kernel_cache *)queue->attached[KILN__SLOT_PROGRAM];
+  /* A key stands for (name, options): no hashing, no long compares. */
+  for (size_t i = 0; key != NULL && cache != NULL && i < cache->count; i++) {
+    const struct queue_kernel *k = &cache->items[i];
+    if (k->key == key && strcmp(k->kernel_name, kernel_name) == 0) {
+      *out = k->kernel;
+      return KILN_OK;
+    }
+  }
   uint64_t h = key_hash(name, options, kernel_name);
-  struct kernel_cache *cache = (struct kernel_cache *)queue->attached[KILN__SLOT_PROGRAM];
   if (cache != NULL) {
     for (size_t i = 0; i < cache->count; i++) {
       struct queue_kernel *k = &cache->items[i];
@@ -374,7 +391,7 @@ kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
   if (st != KILN_OK)
     return st;
   cl_int err = CL_SUCCESS;
-  struct queue_kernel item = {.hash = h};
+  struct queue_kernel item = {.key = key, .hash = h};
   item.kernel = clCreateKernel(program, kernel_name, &err);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(err, "clCreateKernel", queue->ctx->device,
