@@ -70,15 +70,15 @@ struct device_entry {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct device_entry *devices;
 
-/* Bumped at every change of what applies (tune.h, variant.c). */
+/* Bumped at every change of what applies, after the change (tune.h,
+ * variant.c). Sequentially consistent: a plain load on x86, and a
+ * resolution that sees a bump sees the change before it. */
 static _Atomic unsigned long generation = 1;
 
-void kiln__variants_stale(void) {
-  atomic_fetch_add_explicit(&generation, 1, memory_order_relaxed);
-}
+void kiln__variants_stale(void) { atomic_fetch_add(&generation, 1); }
 
 unsigned long kiln__tuning_generation(void) {
-  return atomic_load_explicit(&generation, memory_order_relaxed);
+  return atomic_load(&generation);
 }
 
 /* op's line in l, or NULL. */
