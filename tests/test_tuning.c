@@ -7,6 +7,8 @@
  * KILN_TUNING=off and =PATH; two processes saving at once leave one valid
  * file; every bad argument is refused. Contexts force the GPU family
  * ("nvidia" profile), as the GEMM tests do on CPUs. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -382,6 +384,97 @@ static void test_variant_resolved_once(void **state) {
   kiln_test_close(ctx, q);
 }
 
+/* Two threads run GEMMs on two queues of one context while a third keeps
+ * changing what applies (kiln_tuning_set and back): every GEMM succeeds
+ * with the right answer, whichever variant it took. */
+struct racer {
+  kiln_context *ctx;
+  kiln_queue *q;
+  kiln_buffer *a, *b, *c;
+  kiln_status status;
+  int wrong; /* elements of C that are not k */
+};
+
+enum { RACE_EDGE = 9, RACE_CALLS = 40 };
+static _Atomic bool race_done;
+
+static void *race_gemms(void *arg) {
+  struct racer *r = arg;
+  float out[RACE_EDGE * RACE_EDGE];
+  for (int i = 0; i < RACE_CALLS && r->status == KILN_OK; i++) {
+    r->status = kiln_gemm(r->q, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS,
+                          RACE_EDGE, RACE_EDGE, RACE_EDGE, 1.0f, KILN_F32,
+                          r->a, 0, RACE_EDGE, r->b, 0, RACE_EDGE, 0.0f, r->c,
+                          0, RACE_EDGE, 0, NULL, NULL);
+    if (r->status == KILN_OK)
+      r->status = kiln_buffer_read(r->q, r->c, 0, sizeof out, out, 0, NULL,
+                                   NULL);
+    if (r->status == KILN_OK)
+      r->status = kiln_queue_finish(r->q);
+    for (size_t j = 0; r->status == KILN_OK && j < RACE_EDGE * RACE_EDGE; j++)
+      r->wrong += out[j] != (float)RACE_EDGE;
+  }
+  return NULL;
+}
+
+/* Until the GEMMs are done: about as many changes as GEMMs, or more. */
+static void *race_sets(void *arg) {
+  struct racer *r = arg;
+  for (int i = 0; !atomic_load(&race_done) && r->status == KILN_OK; i++) {
+    r->status = kiln_tuning_set(r->ctx, "gemm", i % 2 ? NULL : tuned);
+    usleep(200);
+  }
+  return NULL;
+}
+
+static void test_variants_under_change(void **state) {
+  (void)state;
+  kiln_context *ctx;
+  kiln_queue *q0;
+  open_gpu_family(&ctx, &q0);
+  assert_int_equal(setenv("KILN_TUNING", "off", 1), 0);
+  kiln__tuning_forget();
+  float ones[RACE_EDGE * RACE_EDGE];
+  for (size_t i = 0; i < RACE_EDGE * RACE_EDGE; i++)
+    ones[i] = 1.0f;
+  struct racer r[3] = {{.ctx = ctx, .q = q0}, {.ctx = ctx}, {.ctx = ctx}};
+  assert_kiln_ok(kiln_queue_create(ctx, 0, &r[1].q));
+  for (int i = 0; i < 2; i++) {
+    assert_kiln_ok(kiln_buffer_create(ctx, sizeof ones, 0, &r[i].a));
+    assert_kiln_ok(kiln_buffer_create(ctx, sizeof ones, 0, &r[i].b));
+    assert_kiln_ok(kiln_buffer_create(ctx, sizeof ones, 0, &r[i].c));
+    assert_kiln_ok(kiln_buffer_write(r[i].q, r[i].a, 0, sizeof ones, ones, 0,
+                                     NULL, NULL));
+    assert_kiln_ok(kiln_buffer_write(r[i].q, r[i].b, 0, sizeof ones, ones, 0,
+                                     NULL, NULL));
+  }
+  /* Both programs built first, so the race is over variants, not builds. */
+  assert_kiln_ok(kiln_tuning_build(ctx, "gemm", tuned));
+  pthread_t t[3];
+  atomic_store(&race_done, false);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(pthread_create(&t[i], NULL, race_gemms, &r[i]), 0);
+  assert_int_equal(pthread_create(&t[2], NULL, race_sets, &r[2]), 0);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(pthread_join(t[i], NULL), 0);
+  atomic_store(&race_done, true);
+  assert_int_equal(pthread_join(t[2], NULL), 0);
+  for (int i = 0; i < 3; i++) {
+    assert_kiln_ok(r[i].status);
+    assert_int_equal(r[i].wrong, 0);
+  }
+  assert_kiln_ok(kiln_tuning_set(ctx, "gemm", NULL));
+  for (int i = 0; i < 2; i++) {
+    kiln_buffer_destroy(r[i].a);
+    kiln_buffer_destroy(r[i].b);
+    kiln_buffer_destroy(r[i].c);
+  }
+  assert_kiln_ok(kiln_queue_destroy(r[1].q));
+  unsetenv("KILN_TUNING");
+  kiln__tuning_forget();
+  kiln_test_close(ctx, q0);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/kiln-test-tuning-%ld", (long)getpid());
   char cmd[600];
@@ -394,6 +487,7 @@ int main(void) {
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_two_writers),
       cmocka_unit_test(test_variant_resolved_once),
+      cmocka_unit_test(test_variants_under_change),
   };
   (void)run_all;
   const char *filter = getenv("KILN_TEST_FILTER");
