@@ -46,7 +46,7 @@ struct kiln_tuning {
   /* GEMM, GPU family: the work-group is gemm_tile x gemm_tile work-items,
    * each computing gemm_block x gemm_block outputs, so a group covers a
    * (gemm_tile * gemm_block)^2 tile of C through __local tiles of A and B:
-   * the default point of the kernel's space (runtime/ops/ops_gemm_gpu.c),
+   * the default point of the kernel's space (runtime/tune/space_gemm.c),
    * which a tuning file replaces. */
   unsigned gemm_tile;
   unsigned gemm_block;
@@ -89,7 +89,7 @@ const struct kiln_backend *kiln__backend_match(const struct kiln_backend_probe *
 const struct kiln_backend *kiln__backend_find(const char *name);
 
 /* kiln's tuning database (tuning_db.c, which gives the format): text,
- * read by the op library's tuning files (runtime/ops/ops_tuning_db.c). */
+ * read by the tune room (runtime/tune/tuning_db.c). */
 extern const char kiln__tuning_database[];
 
 /* ---- shared facts for match() and the selector (recognise.c) ----------- */

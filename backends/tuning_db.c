@@ -1,7 +1,7 @@
 /* kiln's tuning database: parameters that `kiln tune` found on devices kiln
  * has been tuned on, shipped with the library the way CLBlast ships its
  * database, so that such a device runs tuned kernels before its user ever
- * runs the tuner. Data only; runtime/ops/ops_tuning_db.c reads it.
+ * runs the tuner. Data only; runtime/tune/tuning_db.c reads it.
  *
  * One row per line ('#' starts a comment line), five fields separated by
  * " | ":

@@ -3,14 +3,16 @@
 
 The rooms, lowest first (README.md, "Architecture"):
 
-  library: backends -> runtime/core -> runtime/build -> runtime/ops
+  library: backends -> runtime/core -> runtime/mem -> runtime/program ->
+           runtime/tune -> runtime/ops -> runtime/multi
   tools:   tools/commands.h -> tools/{info,bench,cache,demo,tune} -> tools/kiln.c
 
 A file may include, and a module may call, only its own room and the rooms
 below it in its column; the public headers (include/kiln/) and the embedded
 kernel sources (cl_kernels/) are open to all. From another room only that
-room's header may be included (core/internal.h, build/build.h,
-ops/ops_internal.h, backend.h): the rest of a room's headers are its own.
+room's header may be included (core/internal.h, mem/mem.h,
+program/program.h, tune/tune.h, ops/ops_internal.h, multi/multi.h,
+backend.h): the rest of a room's headers are its own.
 The tools use the library only through its public headers, and the
 subcommands (peers) never reach into each other.
 
@@ -41,9 +43,11 @@ import tempfile
 ROOMS = {
     "backends": ("library", 0),
     "runtime/core": ("library", 1),
-    "runtime/build": ("library", 2),
-    "runtime/ops": ("library", 3),
-    "runtime/multi": ("library", 4),
+    "runtime/mem": ("library", 2),
+    "runtime/program": ("library", 3),
+    "runtime/tune": ("library", 4),
+    "runtime/ops": ("library", 5),
+    "runtime/multi": ("library", 6),
     # libkiln_mpi: a library of its own above libkiln, which it uses only
     # through the public headers, as the tools do.
     "runtime/mpi": ("mpi", 0),
@@ -61,7 +65,9 @@ OPEN_ROOMS = {"include", "cl_kernels"}
 ROOM_HEADERS = {
     "backends": "backends/backend.h",
     "runtime/core": "runtime/core/internal.h",
-    "runtime/build": "runtime/build/build.h",
+    "runtime/mem": "runtime/mem/mem.h",
+    "runtime/program": "runtime/program/program.h",
+    "runtime/tune": "runtime/tune/tune.h",
     "runtime/ops": "runtime/ops/ops_internal.h",
     "runtime/multi": "runtime/multi/multi.h",
     "tools/interface": "tools/commands.h",
@@ -269,20 +275,23 @@ def self_test():
         "runtime/core/internal.h": '#include "kiln/kiln.h"\n#include "backend.h"\n',
         "runtime/core/private.h": '#include "internal.h"\n',
         "runtime/core/a.c": '#include "private.h"\n',
-        "runtime/build/build.h": '#include "core/internal.h"\n',
-        "runtime/build/b.c": '#include "build.h"\n#include "embedded_kernels.h"\n',
-        "runtime/ops/ops_internal.h": '#include "build/build.h"\n',
+        "runtime/mem/mem.h": '#include "core/internal.h"\n',
+        "runtime/mem/m.c": '#include "mem.h"\n',
+        "runtime/program/program.h": '#include "mem/mem.h"\n',
+        "runtime/program/b.c": '#include "program.h"\n#include "embedded_kernels.h"\n',
+        "runtime/ops/ops_internal.h": '#include "program/program.h"\n',
         "tools/commands.h": "",
         "tools/kiln.c": '#include "commands.h"\n',
         "tools/info/cmd_info.c": '#include "commands.h"\n#include "kiln/kiln.h"\n',
     }
     bad = {
-        "runtime/core/up.c": '#include "build/build.h"\n',
+        "runtime/core/up.c": '#include "program/program.h"\n',
         "runtime/ops/private.c": '#include "core/private.h"\n',
         "tools/bench/b.c": '#include "core/internal.h"\n',
         "tools/bench/peer.c": '#include "../info/info.h"\n',
         "tools/info/info.h": "",
-        "runtime/build/missing.c": '#include "nowhere.h"\n',
+        "runtime/program/missing.c": '#include "nowhere.h"\n',
+        "runtime/mem/up.c": '#include "program/program.h"\n',
     }
     with tempfile.TemporaryDirectory() as root:
         def write(tree):
@@ -294,13 +303,13 @@ def self_test():
         write(files)
         expect("clean tree", check_includes(root), 0)
         write(bad)
-        expect("broken tree", check_includes(root), 5)
+        expect("broken tree", check_includes(root), 6)
 
     lib = {
         "runtime/core/a.c": ({"kiln__core"}, set()),
-        "runtime/build/b.c": ({"kiln__build"}, {"kiln__core"}),
+        "runtime/program/b.c": ({"kiln__program"}, {"kiln__core"}),
         "runtime/ops/c.c": ({"kiln_gemm", "kiln__ops"},
-                            {"kiln__build", "kiln__core", "clFinish"}),
+                            {"kiln__program", "kiln__core", "clFinish"}),
         "tools/kiln.c": ({"main"}, {"cmd_info"}),
         "tools/info/cmd_info.c": ({"cmd_info"}, {"kiln_gemm"}),
     }
@@ -309,8 +318,8 @@ def self_test():
     internal["tools/info/cmd_info.c"] = ({"cmd_info"}, {"kiln__ops"})
     expect("tool calls a kiln__ function", check_calls(internal), 1)
     up = dict(lib)
-    up["runtime/core/a.c"] = ({"kiln__core"}, {"kiln__build"})
-    # one call up, and the circle core <-> build it closes
+    up["runtime/core/a.c"] = ({"kiln__core"}, {"kiln__program"})
+    # one call up, and the circle core <-> program it closes
     expect("call up", check_calls(up), 2)
     circle = dict(lib)
     circle["runtime/core/x.c"] = ({"kiln__x"}, {"kiln__core"})

@@ -2,7 +2,7 @@
  * test_space_reduce.c, test_space_elementwise.c): each includes its op's
  * test program (test_op_*.c, without its main) and runs that program's
  * correctness checks once per point of a seeded sample of the op's space
- * (runtime/ops/ops_space.h) that holds every value of every knob, with the
+ * (runtime/tune/tune.h) that holds every value of every knob, with the
  * GPU family forced through the profile on a CPU device, as
  * test_gemm_space.c does for GEMM. This header: the sample, the forced
  * context, the sharding, and the checks of rejected points.
@@ -17,7 +17,7 @@
 #include "harness.h"
 #include "core/internal.h"
 #include "op_test_util.h"
-#include "ops/ops_space.h"
+#include "tune/tune.h"
 
 /* xorshift64*: the sample is the same on every run. */
 static uint64_t space_rng_state = 0x9e3779b97f4a7c15u;

@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "build/build.h"
-#include "build/cache_internal.h"
+#include "program/program.h"
+#include "program/cache_internal.h"
 
 static const char kernel_text[] =
     "__kernel void fill(__global uint *out, uint seed) {\n"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/build.h"
+#include "program/program.h"
 
 struct warm_log {
   size_t calls, ok, cached, total;

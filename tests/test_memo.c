@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "build/build.h"
+#include "program/program.h"
 #include "core/internal.h"
 
 static void test_kernel_source(void **state) {

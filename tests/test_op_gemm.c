@@ -568,12 +568,12 @@ static void test_workspace_reuse(void **state) {
     static const struct gcase small =
         GC(ROW, N, N, 30, 20, 10, 1.0f, 0.0f, KILN_F32);
     run_case(ctx, q, &big, "workspace: first");
-    cl_mem ws = q->op_workspace;
-    size_t bytes = q->op_workspace_bytes;
+    size_t bytes = 0, now = 0;
+    cl_mem ws = kiln__op_workspace_held(q, &bytes);
     run_case(ctx, q, &big, "workspace: again");
     run_case(ctx, q, &small, "workspace: smaller");
-    assert_ptr_equal(q->op_workspace, ws);
-    assert_int_equal(q->op_workspace_bytes, bytes);
+    assert_ptr_equal(kiln__op_workspace_held(q, &now), ws);
+    assert_int_equal(now, bytes);
     kiln_test_close(ctx, q);
   }
 }

@@ -7,7 +7,7 @@
  * generator's log, sqrt and sincos against libm; moments; bad input. The
  * host mirror must not contract a * b + c either: x86-64 without -march
  * has no FMA instruction to contract into, and fmaf is explicit. */
-#include "build/build.h"
+#include "program/program.h"
 #include "train_test_util.h"
 
 /* ---- host mirror of cl_kernels/train_random.cl --------------------------- */

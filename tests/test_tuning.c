@@ -1,5 +1,5 @@
-/* Tuning files and the tuning API (kiln/kiln_tune.h, runtime/ops/
- * ops_tuning.c, ops_tune_api.c): a saved file is used by GEMM (checked
+/* Tuning files and the tuning API (kiln/kiln_tune.h, runtime/tune/
+ * tuning_file.c, tune_api.c, variant.c): a saved file is used by GEMM (checked
  * against the host reference); every kind of bad file (garbage, no or a
  * wrong checksum, cut short as by a full disk, another version, another
  * device, another driver, parameters outside the space or beyond the
@@ -7,12 +7,14 @@
  * KILN_TUNING=off and =PATH; two processes saving at once leave one valid
  * file; every bad argument is refused. Contexts force the GPU family
  * ("nvidia" profile), as the GEMM tests do on CPUs. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "gemm_test_util.h"
-#include "ops/ops_tuning.h"
+#include "tune/tune.h"
 
 /* A point of the space that differs from every profile's row. */
 static const char *const tuned =
@@ -317,6 +319,166 @@ static void test_bad_input(void **state) {
   kiln_test_close(ctx, q);
 }
 
+/* An op's variant is resolved once per context, op and dtype, and again
+ * after kiln_tuning_set, kiln_tuning_save and kiln_tuning_reset; a file
+ * with more ops than kiln has spaces is read whole. */
+static void test_variant_resolved_once(void **state) {
+  (void)state;
+  kiln_context *ctx;
+  kiln_queue *q;
+  open_gpu_family(&ctx, &q);
+  char path[400];
+  snprintf(path, sizeof path, "%s/variant.txt", dir);
+  kiln_tuning_info info;
+  reread(ctx, path, &info);
+  const struct kiln__variant *first, *again;
+  assert_kiln_ok(kiln__variant_get(ctx, KILN__TUNED_GEMM, KILN_F32, &first));
+  assert_string_equal(first->source, "profile");
+  assert_kiln_ok(kiln__variant_get(ctx, KILN__TUNED_GEMM, KILN_F32, &again));
+  assert_ptr_equal(again, first);
+  /* Another dtype is a variant of its own. */
+  assert_kiln_ok(kiln__variant_get(ctx, KILN__TUNED_GEMM, KILN_F16, &again));
+  assert_ptr_not_equal(again, first);
+  /* save: the file's point, at the next use. */
+  assert_kiln_ok(kiln_tuning_save(ctx, "gemm", tuned, "figures", NULL));
+  assert_kiln_ok(kiln__variant_get(ctx, KILN__TUNED_GEMM, KILN_F32, &again));
+  assert_string_equal(again->source, "file");
+  assert_int_equal(again->gemm.mwg, 32);
+  assert_non_null(strstr(again->options, "-DMWG=32 "));
+  run_case(ctx, q, &check_case, "variant from file");
+  /* set: ahead of the file; NULL: the file's again, the same variant. */
+  const struct kiln__variant *from_file = again;
+  const char *other =
+      "MWG=16 NWG=16 KWG=8 MDIMC=8 NDIMC=8 VWM=1 VWN=1 SA=0 SB=0 PADA=0 "
+      "PADB=0 DB=0 KWI=1 STRM=1 STRN=1 DWG=16 DWI=1 SWITCH=64";
+  assert_kiln_ok(kiln_tuning_set(ctx, "gemm", other));
+  assert_kiln_ok(kiln__variant_get(ctx, KILN__TUNED_GEMM, KILN_F32, &again));
+  assert_string_equal(again->source, "set");
+  assert_int_equal(again->gemm.mwg, 16);
+  run_case(ctx, q, &check_case, "variant from set");
+  assert_kiln_ok(kiln_tuning_set(ctx, "gemm", NULL));
+  assert_kiln_ok(kiln__variant_get(ctx, KILN__TUNED_GEMM, KILN_F32, &again));
+  assert_ptr_equal(again, from_file);
+  /* reset: the profile's. */
+  assert_kiln_ok(kiln_tuning_reset(ctx, NULL));
+  assert_kiln_ok(kiln__variant_get(ctx, KILN__TUNED_GEMM, KILN_F32, &again));
+  assert_ptr_equal(again, first);
+  /* Twelve ops in one file (kiln knows four): every line is kept. */
+  const kiln_device_info *di = kiln_context_get_device_info(ctx);
+  char body[3072];
+  int n = snprintf(body, sizeof body,
+                   "kiln-tuning 1\ndevice %s\ndriver %s\nkiln %s\n",
+                   di->stable_id, di->driver_version, KILN_VERSION_STRING);
+  for (int i = 0; i < 11; i++)
+    n += snprintf(body + n, sizeof body - (size_t)n, "op future%d A=1\n", i);
+  snprintf(body + n, sizeof body - (size_t)n, "op gemm %s\n", tuned);
+  write_signed(path, body);
+  reread(ctx, path, &info);
+  assert_string_equal(info.ignored, "");
+  assert_string_equal(info.source, "file");
+  assert_kiln_ok(kiln__variant_get(ctx, KILN__TUNED_GEMM, KILN_F32, &again));
+  assert_ptr_equal(again, from_file);
+  assert_int_equal(remove(path), 0);
+  unsetenv("KILN_TUNING");
+  kiln__tuning_forget();
+  kiln_test_close(ctx, q);
+}
+
+/* Two threads run GEMMs on two queues of one context while a third keeps
+ * changing what applies (kiln_tuning_set and back): every GEMM succeeds
+ * with the right answer, whichever variant it took. */
+struct racer {
+  kiln_context *ctx;
+  kiln_queue *q;
+  kiln_buffer *a, *b, *c;
+  kiln_status status;
+  int wrong; /* elements of C that are not k */
+};
+
+enum { RACE_EDGE = 9, RACE_CALLS = 40 };
+static _Atomic bool race_done;
+
+static void *race_gemms(void *arg) {
+  struct racer *r = arg;
+  float out[RACE_EDGE * RACE_EDGE];
+  for (int i = 0; i < RACE_CALLS && r->status == KILN_OK; i++) {
+    r->status = kiln_matmul(
+        r->q, 1, matrix_of(r->a, 0, RACE_EDGE, RACE_EDGE, KILN_F32),
+        matrix_of(r->b, 0, RACE_EDGE, RACE_EDGE, KILN_F32),
+        matrix_of(r->c, 0, RACE_EDGE, RACE_EDGE, KILN_F32), NULL, 0, NULL,
+        NULL);
+    if (r->status == KILN_OK)
+      r->status = kiln_buffer_read(
+          r->q, range_of(r->c, 0, RACE_EDGE * RACE_EDGE, KILN_F32), out, 0,
+          NULL, NULL);
+    if (r->status == KILN_OK)
+      r->status = kiln_queue_finish(r->q);
+    for (size_t j = 0; r->status == KILN_OK && j < RACE_EDGE * RACE_EDGE; j++)
+      r->wrong += out[j] != (float)RACE_EDGE;
+  }
+  return NULL;
+}
+
+/* Until the GEMMs are done: about as many changes as GEMMs, or more. */
+static void *race_sets(void *arg) {
+  struct racer *r = arg;
+  for (int i = 0; !atomic_load(&race_done) && r->status == KILN_OK; i++) {
+    r->status = kiln_tuning_set(r->ctx, "gemm", i % 2 ? NULL : tuned);
+    usleep(200);
+  }
+  return NULL;
+}
+
+static void test_variants_under_change(void **state) {
+  (void)state;
+  kiln_context *ctx;
+  kiln_queue *q0;
+  open_gpu_family(&ctx, &q0);
+  assert_int_equal(setenv("KILN_TUNING", "off", 1), 0);
+  kiln__tuning_forget();
+  float ones[RACE_EDGE * RACE_EDGE];
+  for (size_t i = 0; i < RACE_EDGE * RACE_EDGE; i++)
+    ones[i] = 1.0f;
+  struct racer r[3] = {{.ctx = ctx, .q = q0}, {.ctx = ctx}, {.ctx = ctx}};
+  assert_kiln_ok(kiln_queue_create(ctx, 0, &r[1].q));
+  for (int i = 0; i < 2; i++) {
+    assert_kiln_ok(kiln_buffer_create(ctx, sizeof ones, 0, &r[i].a));
+    assert_kiln_ok(kiln_buffer_create(ctx, sizeof ones, 0, &r[i].b));
+    assert_kiln_ok(kiln_buffer_create(ctx, sizeof ones, 0, &r[i].c));
+    assert_kiln_ok(kiln_buffer_write(
+        r[i].q, ones, range_of(r[i].a, 0, RACE_EDGE * RACE_EDGE, KILN_F32), 0,
+        NULL, NULL));
+    assert_kiln_ok(kiln_buffer_write(
+        r[i].q, ones, range_of(r[i].b, 0, RACE_EDGE * RACE_EDGE, KILN_F32), 0,
+        NULL, NULL));
+  }
+  /* Both programs built first, so the race is over variants, not builds. */
+  assert_kiln_ok(kiln_tuning_build(ctx, "gemm", tuned));
+  pthread_t t[3];
+  atomic_store(&race_done, false);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(pthread_create(&t[i], NULL, race_gemms, &r[i]), 0);
+  assert_int_equal(pthread_create(&t[2], NULL, race_sets, &r[2]), 0);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(pthread_join(t[i], NULL), 0);
+  atomic_store(&race_done, true);
+  assert_int_equal(pthread_join(t[2], NULL), 0);
+  for (int i = 0; i < 3; i++) {
+    assert_kiln_ok(r[i].status);
+    assert_int_equal(r[i].wrong, 0);
+  }
+  assert_kiln_ok(kiln_tuning_set(ctx, "gemm", NULL));
+  for (int i = 0; i < 2; i++) {
+    kiln_buffer_destroy(r[i].a);
+    kiln_buffer_destroy(r[i].b);
+    kiln_buffer_destroy(r[i].c);
+  }
+  assert_kiln_ok(kiln_queue_destroy(r[1].q));
+  unsetenv("KILN_TUNING");
+  kiln__tuning_forget();
+  kiln_test_close(ctx, q0);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/kiln-test-tuning-%ld", (long)getpid());
   char cmd[600];
@@ -328,6 +490,8 @@ int main(void) {
       cmocka_unit_test(test_file_used),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_two_writers),
+      cmocka_unit_test(test_variant_resolved_once),
+      cmocka_unit_test(test_variants_under_change),
   };
   (void)run_all;
   const char *filter = getenv("KILN_TEST_FILTER");

@@ -1,5 +1,5 @@
-/* The tuning file read when a context is created, and kiln's tuning
- * database (backends/tuning_db.c, runtime/ops/ops_tuning_db.c), read
+/* The tuning file read once, at its first use, and kiln's tuning
+ * database (backends/tuning_db.c, runtime/tune/tuning_db.c), read
  * through a test-only database since the shipped one has no rows yet: the
  * first matching row is used (checked against the host reference), a
  * user's file comes before it and the profile after it, a row whose
@@ -10,8 +10,7 @@
 #include <xxhash.h>
 
 #include "gemm_test_util.h"
-#include "ops/ops_space.h"
-#include "ops/ops_tuning.h"
+#include "tune/tune.h"
 
 static const char *const row_params =
     "MWG=32 NWG=32 KWG=8 MDIMC=8 NDIMC=16 VWM=2 VWN=2 SA=1 SB=0 PADA=1 "
@@ -50,10 +49,10 @@ static void use_db(const char *rows) {
   kiln__tuning_forget();
 }
 
-/* The file is read when the context is created: removing it afterwards
- * changes nothing for that context's process, and a bad file's reason is
- * there before any op ran. */
-static void test_file_read_at_context_creation(void **state) {
+/* The file is read once, at the first use on the device: removing it
+ * afterwards changes nothing for the process, and a bad file's reason is
+ * there from that use on. */
+static void test_file_read_once(void **state) {
   (void)state;
   char path[400];
   snprintf(path, sizeof path, "%s/at-create.txt", dir);
@@ -65,8 +64,9 @@ static void test_file_read_at_context_creation(void **state) {
   close_ctx(ctx, q);
   kiln__tuning_forget();
   open_ctx(&ctx, NULL);
-  assert_int_equal(unlink(path), 0); /* gone before any op or query */
   kiln_tuning_info info;
+  assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm", &info)); /* the first use */
+  assert_int_equal(unlink(path), 0);
   assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm", &info));
   assert_string_equal(info.source, "file");
   assert_string_equal(info.params, file_params);
@@ -78,6 +78,7 @@ static void test_file_read_at_context_creation(void **state) {
   assert_int_equal(fclose(f), 0);
   kiln__tuning_forget();
   open_ctx(&ctx, NULL);
+  assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm", &info)); /* the first use */
   assert_int_equal(unlink(path), 0);
   assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm", &info));
   assert_string_equal(info.source, "profile");
@@ -283,7 +284,7 @@ int main(void) {
   if (mkdtemp(dir) == NULL)
     return 1;
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_file_read_at_context_creation),
+      cmocka_unit_test(test_file_read_once),
       cmocka_unit_test(test_database_row_used),
       cmocka_unit_test(test_small_spaces),
       cmocka_unit_test(test_precedence),

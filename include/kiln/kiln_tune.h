@@ -7,7 +7,8 @@
  * parameters of, first that applies: kiln_tuning_set() in this process;
  * the device's tuning file (in the cache directory's tuning/ folder, keyed
  * by the device's stable id, its driver version and kiln's version), read
- * when the first context on the device is created; the first row of kiln's
+ * once per process at the first use on the device (an op, a query such as
+ * kiln_tuning_get_info); the first row of kiln's
  * tuning database (shipped in the library) whose device name pattern
  * matches the device; the backend profile's row. KILN_TUNING=off ignores
  * the files, KILN_TUNING=PATH reads that file instead. A damaged, foreign

@@ -65,12 +65,6 @@ static kiln_status resolve_profile(const struct kiln_device *device,
   return KILN_OK;
 }
 
-static _Atomic(kiln__context_hook) create_hook;
-
-void kiln__context_set_create_hook(kiln__context_hook hook) {
-  atomic_store(&create_hook, hook);
-}
-
 kiln_status kiln_context_create(const kiln_device *device,
                                 const kiln_context_options *options,
                                 kiln_context **out) {
@@ -118,9 +112,6 @@ kiln_status kiln_context_create(const kiln_device *device,
     goto fail;
   }
 
-  kiln__context_hook hook = atomic_load(&create_hook);
-  if (hook != NULL)
-    hook(ctx);
   *out = ctx;
   return KILN_OK;
 
@@ -163,10 +154,13 @@ kiln_status kiln_context_destroy(kiln_context *ctx) {
                       children, children == 1 ? "" : "s",
                       children == 1 ? "is" : "are",
                       children == 1 ? "it" : "them");
-  /* The memo holds programs of this cl_context: release them first. */
-  struct kiln__attached *memo = atomic_load(&ctx->memo);
-  if (memo != NULL)
-    memo->destroy(memo);
+  /* The rooms' state may hold programs of this cl_context: release it
+   * first, the highest room's first. */
+  for (size_t i = KILN__SLOTS; i-- > 0;) {
+    struct kiln__attached *state = atomic_load(&ctx->attached[i]);
+    if (state != NULL)
+      state->destroy(state);
+  }
   clReleaseContext(ctx->cl);
   kiln__device_free(ctx->device);
   free(ctx);
@@ -187,4 +181,15 @@ void kiln__context_child_added(kiln_context *ctx) {
 
 void kiln__context_child_removed(kiln_context *ctx) {
   atomic_fetch_sub(&ctx->children, 1);
+}
+
+struct kiln__attached *kiln__context_attach(kiln_context *ctx,
+                                            enum kiln__slot slot,
+                                            struct kiln__attached *state) {
+  struct kiln__attached *current = NULL;
+  if (atomic_compare_exchange_strong_explicit(&ctx->attached[slot], &current,
+                                              state, memory_order_acq_rel,
+                                              memory_order_acquire))
+    return state;
+  return current;
 }

@@ -1,6 +1,7 @@
 /* The core room's interface (runtime/core/): errors, devices, contexts,
  * queues, events, buffers, programs and kernels as objects. Included by the
- * rooms above it (build, ops); it includes nothing of theirs. Not installed.
+ * rooms above it (mem, program, tune, ops, multi); it includes nothing of
+ * theirs. Not installed.
  *
  * Naming: internal non-static functions are kiln__<module>_<verb>. */
 #ifndef KILN_INTERNAL_H
@@ -72,12 +73,23 @@ kiln_status kiln__device_list_synthetic(const struct kiln_device *devices,
 
 /* ---- state of higher rooms on core objects ------------------------------ */
 
-/* What a room above keeps on a core object (the build room's program memo on
- * a context, its op kernels on a queue). The core object knows only how to
- * free it, so calls still flow down: the state begins with this header and
- * the object calls destroy(state) when it is destroyed. */
+/* What a room above keeps on a core object (the program room's memo on a
+ * context and kernels on a queue, the tune room's variants on a context,
+ * the op library's scratch on a queue). The core object knows only how to
+ * free it, so calls still flow down: the state begins with this header, sits
+ * in its room's slot, and the object calls destroy(state) when it is
+ * destroyed, the rooms above first (their state may hold the lower ones'
+ * objects: kernels of memo programs). */
 struct kiln__attached {
   void (*destroy)(struct kiln__attached *self);
+};
+
+/* One slot per room that attaches state, lowest room first. */
+enum kiln__slot {
+  KILN__SLOT_PROGRAM, /* context: program memo; queue: op kernels */
+  KILN__SLOT_TUNE,    /* context: resolved op variants */
+  KILN__SLOT_OPS,     /* queue: op scratch */
+  KILN__SLOTS
 };
 
 /* ---- context (context.c) ------------------------------------------------ */
@@ -88,24 +100,26 @@ struct kiln_context {
   const struct kiln_backend *backend;  /* profile in force */
   unsigned flags;                      /* KILN_CONTEXT_* */
   atomic_size_t children;              /* live queues, buffers, programs, events */
-  /* The build room's memo of op programs built once per context: created
-   * there at the first op build (published with a compare-and-swap, since
-   * threads may race to it), destroyed here before the cl_context it holds
-   * programs of. */
-  _Atomic(struct kiln__attached *) memo;
+  /* The rooms' state (kiln__context_attach), created there at first use,
+   * destroyed here before the cl_context it may hold programs of. */
+  _Atomic(struct kiln__attached *) attached[KILN__SLOTS];
 };
+
+/* slot's state on ctx, NULL until a room attached it. Lock-free. */
+static inline struct kiln__attached *
+kiln__context_attached(const kiln_context *ctx, enum kiln__slot slot) {
+  return atomic_load_explicit(&ctx->attached[slot], memory_order_acquire);
+}
+/* Attach state to slot unless another thread did first (threads may race
+ * to a context's first op): returns the state in force, state or the
+ * winner's, in which case the caller destroys its own. */
+struct kiln__attached *kiln__context_attach(kiln_context *ctx,
+                                            enum kiln__slot slot,
+                                            struct kiln__attached *state);
 
 void kiln__context_child_added(kiln_context *ctx);
 void kiln__context_child_removed(kiln_context *ctx);
 
-/* A function every new context is shown to once it exists, before
- * kiln_context_create returns: the op library's tuning files are read
- * there (runtime/ops/ops_tuning.c), so that a program's first op and `kiln
- * info` see the same parameters. It cannot fail the creation (a bad file is
- * ignored with its reason). Set by the room above at load time (a
- * constructor), so calls still flow down; NULL (none) is allowed. */
-typedef void (*kiln__context_hook)(const kiln_context *ctx);
-void kiln__context_set_create_hook(kiln__context_hook hook);
 
 /* ---- queue, event (queue.c, event.c) ------------------------------------ */
 
@@ -131,14 +145,13 @@ struct kiln_queue {
   kiln_context *ctx;
   cl_command_queue cl;
   unsigned flags;
-  /* The build room's op kernels cached on this queue (kiln__queue_kernel),
-   * created at the first op; destroyed with the queue after it finished. */
-  struct kiln__attached *kernels;
-  /* Op library scratch (ops_common.c's kiln__op_workspace): created at
-   * first use, grown on demand; released with the queue. */
-  cl_mem op_workspace;
-  size_t op_workspace_bytes;
-  struct kiln__recorder *recorder; /* recording in progress, else NULL */
+  /* The rooms' state, created there at the first op (a queue is used by
+   * one thread at a time: plain pointers); destroyed with the queue after
+   * it finished. */
+  struct kiln__attached *attached[KILN__SLOTS];
+  /* A recording in progress, else NULL: consulted by core itself at every
+   * launch and transfer, hence a field of its own. */
+  struct kiln__recorder *recorder;
 };
 
 struct kiln_event {
@@ -242,18 +255,6 @@ kiln_status kiln__buffer_wrap(kiln_context *ctx, cl_mem mem, size_t size,
                               unsigned flags, kiln_buffer *parent,
                               size_t origin, const char *fn, kiln_buffer **out);
 
-/* ---- staging (staging.c) ------------------------------------------------ */
-
-/* Copy size bytes of src at src_offset (of the staging ring's context,
- * read on its queue) into dst at dst_offset (of any context, written on
- * dst_queue) through the ring: the read of chunk k+1 overlaps the write of
- * chunk k. Blocking; ranges checked by the caller. On failure *call names
- * the OpenCL call that failed. */
-cl_int kiln__staging_peer_copy(kiln_staging *staging, kiln_buffer *src,
-                               size_t src_offset, cl_command_queue dst_queue,
-                               kiln_buffer *dst, size_t dst_offset,
-                               size_t size, const char **call);
-
 /* ---- the clock (clock.c) ------------------------------------------------ */
 
 /* The library's one host clock: CLOCK_MONOTONIC in nanoseconds since an
@@ -290,7 +291,7 @@ void kiln__trace_cl_commands(const kiln_context *ctx, cl_command_queue queue,
 void kiln__trace_host(const kiln_context *ctx, const char *cat,
                       const char *name, json_t *args, uint64_t host_start_ns);
 
-/* ---- program, kernel (build/program.c, kernel.c, kernel_args.c) ---------- */
+/* ---- program, kernel (program/program.c, kernel.c, kernel_args.c) ---------- */
 
 struct kiln_program {
   kiln_context *ctx;
@@ -302,7 +303,7 @@ struct kiln_program {
   bool from_cache;
   atomic_size_t children;  /* live kernels */
   /* A cache entry to write when the program is released (drivers with
-   * KILN_QUIRK_LAZY_PROGRAM_BINARY); NULL otherwise. build/build.c. */
+   * KILN_QUIRK_LAZY_PROGRAM_BINARY); NULL otherwise. program/build.c. */
   struct kiln__cache_pending *pending_store;
 };
 

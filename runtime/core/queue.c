@@ -108,10 +108,9 @@ kiln_status kiln_queue_destroy(kiln_queue *queue) {
   if (err != CL_SUCCESS)
     status = kiln__fail_cl(err, "clFinish", queue->ctx->device,
                            "kiln_queue_destroy: waiting for pending commands");
-  if (queue->kernels != NULL)
-    queue->kernels->destroy(queue->kernels);
-  if (queue->op_workspace != NULL)
-    clReleaseMemObject(queue->op_workspace);
+  for (size_t i = KILN__SLOTS; i-- > 0;)
+    if (queue->attached[i] != NULL)
+      queue->attached[i]->destroy(queue->attached[i]);
   clReleaseCommandQueue(queue->cl);
   kiln__context_child_removed(queue->ctx);
   free(queue);

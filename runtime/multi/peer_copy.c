@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "multi.h"
+#include "mem/mem.h"
 
 #define SLOTS 2
 #define DEFAULT_CHUNK ((size_t)4 << 20)

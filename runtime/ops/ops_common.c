@@ -263,26 +263,6 @@ kiln_status kiln__ops_check_shape(const char *fn, size_t rows, size_t cols,
   return KILN_OK;
 }
 
-/* ---- tuning -------------------------------------------------------------- */
-
-const struct kiln_tuning *kiln__ops_tuning(const kiln_context *ctx) {
-  static const struct kiln_tuning defaults = {0};
-  if (ctx->backend != NULL && ctx->backend->tuning != NULL)
-    return ctx->backend->tuning;
-  return &defaults;
-}
-
-size_t kiln__ops_local_size(const kiln_context *ctx, size_t want) {
-  if (want == 0)
-    want = 64;
-  size_t max = ctx->device != NULL ? ctx->device->info.max_work_group_size : 0;
-  if (max != 0 && want > max)
-    want = max;
-  size_t p = 1;
-  while (p * 2 <= want)
-    p *= 2;
-  return p;
-}
 
 /* ---- launching ----------------------------------------------------------- */
 
@@ -480,11 +460,42 @@ kiln_status kiln__op_end(struct kiln__op *op, kiln_status status,
 
 /* ---- workspace ----------------------------------------------------------- */
 
+/* The queue's op scratch, the op library's state on it. */
+struct workspace {
+  struct kiln__attached attached;
+  cl_mem mem;
+  size_t bytes;
+};
+
+static void workspace_destroy(struct kiln__attached *attached) {
+  struct workspace *ws = (struct workspace *)attached;
+  if (ws->mem != NULL)
+    clReleaseMemObject(ws->mem);
+  free(ws);
+}
+
+cl_mem kiln__op_workspace_held(const kiln_queue *queue, size_t *bytes) {
+  const struct workspace *ws =
+      (const struct workspace *)queue->attached[KILN__SLOT_OPS];
+  *bytes = ws ? ws->bytes : 0;
+  return ws ? ws->mem : NULL;
+}
+
 static kiln_status workspace(struct kiln__op *op, size_t bytes, cl_mem *out) {
   kiln_queue *q = op->queue;
-  if (q->op_workspace != NULL && q->op_workspace_bytes >= bytes) {
-    *out = q->op_workspace;
+  struct workspace *ws = (struct workspace *)q->attached[KILN__SLOT_OPS];
+  if (ws != NULL && ws->mem != NULL && ws->bytes >= bytes) {
+    *out = ws->mem;
     return KILN_OK;
+  }
+  if (ws == NULL) {
+    ws = calloc(1, sizeof *ws);
+    if (ws == NULL)
+      return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                        "%s: cannot allocate the queue's op workspace",
+                        op->fn);
+    ws->attached.destroy = workspace_destroy;
+    q->attached[KILN__SLOT_OPS] = &ws->attached;
   }
   /* Round up to 64 KiB so a run of slightly growing ops does not reallocate
    * every time. */
@@ -502,10 +513,10 @@ static kiln_status workspace(struct kiln__op *op, size_t bytes, cl_mem *out) {
                          "clCreateBuffer", q->ctx->device,
                          "%s: the queue's op workspace of %zu bytes", op->fn,
                          want);
-  if (q->op_workspace != NULL)
-    clReleaseMemObject(q->op_workspace);
-  q->op_workspace = mem;
-  q->op_workspace_bytes = want;
+  if (ws->mem != NULL)
+    clReleaseMemObject(ws->mem);
+  ws->mem = mem;
+  ws->bytes = want;
   *out = mem;
   return KILN_OK;
 }

@@ -11,7 +11,6 @@
  * elementwise.cl is built once per storage dtype (-DDT=n), so a program
  * holding only f32 code is all an f32 user ever compiles. */
 #include "ops_internal.h"
-#include "ops_space.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -51,61 +50,13 @@ static const struct {
                          "binary_scalar.min"},
 };
 
-/* ---- the GPU family's space ---------------------------------------------- */
-
-enum { K_WG, K_WPT, K_VW };
-
-/* Any point runs where its work-group does: the kernel has no __local
- * memory and handles every length and offset. */
-static bool check(const struct kiln__point *p, const kiln_device_info *info,
-                  char *reason, size_t size) {
-  return kiln__space_check_wg(p->v[K_WG], info, reason, size);
-}
-
-/* The profile's work-group size and one element per work-item: the
- * kernel before it had a space. */
-static void defaults(const kiln_context *ctx, struct kiln__point *p) {
-  p->v[K_WG] = (unsigned)kiln__ops_local_size(
-      ctx, kiln__ops_tune(kiln__ops_tuning(ctx)->elementwise_wg, 256));
-  p->v[K_WPT] = 1;
-  p->v[K_VW] = 1;
-}
-
-/* The GPU family's program options for dtype at point p. */
-static void gpu_options(const struct kiln__point *p, kiln_dtype dtype,
-                        char *buf, size_t size) {
-  snprintf(buf, size, "-DDT=%d", (int)dtype);
-  kiln__space_options(&kiln__elementwise_space, p, buf, size);
-}
-
-static void f32_options(const struct kiln__point *p, char *buf, size_t size) {
-  gpu_options(p, KILN_F32, buf, size);
-}
-
-const struct kiln__space kiln__elementwise_space = {
-    .name = "elementwise",
-    .count = 3,
-    .knob = {{"WG", "work-group size", 6, {32, 64, 128, 256, 512, 1024}},
-             {"WPT", "vectors per work-item", 4, {1, 2, 4, 8}},
-             {"VW", "elements per vector (aligned vector accesses when every "
-                    "pointer allows)",
-              4, {1, 2, 4, 8}}},
-    .check = check,
-    .defaults = defaults,
-    .program = "elementwise",
-    .f32_options = f32_options,
-};
-
-const struct kiln__tuning_space kiln__elementwise_tuning_space =
-    KILN__SMALL_TUNING_SPACE(
-        "elementwise", kiln__elementwise_space, 3,
-        "the GPU-family elementwise kernels (cl_kernels/elementwise.cl)");
+enum { K_WG = KILN__ELEMENTWISE_WG, K_WPT = KILN__ELEMENTWISE_WPT,
+       K_VW = KILN__ELEMENTWISE_VW };
 
 /* How a call of an elementwise.cl kernel runs: its program's options and
  * the shape of its launch. */
 struct config {
-  const char *options; /* a static string or buf */
-  char buf[96];
+  const char *options; /* a static string or the variant's */
   size_t local;    /* work-group size */
   size_t per_item; /* elements per work-item */
 };
@@ -124,7 +75,7 @@ static bool cpu_family(const kiln_context *ctx) {
 }
 
 /* elementwise.cl's configuration for dtype on ctx: the CPU family's fixed
- * one, or the GPU family's point in effect (ops_space.h). */
+ * one, or the GPU family's variant (tune/tune.h). */
 static kiln_status get_config(const kiln_context *ctx, kiln_dtype dtype,
                               struct config *c) {
   if (cpu_family(ctx)) {
@@ -134,13 +85,13 @@ static kiln_status get_config(const kiln_context *ctx, kiln_dtype dtype,
     c->per_item = 16;
     return KILN_OK;
   }
-  struct kiln__point p;
-  const char *source;
-  kiln_status s = kiln__space_params(ctx, &kiln__elementwise_space, &p, &source);
-  gpu_options(&p, dtype, c->buf, sizeof c->buf);
-  c->options = c->buf;
-  c->local = p.v[K_WG];
-  c->per_item = (size_t)p.v[K_WPT] * p.v[K_VW];
+  const struct kiln__variant *v;
+  kiln_status s = kiln__variant_get(ctx, KILN__TUNED_ELEMENTWISE, dtype, &v);
+  if (s != KILN_OK)
+    return s;
+  c->options = v->options; /* lives as long as ctx */
+  c->local = v->point.v[K_WG];
+  c->per_item = (size_t)v->point.v[K_WPT] * v->point.v[K_VW];
   return s;
 }
 

@@ -60,66 +60,7 @@ struct gemm_epilogue_args {
 };
 struct gemm_epilogue_args kiln__gemm_epilogue_args(const struct gemm_problem *g);
 
-/* ---- the GPU family's parameter space (ops_gemm_gpu.c) ------------------- */
-
-/* A point of the space: one field per knob of cl_kernels/gemm_gpu.cl, named
- * after its macro (sw: SWITCH). */
-struct kiln__gemm_gpu_params {
-  unsigned mwg, nwg, kwg, mdimc, ndimc, vwm, vwn, sa, sb, pada, padb, db, kwi,
-      strm, strn, dwg, dwi, sw;
-};
-
-#define KILN__GEMM_GPU_KNOBS 18
-struct kiln__gemm_knob {
-  const char *name;   /* the build macro, and the name in text forms */
-  size_t offset;      /* of its field in struct kiln__gemm_gpu_params */
-  const char *what;   /* one line for people */
-  unsigned count;     /* values below */
-  unsigned values[5]; /* those a tuner tries, ascending */
-};
-extern const struct kiln__gemm_knob kiln__gemm_gpu_knobs[KILN__GEMM_GPU_KNOBS];
-
-unsigned kiln__gemm_gpu_get(const struct kiln__gemm_gpu_params *p,
-                            size_t knob);
-void kiln__gemm_gpu_put(struct kiln__gemm_gpu_params *p, size_t knob,
-                        unsigned value);
-
-/* Whether p can run on a device described by info; in_space also requires
- * every knob to hold one of its listed values (tuned or imported
- * parameters; the profile's defaults need not). false with a one-line
- * reason in reason[size] otherwise. */
-bool kiln__gemm_gpu_check(const struct kiln__gemm_gpu_params *p,
-                          const kiln_device_info *info, bool in_space,
-                          char *reason, size_t size);
-/* Bytes of __local memory p's tiled kernel declares. */
-size_t kiln__gemm_gpu_local_bytes(const struct kiln__gemm_gpu_params *p);
-
-/* "MWG=64 NWG=64 ..." (every knob, in table order), snprintf's contract. */
-int kiln__gemm_gpu_format(const struct kiln__gemm_gpu_params *p, char *buf,
-                          size_t size);
-/* The inverse: every knob exactly once is not required but every knob at
- * least once is; unknown names, bad numbers and missing knobs give false
- * with a reason. Values are not checked here (kiln__gemm_gpu_check). */
-bool kiln__gemm_gpu_parse(const char *text, struct kiln__gemm_gpu_params *p,
-                          char *reason, size_t size);
-
-/* The parameters GEMM uses on ctx (see ops_gemm_gpu.c for the order).
- * KILN_ERR_UNSUPPORTED, naming the reason, when an override does not fit
- * ctx's device. */
-kiln_status kiln__gemm_gpu_params_for(const kiln_context *ctx,
-                                      struct kiln__gemm_gpu_params *p);
-/* The same, and where they come from: "test override", "set", "file" or
- * "profile" (static strings). */
-kiln_status kiln__gemm_gpu_source(const kiln_context *ctx,
-                                  struct kiln__gemm_gpu_params *p,
-                                  const char **source);
-/* The gemm_gpu program's build options for p and operands of dtype (one
- * program per dtype, -DDT). */
-void kiln__gemm_gpu_options(const struct kiln__gemm_gpu_params *p,
-                            kiln_dtype dtype, char *buf, size_t size);
-/* Force the GPU family's parameters (NULL: back to the profile's); tests
- * only, process-wide, like the CPU tile. */
-void kiln__gemm_set_gpu_params(const struct kiln__gemm_gpu_params *p);
+/* ---- the GPU family's launch (ops_gemm_gpu.c; its space: tune/tune.h) ---- */
 
 kiln_status kiln__gemm_run_gpu(struct kiln__op *op,
                                const struct gemm_problem *g);

@@ -1,9 +1,9 @@
 /* The op library's room header (runtime/ops/), the top room of the runtime:
  * plumbing shared by the op library's entry points (ops_*.c): argument
  * checks, the per-queue workspace, and one launch path that handles the wait
- * list, the out event, zero-size no-ops and tracing. It includes the build
- * room below (which includes the core room); nothing below includes it. Not
- * installed.
+ * list, the out event, zero-size no-ops and tracing. It includes the tune
+ * room below (which includes the program, mem and core rooms); nothing below
+ * includes it. Not installed.
  *
  * An op entry point follows this shape:
  *
@@ -36,7 +36,7 @@
 #ifndef KILN_OPS_INTERNAL_H
 #define KILN_OPS_INTERNAL_H
 
-#include "build/build.h"
+#include "tune/tune.h"
 #include "kiln/kiln_ops.h"
 
 /* ---- dtypes -------------------------------------------------------------- */
@@ -137,19 +137,8 @@ kiln_status kiln__ops_check_same_matrix(const char *fn, const char *a_what,
 kiln_status kiln__ops_check_shape(const char *fn, size_t rows, size_t cols,
                                   size_t *count);
 
-/* ---- tuning -------------------------------------------------------------- */
-
-/* The context's tuning row (never NULL: a zeroed row when the profile has
- * none). Fields left 0 mean "generic default": read them through
- * kiln__ops_tune. */
-const struct kiln_tuning *kiln__ops_tuning(const kiln_context *ctx);
-static inline unsigned kiln__ops_tune(unsigned value, unsigned fallback) {
-  return value ? value : fallback;
-}
-
-/* A local size for ctx's device: want (0: 64), clamped to the device's
- * maximum work-group size and kept a power of two. */
-size_t kiln__ops_local_size(const kiln_context *ctx, size_t want);
+/* The tuning row of ctx (kiln__ops_tuning) and the parameters in effect:
+ * tune/tune.h. */
 
 /* Round items up to a multiple of local (> 0) into *global; false when that
  * overflows. */
@@ -262,6 +251,9 @@ kiln_status kiln__op_end(struct kiln__op *op, kiln_status status,
  * the commands using it have completed). Do not release it. */
 kiln_status kiln__op_workspace(struct kiln__op *op, size_t bytes,
                                cl_mem *out);
+/* The queue's op scratch now (NULL before the first op that needs one) and
+ * its size in *bytes: for tests. */
+cl_mem kiln__op_workspace_held(const kiln_queue *queue, size_t *bytes);
 
 /* ---- cache warming ------------------------------------------------------- */
 

@@ -14,7 +14,7 @@
  *   segment (coalesced loads) and combine in a __local tree. Its kernels
  *   have a parameter space (work-group size, vectors per work-item, vector
  *   width, partials per compute unit: below) whose point comes from a
- *   tuning file or the profile (ops_space.h).
+ *   tuning file or the profile (tune/tune.h).
  * With one segment per row the row kernel writes the result itself;
  * otherwise it writes one partial state per segment into the queue's
  * workspace and a final kernel combines them in segment order. The split
@@ -25,7 +25,6 @@
  * most 4 x compute units x reduce_wg states (4 KiB on a 2-core PoCL), more
  * only when there are few long columns. */
 #include "ops_internal.h"
-#include "ops_space.h"
 
 #include <stdio.h>
 
@@ -63,80 +62,13 @@ static const char *const trace_cols[] = {
     [KILN_REDUCE_ARGMAX] = "reduce_cols.argmax",
 };
 
-/* ---- the GPU family's space ---------------------------------------------- */
-
-enum { K_WG, K_WPT, K_VW, K_PARTS };
-
-/* A point runs where its work-group and its __local tree (WG states of 8
- * bytes) fit: the kernels handle every length, offset and split. */
-static bool check(const struct kiln__point *p, const kiln_device_info *info,
-                  char *reason, size_t size) {
-  const size_t wg = p->v[K_WG];
-  if (!kiln__space_check_wg(p->v[K_WG], info, reason, size))
-    return false;
-  if (wg * 8 > info->local_mem_bytes) {
-    snprintf(reason, size,
-             "a __local tree of %zu bytes (WG x 8) exceeds the device's %llu",
-             wg * 8, (unsigned long long)info->local_mem_bytes);
-    return false;
-  }
-  return true;
-}
+enum { K_WG = KILN__REDUCE_WG, K_PARTS = KILN__REDUCE_PARTS };
 
 static size_t compute_units(const kiln_context *ctx) {
   return ctx->device != NULL && ctx->device->info.compute_units
              ? ctx->device->info.compute_units
              : 1;
 }
-
-/* The profile's work-group size, one element per work-item per step, and
- * reduce_workers (default four per compute unit) as partials per compute
- * unit: the kernels before they had a space. */
-static void defaults(const kiln_context *ctx, struct kiln__point *p) {
-  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
-  const size_t cus = compute_units(ctx);
-  p->v[K_WG] = (unsigned)kiln__ops_local_size(ctx,
-                                              kiln__ops_tune(t->reduce_wg, 256));
-  p->v[K_WPT] = 1;
-  p->v[K_VW] = 1;
-  p->v[K_PARTS] = t->reduce_workers
-                      ? (unsigned)((t->reduce_workers + cus - 1) / cus)
-                      : 4;
-}
-
-/* The GPU family's program options for dtype at point p. */
-static void gpu_options(const struct kiln__point *p, kiln_dtype dtype,
-                        char *buf, size_t size) {
-  snprintf(buf, size, "-DDT=%d -DFAMILY=0 -DWG=%u -DCB=1 -DWPT=%u -DVW=%u",
-           (int)dtype, p->v[K_WG], p->v[K_WPT], p->v[K_VW]);
-}
-
-static void f32_options(const struct kiln__point *p, char *buf, size_t size) {
-  gpu_options(p, KILN_F32, buf, size);
-}
-
-const struct kiln__space kiln__reduce_space = {
-    .name = "reduce",
-    .count = 4,
-    .knob = {{"WG", "work-group size (items sharing a __local tree)", 6,
-              {32, 64, 128, 256, 512, 1024}},
-             {"WPT", "vectors per work-item per pass (row kernels)", 4,
-              {1, 2, 4, 8}},
-             {"VW", "elements per vector (row kernels; aligned vector loads "
-                    "when the data allows)",
-              4, {1, 2, 4, 8}},
-             {"PARTS", "partial results (work-groups) per compute unit", 6,
-              {1, 2, 4, 8, 16, 32}}},
-    .check = check,
-    .defaults = defaults,
-    .program = "reduce",
-    .f32_options = f32_options,
-};
-
-const struct kiln__tuning_space kiln__reduce_tuning_space =
-    KILN__SMALL_TUNING_SPACE(
-        "reduce", kiln__reduce_space, 4,
-        "the GPU-family reduction kernels (cl_kernels/reduce.cl)");
 
 /* What the profile (CPU family) or the point in effect (GPU family) asks
  * for, defaults applied. */
@@ -145,7 +77,8 @@ struct params {
   size_t wg;        /* CPU: items per group; GPU: items per worker group */
   size_t min_chunk; /* fewest elements worth a worker of their own */
   size_t target;    /* workers wanted in flight */
-  char options[128];
+  const char *options; /* buf (CPU family) or the variant's (GPU) */
+  char buf[128];
 };
 
 static kiln_status get_params(const kiln_context *ctx, kiln_dtype dtype,
@@ -158,17 +91,19 @@ static kiln_status get_params(const kiln_context *ctx, kiln_dtype dtype,
     p->wg = kiln__ops_local_size(ctx, kiln__ops_tune(t->reduce_wg, 16));
     /* Four groups of items per core balance uneven cores. */
     p->target = kiln__ops_tune(t->reduce_workers, (unsigned)(4 * cus * p->wg));
-    snprintf(p->options, sizeof p->options,
+    p->options = p->buf;
+    snprintf(p->buf, sizeof p->buf,
              "-DDT=%d -DFAMILY=1 -DWG=%zu -DCB=%d", (int)dtype, p->wg, CPU_CB);
     return KILN_OK;
   }
   /* GPU: PARTS work-groups per compute unit hide memory latency. */
-  struct kiln__point pt;
-  const char *source;
-  kiln_status s = kiln__space_params(ctx, &kiln__reduce_space, &pt, &source);
-  p->wg = pt.v[K_WG];
-  p->target = (size_t)pt.v[K_PARTS] * cus;
-  gpu_options(&pt, dtype, p->options, sizeof p->options);
+  const struct kiln__variant *v;
+  kiln_status s = kiln__variant_get(ctx, KILN__TUNED_REDUCE, dtype, &v);
+  if (s != KILN_OK)
+    return s;
+  p->wg = v->point.v[K_WG];
+  p->target = (size_t)v->point.v[K_PARTS] * cus;
+  p->options = v->options; /* lives as long as ctx */
   return s;
 }
 

@@ -3,9 +3,8 @@
  * dtype. The profile's family picks the kernel: __local tiles for GPUs, one
  * register-blocked tile per work-item for CPUs. The GPU family's kernel has
  * a parameter space (tile, padding, elements per work-item: below), whose
- * point comes from a tuning file or the profile (ops_space.h). */
+ * point comes from a tuning file or the profile (tune/tune.h). */
 #include "ops_internal.h"
-#include "ops_space.h"
 
 #include <stdio.h>
 
@@ -21,81 +20,7 @@ static bool extent(size_t rows, size_t cols, size_t ld, size_t *out) {
          !kiln__add_overflows(span, cols, out);
 }
 
-/* ---- the GPU family's space ---------------------------------------------- */
-
-enum { K_TILE, K_PAD, K_WPT };
-
-/* The kernel's rules and the device's limits: WPT divides TILE, and a
- * group (TILE x TILE / WPT items, TILE x (TILE + PAD) elements of
- * __local memory, sized for 4-byte elements since one program serves every
- * element size) fits the device. */
-static bool check(const struct kiln__point *p, const kiln_device_info *info,
-                  char *reason, size_t size) {
-  const size_t tile = p->v[K_TILE], pad = p->v[K_PAD], wpt = p->v[K_WPT];
-  if (wpt > tile || tile % wpt) {
-    snprintf(reason, size, "WPT %zu does not divide TILE %zu", wpt, tile);
-    return false;
-  }
-  const size_t items = tile * (tile / wpt), local = tile * (tile + pad) * 4;
-  if (items > info->max_work_group_size || tile > info->max_work_item_sizes[0] ||
-      tile / wpt > info->max_work_item_sizes[1]) {
-    snprintf(reason, size,
-             "work-groups of %zu x %zu work-items (TILE x TILE / WPT) exceed "
-             "the device's %zu (%zu x %zu)",
-             tile, tile / wpt, info->max_work_group_size,
-             info->max_work_item_sizes[0], info->max_work_item_sizes[1]);
-    return false;
-  }
-  if (local > info->local_mem_bytes) {
-    snprintf(reason, size,
-             "%zu bytes of __local tile (TILE x (TILE + PAD) x 4) exceed the "
-             "device's %llu",
-             local, (unsigned long long)info->local_mem_bytes);
-    return false;
-  }
-  return true;
-}
-
-/* The profile's tile, one column of padding and groups of TILE x min(TILE,
- * 8) items (the kernel before it had a space), halved until it fits. */
-static void defaults(const kiln_context *ctx, struct kiln__point *p) {
-  unsigned tile = kiln__ops_tune(kiln__ops_tuning(ctx)->transpose_tile, 16);
-  char reason[256]; /* unread; sized for check's messages */
-  for (;;) {
-    p->v[K_TILE] = tile;
-    p->v[K_PAD] = 1;
-    p->v[K_WPT] = tile < 8 ? 1 : tile / 8;
-    if (tile == 1 || check(p, &ctx->device->info, reason, sizeof reason))
-      return;
-    tile /= 2;
-  }
-}
-
-/* One program serves every element size: its options are the knobs. */
-static void f32_options(const struct kiln__point *p, char *buf, size_t size) {
-  kiln__space_options(&kiln__transpose_space, p, buf, size);
-}
-
-const struct kiln__space kiln__transpose_space = {
-    .name = "transpose",
-    .count = 3,
-    .knob = {{"TILE", "edge of the work-group's __local tile", 4,
-              {8, 16, 32, 64}},
-             {"PAD", "columns of padding per __local tile row (bank "
-                     "conflicts)",
-              2, {0, 1}},
-             {"WPT", "elements per work-item (a group is TILE x TILE / WPT)",
-              4, {1, 2, 4, 8}}},
-    .check = check,
-    .defaults = defaults,
-    .program = "transpose",
-    .f32_options = f32_options,
-};
-
-const struct kiln__tuning_space kiln__transpose_tuning_space =
-    KILN__SMALL_TUNING_SPACE(
-        "transpose", kiln__transpose_space, 3,
-        "the GPU-family transpose kernels (cl_kernels/transpose.cl)");
+enum { K_TILE = KILN__TRANSPOSE_TILE, K_WPT = KILN__TRANSPOSE_WPT };
 
 /* The family's tile edge and rows per group (GPU), whether it is the CPU
  * family, and the program's options. */
@@ -111,15 +36,15 @@ static kiln_status config(const kiln_context *ctx, bool *cpu, size_t *tile,
     snprintf(options, size, "-DTILE=%zu", *tile);
     return KILN_OK;
   }
-  struct kiln__point p;
-  const char *source;
-  kiln_status s = kiln__space_params(ctx, &kiln__transpose_space, &p, &source);
+  /* One program serves every element size: the f32 variant's. */
+  const struct kiln__variant *v;
+  kiln_status s = kiln__variant_get(ctx, KILN__TUNED_TRANSPOSE, KILN_F32, &v);
   if (s != KILN_OK)
     return s; /* a test's override the device cannot run */
-  *tile = p.v[K_TILE];
-  *rows = p.v[K_TILE] / p.v[K_WPT];
-  options[0] = '\0';
-  f32_options(&p, options, size);
+  *tile = v->point.v[K_TILE];
+  *rows = v->point.v[K_TILE] / v->point.v[K_WPT];
+  /* Three knobs of at most two digits: far shorter than size. */
+  snprintf(options, size, "%.*s", (int)size - 1, v->options);
   return s;
 }
 

@@ -1,13 +1,13 @@
 /* kiln_cache_warm (kiln_cache.h): build every op kernel variant the op
  * library would build on a context, so that later processes find them in the
  * persistent cache. It stands above the op modules: it asks each for its
- * variants (the op_modules table) and builds them through the build room's
+ * variants (the op_modules table) and builds them through the program room's
  * program memo, so nothing below calls up into the op library. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/build.h"
+#include "program/program.h"
 #include "kiln/kiln_cache.h"
 #include "ops_internal.h"
 

@@ -5,7 +5,7 @@
  * results must be well formed: strings terminated, counters as the file
  * says only when its header is there. */
 #include "fuzz_common.h"
-#include "build/cache_internal.h"
+#include "program/cache_internal.h"
 
 static char stats_path[512], entry_path[512];
 

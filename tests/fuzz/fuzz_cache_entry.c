@@ -14,7 +14,7 @@
 #include <xxhash.h>
 
 #include "fuzz_common.h"
-#include "build/cache_internal.h"
+#include "program/cache_internal.h"
 
 enum { HEADER = KILN__CACHE_HEADER_SIZE };
 

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "build/build.h"
+#include "program/program.h"
 
 extern int failures; /* failed checks so far */
 extern int checks;   /* checks made so far */

@@ -1,4 +1,4 @@
-/* The persistent program cache, private to the build room: cache.c (the
+/* The persistent program cache, private to the program room: cache.c (the
  * store: configuration, counters, eviction), cache_entry.c (file format and
  * key), cache_api.c (the public kiln_cache_* functions) and build.c, which
  * reads and writes entries around a build. Not installed.

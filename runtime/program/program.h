@@ -1,10 +1,10 @@
-/* The build room's interface (runtime/build/): building cl_programs, through
+/* The program room's interface (runtime/program/): building cl_programs, through
  * the persistent cache when allowed (build.c), user programs (program.c), and
  * the embedded op kernel sources with the per-context program memo and the
  * per-queue kernel cache (memo.c). Included by the op library above; it
  * includes only the core room below. Not installed. */
-#ifndef KILN_BUILD_H
-#define KILN_BUILD_H
+#ifndef KILN_PROGRAM_ROOM_H
+#define KILN_PROGRAM_ROOM_H
 
 #include "core/internal.h"
 
@@ -71,6 +71,13 @@ kiln_status kiln__op_program(kiln_context *ctx, const char *name,
 kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
                                const char *options, const char *kernel_name,
                                cl_kernel *out);
+/* The same, for a caller that holds key, an object that stands for (name,
+ * options) as long as queue's context lives (the tune room's variants):
+ * the queue's kernels are found by key and kernel_name, without hashing or
+ * comparing the options. */
+kiln_status kiln__queue_kernel_keyed(kiln_queue *queue, const void *key,
+                                     const char *name, const char *options,
+                                     const char *kernel_name, cl_kernel *out);
 
 /* Embedded sources by position (memo.c). */
 size_t kiln__kernel_source_count(void);

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "mem.h"
 
 struct slot {
   kiln_buffer *in, *out;

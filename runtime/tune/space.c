@@ -1,14 +1,32 @@
-/* The small parameter spaces' shared machinery (ops_space.h): checking a
+/* The small parameter spaces' shared machinery (tune.h): checking a
  * point against its space and a device, its text forms, the point in
  * effect on a context (test override, then kiln_tuning_set, the tuning
  * file or the tuning database, then the profile), and the callbacks of the
  * spaces' entries in the tuning API's table. The spaces themselves are
  * data in the modules of their kernels. */
-#include "ops_space.h"
-#include "ops_tuning.h"
+#include "tune.h"
 
 #include <stdio.h>
 #include <string.h>
+
+const struct kiln_tuning *kiln__ops_tuning(const kiln_context *ctx) {
+  static const struct kiln_tuning defaults = {0};
+  if (ctx->backend != NULL && ctx->backend->tuning != NULL)
+    return ctx->backend->tuning;
+  return &defaults;
+}
+
+size_t kiln__ops_local_size(const kiln_context *ctx, size_t want) {
+  if (want == 0)
+    want = 64;
+  size_t max = ctx->device != NULL ? ctx->device->info.max_work_group_size : 0;
+  if (max != 0 && want > max)
+    want = max;
+  size_t p = 1;
+  while (p * 2 <= want)
+    p *= 2;
+  return p;
+}
 
 bool kiln__space_outside(const struct kiln__space *sp,
                          const struct kiln__point *p, char *reason,
@@ -169,6 +187,7 @@ void kiln__space_set_override(const struct kiln__space *sp,
     override_point[i] = *p;
     atomic_store(&override_set[i], true);
   }
+  kiln__variants_stale();
 }
 
 kiln_status kiln__space_params(const kiln_context *ctx,
@@ -203,7 +222,7 @@ kiln_status kiln__space_params(const kiln_context *ctx,
   return KILN_OK;
 }
 
-/* ---- the spaces' entries in the tuning API's table (ops_tuning.h) --------- */
+/* ---- the spaces' entries in the tuning API's table ------------------------- */
 
 void kiln__space_knob(const struct kiln__tuning_space *self, size_t index,
                       kiln_tuning_knob *out) {
@@ -254,7 +273,7 @@ kiln_status kiln__space_build(const struct kiln__tuning_space *self,
   if (!kiln__space_parse(self->small, params, &p, why, sizeof why))
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT, "%s params: %s",
                       self->op, why);
-  self->small->f32_options(&p, options, sizeof options);
+  self->small->options(&p, KILN_F32, options, sizeof options);
   cl_program program; /* owned by ctx's memo, as a launch's would be */
   return kiln__op_program(ctx, self->small->program, options, &program);
 }

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build.h"
+#include "program.h"
 
 /* Put before a user's source when it is compiled, so that compilers name it
  * "<source>" with the user's own line numbers in their messages, instead of

@@ -21,19 +21,19 @@
  * KILN_TUNING=off ignores every file; KILN_TUNING=PATH reads that file
  * instead (its device line must still match).
  *
- * Each device's file is read once per process, when the first context on
- * the device is created (the core room shows every new context to
- * on_context_created, registered at load time, so calls still flow down),
- * so that a program's first op and `kiln info` see the same parameters and
- * the reason a file is ignored is known from the start; kiln_tuning_save
- * and kiln_tuning_reset reload it. The rows of kiln's tuning database that
- * match the device (ops_tuning_db.c) are read with it and come after the
- * file. The op modules validate the parameters against their space
+ * Each device's file is read once per process, at the first use on the
+ * device (an op's first variant, a tuning query such as kiln info's), and
+ * kept: a later change to the file is seen by the next process, or after
+ * kiln_tuning_save and kiln_tuning_reset, which reread it (or after
+ * kiln_tuning_set, which records parameters ahead of it). Each of these
+ * makes every context resolve its variants again (variant.c). The rows of
+ * kiln's tuning database that match the device (tuning_db.c) are read
+ * with it and come after the file. The spaces validate the parameters
  * themselves and report a rejection back (kiln__tuning_reject), so that
- * this module knows nothing of any op.
+ * this module knows nothing of any op. The tables grow with the devices
+ * and ops met: nothing is dropped.
  */
-#include "ops_internal.h"
-#include "ops_tuning.h"
+#include "tune.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -45,27 +45,80 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#define MAX_DEVICES 32
-#define MAX_OPS 8
 #define MAX_FILE (64 << 10)
 
-struct device_entry {
-  char stable_id[256];
-  char path[KILN_TUNING_PATH_CAPACITY];
-  char ignored[KILN_TUNING_TEXT_CAPACITY]; /* why the file is not used */
-  size_t ops;
-  struct kiln__tuning_line op[MAX_OPS];
-  /* The database's rows for the device, and why one was skipped. */
-  size_t rows;
-  struct kiln__tuning_line row[MAX_OPS];
-  char row_ignored[KILN_TUNING_TEXT_CAPACITY];
-  /* kiln_tuning_set's parameters, per op, "" when none. */
-  char set[MAX_OPS][32];
-  char set_params[MAX_OPS][KILN_TUNING_TEXT_CAPACITY];
+/* One line per op, as many as there are ops (grown on demand). */
+struct lines {
+  size_t count, capacity;
+  struct kiln__tuning_line *line;
 };
 
+struct device_entry {
+  struct device_entry *next;
+  char *stable_id;
+  char path[KILN_TUNING_PATH_CAPACITY];
+  char ignored[KILN_TUNING_TEXT_CAPACITY]; /* why the file is not used */
+  struct lines file; /* the file's ops */
+  /* The database's rows for the device, and why one was skipped. */
+  struct lines rows;
+  char row_ignored[KILN_TUNING_TEXT_CAPACITY];
+  struct lines set; /* kiln_tuning_set's parameters */
+};
+
+/* Every device met in this process. The lock is the slow path's only: ops
+ * read their variants (variant.c), resolved from here once. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct device_entry *devices[MAX_DEVICES];
+static struct device_entry *devices;
+
+/* Bumped at every change of what applies, after the change (tune.h,
+ * variant.c). Sequentially consistent: a plain load on x86, and a
+ * resolution that sees a bump sees the change before it. */
+static _Atomic unsigned long generation = 1;
+
+void kiln__variants_stale(void) { atomic_fetch_add(&generation, 1); }
+
+unsigned long kiln__tuning_generation(void) {
+  return atomic_load(&generation);
+}
+
+/* op's line in l, or NULL. */
+static struct kiln__tuning_line *find(const struct lines *l, const char *op,
+                                      size_t n) {
+  for (size_t i = 0; i < l->count; i++)
+    if (strlen(l->line[i].name) == n && strncmp(l->line[i].name, op, n) == 0)
+      return &l->line[i];
+  return NULL;
+}
+
+/* op's line in l (its first n characters), added empty when missing; NULL
+ * when memory ran out (n is below the name's capacity). */
+static struct kiln__tuning_line *find_or_add(struct lines *l, const char *op,
+                                             size_t n) {
+  struct kiln__tuning_line *line = find(l, op, n);
+  if (line != NULL)
+    return line;
+  if (l->count == l->capacity) {
+    const size_t cap = l->capacity ? 2 * l->capacity : 4;
+    struct kiln__tuning_line *grown = realloc(l->line, cap * sizeof *grown);
+    if (grown == NULL)
+      return NULL;
+    l->line = grown;
+    l->capacity = cap;
+  }
+  line = &l->line[l->count++];
+  memset(line, 0, sizeof *line);
+  memcpy(line->name, op, n);
+  return line;
+}
+
+static void drop(struct lines *l, struct kiln__tuning_line *line) {
+  *line = l->line[--l->count];
+}
+
+static void lines_free(struct lines *l) {
+  free(l->line);
+  *l = (struct lines){0};
+}
 
 /* Record why e's file is ignored: its path, then the message. */
 static void ignore(struct device_entry *e, const char *fmt, ...)
@@ -181,26 +234,18 @@ static bool parse(struct device_entry *e, const kiln_device_info *info,
     } else if (KEY("op") || KEY("figures")) {
       const char *sp2 = strchr(value, ' ');
       size_t n = sp2 ? (size_t)(sp2 - value) : strlen(value);
-      if (n == 0 || n >= sizeof e->op[0].name) {
+      if (n == 0 || n >= sizeof e->file.line[0].name) {
         ignore(e, "line %d names no op", line_no);
         return false;
       }
-      size_t i = 0;
-      while (i < e->ops && !(strlen(e->op[i].name) == n &&
-                             strncmp(e->op[i].name, value, n) == 0))
-        i++;
-      if (i == e->ops) {
-        if (e->ops == MAX_OPS) {
-          ignore(e, "more than %d ops", MAX_OPS);
-          return false;
-        }
-        memset(&e->op[i], 0, sizeof e->op[i]);
-        memcpy(e->op[i].name, value, n);
-        e->ops++;
+      struct kiln__tuning_line *op = find_or_add(&e->file, value, n);
+      if (op == NULL) {
+        ignore(e, "out of host memory at line %d", line_no);
+        return false;
       }
       const char *rest = sp2 ? sp2 + 1 : "";
-      snprintf(KEY("op") ? e->op[i].params : e->op[i].figures,
-               sizeof e->op[i].params, "%s", rest);
+      snprintf(KEY("op") ? op->params : op->figures, sizeof op->params, "%s",
+               rest);
     } else {
       ignore(e, "line %d is not understood", line_no);
       return false;
@@ -216,10 +261,13 @@ static bool parse(struct device_entry *e, const kiln_device_info *info,
 
 /* (Re)read the device's file and database rows into e. */
 static void load(struct device_entry *e, const kiln_device_info *info) {
-  e->ops = 0;
+  lines_free(&e->file);
+  lines_free(&e->rows);
   e->ignored[0] = '\0';
-  e->rows = kiln__tuning_db_match(str_or_empty(info->name), e->row, MAX_OPS,
-                                  e->row_ignored, sizeof e->row_ignored);
+  e->rows.count = kiln__tuning_db_match(str_or_empty(info->name),
+                                        &e->rows.line, e->row_ignored,
+                                        sizeof e->row_ignored);
+  e->rows.capacity = e->rows.count;
   file_for(info, e->path, sizeof e->path, e->ignored, sizeof e->ignored);
   if (e->path[0] == '\0')
     return;
@@ -243,131 +291,110 @@ static void load(struct device_entry *e, const kiln_device_info *info) {
     if (memchr(text, '\0', len) != NULL)
       ignore(e, "binary data");
     else if (!parse(e, info, text, len))
-      e->ops = 0;
+      lines_free(&e->file);
   }
   free(text);
 }
 
-/* The device's entry, created and loaded on first use; NULL when the table
- * is full or memory is short (then no file is used). Under lock. */
+/* The device's entry, created and loaded on first use; NULL when memory
+ * is short (then no file is used). Under lock. */
 static struct device_entry *entry_locked(const kiln_device_info *info) {
   const char *id = str_or_empty(info->stable_id);
-  for (size_t i = 0; i < MAX_DEVICES && devices[i] != NULL; i++)
-    if (strcmp(devices[i]->stable_id, id) == 0)
-      return devices[i];
-  for (size_t i = 0; i < MAX_DEVICES; i++)
-    if (devices[i] == NULL) {
-      struct device_entry *e = calloc(1, sizeof *e);
-      if (e == NULL)
-        return NULL;
-      snprintf(e->stable_id, sizeof e->stable_id, "%s", id);
-      load(e, info);
-      devices[i] = e;
+  for (struct device_entry *e = devices; e != NULL; e = e->next)
+    if (strcmp(e->stable_id, id) == 0)
       return e;
-    }
-  return NULL;
+  struct device_entry *e = calloc(1, sizeof *e);
+  if (e == NULL || (e->stable_id = strdup(id)) == NULL) {
+    free(e);
+    return NULL;
+  }
+  load(e, info);
+  e->next = devices;
+  devices = e;
+  return e;
 }
 
-static size_t op_index(const struct device_entry *e, const char *op) {
-  size_t i = 0;
-  while (i < e->ops && strcmp(e->op[i].name, op) != 0)
-    i++;
-  return i;
-}
-
-static size_t row_index(const struct device_entry *e, const char *op) {
-  size_t i = 0;
-  while (i < e->rows && strcmp(e->row[i].name, op) != 0)
-    i++;
-  return i;
-}
-
-/* Every new context: read its device's file now (see the top). */
-static void on_context_created(const kiln_context *ctx) {
-  pthread_mutex_lock(&lock);
-  (void)entry_locked(&ctx->device->info);
-  pthread_mutex_unlock(&lock);
-}
-
-__attribute__((constructor)) static void register_context_hook(void) {
-  kiln__context_set_create_hook(on_context_created);
+static void entry_free(struct device_entry *e) {
+  lines_free(&e->file);
+  lines_free(&e->rows);
+  lines_free(&e->set);
+  free(e->stable_id);
+  free(e);
 }
 
 bool kiln__tuning_lookup(const kiln_context *ctx, const char *op,
                          char *params, size_t size, const char **source) {
   const char *from = NULL;
+  const size_t n = strlen(op);
   pthread_mutex_lock(&lock);
   struct device_entry *e = entry_locked(&ctx->device->info);
-  if (e != NULL) {
-    for (size_t i = 0; i < MAX_OPS && from == NULL; i++)
-      if (strcmp(e->set[i], op) == 0) {
-        snprintf(params, size, "%s", e->set_params[i]);
-        from = "set";
-      }
-    size_t i = op_index(e, op), r = row_index(e, op);
-    if (from == NULL && i < e->ops && e->op[i].params[0] != '\0') {
-      snprintf(params, size, "%s", e->op[i].params);
-      from = "file";
-    } else if (from == NULL && r < e->rows) {
-      snprintf(params, size, "%s", e->row[r].params);
-      from = "database";
-    }
+  const struct kiln__tuning_line *line = NULL;
+  if (e != NULL && (line = find(&e->set, op, n)) != NULL)
+    from = "set";
+  else if (e != NULL && (line = find(&e->file, op, n)) != NULL &&
+           line->params[0] != '\0')
+    from = "file";
+  else if (e != NULL && (line = find(&e->rows, op, n)) != NULL)
+    from = "database";
+  if (from != NULL) {
+    snprintf(params, size, "%s", line->params);
+    *source = from;
   }
   pthread_mutex_unlock(&lock);
-  if (from != NULL)
-    *source = from;
   return from != NULL;
 }
 
 void kiln__tuning_reject(const kiln_context *ctx, const char *op,
                          const char *reason) {
+  const size_t n = strlen(op);
   pthread_mutex_lock(&lock);
   struct device_entry *e = entry_locked(&ctx->device->info);
-  size_t i = e ? op_index(e, op) : 0, r = e ? row_index(e, op) : 0;
+  struct kiln__tuning_line *line = NULL;
   /* The file's line is used before the row: it is the one rejected. */
-  if (e != NULL && i < e->ops) {
+  if (e != NULL && (line = find(&e->file, op, n)) != NULL) {
     snprintf(e->ignored, sizeof e->ignored, "%.500s: %.30s parameters rejected: %.400s",
              e->path, op, reason);
-    e->op[i] = e->op[--e->ops];
-  } else if (e != NULL && r < e->rows) {
+    drop(&e->file, line);
+  } else if (e != NULL && (line = find(&e->rows, op, n)) != NULL) {
     snprintf(e->row_ignored, sizeof e->row_ignored,
              "kiln's tuning database, row %.200s: %.30s parameters rejected: "
              "%.400s",
-             e->row[r].origin, op, reason);
-    e->row[r] = e->row[--e->rows];
+             line->origin, op, reason);
+    drop(&e->rows, line);
   }
   pthread_mutex_unlock(&lock);
+  kiln__variants_stale();
 }
 
 kiln_status kiln__tuning_set(const kiln_context *ctx, const char *op,
                              const char *params) {
   kiln_status s = KILN_OK;
+  const size_t n = strlen(op);
   pthread_mutex_lock(&lock);
   struct device_entry *e = entry_locked(&ctx->device->info);
+  struct kiln__tuning_line *line = NULL;
   if (e == NULL) {
     s = kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
                    "kiln_tuning_set: no room to record the parameters");
+  } else if (params == NULL) {
+    if ((line = find(&e->set, op, n)) != NULL)
+      drop(&e->set, line);
+  } else if (n >= sizeof line->name ||
+             (line = find_or_add(&e->set, op, n)) == NULL) {
+    s = kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                   "kiln_tuning_set: no room to record the parameters of %s",
+                   op);
   } else {
-    size_t i = 0, free_slot = MAX_OPS;
-    for (; i < MAX_OPS && strcmp(e->set[i], op) != 0; i++)
-      if (e->set[i][0] == '\0' && free_slot == MAX_OPS)
-        free_slot = i;
-    if (i == MAX_OPS)
-      i = free_slot;
-    if (params == NULL) {
-      if (i < MAX_OPS)
-        e->set[i][0] = '\0';
-    } else if (i < MAX_OPS) {
-      snprintf(e->set[i], sizeof e->set[i], "%s", op);
-      snprintf(e->set_params[i], sizeof e->set_params[i], "%s", params);
-    }
+    snprintf(line->params, sizeof line->params, "%s", params);
   }
   pthread_mutex_unlock(&lock);
+  kiln__variants_stale();
   return s;
 }
 
 void kiln__tuning_file_info(const kiln_context *ctx, const char *op,
                             kiln_tuning_info *info) {
+  const size_t n = strlen(op);
   pthread_mutex_lock(&lock);
   struct device_entry *e = entry_locked(&ctx->device->info);
   if (e != NULL) {
@@ -376,24 +403,27 @@ void kiln__tuning_file_info(const kiln_context *ctx, const char *op,
     snprintf(info->ignored, sizeof info->ignored, "%.500s%s%.500s",
              e->ignored, e->ignored[0] && e->row_ignored[0] ? "; " : "",
              e->row_ignored);
-    size_t i = op_index(e, op), r = row_index(e, op);
-    if (r < e->rows)
-      snprintf(info->database, sizeof info->database, "%s", e->row[r].origin);
-    if (i < e->ops)
-      snprintf(info->figures, sizeof info->figures, "%s", e->op[i].figures);
-    else if (r < e->rows)
-      snprintf(info->figures, sizeof info->figures, "%s", e->row[r].figures);
+    const struct kiln__tuning_line *line = find(&e->file, op, n),
+                                   *row = find(&e->rows, op, n);
+    if (row != NULL)
+      snprintf(info->database, sizeof info->database, "%s", row->origin);
+    if (line != NULL)
+      snprintf(info->figures, sizeof info->figures, "%s", line->figures);
+    else if (row != NULL)
+      snprintf(info->figures, sizeof info->figures, "%s", row->figures);
   }
   pthread_mutex_unlock(&lock);
 }
 
 void kiln__tuning_forget(void) {
   pthread_mutex_lock(&lock);
-  for (size_t i = 0; i < MAX_DEVICES; i++) {
-    free(devices[i]);
-    devices[i] = NULL;
+  while (devices != NULL) {
+    struct device_entry *e = devices;
+    devices = e->next;
+    entry_free(e);
   }
   pthread_mutex_unlock(&lock);
+  kiln__variants_stale();
 }
 
 /* ---- writing ------------------------------------------------------------- */
@@ -404,6 +434,7 @@ static void reload(const kiln_device_info *info) {
   if (e != NULL)
     load(e, info);
   pthread_mutex_unlock(&lock);
+  kiln__variants_stale();
 }
 
 /* mkdir -p of path's directory. */
@@ -423,25 +454,38 @@ static void make_parent(const char *path) {
   mkdir(dir, 0755);
 }
 
+/* The file fn works on: path, or the device's; the KILN_ERR_IO failure
+ * when there is none (KILN_TUNING=off, no cache directory). */
+static kiln_status target_of(const char *fn, const kiln_device_info *info,
+                             const char *path,
+                             char target[KILN_TUNING_PATH_CAPACITY]) {
+  char why[KILN_TUNING_TEXT_CAPACITY];
+  if (path != NULL)
+    snprintf(target, KILN_TUNING_PATH_CAPACITY, "%s", path);
+  else
+    file_for(info, target, KILN_TUNING_PATH_CAPACITY, why, sizeof why);
+  if (target[0] == '\0')
+    return kiln__fail(KILN_ERR_IO, "%s: no tuning file: %s", fn, why);
+  return KILN_OK;
+}
+
 kiln_status kiln__tuning_write(const char *fn, const kiln_context *ctx,
                                const char *op, const char *params,
                                const char *figures, const char *path) {
   const kiln_device_info *info = &ctx->device->info;
-  char target[KILN_TUNING_PATH_CAPACITY], why[KILN_TUNING_TEXT_CAPACITY];
-  if (path != NULL)
-    snprintf(target, sizeof target, "%s", path);
-  else
-    file_for(info, target, sizeof target, why, sizeof why);
-  if (target[0] == '\0')
-    return kiln__fail(KILN_ERR_IO, "%s: no tuning file to write: %s", fn, why);
+  char target[KILN_TUNING_PATH_CAPACITY];
+  kiln_status st = target_of(fn, info, path, target);
+  if (st != KILN_OK)
+    return st;
   if (strchr(params, '\n') || (figures && strchr(figures, '\n')))
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                       "%s: params and figures must be one line each", fn);
   /* Keep the file's other ops (a valid file only). */
   struct device_entry *old = calloc(1, sizeof *old);
   char *text = malloc(MAX_FILE);
-  if (old == NULL || text == NULL) {
-    free(old);
+  if (old == NULL || text == NULL || (old->stable_id = strdup("")) == NULL) {
+    if (old != NULL)
+      entry_free(old);
     free(text);
     return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of memory", fn);
   }
@@ -452,21 +496,24 @@ kiln_status kiln__tuning_write(const char *fn, const kiln_context *ctx,
     fclose(f);
     text[len] = '\0';
     if (!parse(old, info, text, len))
-      old->ops = 0;
+      lines_free(&old->file);
   }
   int n = snprintf(text, MAX_FILE, "kiln-tuning 1\ndevice %s\ndriver %s\nkiln %s\n",
                    str_or_empty(info->stable_id),
                    str_or_empty(info->driver_version), KILN_VERSION_STRING);
   size_t len = (size_t)n;
-  for (size_t i = 0; i < old->ops; i++)
-    if (strcmp(old->op[i].name, op) != 0)
+  for (size_t i = 0; i < old->file.count; i++) {
+    const struct kiln__tuning_line *l = &old->file.line[i];
+    if (strcmp(l->name, op) != 0 && len < MAX_FILE)
       len += (size_t)snprintf(text + len, MAX_FILE - len,
-                              "op %s %s\nfigures %s %s\n", old->op[i].name,
-                              old->op[i].params, old->op[i].name,
-                              old->op[i].figures);
-  len += (size_t)snprintf(text + len, MAX_FILE - len, "op %s %s\nfigures %s %s\n",
-                          op, params, op, figures ? figures : "");
-  free(old);
+                              "op %s %s\nfigures %s %s\n", l->name, l->params,
+                              l->name, l->figures);
+  }
+  if (len < MAX_FILE) /* else too long: refused below */
+    len += (size_t)snprintf(text + len, MAX_FILE - len,
+                            "op %s %s\nfigures %s %s\n", op, params, op,
+                            figures ? figures : "");
+  entry_free(old);
   if (len + 40 >= MAX_FILE) {
     free(text);
     return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: the tuning file would exceed %d bytes",
@@ -507,13 +554,10 @@ kiln_status kiln__tuning_write(const char *fn, const kiln_context *ctx,
 kiln_status kiln__tuning_remove(const char *fn, const kiln_context *ctx,
                                 const char *path) {
   const kiln_device_info *info = &ctx->device->info;
-  char target[KILN_TUNING_PATH_CAPACITY], why[KILN_TUNING_TEXT_CAPACITY];
-  if (path != NULL)
-    snprintf(target, sizeof target, "%s", path);
-  else
-    file_for(info, target, sizeof target, why, sizeof why);
-  if (target[0] == '\0')
-    return kiln__fail(KILN_ERR_IO, "%s: no tuning file: %s", fn, why);
+  char target[KILN_TUNING_PATH_CAPACITY];
+  kiln_status st = target_of(fn, info, path, target);
+  if (st != KILN_OK)
+    return st;
   if (remove(target) != 0 && errno != ENOENT)
     return kiln__fail(KILN_ERR_IO, "%s: cannot remove %s: %s", fn, target,
                       strerror(errno));

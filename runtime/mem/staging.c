@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "mem.h"
 
 struct kiln_staging {
   kiln_context *ctx;

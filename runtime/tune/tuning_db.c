@@ -1,15 +1,15 @@
 /* kiln's tuning database (backends/tuning_db.c gives the format and the
  * rules for adding a row): the rows that match a device, the first per op,
- * for ops_tuning.c, which puts them between a user's tuning file and the
+ * for tuning_file.c, which puts them between a user's tuning file and the
  * profile's defaults. A malformed row is skipped, never trusted, and its
  * reason recorded; whether a row's parameters fit the op's space and the
  * device is for the op module to say, as for a tuning file's. */
-#include "ops_internal.h"
-#include "ops_tuning.h"
+#include "tune.h"
 
 #include <ctype.h>
 #include <fnmatch.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A test's database instead of the shipped one (NULL: the shipped one). */
@@ -73,13 +73,14 @@ static const char *malformed(char *const f[5]) {
 }
 
 size_t kiln__tuning_db_match(const char *device_name,
-                             struct kiln__tuning_line *rows, size_t max,
-                             char *why, size_t why_size) {
+                             struct kiln__tuning_line **rows, char *why,
+                             size_t why_size) {
   const char *db = atomic_load(&test_database);
   if (db == NULL)
     db = kiln__tuning_database;
   why[0] = '\0';
-  size_t count = 0;
+  *rows = NULL;
+  size_t count = 0, capacity = 0;
   char line[3 * KILN_TUNING_TEXT_CAPACITY];
   int line_no = 0;
   for (const char *p = db; *p != '\0';) {
@@ -106,11 +107,23 @@ size_t kiln__tuning_db_match(const char *device_name,
     if (fnmatch(f[1], device_name, 0) != 0)
       continue;
     size_t i = 0;
-    while (i < count && strcmp(rows[i].name, f[0]) != 0)
+    while (i < count && strcmp((*rows)[i].name, f[0]) != 0)
       i++;
-    if (i < count || count == max)
+    if (i < count)
       continue; /* an earlier row for the op matched first */
-    struct kiln__tuning_line *r = &rows[count++];
+    if (count == capacity) {
+      const size_t cap = capacity ? 2 * capacity : 4;
+      struct kiln__tuning_line *grown = realloc(*rows, cap * sizeof *grown);
+      if (grown == NULL) {
+        snprintf(why, why_size, "kiln's tuning database: out of host memory "
+                 "at line %d (rows after it skipped)", line_no);
+        break;
+      }
+      *rows = grown;
+      capacity = cap;
+    }
+    struct kiln__tuning_line *r = &(*rows)[count++];
+    memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", f[0]);
     snprintf(r->params, sizeof r->params, "%s", f[3]);
     snprintf(r->figures, sizeof r->figures, "%s", f[4]);

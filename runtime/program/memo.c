@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build.h"
+#include "program.h"
 #include "embedded_kernels.h"
 
 const char *kiln__kernel_source(const char *name, size_t *length) {
@@ -107,15 +107,15 @@ fail:
 /* ctx's memo, created at the first call: two threads may race here, and the
  * loser of the compare-and-swap frees its copy and takes the winner's. */
 static kiln_status memo_of(kiln_context *ctx, struct program_memo **out) {
-  struct kiln__attached *current = atomic_load(&ctx->memo);
+  struct kiln__attached *current =
+      kiln__context_attached(ctx, KILN__SLOT_PROGRAM);
   if (current == NULL) {
     struct program_memo *fresh = NULL;
     kiln_status st = memo_create(ctx, &fresh);
     if (st != KILN_OK)
       return st;
-    if (atomic_compare_exchange_strong(&ctx->memo, &current, &fresh->attached))
-      current = &fresh->attached;
-    else
+    current = kiln__context_attach(ctx, KILN__SLOT_PROGRAM, &fresh->attached);
+    if (current != &fresh->attached)
       memo_destroy(&fresh->attached);
   }
   *out = (struct program_memo *)current;
@@ -126,7 +126,7 @@ size_t kiln__memo_build_count(const kiln_context *ctx) {
   if (ctx == NULL)
     return 0;
   struct program_memo *memo =
-      (struct program_memo *)atomic_load(&ctx->memo);
+      (struct program_memo *)kiln__context_attached(ctx, KILN__SLOT_PROGRAM);
   if (memo == NULL)
     return 0;
   pthread_mutex_lock(&memo->lock);
@@ -281,6 +281,7 @@ kiln_status kiln__op_program_cached(kiln_context *ctx, const char *name,
 /* ---- kernels cached per queue ----------------------------------------- */
 
 struct queue_kernel {
+  const void *key; /* kiln__queue_kernel_keyed's, else NULL */
   uint64_t hash;
   char *name;
   char *options;
@@ -338,6 +339,13 @@ static kiln_status add_kernel(struct kernel_cache *cache,
 kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
                                const char *options, const char *kernel_name,
                                cl_kernel *out) {
+  return kiln__queue_kernel_keyed(queue, NULL, name, options, kernel_name,
+                                  out);
+}
+
+kiln_status kiln__queue_kernel_keyed(kiln_queue *queue, const void *key,
+                                     const char *name, const char *options,
+                                     const char *kernel_name, cl_kernel *out) {
   if (out != NULL)
     *out = NULL;
   if (queue == NULL || name == NULL || kernel_name == NULL || out == NULL)
@@ -348,8 +356,17 @@ kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
                                      : "kernel_name");
   if (options == NULL)
     options = "";
+  struct kernel_cache *cache =
+      (struct kernel_cache *)queue->attached[KILN__SLOT_PROGRAM];
+  /* A key stands for (name, options): no hashing, no long compares. */
+  for (size_t i = 0; key != NULL && cache != NULL && i < cache->count; i++) {
+    const struct queue_kernel *k = &cache->items[i];
+    if (k->key == key && strcmp(k->kernel_name, kernel_name) == 0) {
+      *out = k->kernel;
+      return KILN_OK;
+    }
+  }
   uint64_t h = key_hash(name, options, kernel_name);
-  struct kernel_cache *cache = (struct kernel_cache *)queue->kernels;
   if (cache != NULL) {
     for (size_t i = 0; i < cache->count; i++) {
       struct queue_kernel *k = &cache->items[i];
@@ -365,7 +382,7 @@ kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
       return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
                         "kiln__queue_kernel: cannot allocate the kernel cache");
     cache->attached.destroy = kernel_cache_destroy;
-    queue->kernels = &cache->attached;
+    queue->attached[KILN__SLOT_PROGRAM] = &cache->attached;
   }
 
   cl_program program = NULL;
@@ -374,7 +391,7 @@ kiln_status kiln__queue_kernel(kiln_queue *queue, const char *name,
   if (st != KILN_OK)
     return st;
   cl_int err = CL_SUCCESS;
-  struct queue_kernel item = {.hash = h};
+  struct queue_kernel item = {.key = key, .hash = h};
   item.kernel = clCreateKernel(program, kernel_name, &err);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(err, "clCreateKernel", queue->ctx->device,

@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "mem.h"
 
 #define MIN_BLOCK_BYTES 256u
 #define NUM_CLASSES (4u * 64u + 1u)

@@ -1,11 +1,10 @@
 /* The public tuning API (kiln/kiln_tune.h): the spaces of the ops that have
- * one (the table below; each op module describes its own space, as a
- * struct kiln__tuning_space) and their tuning files (ops_tuning.c).
+ * one (the table below; each space is described as a struct
+ * kiln__tuning_space) and their tuning files (tuning_file.c).
  * Parameters are checked here against the space and the device before they
  * are recorded, written or built, so that neither a tuner's mistake nor a
  * bad export can reach a kernel. */
-#include "ops_internal.h"
-#include "ops_tuning.h"
+#include "tune.h"
 
 #include <stdio.h>
 #include <string.h>

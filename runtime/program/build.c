@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "build.h"
+#include "program.h"
 #include "cache_internal.h"
 
 /* ---- the last failed build's log, per thread ----------------------------- */

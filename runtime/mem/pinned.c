@@ -5,7 +5,7 @@
  * driver's own bounce copy. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "mem.h"
 
 struct kiln_pinned {
   kiln_context *ctx;
