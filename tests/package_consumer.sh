@@ -102,10 +102,10 @@ cmake)
   cmake --build "$tmp/cmake-build" > "$tmp/build.log" 2>&1 || { cat "$tmp/build.log" >&2; fail "the consumer did not build"; }
   LD_LIBRARY_PATH="$libdir" "$tmp/cmake-build/consumer"
   # A version kiln does not satisfy is refused.
-  sed 's/find_package(kiln 0.1 /find_package(kiln 0.2 /' "$src/tests/consumer/CMakeLists.txt" > "$tmp/CMakeLists.txt"
+  sed 's/find_package(kiln 0.2 /find_package(kiln 0.3 /' "$src/tests/consumer/CMakeLists.txt" > "$tmp/CMakeLists.txt"
   mkdir "$tmp/newer" && cp "$tmp/CMakeLists.txt" "$src/tests/consumer/consumer.c" "$tmp/newer/"
   if cmake -S "$tmp/newer" -B "$tmp/newer-build" -DCMAKE_PREFIX_PATH="$root$prefix" > "$tmp/newer.log" 2>&1; then
-    fail "find_package(kiln 0.2) accepted kiln $(grep -o 'PACKAGE_VERSION "[^"]*' "$libdir/cmake/kiln/kilnConfigVersion.cmake")"
+    fail "find_package(kiln 0.3) accepted kiln $(grep -o 'PACKAGE_VERSION "[^"]*' "$libdir/cmake/kiln/kilnConfigVersion.cmake")"
   fi
   ;;
 *)
