@@ -7,7 +7,7 @@
 #include "fuzz_common.h"
 
 #include "../../tools/bench/bench_peaks.c"
-/* bench_now, which the peaks measurement calls. */
+/* bench_time, which the peaks measurement calls. */
 #include "../../tools/bench/bench_clock.c"
 
 static char peaks_path[512];
