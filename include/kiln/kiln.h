@@ -37,8 +37,11 @@
  *   bytes only where memory has no element type yet, in parameters ending
  *   in _bytes.
  * - Names: kiln_<object>_create/_destroy, getters
- *   kiln_<object>_get_<property>, one enum per concept (a reduction is a
- *   kiln_reduce_op everywhere).
+ *   kiln_<object>_get_<property> (yes/no: kiln_<object>_is_/has_/uses_<...>;
+ *   OpenCL handles: kiln_<object>_get_cl_<handle>), one enum per concept (a
+ *   reduction is a kiln_reduce_op everywhere).
+ * - Blocking calls keep the event trio; their out event is complete on
+ *   return.
  * - Errors: one mistake, one status: NULL handle KILN_ERR_NULL_POINTER,
  *   object of another context KILN_ERR_WRONG_CONTEXT, sizes that disagree
  *   KILN_ERR_SHAPE_MISMATCH, past a buffer KILN_ERR_OUT_OF_RANGE, zero or
