@@ -21,8 +21,6 @@
 
 #include "kiln/kiln.h"
 
-extern volatile sig_atomic_t report_interrupted;
-
 static void on_signal(int sig) {
   (void)sig;
   report_interrupted = 1;

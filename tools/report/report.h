@@ -4,6 +4,7 @@
 #define KILN_TOOLS_REPORT_H
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -33,6 +34,11 @@ typedef struct step {
   char command[2048];     /* the exact command line, shell-quoted */
   json_t *figures;        /* array of {name, value, unit}, filled by parsers */
 } step;
+
+/* Set by SIGINT or SIGTERM to the report (report_run.c): the running
+ * step's group is ended and the rest skipped. Its children are in their own
+ * process groups, so a Ctrl-C at the terminal reaches only the report. */
+extern volatile sig_atomic_t report_interrupted;
 
 /* Add argument text (copied) to s's argv; false when full. */
 bool step_arg(step *s, const char *text);

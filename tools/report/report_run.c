@@ -18,9 +18,6 @@
 
 extern char **environ;
 
-/* Set by SIGINT/SIGTERM to the report: the running step's group is ended
- * and the rest skipped (its children are in their own group, so a Ctrl-C
- * at the terminal reaches only the report). */
 volatile sig_atomic_t report_interrupted;
 
 const char *step_status_name(step_status st) {
