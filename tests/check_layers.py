@@ -5,7 +5,7 @@ The rooms, lowest first (README.md, "Architecture"):
 
   library: backends -> runtime/core -> runtime/mem -> runtime/program ->
            runtime/tune -> runtime/ops -> runtime/multi
-  tools:   tools/commands.h -> tools/{info,bench,cache,demo,tune} -> tools/kiln.c
+  tools:   tools/commands.h -> tools/{info,bench,cache,demo,tune,report} -> tools/kiln.c
 
 A file may include, and a module may call, only its own room and the rooms
 below it in its column; the public headers (include/kiln/) and the embedded
@@ -58,6 +58,7 @@ ROOMS = {
     "tools/demo": ("tools", 1),
     "tools/scale": ("tools", 1),
     "tools/tune": ("tools", 1),
+    "tools/report": ("tools", 1),
     "tools/entry": ("tools", 2),
 }
 OPEN_ROOMS = {"include", "cl_kernels"}

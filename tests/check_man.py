@@ -32,6 +32,7 @@ PAGES = {
     "kiln-cache.1": "tools/cache/kiln-cache.1",
     "kiln-demo.1": "tools/demo/kiln-demo.1",
     "kiln-tune.1": "tools/tune/kiln-tune.1",
+    "kiln-report.1": "tools/report/kiln-report.1",
     "kiln.3": "runtime/packaging/kiln.3",
 }
 problems = []

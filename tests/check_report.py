@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""`kiln report` at the small scale on the test device (PoCL here), run from
+the build tree as a user would:
+
+- it exits 0 and writes summary.md and report.json;
+- report.json is a kiln-report/1 document that names the device and its
+  driver, gives every step a status, a duration and (when it ran) a log that
+  exists, and holds figures from kiln bench and kiln tune, each with the
+  exact command that produced it; the tuning file and its database rows are
+  there;
+- summary.md names every step with its status;
+- with no OpenCL platform at all (OCL_ICD_VENDORS at an empty directory) it
+  still writes both files, says why there is no report, and exits 1;
+- a bad option is a usage error (2).
+
+KILN_PROFILE=nvidia makes PoCL run the GPU-family kernels, which have
+parameter spaces, so that kiln tune has something to tune here.
+
+usage: check_report.py KILN_BIN
+Skipped (77) without a device unless KILN_REQUIRE_DEVICE=1.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+KILN = sys.argv[1]
+STATUSES = {"ok", "failed", "timeout", "skipped"}
+
+
+def run(args, env=None):
+    full = dict(os.environ)
+    full.pop("KILN_DEVICE", None)
+    full.update(env or {})
+    return subprocess.run([KILN, "report"] + args, capture_output=True,
+                          text=True, env=full, timeout=300)
+
+
+def check_files(out):
+    with open(os.path.join(out, "report.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    with open(os.path.join(out, "summary.md"), encoding="utf-8") as f:
+        summary = f.read()
+    assert doc["schema"] == "kiln-report/1", doc["schema"]
+    for s in doc["steps"]:
+        assert s["status"] in STATUSES, s
+        assert f"| {s['name']} | {s['status']} |" in summary, (
+            f"summary.md lacks step {s['name']} with status {s['status']}")
+        if s["status"] == "skipped":
+            assert s["reason"], f"step {s['name']} skipped without a reason"
+    return doc, summary
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "report")
+        p = run(["--quick", "--out", out, "--time-limit", "240"],
+                {"KILN_PROFILE": "nvidia"})
+        doc = None
+        if os.path.exists(os.path.join(out, "report.json")):
+            doc, summary = check_files(out)
+        if doc is not None and doc["device"] is None:
+            if os.environ.get("KILN_REQUIRE_DEVICE") != "1":
+                print("no device:", doc["diagnosis"])
+                return 77
+        assert p.returncode == 0, f"exit {p.returncode}\n{p.stdout}{p.stderr}"
+        assert doc is not None, "no report.json"
+        dev = doc["device"]
+        assert dev["name"] and dev["driver_version"], dev
+        assert doc["kiln_version"] and doc["scale"] == "quick", doc
+        steps = {s["name"]: s for s in doc["steps"]}
+        for name in ("info", "tests", "tune gemm", "tune transpose",
+                     "tune reduce", "tune elementwise", "bench",
+                     "compare-cublas", "train f32", "train bf16",
+                     "gpt and cnn benchmarks"):
+            assert name in steps, f"no step {name}: {sorted(steps)}"
+        for s in doc["steps"]:
+            assert s["duration_s"] >= 0 and s["command"] is not None, s
+            if s["status"] != "skipped":
+                assert os.path.exists(os.path.join(out, s["log"])), s
+        for name in ("tests", "bench", "tune gemm"):
+            assert steps[name]["status"] == "ok", steps[name]
+        figures = doc["figures"]
+        bench = [f for f in figures if f["step"] == "bench"]
+        tune = [f for f in figures if f["step"].startswith("tune ")]
+        assert bench and tune, f"bench {len(bench)}, tune {len(tune)} figures"
+        for f in figures:
+            assert f["command"] == steps[f["step"]]["command"], f
+            assert isinstance(f["value"], (int, float)), f
+        assert any(f["name"].startswith("gemm f32 256x256x256") for f in bench)
+        assert "kiln bench" in steps["bench"]["command"] or \
+            " bench " in steps["bench"]["command"], steps["bench"]["command"]
+        assert os.path.exists(os.path.join(out, doc["tuning_file"]))
+        with open(os.path.join(out, doc["tuning_db_rows"]), encoding="utf-8") as f:
+            rows = f.read()
+        assert f"gemm | {dev['name']} | {doc['kiln_version']} | " in rows, rows
+        assert "## Steps" in summary and dev["name"] in summary
+
+        # No platform at all: the files say why; exit 1.
+        empty = os.path.join(tmp, "no-vendors")
+        os.mkdir(empty)
+        out2 = os.path.join(tmp, "none")
+        p = run(["--out", out2], {"OCL_ICD_VENDORS": empty})
+        assert p.returncode == 1, f"exit {p.returncode}\n{p.stderr}"
+        doc2, summary2 = check_files(out2)
+        assert doc2["device"] is None and doc2["diagnosis"], doc2
+        assert "No GPU report" in summary2 and doc2["diagnosis"] in p.stderr
+
+    p = run(["--no-such-option"])
+    assert p.returncode == 2, p.returncode
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

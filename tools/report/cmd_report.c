@@ -1,0 +1,208 @@
+/* kiln report: one command that measures everything kiln can measure on a
+ * device, each step a child process with a time limit (report_run.c), and
+ * writes a folder: summary.md, report.json, the step logs and the tuning
+ * file to ship (report_write.c). In C rather than a script: a bare GPU
+ * machine (a CUDA container image) may have no Python, and the kiln tool
+ * is there whenever kiln is. */
+#define _GNU_SOURCE
+#include "commands.h"
+#include "report.h"
+#include "report_plan.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kiln/kiln.h"
+
+static void on_signal(int sig) {
+  (void)sig;
+  report_interrupted = 1;
+}
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: kiln report [--device SEL] [--out DIR] [--quick]\n"
+          "                   [--time-limit SECONDS] [--tune-budget SECONDS]\n"
+          "                   [--build DIR]\n"
+          "\n"
+          "Measure a device in one run and write a folder: summary.md,\n"
+          "report.json (device, driver, kiln version, every figure with the\n"
+          "command that produced it, each step's status, duration and log),\n"
+          "the step logs under logs/, the tuning file kiln tune wrote\n"
+          "(tuning.txt) and its rows in the format of kiln's tuning database\n"
+          "(tuning_db_rows.txt). The steps, each a child process with a time\n"
+          "limit: kiln info; the device tests of the build tree (meson test);\n"
+          "kiln tune on every op, the budget divided among them; kiln bench;\n"
+          "kiln-compare-cublas where it was built; the Fashion-MNIST trainer\n"
+          "for one epoch, f32 and bf16. A step that fails or cannot run is\n"
+          "recorded with its reason and the report goes on. It never uses the\n"
+          "network. On a CPU device it runs at a small scale (as --quick).\n"
+          "When no OpenCL GPU is found on a machine with an NVIDIA driver, it\n"
+          "says how to make NVIDIA's OpenCL platform visible.\n"
+          "\n"
+          "options:\n"
+          "  -d, --device SEL     device selector (as KILN_DEVICE; default: a\n"
+          "                       GPU if there is one, else the CPU device)\n"
+          "  -o, --out DIR        the folder to write (default kiln-report)\n"
+          "  -q, --quick          small scale: tiny tune budget, small sizes,\n"
+          "                       a few test programs, a trainer subset\n"
+          "  -t, --time-limit SECONDS\n"
+          "                       the whole report's limit (default 540)\n"
+          "  -b, --tune-budget SECONDS\n"
+          "                       kiln tune's time for all ops together\n"
+          "                       (default 200, 12 at the small scale)\n"
+          "  -B, --build DIR      the build tree with the tests and examples\n"
+          "                       (default: the one this kiln was built in)\n"
+          "  -h, --help           this help\n"
+          "\n"
+          "exit status: 0 when every step that ran passed, 1 when one failed\n"
+          "or timed out or no report could be made, 2 on a usage error.\n");
+}
+
+static bool parse_seconds(const char *option, const char *text, double *out) {
+  char *end = NULL;
+  errno = 0;
+  const double v = strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !(v >= 1 && v <= 86400)) {
+    fprintf(stderr, "kiln report: %s wants seconds from 1 to 86400, not '%s'\n",
+            option, text);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+/* The build tree this kiln runs from: BUILD/tools/kiln with
+ * BUILD/meson-private. */
+static void find_build(report *r, const char *given) {
+  if (given != NULL) {
+    if (realpath(given, r->build) == NULL) {
+      snprintf(r->build_why, sizeof r->build_why, "--build %s: %s", given,
+               strerror(errno));
+      r->build[0] = '\0';
+    }
+    return;
+  }
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", r->kiln);
+  for (int up = 0; up < 2; up++) {
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+      break;
+    *slash = '\0';
+  }
+  char probe[PATH_MAX + 32];
+  struct stat st;
+  snprintf(probe, sizeof probe, "%s/meson-private", dir);
+  if (stat(probe, &st) == 0 && S_ISDIR(st.st_mode))
+    snprintf(r->build, sizeof r->build, "%s", dir);
+  else
+    snprintf(r->build_why, sizeof r->build_why,
+             "this kiln (%s) is not in a meson build tree and --build was "
+             "not given", r->kiln);
+}
+
+int kiln_cmd_report(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"device", required_argument, 0, 'd'},
+      {"out", required_argument, 0, 'o'},
+      {"quick", no_argument, 0, 'q'},
+      {"time-limit", required_argument, 0, 't'},
+      {"tune-budget", required_argument, 0, 'b'},
+      {"build", required_argument, 0, 'B'},
+      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  static report r; /* large: steps with their paths */
+  memset(&r, 0, sizeof r);
+  const char *selector = NULL, *out = "kiln-report", *build = NULL;
+  double time_limit = 540, tune_budget = 0;
+  optind = 1;
+  for (int c; (c = getopt_long(argc, argv, "d:o:qt:b:B:h", opts, NULL)) != -1;) {
+    switch (c) {
+    case 'd': selector = optarg; break;
+    case 'o': out = optarg; break;
+    case 'q': r.quick = true; break;
+    case 't':
+      if (!parse_seconds("--time-limit", optarg, &time_limit))
+        return 2;
+      break;
+    case 'b':
+      if (!parse_seconds("--tune-budget", optarg, &tune_budget))
+        return 2;
+      break;
+    case 'B': build = optarg; break;
+    case 'h': usage(stdout); return 0;
+    default:
+      fprintf(stderr, "kiln report: see kiln report --help\n");
+      return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "kiln report: unexpected argument '%s' (see --help)\n",
+            argv[optind]);
+    return 2;
+  }
+  r.start = tools_now();
+  r.deadline = r.start + time_limit;
+  if (mkdir(out, 0755) != 0 && errno != EEXIST) {
+    fprintf(stderr, "kiln report: cannot create %s: %s\n", out, strerror(errno));
+    return 1;
+  }
+  if (realpath(out, r.out) == NULL) {
+    fprintf(stderr, "kiln report: %s: %s\n", out, strerror(errno));
+    return 1;
+  }
+  snprintf(r.logdir, sizeof r.logdir, "%s/logs", r.out);
+  if (mkdir(r.logdir, 0755) != 0 && errno != EEXIST) {
+    fprintf(stderr, "kiln report: cannot create %s: %s\n", r.logdir,
+            strerror(errno));
+    return 1;
+  }
+  const ssize_t n = readlink("/proc/self/exe", r.kiln, sizeof r.kiln - 1);
+  r.kiln[n > 0 ? n : 0] = '\0';
+  if (n <= 0)
+    snprintf(r.kiln, sizeof r.kiln, "kiln");
+  find_build(&r, build);
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+
+  const bool found = report_find_device(&r, selector);
+  if (found) {
+    if (r.device_type != KILN_DEVICE_GPU)
+      r.quick = true; /* a CPU proves the report runs, at a small scale */
+    if (tune_budget == 0)
+      tune_budget = r.quick ? 12 : 200;
+    r.tune_budget = tune_budget;
+    report_plan(&r);
+    for (size_t i = 0; i < r.nsteps; i++) {
+      step *s = &r.steps[i];
+      fprintf(stderr, "kiln report: %s ...\n", s->name);
+      step_run(s, r.logdir, r.deadline);
+      report_classify(s, r.kinds[i]);
+      report_parse_figures(s, r.kinds[i]);
+      fprintf(stderr, "kiln report: %s: %s%s%s (%.1f s)\n", s->name,
+              step_status_name(s->status), s->reason[0] ? ": " : "",
+              s->reason, s->seconds);
+    }
+    report_collect_tuning(&r);
+  }
+  const bool written = report_write(&r);
+  int status = found && written ? 0 : 1;
+  for (size_t i = 0; i < r.nsteps; i++) {
+    if (r.steps[i].status == STEP_FAILED || r.steps[i].status == STEP_TIMEOUT)
+      status = 1;
+    step_free(&r.steps[i]);
+  }
+  json_decref(r.info);
+  if (written)
+    printf("kiln report: wrote %s/summary.md and %s/report.json\n", r.out,
+           r.out);
+  return status;
+}
