@@ -120,6 +120,11 @@ typedef struct tune_op {
                  double run_timeout_s, const tune_hooks *hooks,
                  const char *params);
   double (*work)(const size_t *size); /* FLOPs or bytes of one timed run */
+  const char *family; /* "GPU" or "CPU": the kernel family of its space */
+  /* The op's space on the other family's devices (kiln tune takes it when
+   * the device runs the other family), or NULL when that family's kernels
+   * have none. */
+  const char *twin;
 } tune_op;
 
 /* The op called name or one of its aliases; NULL when none. */
