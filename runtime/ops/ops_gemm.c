@@ -336,10 +336,13 @@ static kiln_status family_program(const kiln_context *ctx, kiln_dtype dtype,
 }
 
 /* Whether the CPU family's unpacked kernel takes the larger register
- * blocks: 16-float vectors (the same width the packed tile uses). */
-static bool skinny_wide(const kiln_context *ctx) {
+ * blocks: 16-float vectors (the same width the packed tile uses). Fails as
+ * cpu_params does, so that a bad override is refused on either path. */
+static kiln_status skinny_wide(const kiln_context *ctx, bool *wide) {
   struct cpu_params p;
-  return cpu_params(ctx, &p) == KILN_OK && p.vw >= 16;
+  kiln_status s = cpu_params(ctx, &p);
+  *wide = s == KILN_OK && p.vw >= 16;
+  return s;
 }
 
 void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
@@ -355,12 +358,14 @@ void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
         add(user, source, options);
     return;
   }
-  if (family_program(ctx, KILN_F32, &source, options, sizeof options) ==
-      KILN_OK)
-    add(user, source, options);
+  bool wide;
+  if (family_program(ctx, KILN_F32, &source, options, sizeof options) !=
+          KILN_OK ||
+      skinny_wide(ctx, &wide) != KILN_OK)
+    return;
+  add(user, source, options);
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
-    kiln__gemm_skinny_options(dtypes[i], skinny_wide(ctx), options,
-                              sizeof options);
+    kiln__gemm_skinny_options(dtypes[i], wide, options, sizeof options);
     add(user, "gemm_skinny", options);
   }
 }
@@ -529,14 +534,14 @@ gemm(const char *fn, kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
       g.b = (struct gemm_operand){a, a_offset, stride_a, acs, ars};
     }
     const bool cpu = kiln__ops_tuning(queue->ctx)->family == KILN_FAMILY_CPU;
+    bool wide = false;
     if (k == 0 || alpha == 0.0f)
       s = run_scale(&op, &g);
     else if (!cpu)
       s = kiln__gemm_run_gpu(&op, &g);
-    else if (use_skinny(g.m, g.n, k))
-      s = kiln__gemm_run_skinny(&op, &g, skinny_wide(queue->ctx));
-    else
-      s = run_cpu(&op, &g);
+    else if ((s = skinny_wide(queue->ctx, &wide)) == KILN_OK)
+      s = use_skinny(g.m, g.n, k) ? kiln__gemm_run_skinny(&op, &g, wide)
+                                  : run_cpu(&op, &g);
   }
   return kiln__op_end(&op, s, out_event);
 }

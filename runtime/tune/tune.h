@@ -79,12 +79,13 @@ enum { KILN__TRANSPOSE_TILE, KILN__TRANSPOSE_PAD, KILN__TRANSPOSE_WPT };
 enum { KILN__REDUCE_WG, KILN__REDUCE_WPT, KILN__REDUCE_VW, KILN__REDUCE_PARTS };
 enum { KILN__ELEMENTWISE_WG, KILN__ELEMENTWISE_WPT, KILN__ELEMENTWISE_VW };
 /* The CPU family's GEMM (space_cpu.c): the register tile, the k block and
- * the register tiles per work-item's block of C; transpose_cpu has one
+ * the register tiles per work-item's block of C (VW first: NR is one or
+ * two vectors of it); transpose_cpu has one
  * knob, TILE. */
 enum {
+  KILN__GEMM_CPU_VW,
   KILN__GEMM_CPU_MR,
   KILN__GEMM_CPU_NR,
-  KILN__GEMM_CPU_VW,
   KILN__GEMM_CPU_KC,
   KILN__GEMM_CPU_MB,
   KILN__GEMM_CPU_NB
