@@ -205,12 +205,14 @@ static void report(const tune_op *op, const tune_options *o,
            "\"tried\": %zu, \"rejected\": %zu, \"rejected_gate\": %zu, "
            "\"rejected_slow\": %zu, \"rejected_timeout\": %zu, "
            "\"skipped\": %zu, "
-           "\"exhaustive\": %s, \"interrupted\": %s, \"file\": \"%s\", "
+           "\"exhaustive\": %s, \"interrupted\": %s, \"kept_default\": %s, "
+           "\"file\": \"%s\", "
            "\"sizes\": [",
            op->name, op->unit, r->default_params, r->best_params, r->tried,
            r->rejected, r->rejected_gate, r->rejected_slow,
            r->rejected_timeout, r->skipped, r->exhaustive ? "true" : "false",
-           r->interrupted ? "true" : "false", saved);
+           r->interrupted ? "true" : "false",
+           r->kept_default ? "true" : "false", saved);
     for (size_t i = 0; i < o->nsizes; i++)
       printf("%s{\"m\": %zu, \"n\": %zu, \"k\": %zu, \"before_gflops\": %.3f, "
              "\"tuned_gflops\": %.3f}",
@@ -226,6 +228,9 @@ static void report(const tune_op *op, const tune_options *o,
          r->rejected_slow, r->rejected_timeout, r->skipped,
          r->exhaustive ? ", exhaustive" : ", random + local search",
          r->interrupted ? ", interrupted" : "");
+  if (r->kept_default)
+    printf("kept the default: the best found was not faster when timed "
+           "again against it, alternately\n");
   if (r->last_rejection[0])
     printf("last rejection: %s\n", r->last_rejection);
   char before[32], tuned[32];
