@@ -39,7 +39,7 @@ static kiln_status config(const kiln_context *ctx, bool *cpu, size_t *tile,
     return s; /* a test's override the device cannot run */
   *tile = v->point.v[K_TILE];
   *rows = *cpu ? 1 : v->point.v[K_TILE] / v->point.v[K_WPT];
-  /* Three knobs of at most two digits: far shorter than size. */
+  /* At most three knobs of three digits: far shorter than size. */
   snprintf(options, size, "%.*s", (int)size - 1, v->options);
   return s;
 }
