@@ -19,9 +19,10 @@
  *
  * A row may only be added with the figures of `kiln tune` on that device:
  * a row is a measurement, not a guess. No device has been tuned yet: the
- * one GPU kiln has met (an NVIDIA H100) predates the tuner, and a PoCL CPU
- * device runs the CPU-family kernels, whose GEMM has no space (tuning it
- * with a GPU profile forced says nothing about a real GPU). The loader, its
+ * one GPU kiln has met (an NVIDIA H100) predates the tuner, tuning the GPU
+ * family's spaces on a PoCL CPU device with a GPU profile forced says
+ * nothing about a real GPU, and rows for the CPU family's spaces
+ * (gemm_cpu, transpose_cpu) would hold one machine's figures. The loader, its
  * precedence (a user's tuning file, then a row here, then the profile's
  * defaults) and its rejection of bad rows are tested with a test-only
  * database (tests/test_tuning_db.c). */

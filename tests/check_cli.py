@@ -13,7 +13,11 @@ built binary:
   directory lists the clGetPlatformIDs error once (text report too);
 - warm_progress: `kiln cache warm` on a terminal (a pty, several widths, and
   $COLUMNS when the terminal reports no width) never writes past the last
-  column and leaves no progress line behind.
+  column and leaves no progress line behind;
+- tune_cpu: on a CPU-family device (PoCL), `kiln tune --op gemm,transpose`
+  with a tiny budget tunes the CPU family's spaces (gemm_cpu,
+  transpose_cpu), writes the device's tuning file, and `kiln info` (a new
+  context) shows the tuned parameters coming from it.
 
 usage: check_cli.py KILN_BIN SOURCE_ROOT [TEST...]
 """
@@ -196,6 +200,27 @@ def test_warm_progress():
         ghosts = [l for l in screen if re.search(r"\d+/\d+ (compiling|cached|compiled)", l)]
         assert not ghosts, "progress lines left on the screen at " + where
         assert any("warmed 1 device" in l or "warmed " in l for l in screen), where
+
+
+def test_tune_cpu():
+    env = {"KILN_CACHE_DIR": tempfile.mkdtemp()}
+    info = run(["info"], env, ok=(0, 1))
+    if "GEMM (CPU) params" not in info.stdout or \
+            "(GPU family)" in info.stdout.split("GEMM (CPU) params")[1].split("\n")[0]:
+        if os.environ.get("KILN_REQUIRE_DEVICE") == "1" and info.returncode:
+            raise AssertionError("kiln info failed:\n" + info.stdout + info.stderr)
+        print("# tune_cpu: no CPU-family device, skipped")
+        return
+    p = run(["tune", "--op", "gemm,transpose", "--budget", "3", "--size", "64",
+             "--jobs", "1"], env)
+    tuned = re.findall(r"^tuned:\s+(.*)$", p.stdout, re.M)
+    assert "op gemm_cpu" in p.stdout and "op transpose_cpu" in p.stdout, p.stdout
+    assert len(tuned) == 2, p.stdout
+    info = run(["info"], env).stdout
+    for label, params in zip(("GEMM (CPU) params", "Transpose (CPU) params"), tuned):
+        line = re.search(re.escape(label) + r"\s+(.*)", info)
+        assert line and line.group(1) == "file: " + params, \
+            f"{label}: want file: {params}\n{info}"
 
 
 def main():

@@ -1,10 +1,10 @@
 /* What the small spaces' tests share (test_space_transpose.c,
- * test_space_reduce.c, test_space_elementwise.c): each includes its op's
- * test program (test_op_*.c, without its main) and runs that program's
- * correctness checks once per point of a seeded sample of the op's space
- * (runtime/tune/tune.h) that holds every value of every knob, with the
- * GPU family forced through the profile on a CPU device, as
- * test_gemm_space.c does for GEMM. This header: the sample, the forced
+ * test_space_reduce.c, test_space_elementwise.c, test_space_cpu.c): each
+ * includes its op's test program (test_op_*.c, without its main) and runs
+ * that program's correctness checks once per point of a seeded sample of
+ * the op's space (runtime/tune/tune.h) that holds every value of every
+ * knob, with the space's kernel family forced through the profile on a
+ * device of the other family, as test_gemm_space.c does for GEMM. This header: the sample, the forced
  * context, the sharding, and the checks of rejected points.
  *
  * Include it after the op test program. */
@@ -65,13 +65,15 @@ static size_t space_sample(const struct kiln__space *sp,
   return count;
 }
 
-/* A context with the GPU family on device d: its own, or one forced
- * through the profile on a CPU-family device. */
-static void space_open_gpu(size_t d, kiln_context **ctx, kiln_queue **q) {
+/* A context with sp's kernel family on device d: its own, or one forced
+ * through the profile (nvidia's or pocl's) on a device of the other. */
+static void space_open(const struct kiln__space *sp, size_t d,
+                       kiln_context **ctx, kiln_queue **q) {
   kiln_test_open(d, ctx, q);
-  if ((*ctx)->backend->tuning->family == KILN_FAMILY_CPU) {
+  if ((*ctx)->backend->tuning->family != sp->family) {
     kiln_test_close(*ctx, *q);
-    kiln_context_options opts = {.profile = "nvidia"};
+    kiln_context_options opts = {
+        .profile = sp->family == KILN_FAMILY_CPU ? "pocl" : "nvidia"};
     assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, ctx));
     assert_kiln_ok(kiln_queue_create(*ctx, KILN_QUEUE_PROFILING, q));
   }
@@ -100,7 +102,7 @@ static void space_run_sample(const struct kiln__space *sp,
   FOR_EACH_TEST_DEVICE(d) {
     kiln_context *ctx = NULL;
     kiln_queue *q = NULL;
-    space_open_gpu(d, &ctx, &q);
+    space_open(sp, d, &ctx, &q);
     struct kiln__point sample[32];
     const size_t count =
         space_sample(sp, kiln_context_get_device_info(ctx), sample, 32);
@@ -162,7 +164,7 @@ static void space_check_api(const struct kiln__space *sp, const char *good,
                      KILN_ERR_OUT_OF_RANGE);
   kiln_context *ctx = NULL;
   kiln_queue *q = NULL;
-  space_open_gpu(0, &ctx, &q);
+  space_open(sp, 0, &ctx, &q);
   char why[512];
   assert_kiln_ok(kiln_tuning_check(ctx, sp->name, good, why, sizeof why));
   assert_kiln_status(kiln_tuning_check(ctx, sp->name, "BOGUS=1", why,

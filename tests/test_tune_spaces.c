@@ -6,7 +6,8 @@
  * become the best (so never be saved); the same candidate with correct
  * output does become the best, which shows that only the gate stood in its
  * way. Each search is exhaustive over one knob of the op's space, with the
- * GPU family forced on CPUs. */
+ * space's kernel family forced through the profile (GPU spaces on CPUs,
+ * the CPU family's gemm_cpu and transpose_cpu on GPUs). */
 #include <stdio.h>
 #include <string.h>
 
@@ -49,7 +50,8 @@ static void search(const char *op_name, const char *knob, const char *from,
   assert_non_null(op);
   kiln_context *ctx = NULL;
   kiln_queue *q = NULL;
-  kiln_context_options opts = {.profile = "nvidia"};
+  kiln_context_options opts = {
+      .profile = strcmp(op->family, "CPU") == 0 ? "pocl" : "nvidia"};
   assert_kiln_ok(kiln_context_create(kiln_test_device(0), &opts, &ctx));
   assert_kiln_ok(kiln_queue_create(ctx, 0, &q));
   kiln_tuning_info info;
@@ -121,11 +123,25 @@ static void test_elementwise(void **state) {
   gate_and_control("axpy", "VW", "VW=1", "VW=4", 4096);
 }
 
+/* The CPU family's spaces: the same gates (MB and TILE: candidates whose
+ * programs are built once or are few). */
+static void test_gemm_cpu(void **state) {
+  (void)state;
+  gate_and_control("gemm_cpu", "MB", "MB=16", "MB=8", 64);
+}
+
+static void test_transpose_cpu(void **state) {
+  (void)state;
+  gate_and_control("transpose_cpu", "TILE", "TILE=128", "TILE=32", 64);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_transpose),
       cmocka_unit_test(test_reduce),
       cmocka_unit_test(test_elementwise),
+      cmocka_unit_test(test_gemm_cpu),
+      cmocka_unit_test(test_transpose_cpu),
   };
   return KILN_TEST_RUN("tune_spaces", tests, true);
 }

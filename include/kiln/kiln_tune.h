@@ -3,7 +3,9 @@
  *
  * An op with a space ("gemm": the GPU-family GEMM kernel; "transpose",
  * "reduce" (every reduction) and "elementwise" (the maps, axpy, scale and
- * fill): the GPU-family kernels of those ops) runs with the
+ * fill): the GPU-family kernels of those ops; "gemm_cpu" and
+ * "transpose_cpu": the CPU family's GEMM and transpose, which CPU-family
+ * devices such as PoCL run) runs with the
  * parameters of, first that applies: kiln_tuning_set() in this process;
  * the device's tuning file (in the cache directory's tuning/ folder, keyed
  * by the device's stable id, its driver version and kiln's version), read
@@ -84,10 +86,10 @@ KILN_API kiln_status kiln_tuning_reset(kiln_context *ctx, const char *path);
 
 typedef struct kiln_tuning_info {
   /* Where op's parameters come from now: "set", "file", "database",
-   * "profile", or "profile (CPU family)" when the device's kernel family
-   * has no space. */
+   * "profile", or "profile (CPU family)" / "profile (GPU family)" when the
+   * device runs the other family's kernels, which are not of op's space. */
   char source[32];
-  /* In effect; "" for the CPU family, whose kernel has no space. */
+  /* In effect; "" when the device runs the other family's kernels. */
   char params[KILN_TUNING_TEXT_CAPACITY];
   /* The file's, else the database row's; "" when none. */
   char figures[KILN_TUNING_TEXT_CAPACITY];

@@ -140,62 +140,47 @@ static void op_strides(kiln_layout layout, kiln_trans trans, size_t ld,
 
 /* ---- CPU family ---------------------------------------------------------- */
 
+/* The CPU family's point (tune/space_cpu.c: register tile MR x NR of VW
+ * floats, KC steps of k per pass, blocks of MB x NB register tiles per
+ * work-item), from the context's variant, and the gemm_cpu program's
+ * build options: one program per distinct tile, for every dtype. */
 struct cpu_params {
-  unsigned mr, nr, vw, kc;
+  unsigned mr, nr, vw, kc, mb, nb;
+  const char *options;
 };
 
-/* A test's override of the CPU tile (kiln__gemm_set_cpu_tile); all zero
- * when none. */
-static _Atomic unsigned tile_override[4];
+static kiln_status cpu_params(const kiln_context *ctx, struct cpu_params *p) {
+  const struct kiln__variant *v;
+  kiln_status s = kiln__variant_get(ctx, KILN__TUNED_GEMM_CPU, KILN_F32, &v);
+  if (s != KILN_OK)
+    return s; /* a test's override the kernel cannot run */
+  const unsigned *x = v->point.v;
+  *p = (struct cpu_params){x[KILN__GEMM_CPU_MR], x[KILN__GEMM_CPU_NR],
+                           x[KILN__GEMM_CPU_VW], x[KILN__GEMM_CPU_KC],
+                           x[KILN__GEMM_CPU_MB], x[KILN__GEMM_CPU_NB],
+                           v->options};
+  return KILN_OK;
+}
 
 void kiln__gemm_set_cpu_tile(unsigned mr, unsigned nr, unsigned vw,
                              unsigned kc) {
-  atomic_store(&tile_override[0], mr);
-  atomic_store(&tile_override[1], nr);
-  atomic_store(&tile_override[2], vw);
-  atomic_store(&tile_override[3], kc);
+  struct kiln__point p = {{0}};
+  kiln__gemm_cpu_point(vw, mr, nr, kc, &p);
+  kiln__space_set_override(&kiln__gemm_cpu_space,
+                           mr | nr | vw | kc ? &p : NULL);
 }
 
-static struct cpu_params cpu_params(const kiln_context *ctx) {
-  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
-  unsigned w = atomic_load(&tile_override[2]);
-  if (w == 0)
-    w = ctx->device->info.vector_width_float;
-  /* OpenCL has float vectors of 4, 8 and 16; anything else (0 from a
-   * driver that does not say) falls back to 4, SSE's width. */
-  w = w >= 16 ? 16 : w >= 8 ? 8 : 4;
-  struct cpu_params p;
-  p.vw = w;
-  p.nr = kiln__ops_tune(atomic_load(&tile_override[1]),
-                        kiln__ops_tune(t->gemm_nr, 2 * w));
-  if (p.nr != w && p.nr != 2 * w)
-    p.nr = 2 * w; /* the kernel keeps one or two vectors per row */
-  p.mr = kiln__ops_tune(atomic_load(&tile_override[0]),
-                        kiln__ops_tune(t->gemm_mr, w >= 16 ? 8 : 6));
-  if (p.mr > 8)
-    p.mr = 8;
-  p.kc = kiln__ops_tune(atomic_load(&tile_override[3]),
-                        kiln__ops_tune(t->gemm_kc, 256));
-  return p;
-}
-
-/* The gemm_cpu program's build options: one program per distinct tile. */
-static void cpu_options(const struct cpu_params *p, char *buf, size_t size) {
-  snprintf(buf, size, "-DMR=%u -DNR=%u -DVW=%u -DKC=%u", p->mr, p->nr, p->vw,
-           p->kc);
-}
-
-/* Blocks of C per work-item: 16 x 16 register tiles keep a B micro-panel in
- * L1 across the block's rows and the block's A panels in L2; smaller blocks
- * when that would leave compute units idle (at least four blocks each). */
+/* Blocks of C per work-item: MB x NB register tiles (a B micro-panel in L1
+ * across the block's rows, the block's A panels in L2); smaller blocks when
+ * that would leave compute units idle (at least four blocks each). */
 static void cpu_blocks(const kiln_context *ctx, const struct cpu_params *p,
                        size_t m, size_t n, size_t batch, size_t *mb,
                        size_t *nb) {
   size_t want = 4 * (size_t)(ctx->device->info.compute_units
                                  ? ctx->device->info.compute_units
                                  : 1);
-  *mb = 16 * (size_t)p->mr;
-  *nb = 16 * (size_t)p->nr;
+  *mb = (size_t)p->mb * p->mr;
+  *nb = (size_t)p->nb * p->nr;
   if (*mb > kiln__div_up(m, p->mr) * p->mr)
     *mb = kiln__div_up(m, p->mr) * p->mr;
   if (*nb > kiln__div_up(n, p->nr) * p->nr)
@@ -216,17 +201,18 @@ static const char *dtype_suffix(kiln_dtype dtype) {
 
 static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
   kiln_queue *queue = op->queue;
-  const struct cpu_params p = cpu_params(queue->ctx);
-  char options[96];
-  cpu_options(&p, options, sizeof options);
+  struct cpu_params p;
+  kiln_status s = cpu_params(queue->ctx, &p);
+  if (s != KILN_OK)
+    return s;
+  const char *options = p.options;
   char pack_a_name[32], pack_b_name[32];
   snprintf(pack_a_name, sizeof pack_a_name, "gemm_pack_a_%s",
            dtype_suffix(g->dtype));
   snprintf(pack_b_name, sizeof pack_b_name, "gemm_pack_b_%s",
            dtype_suffix(g->dtype));
   cl_kernel pack_a, pack_b, mul;
-  kiln_status s =
-      kiln__queue_kernel(queue, "gemm_cpu", options, pack_a_name, &pack_a);
+  s = kiln__queue_kernel(queue, "gemm_cpu", options, pack_a_name, &pack_a);
   if (s == KILN_OK)
     s = kiln__queue_kernel(queue, "gemm_cpu", options, pack_b_name, &pack_b);
   if (s == KILN_OK)
@@ -326,46 +312,60 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
   return s;
 }
 
-/* The program the device's family builds ("gemm_cpu" or "gemm_gpu") and
- * its options for operands of dtype, as the runs above pass them. */
-static const char *family_program(const kiln_context *ctx, kiln_dtype dtype,
-                                  char *options, size_t size) {
+/* The program the device's family builds ("gemm_cpu" or "gemm_gpu") into
+ * *source and its options for operands of dtype, as the runs above pass
+ * them; KILN_ERR_UNSUPPORTED, naming the reason, when a test's override
+ * does not fit the device. */
+static kiln_status family_program(const kiln_context *ctx, kiln_dtype dtype,
+                                  const char **source, char *options,
+                                  size_t size) {
   if (kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU) {
-    const struct cpu_params p = cpu_params(ctx);
-    cpu_options(&p, options, size);
-    return "gemm_cpu";
+    struct cpu_params p;
+    kiln_status s = cpu_params(ctx, &p);
+    if (s == KILN_OK)
+      snprintf(options, size, "%s", p.options);
+    *source = "gemm_cpu";
+    return s;
   }
   struct kiln__gemm_gpu_params p;
-  if (kiln__gemm_gpu_params_for(ctx, &p) != KILN_OK)
-    return NULL;
-  kiln__gemm_gpu_options(&p, dtype, options, size);
-  return "gemm_gpu";
+  kiln_status s = kiln__gemm_gpu_params_for(ctx, &p);
+  if (s == KILN_OK)
+    kiln__gemm_gpu_options(&p, dtype, options, size);
+  *source = "gemm_gpu";
+  return s;
 }
 
 /* Whether the CPU family's unpacked kernel takes the larger register
- * blocks: 16-float vectors (the same width the packed tile uses). */
-static bool skinny_wide(const kiln_context *ctx) {
-  return cpu_params(ctx).vw >= 16;
+ * blocks: 16-float vectors (the same width the packed tile uses). Fails as
+ * cpu_params does, so that a bad override is refused on either path. */
+static kiln_status skinny_wide(const kiln_context *ctx, bool *wide) {
+  struct cpu_params p;
+  kiln_status s = cpu_params(ctx, &p);
+  *wide = s == KILN_OK && p.vw >= 16;
+  return s;
 }
 
 void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user) {
   char options[320];
+  const char *source;
   static const kiln_dtype dtypes[] = {KILN_F32, KILN_F16, KILN_BF16};
   if (kiln__ops_tuning(ctx)->family != KILN_FAMILY_CPU) {
     /* The GPU family builds one program per dtype. */
-    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
-      const char *source =
-          family_program(ctx, dtypes[i], options, sizeof options);
-      if (source != NULL)
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+      if (family_program(ctx, dtypes[i], &source, options, sizeof options) ==
+          KILN_OK)
         add(user, source, options);
-    }
     return;
   }
-  add(user, family_program(ctx, KILN_F32, options, sizeof options), options);
+  bool wide;
+  if (family_program(ctx, KILN_F32, &source, options, sizeof options) !=
+          KILN_OK ||
+      skinny_wide(ctx, &wide) != KILN_OK)
+    return;
+  add(user, source, options);
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
-    kiln__gemm_skinny_options(dtypes[i], skinny_wide(ctx), options,
-                              sizeof options);
+    kiln__gemm_skinny_options(dtypes[i], wide, options, sizeof options);
     add(user, "gemm_skinny", options);
   }
 }
@@ -378,13 +378,12 @@ static kiln_status run_scale(struct kiln__op *op,
   /* The kernel is in both programs; take the one the family builds anyway,
    * with the same options so that it is not built twice. */
   char options[320];
-  const char *source =
-      family_program(op->queue->ctx, g->dtype, options, sizeof options);
-  if (source == NULL) /* the parameters in force do not fit: say why */
-    return kiln__gemm_gpu_params_for(op->queue->ctx,
-                                     &(struct kiln__gemm_gpu_params){0});
-  kiln_status s = kiln__queue_kernel(op->queue, source, options,
-                                     "gemm_scale_c", &kernel);
+  const char *source;
+  kiln_status s = family_program(op->queue->ctx, g->dtype, &source, options,
+                                 sizeof options);
+  if (s == KILN_OK)
+    s = kiln__queue_kernel(op->queue, source, options, "gemm_scale_c",
+                           &kernel);
   if (s != KILN_OK)
     return s;
   const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n;
@@ -535,14 +534,14 @@ gemm(const char *fn, kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
       g.b = (struct gemm_operand){a, a_offset, stride_a, acs, ars};
     }
     const bool cpu = kiln__ops_tuning(queue->ctx)->family == KILN_FAMILY_CPU;
+    bool wide = false;
     if (k == 0 || alpha == 0.0f)
       s = run_scale(&op, &g);
     else if (!cpu)
       s = kiln__gemm_run_gpu(&op, &g);
-    else if (use_skinny(g.m, g.n, k))
-      s = kiln__gemm_run_skinny(&op, &g, skinny_wide(queue->ctx));
-    else
-      s = run_cpu(&op, &g);
+    else if ((s = skinny_wide(queue->ctx, &wide)) == KILN_OK)
+      s = use_skinny(g.m, g.n, k) ? kiln__gemm_run_skinny(&op, &g, wide)
+                                  : run_cpu(&op, &g);
   }
   return kiln__op_end(&op, s, out_event);
 }

@@ -11,8 +11,10 @@
 void kiln__gemm_set_workspace_limit(size_t bytes);
 
 /* Force the CPU family's register tile (rows mr 1..8, columns nr = vw or
- * 2 vw, vector width vw 4, 8 or 16) and k block kc; 0 leaves a value to
- * the profile and the device. Lets the tests run the tiles of devices they
+ * 2 vw, vector width vw 4, 8 or 16) and k block kc, with 16 x 16 tiles per
+ * block: a test override of the gemm_cpu space (tune/space_cpu.c); 0
+ * derives a value from vw (0 too: from 4), all 0 restores the variant's
+ * sources. Lets the tests run the tiles of devices they
  * do not have (AVX-512's 8 x 32, SSE's 6 x 8, 1-vector rows). Process-wide,
  * like the workspace limit: tests only. */
 void kiln__gemm_set_cpu_tile(unsigned mr, unsigned nr, unsigned vw,

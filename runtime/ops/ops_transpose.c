@@ -1,9 +1,10 @@
 /* Out-of-place matrix transpose (cl_kernels/transpose.cl). Elements are moved
  * as 32-bit or 16-bit words, so one kernel per element size serves every
  * dtype. The profile's family picks the kernel: __local tiles for GPUs, one
- * register-blocked tile per work-item for CPUs. The GPU family's kernel has
- * a parameter space (tile, padding, elements per work-item: below), whose
- * point comes from a tuning file or the profile (tune/tune.h). */
+ * register-blocked tile per work-item for CPUs. Each family's kernel has a
+ * parameter space (GPU: tile, padding, elements per work-item; CPU: the
+ * tile; tune/space_small.c and space_cpu.c), whose point comes from a
+ * tuning file or the profile (tune/tune.h). */
 #include "ops_internal.h"
 
 #include <stdio.h>
@@ -20,30 +21,25 @@ static bool extent(size_t rows, size_t cols, size_t ld, size_t *out) {
          !kiln__add_overflows(span, cols, out);
 }
 
+/* TILE is the first knob of both families' spaces. */
 enum { K_TILE = KILN__TRANSPOSE_TILE, K_WPT = KILN__TRANSPOSE_WPT };
 
 /* The family's tile edge and rows per group (GPU), whether it is the CPU
- * family, and the program's options. */
+ * family, and the program's options: the family's space's point
+ * (transpose or transpose_cpu, tune/). */
 static kiln_status config(const kiln_context *ctx, bool *cpu, size_t *tile,
                           size_t *rows, char *options, size_t size) {
-  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
-  *cpu = t->family == KILN_FAMILY_CPU;
-  if (*cpu) {
-    /* A multiple of the 16 x 16 register block. */
-    *tile = kiln__ops_tune(t->transpose_tile, 128);
-    *tile = *tile < 16 ? 16 : *tile / 16 * 16;
-    *rows = 1;
-    snprintf(options, size, "-DTILE=%zu", *tile);
-    return KILN_OK;
-  }
+  *cpu = kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU;
   /* One program serves every element size: the f32 variant's. */
   const struct kiln__variant *v;
-  kiln_status s = kiln__variant_get(ctx, KILN__TUNED_TRANSPOSE, KILN_F32, &v);
+  kiln_status s = kiln__variant_get(
+      ctx, *cpu ? KILN__TUNED_TRANSPOSE_CPU : KILN__TUNED_TRANSPOSE, KILN_F32,
+      &v);
   if (s != KILN_OK)
     return s; /* a test's override the device cannot run */
   *tile = v->point.v[K_TILE];
-  *rows = v->point.v[K_TILE] / v->point.v[K_WPT];
-  /* Three knobs of at most two digits: far shorter than size. */
+  *rows = *cpu ? 1 : v->point.v[K_TILE] / v->point.v[K_WPT];
+  /* At most three knobs of three digits: far shorter than size. */
   snprintf(options, size, "%.*s", (int)size - 1, v->options);
   return s;
 }

@@ -163,7 +163,7 @@ void kiln__space_options(const struct kiln__space *sp,
 /* Tests' overrides, one slot per space: flag and point set under no lock,
  * since tests set them between ops on one thread; atomic only so that it
  * is not a data race. */
-#define SLOTS 4
+#define SLOTS 8
 static const struct kiln__space *_Atomic override_space[SLOTS];
 static _Atomic bool override_set[SLOTS];
 static struct kiln__point override_point[SLOTS];
@@ -256,9 +256,11 @@ kiln_status kiln__space_in_effect(const struct kiln__tuning_space *self,
   kiln_status s = kiln__space_params(ctx, self->small, &p, source);
   if (s != KILN_OK)
     return s;
-  /* The CPU family runs its own kernels, which have no space. */
-  if (kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU) {
-    *source = "profile (CPU family)";
+  /* The other family runs its own kernels, which are not of this space. */
+  const enum kiln_kernel_family family = kiln__ops_tuning(ctx)->family;
+  if (family != self->small->family) {
+    *source = family == KILN_FAMILY_CPU ? "profile (CPU family)"
+                                        : "profile (GPU family)";
     params[0] = '\0';
   } else {
     kiln__space_format(self->small, &p, params, size);

@@ -349,7 +349,7 @@ static kiln_status space_in_effect(const struct kiln__tuning_space *self,
   kiln_status s = kiln__gemm_gpu_source(ctx, &p, source);
   if (s != KILN_OK)
     return s;
-  /* The CPU family runs its own kernel, which has no space. */
+  /* The CPU family runs its own kernel, of the gemm_cpu space. */
   if (kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU) {
     *source = "profile (CPU family)";
     params[0] = '\0';

@@ -65,6 +65,7 @@ static void transpose_options(const struct kiln__point *p, kiln_dtype dtype,
 
 const struct kiln__space kiln__transpose_space = {
     .name = "transpose",
+    .family = KILN_FAMILY_GPU,
     .count = 3,
     .knob = {{"TILE", "edge of the work-group's __local tile", 4,
               {8, 16, 32, 64}},
@@ -132,6 +133,7 @@ static void reduce_options(const struct kiln__point *p, kiln_dtype dtype,
 
 const struct kiln__space kiln__reduce_space = {
     .name = "reduce",
+    .family = KILN_FAMILY_GPU,
     .count = 4,
     .knob = {{"WG", "work-group size (items sharing a __local tree)", 6,
               {32, 64, 128, 256, 512, 1024}},
@@ -180,6 +182,7 @@ static void elementwise_options(const struct kiln__point *p, kiln_dtype dtype,
 
 const struct kiln__space kiln__elementwise_space = {
     .name = "elementwise",
+    .family = KILN_FAMILY_GPU,
     .count = 3,
     .knob = {{"WG", "work-group size", 6, {32, 64, 128, 256, 512, 1024}},
              {"WPT", "vectors per work-item", 4, {1, 2, 4, 8}},

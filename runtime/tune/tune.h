@@ -1,6 +1,7 @@
 /* The tune room's interface (runtime/tune/): the parameter spaces of the
- * GPU-family kernels (GEMM's in space_gemm.c, the small spaces' machinery
- * in space.c and the spaces in space_small.c), the tuning files
+ * kernels (the GPU family's GEMM in space_gemm.c, the small spaces'
+ * machinery in space.c, the GPU family's small spaces in space_small.c and
+ * the CPU family's in space_cpu.c), the tuning files
  * (tuning_file.c) and kiln's tuning database (tuning_db.c), the public
  * tuning API (tune_api.c), and each op's variant resolved once per context
  * (variant.c). Included by the op library above; it includes the program
@@ -28,14 +29,15 @@ size_t kiln__ops_local_size(const kiln_context *ctx, size_t want);
 
 /* ---- small spaces (space.c) ----------------------------------------------- */
 
-/* The small parameter spaces of the GPU-family kernels other than GEMM's
- * (transpose, the reductions, elementwise). A space is data: its knobs
+/* The small parameter spaces: the GPU-family kernels other than GEMM's
+ * (transpose, the reductions, elementwise) and the CPU family's GEMM and
+ * transpose. A space is data: its knobs
  * (each a build macro of the op's kernel, with the values a tuner tries),
  * a check of the kernel's rules and the device's limits that gives its
  * reason, the profile's default point and the build options of the program
  * a point runs. */
 
-#define KILN__SPACE_KNOBS 4  /* at most, per space */
+#define KILN__SPACE_KNOBS 6  /* at most, per space */
 #define KILN__SPACE_VALUES 8 /* at most, per knob */
 
 struct kiln__space_knob {
@@ -52,6 +54,9 @@ struct kiln__point {
 
 struct kiln__space {
   const char *name; /* the op's name in tuning files, kiln tune and the API */
+  /* The kernel family whose kernels the space is of: on a device of the
+   * other family the op runs other kernels, and the space is not used. */
+  enum kiln_kernel_family family;
   size_t count;     /* knobs */
   struct kiln__space_knob knob[KILN__SPACE_KNOBS];
   /* The kernel's rules and the device's limits (not the listed values):
@@ -61,7 +66,7 @@ struct kiln__space {
   /* The profile's row as a point that runs on ctx's device (shrunk until
    * it does); it need not hold listed values. */
   void (*defaults)(const kiln_context *ctx, struct kiln__point *p);
-  /* The embedded program (cl_kernels/PROGRAM.cl) the GPU family's kernels
+  /* The embedded program (cl_kernels/PROGRAM.cl) the space's kernels
    * are in, and the options of its build for p and dtype (the f32 build is
    * the one kiln tune gates and times, and that kiln_tuning_build builds). */
   const char *program;
@@ -73,6 +78,18 @@ struct kiln__space {
 enum { KILN__TRANSPOSE_TILE, KILN__TRANSPOSE_PAD, KILN__TRANSPOSE_WPT };
 enum { KILN__REDUCE_WG, KILN__REDUCE_WPT, KILN__REDUCE_VW, KILN__REDUCE_PARTS };
 enum { KILN__ELEMENTWISE_WG, KILN__ELEMENTWISE_WPT, KILN__ELEMENTWISE_VW };
+/* The CPU family's GEMM (space_cpu.c): the register tile, the k block and
+ * the register tiles per work-item's block of C (VW first: NR is one or
+ * two vectors of it); transpose_cpu has one
+ * knob, TILE. */
+enum {
+  KILN__GEMM_CPU_VW,
+  KILN__GEMM_CPU_MR,
+  KILN__GEMM_CPU_NR,
+  KILN__GEMM_CPU_KC,
+  KILN__GEMM_CPU_MB,
+  KILN__GEMM_CPU_NB
+};
 
 /* Whether p runs on info's device; in_space also requires every knob to
  * hold one of its listed values (tuned or imported points). false with a
@@ -131,8 +148,8 @@ void kiln__space_set_override(const struct kiln__space *sp,
 /* The callbacks, on self->small: its knobs; params checked as a point of
  * the space (else KILN_ERR_INVALID_ARGUMENT) that ctx's device runs (else
  * KILN_ERR_UNSUPPORTED); the point in effect (kiln__space_params), params
- * "" and source "profile (CPU family)" when ctx runs the CPU family's
- * kernels, which have no space; build: only the f32 program of the point
+ * "" and source "profile (CPU family)" or "profile (GPU family)" when ctx
+ * runs the other family's kernels, which are not of this space; build: only the f32 program of the point
  * (self->small->program with options for f32, the one kiln tune gates and
  * times: f16 and bf16 programs are built at their first use). */
 void kiln__space_knob(const struct kiln__tuning_space *self, size_t index,
@@ -160,6 +177,15 @@ kiln_status kiln__space_build(const struct kiln__tuning_space *self,
 extern const struct kiln__space kiln__transpose_space;
 extern const struct kiln__space kiln__reduce_space;
 extern const struct kiln__space kiln__elementwise_space;
+extern const struct kiln__space kiln__gemm_cpu_space;
+extern const struct kiln__space kiln__transpose_cpu_space;
+
+/* The CPU GEMM point of a device whose preferred float vector width is vw
+ * (rounded to 4, 8 or 16), with the tile mr x nr and the k block kc where
+ * they are not 0 (else derived from vw: backends/backend.h), and 16 x 16
+ * register tiles per block: the profile's default and the tests' tiles. */
+void kiln__gemm_cpu_point(unsigned vw, unsigned mr, unsigned nr, unsigned kc,
+                          struct kiln__point *p);
 
 
 /* ---- GEMM's space: the GPU family's kernel (space_gemm.c) ---------------- */
@@ -264,6 +290,9 @@ extern const struct kiln__tuning_space kiln__gemm_tuning_space;
 extern const struct kiln__tuning_space kiln__transpose_tuning_space;
 extern const struct kiln__tuning_space kiln__reduce_tuning_space;
 extern const struct kiln__tuning_space kiln__elementwise_tuning_space;
+/* The CPU family's (space_cpu.c). */
+extern const struct kiln__tuning_space kiln__gemm_cpu_tuning_space;
+extern const struct kiln__tuning_space kiln__transpose_cpu_tuning_space;
 
 /* ---- tuning files (tuning_file.c) -------------------------------------------- */
 
@@ -328,10 +357,12 @@ enum kiln__tuned {
   KILN__TUNED_TRANSPOSE,
   KILN__TUNED_REDUCE,
   KILN__TUNED_ELEMENTWISE,
+  KILN__TUNED_GEMM_CPU,
+  KILN__TUNED_TRANSPOSE_CPU,
   KILN__TUNED_COUNT
 };
 
-/* What one op runs on a context for one dtype on the GPU family: its point,
+/* What one op runs on a context for one dtype: its point,
  * the build options of its program and where the point came from. Made
  * once and never changed, and kept as long as the context, so its address
  * stands for (program, options) in the queue's kernel list

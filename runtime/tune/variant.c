@@ -66,6 +66,8 @@ static const struct kiln__space *const small_spaces[KILN__TUNED_COUNT] = {
     [KILN__TUNED_TRANSPOSE] = &kiln__transpose_space,
     [KILN__TUNED_REDUCE] = &kiln__reduce_space,
     [KILN__TUNED_ELEMENTWISE] = &kiln__elementwise_space,
+    [KILN__TUNED_GEMM_CPU] = &kiln__gemm_cpu_space,
+    [KILN__TUNED_TRANSPOSE_CPU] = &kiln__transpose_cpu_space,
 };
 
 /* v's point, source and options, from the sources in effect now. */

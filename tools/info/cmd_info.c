@@ -263,7 +263,9 @@ static void print_tuning(FILE *out, const kiln_device *kdev) {
   static const char *const ops[][2] = {{"gemm", "GEMM"},
                                        {"transpose", "Transpose"},
                                        {"reduce", "Reduce"},
-                                       {"elementwise", "Elementwise"}};
+                                       {"elementwise", "Elementwise"},
+                                       {"gemm_cpu", "GEMM (CPU)"},
+                                       {"transpose_cpu", "Transpose (CPU)"}};
   kiln_context *ctx = NULL;
   kiln_tuning_info *t = malloc(sizeof *t);
   if (t == NULL || kiln_context_create(kdev, NULL, &ctx) != KILN_OK) {

@@ -35,9 +35,10 @@ static void usage(FILE *out) {
           "  -d, --device SEL     device selector (as KILN_DEVICE)\n"
           "  -o, --op NAMES       ops to tune, comma-separated (default gemm):\n"
           "                       gemm, transpose, reduce (also sum, dot,\n"
-          "                       nrm2), elementwise (also axpy, scale); the\n"
-          "                       GPU-family kernels: on a CPU device, set\n"
-          "                       KILN_PROFILE to a GPU profile to tune them\n"
+          "                       nrm2), elementwise (also axpy, scale): the\n"
+          "                       GPU-family kernels; gemm_cpu, transpose_cpu:\n"
+          "                       the CPU family's (PoCL). gemm and transpose\n"
+          "                       tune the space of the device's family\n"
           "  -s, --size SPECS     sizes to time, N or MxNxK, comma-separated\n"
           "                       (default per op: gemm 512,1024; transpose\n"
           "                       N x N 1024,2048; others N elements\n"
@@ -158,9 +159,9 @@ static bool parse_seconds(const char *option, const char *text, double *out) {
 }
 
 static void list_space(kiln_context *ctx, const tune_op *op) {
-  printf("%s (%s%s%sthe GPU-family kernel; timed: %s):\n", op->name,
+  printf("%s (%s%s%sthe %s-family kernel; timed: %s):\n", op->name,
          op->aliases[0] ? "also " : "", op->aliases,
-         op->aliases[0] ? "; " : "", op->timed);
+         op->aliases[0] ? "; " : "", op->family, op->timed);
   kiln_tuning_knob k;
   for (size_t i = 0; kiln_tuning_get_knob(op->name, i, &k) == KILN_OK; i++) {
     printf("  %-7s", k.name);
@@ -204,12 +205,14 @@ static void report(const tune_op *op, const tune_options *o,
            "\"tried\": %zu, \"rejected\": %zu, \"rejected_gate\": %zu, "
            "\"rejected_slow\": %zu, \"rejected_timeout\": %zu, "
            "\"skipped\": %zu, "
-           "\"exhaustive\": %s, \"interrupted\": %s, \"file\": \"%s\", "
+           "\"exhaustive\": %s, \"interrupted\": %s, \"kept_default\": %s, "
+           "\"file\": \"%s\", "
            "\"sizes\": [",
            op->name, op->unit, r->default_params, r->best_params, r->tried,
            r->rejected, r->rejected_gate, r->rejected_slow,
            r->rejected_timeout, r->skipped, r->exhaustive ? "true" : "false",
-           r->interrupted ? "true" : "false", saved);
+           r->interrupted ? "true" : "false",
+           r->kept_default ? "true" : "false", saved);
     for (size_t i = 0; i < o->nsizes; i++)
       printf("%s{\"m\": %zu, \"n\": %zu, \"k\": %zu, \"before_gflops\": %.3f, "
              "\"tuned_gflops\": %.3f}",
@@ -225,6 +228,9 @@ static void report(const tune_op *op, const tune_options *o,
          r->rejected_slow, r->rejected_timeout, r->skipped,
          r->exhaustive ? ", exhaustive" : ", random + local search",
          r->interrupted ? ", interrupted" : "");
+  if (r->kept_default)
+    printf("kept the default: the best found was not faster when timed "
+           "again against it, alternately\n");
   if (r->last_rejection[0])
     printf("last rejection: %s\n", r->last_rejection);
   char before[32], tuned[32];
@@ -252,7 +258,7 @@ static bool parse_ops(const char *text, const tune_op **out, size_t *count) {
     if (op == NULL) {
       fprintf(stderr, "kiln tune: --op '%s': no parameter space (ops: gemm, "
                       "transpose, reduce or sum, dot, nrm2, elementwise or "
-                      "axpy, scale)\n", tok);
+                      "axpy, scale, gemm_cpu, transpose_cpu)\n", tok);
       return false;
     }
     bool seen = false;
@@ -264,6 +270,16 @@ static bool parse_ops(const char *text, const tune_op **out, size_t *count) {
   if (*count == 0)
     fprintf(stderr, "kiln tune: --op '%s' names no op\n", text);
   return *count > 0;
+}
+
+/* op, or its twin when ctx's device runs the other family's kernel, whose
+ * space is the twin (gemm on PoCL: gemm_cpu). */
+static const tune_op *family_op(kiln_context *ctx, const tune_op *op) {
+  kiln_tuning_info t;
+  if (op->twin != NULL && kiln_tuning_get_info(ctx, op->name, &t) == KILN_OK &&
+      t.params[0] == '\0')
+    return tune_op_find(op->twin);
+  return op;
 }
 
 /* Search op's space on ctx, save the best to the device's tuning file (and
@@ -466,12 +482,13 @@ int kiln_cmd_tune(int argc, char **argv) {
   status = 0;
   bool stuck = false;
   for (size_t i = 0; i < ntodo && status == 0 && !stop_flag && !stuck; i++) {
+    const tune_op *op = family_op(ctx, todo[i]);
     tune_options oi = o;
     if (!sizes_given)
-      parse_sizes(todo[i]->sizes, &oi);
+      parse_sizes(op->sizes, &oi);
     if (i > 0 && !json)
       printf("\n");
-    status = tune_one(ctx, q, todo[i], &oi, json, export_path, &stuck);
+    status = tune_one(ctx, q, op, &oi, json, export_path, &stuck);
   }
   if (stuck)
     q = NULL; /* left to the process's exit, see tune_one */

@@ -120,6 +120,11 @@ typedef struct tune_op {
                  double run_timeout_s, const tune_hooks *hooks,
                  const char *params);
   double (*work)(const size_t *size); /* FLOPs or bytes of one timed run */
+  const char *family; /* "GPU" or "CPU": the kernel family of its space */
+  /* The op's space on the other family's devices (kiln tune takes it when
+   * the device runs the other family), or NULL when that family's kernels
+   * have none. */
+  const char *twin;
 } tune_op;
 
 /* The op called name or one of its aliases; NULL when none. */
@@ -168,6 +173,9 @@ typedef struct tune_result {
    * past its timeout. */
   size_t rejected_gate, rejected_slow, rejected_timeout;
   bool exhaustive, interrupted;
+  /* The search's best was timed again against the default, alternately,
+   * and was not faster: the default is kept (tune_search.c, confirm). */
+  bool kept_default;
   /* A launch ran past the run timeout and still runs: the search stopped
    * there, and the device (its queue) stays busy until it ends. */
   bool stuck;
@@ -182,7 +190,9 @@ typedef struct tune_result {
 bool tune_gemm(kiln_context *ctx, kiln_queue *q, const tune_options *opts,
                tune_result *result, char *why, size_t why_size);
 /* The same for any op of tune_ops.c (its kernel family must have a space on
- * ctx's device). */
+ * ctx's device). A best other than the default is timed again against it,
+ * alternately, and kept only when faster (result->kept_default otherwise);
+ * the figures are those of that check. */
 bool tune_search(kiln_context *ctx, kiln_queue *q, const tune_op *op,
                  const tune_options *opts, tune_result *result, char *why,
                  size_t why_size);

@@ -1,7 +1,8 @@
 /* The ops kiln tune searches: GEMM (its gate and timing in tune_gate.c)
  * and the GPU family's bandwidth-bound kernels with small spaces
  * (transpose; the reductions, timed on sum, dot and nrm2; elementwise,
- * timed on axpy and scale), with their correctness gates and timings.
+ * timed on axpy and scale), and the CPU family's GEMM and transpose, with
+ * their correctness gates and timings.
  *
  * The bandwidth gates run the op on awkward shapes (1, primes, lengths past
  * whole work-groups of the largest point, offsets both off and on every
@@ -585,16 +586,22 @@ static double work_elementwise(const size_t *z) { return 20.0 * (double)z[0]; }
 
 /* ---- the table ------------------------------------------------------------ */
 
+/* The CPU family's spaces run the same op, so the same gate and timing. */
 static const tune_op ops[] = {
     {"gemm", "", "f32 C = A B", "GFLOP/s", "512,1024", 16384, 3, tune_gate,
-     time_gemm, work_gemm},
+     time_gemm, work_gemm, "GPU", "gemm_cpu"},
     {"transpose", "", "f32 N x N transpose", "GB/s", "1024,2048", 32768, 2,
-     gate_transpose, time_transpose, work_transpose},
+     gate_transpose, time_transpose, work_transpose, "GPU", "transpose_cpu"},
     {"reduce", "sum,dot,nrm2", "f32 sum, dot and nrm2 of N", "GB/s",
-     "4194304,16777216", 1u << 30, 1, gate_reduce, time_reduce, work_reduce},
+     "4194304,16777216", 1u << 30, 1, gate_reduce, time_reduce, work_reduce,
+     "GPU", NULL},
     {"elementwise", "axpy,scale", "f32 axpy and scale of N", "GB/s",
      "4194304,16777216", 1u << 30, 1, gate_elementwise, time_elementwise,
-     work_elementwise},
+     work_elementwise, "GPU", NULL},
+    {"gemm_cpu", "", "f32 C = A B", "GFLOP/s", "512,1024", 16384, 3,
+     tune_gate, time_gemm, work_gemm, "CPU", "gemm"},
+    {"transpose_cpu", "", "f32 N x N transpose", "GB/s", "1024,4096", 32768,
+     2, gate_transpose, time_transpose, work_transpose, "CPU", "transpose"},
 };
 
 const tune_op *tune_op_at(size_t index) {

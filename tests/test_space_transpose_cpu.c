@@ -1,0 +1,43 @@
+/* The CPU-family transpose's parameter space (runtime/tune/space_cpu.c):
+ * validation refuses, with its reason, a tile the kernel cannot run, and
+ * the tuning API says so too; every tile of the space gives
+ * test_op_transpose.c's exact results (sizes around every tile, 1, primes,
+ * leading dimensions, offsets, 32- and 16-bit elements, guards around y)
+ * with the CPU family (forced through the profile on a GPU-family device;
+ * space_test_util.h). */
+#define KILN_OP_TEST_NO_MAIN
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "test_op_transpose.c"
+
+#include "space_test_util.h"
+
+static const struct kiln__space *sp = &kiln__transpose_cpu_space;
+
+static kiln_status transpose_8x8(kiln_queue *q, kiln_buffer *x,
+                                 kiln_buffer *y) {
+  return kiln_transpose(q, matrix_ld(x, 0, 8, 8, 8, KILN_F32),
+                        matrix_ld(y, 0, 8, 8, 8, KILN_F32), 0, NULL, NULL);
+}
+
+static void test_validation(void **state) {
+  (void)state;
+  const kiln_device_info *info = space_gpu_like_info();
+  struct kiln__point p = {{64}};
+  char why[256];
+  assert_true(kiln__space_check(sp, &p, info, true, why, sizeof why));
+  p.v[0] = 24; /* outside the space, and not a whole number of blocks */
+  SPACE_REJECTS(sp, p, info, true, "TILE 24 is not one of the values");
+  SPACE_REJECTS(sp, p, info, false, "TILE 24 is not a multiple of 16");
+  p.v[0] = 0;
+  SPACE_REJECTS(sp, p, info, false, "TILE is 0");
+  p.v[0] = 512; /* a multiple of 16 beyond the listed values: a default */
+  assert_true(kiln__space_check(sp, &p, info, false, why, sizeof why));
+  char text[64];
+  kiln__space_format(sp, &p, text, sizeof text);
+  assert_string_equal(text, "TILE=512");
+  /* The API; the override TILE 24 is refused before launch. */
+  struct kiln__point broken = {{24}};
+  space_check_api(sp, "TILE=32", NULL, NULL, &broken, transpose_8x8);
+}
+
+SPACE_TEST_MAIN("space_transpose_cpu", NULL, shapes_on_device)
