@@ -153,9 +153,11 @@ kiln_status kiln__variant_get(const kiln_context *ctx, enum kiln__tuned op,
 
 kiln_status kiln__gemm_gpu_params_for(const kiln_context *ctx,
                                       struct kiln__gemm_gpu_params *p) {
-  const struct kiln__variant *v;
+  /* NULL and the test below only for gcc -O3, which cannot see that
+   * success sets v. */
+  const struct kiln__variant *v = NULL;
   kiln_status s = kiln__variant_get(ctx, KILN__TUNED_GEMM, KILN_F32, &v);
-  if (s == KILN_OK)
+  if (s == KILN_OK && v != NULL)
     *p = v->gemm;
   return s;
 }
