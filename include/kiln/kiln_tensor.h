@@ -56,6 +56,30 @@ typedef struct kiln_matrix {
   kiln_trans trans;
 } kiln_matrix;
 
+/* How a batch of images is laid out: NCHW (each channel a plane of h x w;
+ * the default, PyTorch's layout, what every kiln image op takes) or NHWC
+ * (channels innermost; an op that does not take it says so by name). */
+typedef enum kiln_image_layout {
+  KILN_NCHW = 0,
+  KILN_NHWC = 1,
+} kiln_image_layout;
+
+/* A batch of n images of c channels of h x w pixels, packed in buffer from
+ * element offset in layout: n * c * h * w elements of dtype. Image ops
+ * (convolution, pooling, batch normalisation) take their data as these; the
+ * same rules as the other descriptors apply (elements, not bytes; a
+ * zero-initialised descriptor plus buffer, sizes and dtype is NCHW). */
+typedef struct kiln_image {
+  kiln_buffer *buffer;
+  size_t offset;
+  size_t n;
+  size_t c;
+  size_t h;
+  size_t w;
+  kiln_dtype dtype;
+  kiln_image_layout layout;
+} kiln_image;
+
 KILN_END_DECLS
 
 #endif
