@@ -179,6 +179,22 @@ kiln_status kiln__ops_check_agree(const char *fn, const char *a_what,
   return s;
 }
 
+kiln_status kiln__ops_check_map_ranges(const char *fn, const kiln_queue *queue,
+                                       const char *x_what, const kiln_range *x,
+                                       const char *y_what, const kiln_range *y,
+                                       unsigned dtypes) {
+  kiln_status s = kiln__ops_check_agree(fn, x_what, x, y_what, y);
+  if (s == KILN_OK) {
+    char what[64];
+    snprintf(what, sizeof what, "%s.dtype", x_what);
+    s = kiln__ops_check_dtype(fn, what, x->dtype, dtypes);
+  }
+  if (s == KILN_OK)
+    s = kiln__ops_check_map(fn, queue, x_what, x->buffer, x->offset, y->buffer,
+                            y->offset, x->count, x->dtype);
+  return s;
+}
+
 kiln_status kiln__ops_check_result(const char *fn, const char *what,
                                    const kiln_range *r, size_t count,
                                    kiln_dtype dtype, const char *because) {

@@ -117,7 +117,8 @@ KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
   if (s == KILN_OK && (unsigned)op > KILN_UNARY_TANH)
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: op %d is not a kiln_unary_op", fn, (int)op);
-  KILN__CHECK(s, kiln__ops_check_agree(fn, "x", xr, "y", yr));
+  KILN__CHECK(s, kiln__ops_check_map_ranges(fn, queue, "x", xr, "y", yr,
+                                            KILN__DT_FLOATS));
   if (s != KILN_OK)
     return s;
   const size_t n = xr->count;
@@ -125,11 +126,6 @@ KILN_API kiln_status kiln_unary(kiln_queue *queue, kiln_unary_op op,
   const kiln_buffer *x = xr->buffer;
   kiln_buffer *y = yr->buffer;
   const size_t x_offset = xr->offset, y_offset = yr->offset;
-  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
-  KILN__CHECK(s, kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
-                            dtype));
-  if (s != KILN_OK)
-    return s;
   struct kiln__op o;
   if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
     return s;
@@ -213,7 +209,8 @@ KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
   static const char fn[] = "kiln_binary_scalar";
   kiln_status s = kiln__ops_check_queue(fn, queue);
   KILN__CHECK(s, check_binary_op(fn, op));
-  KILN__CHECK(s, kiln__ops_check_agree(fn, "a", ar, "y", yr));
+  KILN__CHECK(s, kiln__ops_check_map_ranges(fn, queue, "a", ar, "y", yr,
+                                            KILN__DT_FLOATS));
   if (s != KILN_OK)
     return s;
   const size_t n = ar->count;
@@ -221,11 +218,6 @@ KILN_API kiln_status kiln_binary_scalar(kiln_queue *queue, kiln_binary_op op,
   const kiln_buffer *a = ar->buffer;
   kiln_buffer *y = yr->buffer;
   const size_t a_offset = ar->offset, y_offset = yr->offset;
-  KILN__CHECK(s, kiln__ops_check_dtype(fn, "a.dtype", dtype, KILN__DT_FLOATS));
-  KILN__CHECK(s, kiln__ops_check_map(fn, queue, "a", a, a_offset, y, y_offset, n,
-                            dtype));
-  if (s != KILN_OK)
-    return s;
   struct kiln__op o;
   if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
     return s;

@@ -110,6 +110,15 @@ kiln_status kiln__ops_check_agree(const char *fn, const char *a_what,
                                   const kiln_range *a, const char *b_what,
                                   const kiln_range *b);
 
+/* The operands of an elementwise map from x to y, as descriptors: both
+ * non-NULL, one count and one dtype (kiln__ops_check_agree), that dtype in
+ * dtypes (named "<x_what>.dtype"), and the buffers a map may take
+ * (kiln__ops_check_map: y disjoint from x or the very same range). */
+kiln_status kiln__ops_check_map_ranges(const char *fn, const kiln_queue *queue,
+                                       const char *x_what, const kiln_range *x,
+                                       const char *y_what, const kiln_range *y,
+                                       unsigned dtypes);
+
 /* r is a non-NULL range of exactly count elements of dtype, which because
  * ("x's rows", "ARGMAX") requires; KILN_ERR_SHAPE_MISMATCH when not. */
 kiln_status kiln__ops_check_result(const char *fn, const char *what,

@@ -85,7 +85,8 @@ KILN_API kiln_status kiln_scan(kiln_queue *queue, kiln_scan_kind kind,
   if (s == KILN_OK && (unsigned)kind > KILN_SCAN_EXCLUSIVE)
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: kind %d is not a kiln_scan_kind", fn, (int)kind);
-  KILN__CHECK(s, kiln__ops_check_agree(fn, "x", xr, "y", yr));
+  KILN__CHECK(s, kiln__ops_check_map_ranges(fn, queue, "x", xr, "y", yr,
+                                            KILN__DT_SCAN));
   if (s != KILN_OK)
     return s;
   const size_t n = xr->count;
@@ -93,11 +94,6 @@ KILN_API kiln_status kiln_scan(kiln_queue *queue, kiln_scan_kind kind,
   const kiln_buffer *x = xr->buffer;
   kiln_buffer *y = yr->buffer;
   const size_t x_offset = xr->offset, y_offset = yr->offset;
-  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_SCAN));
-  KILN__CHECK(s, kiln__ops_check_map(fn, queue, "x", x, x_offset, y, y_offset, n,
-                            dtype));
-  if (s != KILN_OK)
-    return s;
   struct kiln__op o;
   if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
     return s;
