@@ -1,10 +1,11 @@
-/* mlp.c: forward pass, gradients and optimizer step of the perceptron of
- * mlp.h, each a short sequence of kiln ops on one in-order queue, so that
- * the host never waits inside a step: each op reads what the one before it
- * wrote. */
+/* mlp.c: the perceptron of mlp.h behind model.h (mlp_kind): its buffers,
+ * initialisation, forward pass and gradients, each a short sequence of kiln
+ * ops on one in-order queue, so that the host never waits inside a step:
+ * each op reads what the one before it wrote. */
 #include "mlp.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 /* Every call below returns a kiln_status; the first failure ends the
@@ -23,17 +24,34 @@ static kiln_status make(kiln_context *ctx, size_t elems, size_t elem_size,
   return kiln_buffer_create(ctx, elems * elem_size, KILN_MEM_READ_WRITE, out);
 }
 
-kiln_status mlp_create(kiln_context *ctx, kiln_queue *queue, size_t batch,
-                       size_t hidden, kiln_dtype act_dtype, mlp **out) {
+static void mlp_destroy(model *mm) {
+  mlp *m = (mlp *)mm;
+  if (!m)
+    return;
+  model_free_common(&m->base);
+  kiln_buffer *all[] = {m->h[0], m->h[1], m->h_lp[0], m->h_lp[1],
+                        m->x_lp,  m->dz,   m->dh,      m->d_lp};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    kiln_buffer_destroy(all[i]);
+  free(m);
+}
+
+static kiln_status mlp_create(kiln_context *ctx, kiln_queue *queue,
+                              size_t batch, size_t hidden,
+                              kiln_dtype act_dtype, model **out) {
   kiln_status st = KILN_OK;
+  if (hidden == 0)
+    hidden = MLP_HIDDEN;
   const size_t widths[MLP_LAYERS + 1] = {INPUTS, hidden, hidden, CLASSES};
   mlp *m = calloc(1, sizeof *m);
   if (!m)
     return KILN_ERR_OUT_OF_HOST_MEMORY;
-  m->ctx = ctx;
-  m->queue = queue;
-  m->batch = batch;
-  m->act_dtype = act_dtype;
+  m->base = (model){.kind = &mlp_kind,
+                    .ctx = ctx,
+                    .queue = queue,
+                    .batch = batch,
+                    .act_dtype = act_dtype,
+                    .width = hidden};
   size_t off = 0, widest = 0;
   for (int l = 0; l < MLP_LAYERS; l++) {
     mlp_layer *ly = &m->layer[l];
@@ -46,45 +64,29 @@ kiln_status mlp_create(kiln_context *ctx, kiln_queue *queue, size_t batch,
     if (ly->out > widest)
       widest = ly->out;
   }
-  m->nparams = off;
+  m->base.nparams = off;
   size_t lp = kiln_dtype_size(KILN_BF16);
-  TRY(make(ctx, m->nparams, 4, &m->params), fail);
-  TRY(make(ctx, m->nparams, 4, &m->grads), fail);
-  TRY(make(ctx, m->nparams, 4, &m->opt_m), fail);
-  TRY(make(ctx, m->nparams, 4, &m->opt_v), fail);
-  for (int l = 0; l < MLP_LAYERS; l++)
+  TRY(model_alloc_common(&m->base), fail);
+  for (int l = 0; l < MLP_LAYERS - 1; l++)
     TRY(make(ctx, batch * m->layer[l].out, 4, &m->h[l]), fail);
+  m->h[MLP_LAYERS - 1] = m->base.logits;
   TRY(make(ctx, batch * widest, 4, &m->dz), fail);
   TRY(make(ctx, batch * widest, 4, &m->dh), fail);
-  TRY(make(ctx, batch, 4, &m->row_loss), fail);
-  TRY(make(ctx, 16, 4, &m->scratch), fail);
   if (act_dtype == KILN_BF16) {
-    TRY(make(ctx, m->nparams, lp, &m->params_lp), fail);
     for (int l = 0; l < MLP_LAYERS - 1; l++)
       TRY(make(ctx, batch * m->layer[l].out, lp, &m->h_lp[l]), fail);
     TRY(make(ctx, batch * INPUTS, lp, &m->x_lp), fail);
     TRY(make(ctx, batch * widest, lp, &m->d_lp), fail);
   }
-  *out = m;
+  *out = &m->base;
   return KILN_OK;
 fail:
-  mlp_destroy(m);
+  mlp_destroy(&m->base);
   return st;
 }
 
-void mlp_destroy(mlp *m) {
-  if (!m)
-    return;
-  kiln_buffer *all[] = {m->params, m->grads, m->opt_m, m->opt_v, m->params_lp,
-                        m->h[0], m->h[1], m->h[2], m->h_lp[0], m->h_lp[1],
-                        m->x_lp, m->dz, m->dh, m->d_lp, m->row_loss,
-                        m->scratch};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    kiln_buffer_destroy(all[i]);
-  free(m);
-}
-
-kiln_status mlp_init(mlp *m, uint64_t seed) {
+static kiln_status mlp_init(model *mm, uint64_t seed) {
+  mlp *m = (mlp *)mm;
   kiln_status st = KILN_OK;
   /* Each tensor takes the piece of one Philox stream that starts at its
    * offset in params, so the whole model is a function of the seed alone,
@@ -92,26 +94,16 @@ kiln_status mlp_init(mlp *m, uint64_t seed) {
   for (int l = 0; l < MLP_LAYERS; l++) {
     const mlp_layer *ly = &m->layer[l];
     float bound = 1.0f / sqrtf((float)ly->in);
-    kiln_range w = {m->params, ly->w, ly->in * ly->out, KILN_F32};
-    kiln_range b = {m->params, ly->b, ly->out, KILN_F32};
-    TRY(kiln_random_uniform(m->queue, &w, seed, ly->w, -bound, bound, 0, NULL,
+    kiln_range w = {mm->params, ly->w, ly->in * ly->out, KILN_F32};
+    kiln_range b = {mm->params, ly->b, ly->out, KILN_F32};
+    TRY(kiln_random_uniform(mm->queue, &w, seed, ly->w, -bound, bound, 0, NULL,
                             NULL),
         done);
-    TRY(kiln_random_uniform(m->queue, &b, seed, ly->b, -bound, bound, 0, NULL,
+    TRY(kiln_random_uniform(mm->queue, &b, seed, ly->b, -bound, bound, 0, NULL,
                             NULL),
         done);
   }
-  const float zero = 0.0f;
-  const kiln_range opt_m = {m->opt_m, 0, m->nparams, KILN_F32};
-  const kiln_range opt_v = {m->opt_v, 0, m->nparams, KILN_F32};
-  TRY(kiln_fill(m->queue, &opt_m, &zero, 0, NULL, NULL), done);
-  TRY(kiln_fill(m->queue, &opt_v, &zero, 0, NULL, NULL), done);
-  if (m->params_lp) {
-    const kiln_range params = {m->params, 0, m->nparams, KILN_F32};
-    const kiln_range params_lp = {m->params_lp, 0, m->nparams, KILN_BF16};
-    TRY(kiln_cast(m->queue, &params, &params_lp, 0, NULL, NULL), done);
-  }
-  m->steps = 0;
+  st = model_reset_optimizer(mm);
 done:
   return st;
 }
@@ -122,19 +114,22 @@ static kiln_buffer *layer_input(mlp *m, int l, kiln_buffer *x,
                                 size_t x_offset, size_t *offset) {
   *offset = 0;
   if (l > 0)
-    return m->act_dtype == KILN_BF16 ? m->h_lp[l - 1] : m->h[l - 1];
-  if (m->act_dtype == KILN_BF16)
+    return m->base.act_dtype == KILN_BF16 ? m->h_lp[l - 1] : m->h[l - 1];
+  if (m->base.act_dtype == KILN_BF16)
     return m->x_lp;
   *offset = x_offset;
   return x;
 }
 
-kiln_status mlp_forward(mlp *m, size_t rows, kiln_buffer *x, size_t x_offset,
-                        size_t num_wait, kiln_event *const *wait_list) {
+static kiln_status mlp_forward(model *mm, size_t rows, kiln_buffer *x,
+                               size_t x_offset, bool training, size_t num_wait,
+                               kiln_event *const *wait_list) {
+  (void)training; /* no layer of this network behaves differently */
+  mlp *m = (mlp *)mm;
   kiln_status st = KILN_OK;
-  kiln_queue *q = m->queue;
-  kiln_dtype dt = m->act_dtype;
-  kiln_buffer *w = dt == KILN_BF16 ? m->params_lp : m->params;
+  kiln_queue *q = mm->queue;
+  kiln_dtype dt = mm->act_dtype;
+  kiln_buffer *w = dt == KILN_BF16 ? mm->params_lp : mm->params;
   /* The wait list (the batch's upload, on another queue) goes to the first
    * op; the queue is in order, so every later op follows it. */
   if (dt == KILN_BF16) {
@@ -163,7 +158,7 @@ kiln_status mlp_forward(mlp *m, size_t rows, kiln_buffer *x, size_t x_offset,
                             .trans = KILN_TRANS};
     const kiln_matrix h = {
         .buffer = m->h[l], .rows = rows, .cols = ly->out, .dtype = KILN_F32};
-    const kiln_range bias = {m->params, ly->b, ly->out, KILN_F32};
+    const kiln_range bias = {mm->params, ly->b, ly->out, KILN_F32};
     const kiln_epilogue e = {
         1.0f, 0.0f, &bias, l == MLP_LAYERS - 1 ? KILN_ACT_NONE : KILN_ACT_RELU};
     TRY(kiln_matmul(q, 1, &a, &wt, &h, &e, num_wait, wait_list, NULL), done);
@@ -181,17 +176,18 @@ done:
   return st;
 }
 
-kiln_status mlp_gradients(mlp *m, size_t rows, kiln_buffer *x,
-                          size_t x_offset, kiln_buffer *labels,
-                          size_t labels_offset, kiln_buffer *loss,
-                          size_t loss_offset, size_t num_wait,
-                          kiln_event *const *wait_list) {
+static kiln_status mlp_gradients(model *mm, size_t rows, kiln_buffer *x,
+                                 size_t x_offset, kiln_buffer *labels,
+                                 size_t labels_offset, kiln_buffer *loss,
+                                 size_t loss_offset, size_t num_wait,
+                                 kiln_event *const *wait_list) {
+  mlp *m = (mlp *)mm;
   kiln_status st = KILN_OK;
-  kiln_queue *q = m->queue;
-  kiln_dtype dt = m->act_dtype;
-  kiln_buffer *w = dt == KILN_BF16 ? m->params_lp : m->params;
+  kiln_queue *q = mm->queue;
+  kiln_dtype dt = mm->act_dtype;
+  kiln_buffer *w = dt == KILN_BF16 ? mm->params_lp : mm->params;
   const int last = MLP_LAYERS - 1;
-  TRY(mlp_forward(m, rows, x, x_offset, num_wait, wait_list), done);
+  TRY(mlp_forward(mm, rows, x, x_offset, true, num_wait, wait_list), done);
   kiln_matrix logits = {.buffer = m->h[last],
                         .rows = rows,
                         .cols = m->layer[last].out,
@@ -230,14 +226,14 @@ kiln_status mlp_gradients(mlp *m, size_t rows, kiln_buffer *x,
                            .rows = rows,
                            .cols = ly->in,
                            .dtype = dt};
-    const kiln_matrix dw = {.buffer = m->grads,
+    const kiln_matrix dw = {.buffer = mm->grads,
                             .offset = ly->w,
                             .rows = ly->out,
                             .cols = ly->in,
                             .dtype = KILN_F32};
     const kiln_matrix dz32 = {
         .buffer = m->dz, .rows = rows, .cols = ly->out, .dtype = KILN_F32};
-    const kiln_range db = {m->grads, ly->b, ly->out, KILN_F32};
+    const kiln_range db = {mm->grads, ly->b, ly->out, KILN_F32};
     TRY(kiln_matmul(q, 1, &dz_t, &a, &dw, NULL, 0, NULL, NULL), done);
     TRY(kiln_reduce_cols(q, KILN_REDUCE_SUM, &dz32, &db, 0, NULL, NULL), done);
     if (l == 0)
@@ -263,46 +259,11 @@ done:
   return st;
 }
 
-kiln_status mlp_step(mlp *m, const mlp_hyper *hp) {
-  m->steps++;
-  kiln_range w = {m->params, 0, m->nparams, KILN_F32};
-  kiln_range grad = {m->grads, 0, m->nparams, KILN_F32};
-  kiln_range opt_m = {m->opt_m, 0, m->nparams, KILN_F32};
-  kiln_range opt_v = {m->opt_v, 0, m->nparams, KILN_F32};
-  kiln_range copy = {m->params_lp, 0, m->nparams, KILN_BF16};
-  const kiln_range *w_copy = m->params_lp ? &copy : NULL;
-  /* One launch updates every parameter: they are one contiguous range,
-   * and both optimizers act element by element. */
-  if (hp->optimizer == MLP_SGD) {
-    kiln_sgd_params p = {.lr = hp->lr,
-                         .momentum = hp->momentum,
-                         .weight_decay = hp->weight_decay,
-                         .nesterov = false,
-                         .grad_scale = 1.0f};
-    return kiln_sgd_step(m->queue, &grad, NULL, &w, &opt_m, w_copy, &p, 0, NULL,
-                         NULL);
-  }
-  kiln_adamw_params p = {.lr = hp->lr,
-                         .beta1 = hp->beta1,
-                         .beta2 = hp->beta2,
-                         .eps = hp->eps,
-                         .weight_decay = hp->weight_decay,
-                         .step = m->steps,
-                         .grad_scale = 1.0f};
-  return kiln_adamw_step(m->queue, &grad, NULL, &w, &opt_m, &opt_v, w_copy, &p,
-                         0, NULL, NULL);
-}
-
-kiln_status mlp_count_correct(mlp *m, size_t rows, kiln_buffer *labels,
-                              size_t labels_offset, kiln_buffer *correct,
-                              size_t correct_offset) {
-  const int last = MLP_LAYERS - 1;
-  kiln_matrix logits = {.buffer = m->h[last],
-                        .rows = rows,
-                        .cols = m->layer[last].out,
-                        .dtype = KILN_F32};
-  kiln_range label_r = {labels, labels_offset, rows, KILN_U32};
-  kiln_range count = {correct, correct_offset, 1, KILN_U32};
-  return kiln_accuracy_count(m->queue, &logits, &label_r, &count, true, 0, NULL,
-                             NULL);
-}
+const model_kind mlp_kind = {
+    .name = "mlp",
+    .create = mlp_create,
+    .destroy = mlp_destroy,
+    .init = mlp_init,
+    .forward = mlp_forward,
+    .gradients = mlp_gradients,
+};

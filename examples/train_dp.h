@@ -18,7 +18,7 @@
 
 #include <kiln/kiln.h>
 
-#include "mlp.h"
+#include "model.h"
 
 typedef struct dp dp;
 
@@ -34,15 +34,15 @@ kiln_status dp_slice(const dp *d, size_t batch, size_t *row0, size_t *rows);
 /* A context on this rank's device: kiln_mpi_select_device (node-local rank
  * modulo the devices that selector takes). */
 kiln_status dp_context(dp *d, const char *selector, kiln_context **out);
-/* Average m->grads over the ranks, in place (between mlp_gradients and
- * mlp_step). */
-kiln_status dp_average_grads(dp *d, mlp *m);
+/* Average m->grads over the ranks, in place (between the model's gradients and
+ * model_step). */
+kiln_status dp_average_grads(dp *d, model *m);
 /* Average count f32 losses at the start of losses over the ranks. */
 kiln_status dp_average_losses(dp *d, kiln_queue *q, kiln_buffer *losses,
                               size_t count);
 /* Compare a checksum of m->params across the ranks: KILN_ERR_SHAPE_MISMATCH
  * (and the checksums printed) when any rank's model differs. */
-kiln_status dp_check_params(dp *d, mlp *m);
+kiln_status dp_check_params(dp *d, model *m);
 /* kiln_mpi_destroy and MPI_Finalize; after a failure (ok false) on several
  * ranks, MPI_Abort instead, so the other ranks do not wait for this one in a
  * collective. */
@@ -68,7 +68,7 @@ static inline kiln_status dp_context(dp *d, const char *selector,
   (void)d;
   return kiln_context_create_default(selector, out);
 }
-static inline kiln_status dp_average_grads(dp *d, mlp *m) {
+static inline kiln_status dp_average_grads(dp *d, model *m) {
   (void)d;
   (void)m;
   return KILN_OK;
@@ -82,7 +82,7 @@ static inline kiln_status dp_average_losses(dp *d, kiln_queue *q,
   (void)count;
   return KILN_OK;
 }
-static inline kiln_status dp_check_params(dp *d, mlp *m) {
+static inline kiln_status dp_check_params(dp *d, model *m) {
   (void)d;
   (void)m;
   return KILN_OK;

@@ -1,8 +1,12 @@
-/* train_fashion_mnist.c: train a multilayer perceptron (784 -> 1024 -> 1024
- * -> 10, ReLU; mlp.c) on Fashion-MNIST with kiln's op library, and report
- * per epoch the mean training loss, the test accuracy and the time.
+/* train_fashion_mnist.c: train a network on Fashion-MNIST with kiln's op
+ * library, and report per epoch the mean training loss, the test accuracy
+ * and the time. --model mlp (the default) is a multilayer perceptron (784 ->
+ * 1024 -> 1024 -> 10, ReLU; mlp.c), --model cnn a small convolutional
+ * network (cnn.c); both behind model.h, so every flag below means the same
+ * for either.
  *
- *   train_fashion_mnist [--device SEL] [--epochs N] [--precision f32|bf16]
+ *   train_fashion_mnist [--model mlp|cnn] [--device SEL] [--epochs N]
+ *                       [--precision f32|bf16]
  *                       [--optimizer adamw|sgd] [--lr X] [--weight-decay X]
  *                       [--batch N] [--hidden N] [--seed N] [--data DIR]
  *                       [--limit N] [--test-limit N]
@@ -17,11 +21,12 @@
  * batch and a second queue uploads it (two input slots, ordered by events),
  * so the compute queue never waits for a transfer it could have overlapped.
  *
- * --hidden N gives both hidden layers N units instead of 1024: a small
- * network for slow devices (the PoCL-against-rusticl test uses 64, where
- * Mesa's llvmpipe takes about a minute a step at full size). --steps N stops
- * after N steps in all; --export DIR writes the initial
- * weights (init.f32: every parameter, mlp.h's layout), the batch order
+ * --hidden N gives the MLP's hidden layers (the CNN's dense layer) N units
+ * instead of the default: a small network for slow devices (the
+ * PoCL-against-rusticl test uses 64, where Mesa's llvmpipe takes about a
+ * minute a step at full size). --steps N stops after N steps in all;
+ * --export DIR writes the initial weights (init.f32: every parameter, in the
+ * model's layout: mlp.h, cnn.h), the batch order
  * (order.u32: the example indexes of each step used, in order) and the final
  * weights (final.f32), which examples/torch_side_by_side.py reads to train the
  * same network in PyTorch. --bench-infer RUNS times the trained network's
@@ -35,7 +40,7 @@
  * gradients are averaged over the ranks before every step; rank 0 prints,
  * and at the end the ranks check that their models are bit-identical.
  *
- * Build: cc train_fashion_mnist.c mlp.c fmnist_data.c \
+ * Build: cc train_fashion_mnist.c model.c mlp.c cnn.c fmnist_data.c \
  *          $(pkg-config --cflags --libs kiln zlib) -lm
  *   (data-parallel: mpicc -DKILN_TRAIN_MPI ... train_mpi.c, and kiln-mpi) */
 /* clock_gettime and isatty are POSIX, not C11. */
@@ -54,14 +59,15 @@
 #include <kiln/kiln.h>
 
 #include "fmnist_data.h"
-#include "mlp.h"
+#include "model.h"
 #include "train_dp.h"
 
 typedef struct options {
   const char *device, *data, *export_dir;
   int epochs;
   kiln_dtype precision;
-  mlp_hyper hyper;
+  const model_kind *kind;
+  model_hyper hyper;
   size_t batch, hidden, limit, test_limit, max_steps, bench_runs;
   uint64_t seed;
   bool print_losses;
@@ -77,7 +83,8 @@ static double now_s(void) {
 static int usage(const char *why) {
   fprintf(stderr,
           "train_fashion_mnist: %s\n"
-          "usage: train_fashion_mnist [--device SEL] [--epochs N] "
+          "usage: train_fashion_mnist [--model mlp|cnn] [--device SEL] "
+          "[--epochs N] "
           "[--precision f32|bf16]\n"
           "  [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--batch N]\n"
           "  [--hidden N] [--seed N] [--data DIR]"
@@ -112,11 +119,11 @@ static int parse_args(int argc, char **argv, options *o) {
   *o = (options){.data = FMNIST_DEFAULT_DIR,
                  .epochs = 1,
                  .precision = KILN_F32,
-                 .hyper = {.optimizer = MLP_ADAMW, .lr = 1e-3f,
+                 .hyper = {.optimizer = MODEL_ADAMW, .lr = 1e-3f,
                            .momentum = 0.9f, .beta1 = 0.9f, .beta2 = 0.999f,
                            .eps = 1e-8f, .weight_decay = 0.0f},
+                 .kind = &mlp_kind,
                  .batch = 256,
-                 .hidden = MLP_HIDDEN,
                  .seed = 42};
   bool lr_given = false;
   for (int i = 1; i < argc; i++) {
@@ -132,6 +139,8 @@ static int parse_args(int argc, char **argv, options *o) {
     i++;
     if (!strcmp(a, "--device"))
       o->device = v;
+    else if (!strcmp(a, "--model") && model_kind_find(v))
+      o->kind = model_kind_find(v);
     else if (!strcmp(a, "--data"))
       o->data = v;
     else if (!strcmp(a, "--export"))
@@ -143,9 +152,9 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--precision") && !strcmp(v, "bf16"))
       o->precision = KILN_BF16;
     else if (!strcmp(a, "--optimizer") && !strcmp(v, "adamw"))
-      o->hyper.optimizer = MLP_ADAMW;
+      o->hyper.optimizer = MODEL_ADAMW;
     else if (!strcmp(a, "--optimizer") && !strcmp(v, "sgd"))
-      o->hyper.optimizer = MLP_SGD;
+      o->hyper.optimizer = MODEL_SGD;
     else if (!strcmp(a, "--lr") && parse_float(v, &d) && d > 0) {
       o->hyper.lr = (float)d;
       lr_given = true;
@@ -175,7 +184,7 @@ static int parse_args(int argc, char **argv, options *o) {
       return usage(why);
     }
   }
-  if (!lr_given && o->hyper.optimizer == MLP_SGD)
+  if (!lr_given && o->hyper.optimizer == MODEL_SGD)
     o->hyper.lr = 0.05f;
   return 0;
 }
@@ -251,7 +260,7 @@ static int write_file(const char *dir, const char *name, const void *data,
 typedef struct run {
   kiln_context *ctx;
   kiln_queue *q, *upload;
-  mlp *model;
+  model *model;
   kiln_buffer *x[2], *labels[2]; /* the two input slots */
   kiln_buffer *test_x, *test_labels, *losses, *correct;
   float *host_x[2];
@@ -261,7 +270,8 @@ typedef struct run {
 static void run_free(run *r) {
   kiln_queue_destroy(r->upload);
   kiln_queue_destroy(r->q);
-  mlp_destroy(r->model);
+  if (r->model)
+    r->model->kind->destroy(r->model);
   for (int s = 0; s < 2; s++) {
     kiln_buffer_destroy(r->x[s]);
     kiln_buffer_destroy(r->labels[s]);
@@ -290,10 +300,11 @@ static double evaluate(run *r, size_t count, size_t batch) {
       fail);
   for (size_t start = 0; start < count; start += batch) {
     size_t rows = count - start < batch ? count - start : batch;
-    TRY(mlp_forward(r->model, rows, r->test_x, start * FMNIST_PIXELS, 0, NULL),
+    TRY(r->model->kind->forward(r->model, rows, r->test_x,
+                                start * FMNIST_PIXELS, false, 0, NULL),
         fail);
-    TRY(mlp_count_correct(r->model, rows, r->test_labels, start, r->correct,
-                          0),
+    TRY(model_count_correct(r->model, rows, r->test_labels, start, r->correct,
+                            0),
         fail);
   }
   TRY(kiln_buffer_read_sync(r->q, &(kiln_range){r->correct, 0, 1, KILN_U32}, &correct),
@@ -319,8 +330,9 @@ static double bench_infer(run *r, const fmnist_set *test, size_t rows,
     double t0 = now_s();
     TRY(kiln_buffer_write(r->q, r->host_x[0], &(kiln_range){r->x[0], 0, rows * FMNIST_PIXELS, KILN_F32}, 0, NULL, NULL),
         done);
-    TRY(mlp_forward(r->model, rows, r->x[0], 0, 0, NULL), done);
-    TRY(kiln_buffer_read_sync(r->q, &(kiln_range){r->model->h[MLP_LAYERS - 1], 0, rows * FMNIST_CLASSES, KILN_F32}, logits),
+    TRY(r->model->kind->forward(r->model, rows, r->x[0], 0, false, 0, NULL),
+        done);
+    TRY(kiln_buffer_read_sync(r->q, &(kiln_range){r->model->logits, 0, rows * FMNIST_CLASSES, KILN_F32}, logits),
         done);
     times[k] = (now_s() - t0) * 1e3;
   }
@@ -396,7 +408,8 @@ int main(int argc, char **argv) {
   TRY(dp_context(par, o.device, &r.ctx), kiln_fail);
   TRY(kiln_queue_create(r.ctx, 0, &r.q), kiln_fail);
   TRY(kiln_queue_create(r.ctx, 0, &r.upload), kiln_fail);
-  TRY(mlp_create(r.ctx, r.q, B, o.hidden, o.precision, &r.model), kiln_fail);
+  TRY(o.kind->create(r.ctx, r.q, B, o.hidden, o.precision, &r.model),
+      kiln_fail);
   for (int s = 0; s < 2; s++) {
     TRY(kiln_buffer_create(r.ctx, B * FMNIST_PIXELS * 4, KILN_MEM_READ_ONLY,
                            &r.x[s]), kiln_fail);
@@ -429,7 +442,7 @@ int main(int argc, char **argv) {
     free(ti);
     TRY(st, kiln_fail);
   }
-  TRY(mlp_init(r.model, o.seed), kiln_fail);
+  TRY(r.model->kind->init(r.model, o.seed), kiln_fail);
   if (o.export_dir && root) {
     weights = malloc(r.model->nparams * sizeof *weights);
     if (!weights) {
@@ -446,12 +459,12 @@ int main(int argc, char **argv) {
   }
 
   if (root)
-    printf("train_fashion_mnist: %s, %s, %s lr %g, weight decay %g, batch %zu, hidden %zu, %zu training and "
+    printf("train_fashion_mnist: %s, %s %s, %s lr %g, weight decay %g, batch %zu, width %zu, %zu training and "
          "%zu test examples, %zu steps per epoch, seed %" PRIu64 "\n",
-         kiln_context_get_device_info(r.ctx)->name,
+         kiln_context_get_device_info(r.ctx)->name, o.kind->name,
          kiln_dtype_name(o.precision),
-         o.hyper.optimizer == MLP_SGD ? "sgd (momentum 0.9)" : "adamw",
-         (double)o.hyper.lr, (double)o.hyper.weight_decay, B, o.hidden, train.count, test.count, steps_per_epoch,
+         o.hyper.optimizer == MODEL_SGD ? "sgd (momentum 0.9)" : "adamw",
+         (double)o.hyper.lr, (double)o.hyper.weight_decay, B, r.model->width, train.count, test.count, steps_per_epoch,
          o.seed);
   const bool bar = root && isatty(STDERR_FILENO);
   double accuracy = 0.0, last_loss = NAN, epoch_s = 0.0;
@@ -468,10 +481,11 @@ int main(int argc, char **argv) {
     size_t first = t;
     for (size_t k = 0; k < steps_per_epoch && t < total_steps; k++, t++) {
       int s = (int)(t % 2), ns = 1 - s;
-      TRY(mlp_gradients(r.model, rows, r.x[s], 0, r.labels[s], 0, r.losses, k,
-                        1, &up[s]), kiln_fail);
+      TRY(r.model->kind->gradients(r.model, rows, r.x[s], 0, r.labels[s], 0,
+                                   r.losses, k, 1, &up[s]),
+          kiln_fail);
       TRY(dp_average_grads(par, r.model), kiln_fail);
-      TRY(mlp_step(r.model, &o.hyper), kiln_fail);
+      TRY(model_step(r.model, &o.hyper), kiln_fail);
       kiln_event_release(up[s]);
       up[s] = NULL;
       TRY(kiln_queue_marker(r.q, 0, NULL, &done[s]), kiln_fail);

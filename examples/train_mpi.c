@@ -101,7 +101,7 @@ kiln_status dp_context(dp *d, const char *selector, kiln_context **out) {
   return st;
 }
 
-kiln_status dp_average_grads(dp *d, mlp *m) {
+kiln_status dp_average_grads(dp *d, model *m) {
   if (d->local)
     return KILN_OK;
   return kiln_mpi_allreduce(d->mpi, m->queue, &(kiln_range){m->grads, 0, m->nparams, KILN_F32}, d->grad_op, 0, NULL, NULL);
@@ -123,7 +123,7 @@ static uint64_t fnv1a(const unsigned char *p, size_t n) {
   return h;
 }
 
-kiln_status dp_check_params(dp *d, mlp *m) {
+kiln_status dp_check_params(dp *d, model *m) {
   size_t bytes = m->nparams * sizeof(float);
   unsigned char *host = malloc(bytes);
   uint64_t *all = malloc((size_t)d->size * sizeof *all);
