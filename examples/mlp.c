@@ -128,11 +128,9 @@ static kiln_status mlp_forward(model *mm, size_t rows, kiln_buffer *x,
   mlp *m = (mlp *)mm;
   kiln_status st = KILN_OK;
   kiln_queue *q = mm->queue;
-  kiln_dtype dt = mm->act_dtype;
-  kiln_buffer *w = dt == KILN_BF16 ? mm->params_lp : mm->params;
   /* The wait list (the batch's upload, on another queue) goes to the first
    * op; the queue is in order, so every later op follows it. */
-  if (dt == KILN_BF16) {
+  if (mm->act_dtype == KILN_BF16) {
     const kiln_range xr = {x, x_offset, rows * INPUTS, KILN_F32};
     const kiln_range x_lp = {m->x_lp, 0, rows * INPUTS, KILN_BF16};
     TRY(kiln_cast(q, &xr, &x_lp, num_wait, wait_list, NULL), done);
@@ -143,30 +141,15 @@ static kiln_status mlp_forward(model *mm, size_t rows, kiln_buffer *x,
     const mlp_layer *ly = &m->layer[l];
     size_t in_off;
     kiln_buffer *in = layer_input(m, l, x, x_offset, &in_off);
-    /* h = act(a W^T + b) in one launch: W is out x in (nn.Linear's
-     * layout), hence TRANS; the bias is read from the f32 master copy. */
-    const kiln_matrix a = {.buffer = in,
-                           .offset = in_off,
-                           .rows = rows,
-                           .cols = ly->in,
-                           .dtype = dt};
-    const kiln_matrix wt = {.buffer = w,
-                            .offset = ly->w,
-                            .rows = ly->out,
-                            .cols = ly->in,
-                            .dtype = dt,
-                            .trans = KILN_TRANS};
-    const kiln_matrix h = {
-        .buffer = m->h[l], .rows = rows, .cols = ly->out, .dtype = KILN_F32};
-    const kiln_range bias = {mm->params, ly->b, ly->out, KILN_F32};
-    const kiln_epilogue e = {
-        1.0f, 0.0f, &bias, l == MLP_LAYERS - 1 ? KILN_ACT_NONE : KILN_ACT_RELU};
-    TRY(kiln_matmul(q, 1, &a, &wt, &h, &e, num_wait, wait_list, NULL), done);
+    TRY(model_dense_forward(mm, ly, rows, in, in_off, m->h[l],
+                            l == MLP_LAYERS - 1 ? KILN_ACT_NONE : KILN_ACT_RELU,
+                            num_wait, wait_list),
+        done);
     num_wait = 0;
     wait_list = NULL;
     if (l == MLP_LAYERS - 1)
       break;
-    if (dt == KILN_BF16)
+    if (mm->act_dtype == KILN_BF16)
       TRY(kiln_cast(q, &(kiln_range){m->h[l], 0, rows * ly->out, KILN_F32},
                     &(kiln_range){m->h_lp[l], 0, rows * ly->out, KILN_BF16}, 0,
                     NULL, NULL),
@@ -184,14 +167,10 @@ static kiln_status mlp_gradients(model *mm, size_t rows, kiln_buffer *x,
   mlp *m = (mlp *)mm;
   kiln_status st = KILN_OK;
   kiln_queue *q = mm->queue;
-  kiln_dtype dt = mm->act_dtype;
-  kiln_buffer *w = dt == KILN_BF16 ? mm->params_lp : mm->params;
   const int last = MLP_LAYERS - 1;
   TRY(mlp_forward(mm, rows, x, x_offset, true, num_wait, wait_list), done);
-  kiln_matrix logits = {.buffer = m->h[last],
-                        .rows = rows,
-                        .cols = m->layer[last].out,
-                        .dtype = KILN_F32};
+  kiln_matrix logits = {
+      .buffer = mm->logits, .rows = rows, .cols = CLASSES, .dtype = KILN_F32};
   kiln_matrix dlogits = logits;
   dlogits.buffer = m->dz;
   kiln_range label_r = {labels, labels_offset, rows, KILN_U32};
@@ -208,46 +187,13 @@ static kiln_status mlp_gradients(model *mm, size_t rows, kiln_buffer *x,
     const mlp_layer *ly = &m->layer[l];
     size_t in_off;
     kiln_buffer *in = layer_input(m, l, x, x_offset, &in_off);
-    kiln_buffer *d = m->dz;
-    if (dt == KILN_BF16) {
-      TRY(kiln_cast(q, &(kiln_range){m->dz, 0, rows * ly->out, KILN_F32},
-                    &(kiln_range){m->d_lp, 0, rows * ly->out, KILN_BF16}, 0,
-                    NULL, NULL),
-          done);
-      d = m->d_lp;
-    }
-    /* dW = dz^T a (out x in), db = the column sums of dz. */
-    const kiln_matrix dz = {
-        .buffer = d, .rows = rows, .cols = ly->out, .dtype = dt};
-    kiln_matrix dz_t = dz;
-    dz_t.trans = KILN_TRANS;
-    const kiln_matrix a = {.buffer = in,
-                           .offset = in_off,
-                           .rows = rows,
-                           .cols = ly->in,
-                           .dtype = dt};
-    const kiln_matrix dw = {.buffer = mm->grads,
-                            .offset = ly->w,
-                            .rows = ly->out,
-                            .cols = ly->in,
-                            .dtype = KILN_F32};
-    const kiln_matrix dz32 = {
-        .buffer = m->dz, .rows = rows, .cols = ly->out, .dtype = KILN_F32};
-    const kiln_range db = {mm->grads, ly->b, ly->out, KILN_F32};
-    TRY(kiln_matmul(q, 1, &dz_t, &a, &dw, NULL, 0, NULL, NULL), done);
-    TRY(kiln_reduce_cols(q, KILN_REDUCE_SUM, &dz32, &db, 0, NULL, NULL), done);
+    TRY(model_dense_backward(mm, ly, rows, in, in_off, m->dz, m->d_lp,
+                             l > 0 ? m->dh : NULL),
+        done);
     if (l == 0)
       break;
-    /* da = dz W (rows x in), then through the previous layer's ReLU, from
-     * its output (kept in h): dz = da where h > 0. */
-    const kiln_matrix wm = {.buffer = w,
-                            .offset = ly->w,
-                            .rows = ly->out,
-                            .cols = ly->in,
-                            .dtype = dt};
-    const kiln_matrix da = {
-        .buffer = m->dh, .rows = rows, .cols = ly->in, .dtype = KILN_F32};
-    TRY(kiln_matmul(q, 1, &dz, &wm, &da, NULL, 0, NULL, NULL), done);
+    /* Through the previous layer's ReLU, from its output (kept in h):
+     * dz = dh where h > 0. */
     size_t n = rows * ly->in;
     kiln_range hy = {m->h[l - 1], 0, n, KILN_F32};
     kiln_range dh = {m->dh, 0, n, KILN_F32}, dzr = {m->dz, 0, n, KILN_F32};

@@ -15,10 +15,7 @@ enum { MLP_LAYERS = 3 };
 /* The hidden width of the full-size network (the README's figures). */
 enum { MLP_HIDDEN = 1024 };
 
-typedef struct mlp_layer {
-  size_t in, out;
-  size_t w, b; /* element offsets of the weights and the bias in params */
-} mlp_layer;
+typedef model_dense mlp_layer;
 
 typedef struct mlp {
   model base;

@@ -59,6 +59,72 @@ kiln_status model_reset_optimizer(model *m) {
   return st;
 }
 
+kiln_status model_dense_forward(model *m, const model_dense *ly, size_t rows,
+                                kiln_buffer *x, size_t x_offset, kiln_buffer *y,
+                                kiln_activation act, size_t num_wait,
+                                kiln_event *const *wait_list) {
+  const kiln_dtype dt = m->act_dtype;
+  /* W is out x in, hence TRANS; the bias is read from the f32 master. */
+  const kiln_matrix a = {
+      .buffer = x, .offset = x_offset, .rows = rows, .cols = ly->in, .dtype = dt};
+  const kiln_matrix wt = {.buffer = dt == KILN_BF16 ? m->params_lp : m->params,
+                          .offset = ly->w,
+                          .rows = ly->out,
+                          .cols = ly->in,
+                          .dtype = dt,
+                          .trans = KILN_TRANS};
+  const kiln_matrix h = {
+      .buffer = y, .rows = rows, .cols = ly->out, .dtype = KILN_F32};
+  const kiln_range bias = {m->params, ly->b, ly->out, KILN_F32};
+  const kiln_epilogue e = {1.0f, 0.0f, &bias, act};
+  return kiln_matmul(m->queue, 1, &a, &wt, &h, &e, num_wait, wait_list, NULL);
+}
+
+kiln_status model_dense_backward(model *m, const model_dense *ly, size_t rows,
+                                 kiln_buffer *x, size_t x_offset,
+                                 kiln_buffer *dz, kiln_buffer *dz_lp,
+                                 kiln_buffer *dx) {
+  kiln_queue *q = m->queue;
+  const kiln_dtype dt = m->act_dtype;
+  kiln_status st = KILN_OK;
+  kiln_buffer *d = dz;
+  if (dt == KILN_BF16) {
+    const kiln_range from = {dz, 0, rows * ly->out, KILN_F32};
+    const kiln_range to = {dz_lp, 0, rows * ly->out, KILN_BF16};
+    st = kiln_cast(q, &from, &to, 0, NULL, NULL);
+    d = dz_lp;
+  }
+  /* dW = dz^T x (out x in), db = the column sums of dz (in f32). */
+  const kiln_matrix dzm = {.buffer = d, .rows = rows, .cols = ly->out, .dtype = dt};
+  kiln_matrix dz_t = dzm;
+  dz_t.trans = KILN_TRANS;
+  const kiln_matrix a = {
+      .buffer = x, .offset = x_offset, .rows = rows, .cols = ly->in, .dtype = dt};
+  const kiln_matrix dw = {.buffer = m->grads,
+                          .offset = ly->w,
+                          .rows = ly->out,
+                          .cols = ly->in,
+                          .dtype = KILN_F32};
+  const kiln_matrix dz32 = {
+      .buffer = dz, .rows = rows, .cols = ly->out, .dtype = KILN_F32};
+  const kiln_range db = {m->grads, ly->b, ly->out, KILN_F32};
+  if (st == KILN_OK)
+    st = kiln_matmul(q, 1, &dz_t, &a, &dw, NULL, 0, NULL, NULL);
+  if (st == KILN_OK)
+    st = kiln_reduce_cols(q, KILN_REDUCE_SUM, &dz32, &db, 0, NULL, NULL);
+  if (st != KILN_OK || dx == NULL)
+    return st;
+  /* dx = dz W (rows x in). */
+  const kiln_matrix wm = {.buffer = dt == KILN_BF16 ? m->params_lp : m->params,
+                          .offset = ly->w,
+                          .rows = ly->out,
+                          .cols = ly->in,
+                          .dtype = dt};
+  const kiln_matrix da = {
+      .buffer = dx, .rows = rows, .cols = ly->in, .dtype = KILN_F32};
+  return kiln_matmul(q, 1, &dzm, &wm, &da, NULL, 0, NULL, NULL);
+}
+
 kiln_status model_step(model *m, const model_hyper *hp) {
   m->steps++;
   kiln_range w = {m->params, 0, m->nparams, KILN_F32};

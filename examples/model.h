@@ -70,7 +70,9 @@ struct model {
   kiln_dtype act_dtype; /* KILN_F32 or KILN_BF16 */
   size_t width;         /* the width create() used (for the banner) */
   size_t nparams;
-  unsigned long steps;          /* optimizer steps taken (AdamW) */
+  unsigned long steps;          /* optimizer steps taken (AdamW's bias
+                                   correction; dropout's stream offset) */
+  uint64_t seed;                /* init()'s, for dropout's stream */
   kiln_buffer *params, *grads;  /* f32, nparams each, same offsets */
   kiln_buffer *opt_m, *opt_v;   /* optimizer state */
   kiln_buffer *params_lp;       /* bf16 copy of params (bf16 only) */
@@ -88,6 +90,30 @@ kiln_status model_alloc_common(model *m);
 void model_free_common(model *m);
 /* Zero the optimizer state and refresh the bf16 copy (after init). */
 kiln_status model_reset_optimizer(model *m);
+
+/* A dense (fully connected) layer: W out x in row-major (nn.Linear's
+ * layout) at element w of params, its f32 bias (out) at b. */
+typedef struct model_dense {
+  size_t in, out;
+  size_t w, b;
+} model_dense;
+
+/* y = act(x W^T + b) in one launch: x rows x in of m->act_dtype at x_offset
+ * of x (the weights read from params_lp in bf16, the bias from params), y
+ * f32 rows x out. The wait list goes to the launch. */
+kiln_status model_dense_forward(model *m, const model_dense *ly, size_t rows,
+                                kiln_buffer *x, size_t x_offset, kiln_buffer *y,
+                                kiln_activation act, size_t num_wait,
+                                kiln_event *const *wait_list);
+
+/* From dz (f32 rows x out, the gradient of the layer's pre-activation
+ * output): dW = dz^T x and db = the column sums of dz into grads, and, when
+ * dx is not NULL, dx = dz W (f32 rows x in). x as for the forward pass; in
+ * bf16 dz is first cast into dz_lp (rows x out bf16) for the GEMMs. */
+kiln_status model_dense_backward(model *m, const model_dense *ly, size_t rows,
+                                 kiln_buffer *x, size_t x_offset,
+                                 kiln_buffer *dz, kiln_buffer *dz_lp,
+                                 kiln_buffer *dx);
 
 /* One optimizer step over every parameter from m->grads. */
 kiln_status model_step(model *m, const model_hyper *hyper);
