@@ -299,6 +299,29 @@ static void layernorm_bwd_body(kiln_context *ctx, kiln_queue *q,
       for (size_t i = 0; i < count; i++)
         UTIL_CLOSE(util_get(dt, dxi, LOFF + i), util_get(dt, dxa, YOFF + i), 0,
                    "%s in place at %zu", profile, i);
+      /* In place with the sums too: dscale and dbias must read dy before
+       * dx overwrites it (they once read the overwritten values). */
+      assert_kiln_ok(kiln_buffer_write_sync(q, dy, RANGE(gb, 0, total, dt)));
+      float *vs = util_download(q, vb, KILN_F32, 2 * cols + 6);
+      assert_kiln_ok(kiln_layernorm_rows_backward(
+          q, MATRIX(xb, XOFF, rows, cols, dt), RANGE(sb, 1, cols, dt),
+          MATRIX(gb, LOFF, rows, cols, dt), MATRIX(gb, LOFF, rows, cols, dt),
+          RANGE(vb, 1, cols, KILN_F32), RANGE(vb, cols + 4, cols, KILN_F32),
+          eps, 0, NULL, NULL));
+      float *vi = util_download(q, vb, KILN_F32, 2 * cols + 6);
+      void *dxs = util_download(q, gb, dt, total);
+      for (size_t c = 0; c < cols; c++) {
+        UTIL_CLOSE(vi[1 + c], vs[1 + c], 0, "%s in place dscale %zu", profile,
+                   c);
+        UTIL_CLOSE(vi[cols + 4 + c], vs[cols + 4 + c], 0,
+                   "%s in place dbias %zu", profile, c);
+      }
+      for (size_t i = 0; i < count; i++)
+        UTIL_CLOSE(util_get(dt, dxs, LOFF + i), util_get(dt, dxa, YOFF + i), 0,
+                   "%s in place with sums at %zu", profile, i);
+      free(vs);
+      free(vi);
+      free(dxs);
       free(dxa);
       free(dxi);
       free(x);

@@ -432,7 +432,12 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
     cl_ulong xo = x_offset, so = scale != NULL ? scale_offset : 0;
     cl_ulong go = dy_offset, dxo = dx != NULL ? dx_offset : 0;
     cl_ulong nr = rows, nc = cols;
-    cl_int has_scale = scale != NULL, has_dx = dx != NULL, has_stats = sums;
+    /* The column sums read dy after the row pass: when dx is dy (in
+     * place), the row pass first writes only the row statistics, and dx
+     * comes in a third launch after the sums. */
+    const bool in_place = dx == dy && dx_offset == dy_offset;
+    cl_int has_scale = scale != NULL, has_stats = sums;
+    cl_int has_dx = dx != NULL && !(in_place && sums);
     cl_kernel k = NULL;
     KILN__CHECK(s, kiln__op_kernel(
         &o, "train_rows", p.options, "layernorm_backward_rows", &k, 15,
@@ -455,6 +460,16 @@ KILN_API kiln_status kiln_layernorm_rows_backward(
           KILN__ARG(dbm), KILN__ARG(dbo), KILN__ARG(has_db), KILN__ARG(nr),
           KILN__ARG(nc)));
       KILN__CHECK(s, kiln__train_launch_elems(&o, kc, cols));
+    }
+    if (dx != NULL && !has_dx) {
+      has_dx = 1;
+      KILN__CHECK(s, kiln__op_args(
+          &o, k, 15, KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(sc),
+          KILN__ARG(so), KILN__ARG(has_scale), KILN__ARG(eps),
+          KILN__ARG(dy->cl), KILN__ARG(go), KILN__ARG(dxm), KILN__ARG(dxo),
+          KILN__ARG(has_dx), KILN__ARG(st), KILN__ARG(has_stats),
+          KILN__ARG(nr), KILN__ARG(nc)));
+      KILN__CHECK(s, kiln__train_launch_rows(&o, &p, k, rows));
     }
   }
   return kiln__op_end(&o, s, out_event);
