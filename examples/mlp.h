@@ -60,7 +60,7 @@ typedef struct mlp {
   kiln_buffer *scratch;        /* f32, a few scalars */
 } mlp;
 
-/* The hidden width of the full-size network (the README's figures). */
+/* The hidden width of the full-size network (the figures of docs/performance.md). */
 enum { MLP_HIDDEN = 1024 };
 
 /* Create the model's buffers for batches of up to `batch` rows, with two
