@@ -1,6 +1,6 @@
 /* The per-call cost of a small tuned op: not a test (meson builds it, the
- * suite does not run it). README.md, "Tuning", says how the figures there
- * were taken:
+ * suite does not run it). docs/performance.md, "Tuning", says how the
+ * figures there were taken:
  *
  *   bench_gemm_call calls N      one thread, one queue: one warm-up GEMM
  *                                (program build, tuning file read), then N

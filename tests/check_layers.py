@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check that kiln's rooms stand in layers and its modules call one way.
 
-The rooms, lowest first (README.md, "Architecture"):
+The rooms, lowest first (docs/architecture.md):
 
   library: backends -> runtime/core -> runtime/mem -> runtime/program ->
            runtime/tune -> runtime/ops -> runtime/multi

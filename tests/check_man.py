@@ -11,7 +11,10 @@
   ENVIRONMENT; every one libkiln reads (getenv in runtime/) in kiln(3)'s;
 - each page renders with `man --warnings` (groff -ww without man) and no
   warning;
-- `meson install` installs every page.
+- `meson install` installs every page;
+- kiln(1) and kiln(3) point at the documents installed in share/doc/kiln,
+  and every document a page names (README.md, CHANGELOG.md, docs/*.md) is
+  one `meson install` puts there.
 
 usage: check_man.py KILN_BIN SOURCE_ROOT BUILD_ROOT
 """
@@ -139,6 +142,25 @@ installed = {os.path.basename(v) for v in json.loads(plan.stdout).values()}
 for page in PAGES:
     if page not in installed:
         problems.append(f"{page}: not installed (install_man in its meson.build)")
+
+# The documents a page names are installed (share/doc/kiln, meson.build).
+plan_map = json.loads(plan.stdout)
+docdir = [v for v in plan_map.values() if v.endswith("/share/doc/kiln/README.md")]
+docdir = os.path.dirname(docdir[0]) if docdir else None
+if docdir is None:
+    problems.append("README.md is not installed in share/doc/kiln (meson.build)")
+for page, rel in PAGES.items():
+    with open(os.path.join(SOURCE, rel), encoding="utf-8") as f:
+        text = f.read().replace("\\%", "").replace("\\-", "-")
+    if page in ("kiln.1", "kiln.3") and "share/doc/kiln/" not in sections(page).get("SEE ALSO", ""):
+        problems.append(f"{page}: SEE ALSO does not point at the installed documents (share/doc/kiln/)")
+    for doc in sorted(set(re.findall(r"(?<![\w/.-])((?:docs/[a-z0-9-]+|README|CHANGELOG)\.md)\b", text))):
+        if not os.path.exists(os.path.join(SOURCE, doc)):
+            problems.append(f"{page}: names {doc}, which is not in the source tree")
+        elif docdir is None or os.path.join(docdir, doc) not in plan_map.values() and not (
+                doc.startswith("docs/") and
+                plan_map.get(os.path.join(os.path.abspath(SOURCE), "docs")) == os.path.join(docdir, "docs")):
+            problems.append(f"{page}: names {doc}, which meson install does not put in share/doc/kiln")
 
 for p in problems:
     print("man pages: " + p, file=sys.stderr)

@@ -57,7 +57,7 @@ export POCL_DEVICES="${POCL_DEVICES:-pthread pthread}"
 # Every rank on PoCL: ranks on devices of different drivers (CI's rusticl
 # stage also offers llvmpipe, which a third rank would take) apply the same
 # averaged gradients with different compilers' rounding, so their models
-# differ in the last bits (README, Data-parallel training).
+# differ in the last bits (docs/multi-device.md, Data-parallel training).
 args=(--device pocl --steps 20 --limit 4800 --test-limit 256 --batch 240
       --optimizer sgd --lr 0.02 --seed 1 --print-losses)
 
