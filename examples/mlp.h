@@ -12,7 +12,8 @@
 
 enum { MLP_LAYERS = 3 };
 
-/* The hidden width of the full-size network (the figures of docs/performance.md). */
+/* The hidden width of the full-size network (the figures of
+ * docs/performance.md). */
 enum { MLP_HIDDEN = 1024 };
 
 typedef model_dense mlp_layer;
