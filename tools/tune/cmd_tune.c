@@ -40,7 +40,7 @@ static void usage(FILE *out) {
           "                       the CPU family's (PoCL). gemm and transpose\n"
           "                       tune the space of the device's family\n"
           "  -s, --size SPECS     sizes to time, N or MxNxK, comma-separated\n"
-          "                       (at most 16 sizes, each number 1 to 2^30;\n"
+          "                       (at most 8 sizes, each number 1 to 2^30;\n"
           "                       default per op: gemm 512,1024; transpose\n"
           "                       N x N 1024,2048; others N elements\n"
           "                       4194304,16777216)\n"
