@@ -19,7 +19,7 @@ static const command commands[] = {
     {"cache", kiln_cmd_cache, "list, clear or warm the program cache"},
     {"bench", kiln_cmd_bench, "measure op throughput against the device's peaks"},
     {"tune", kiln_cmd_tune, "search kernel parameters for a device, with a correctness gate"},
-    {"report", kiln_cmd_report, "measure a device in one run (tests, tune, bench, trainer) into a folder"},
+    {"report", kiln_cmd_report, "measure a device in one run (tests, tune, bench) into a folder"},
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))

@@ -163,11 +163,16 @@ static void print_cols(const struct bench_result *r, const char *shape) {
                r->cols[base].s / r->cols[i].s);
     cli_item(stdout, &col, i > 0 ? "; " : " ", item, ROW_LEAD + 1, width);
   }
+  /* The check and its note: words, wrapped under the row's items. */
   char check[300];
   snprintf(check, sizeof check, "%s%s%s", r->verified ? "verified" : "not checked",
            r->note[0] ? "; " : "", r->note);
-  cli_item(stdout, &col, "  ", check, ROW_LEAD + 1, width);
-  putchar('\n');
+  if (col + 2 + (int)strlen(check) <= width) {
+    printf("  %s\n", check);
+    return;
+  }
+  printf("\n%*s", ROW_LEAD + 1, "");
+  cli_wrap(stdout, check, ROW_LEAD + 1, ROW_LEAD + 1, width);
 }
 
 static void print_text(const struct bench_result *r,

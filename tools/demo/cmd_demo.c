@@ -119,13 +119,18 @@ static bool run_saxpy(kiln_context *ctx, kiln_queue *queue, size_t n) {
     if (out[i] != want && bad++ == 0)
       first_bad = i;
   }
-  printf("  saxpy, %zu floats: build %.1f ms%s, kernel %.2f ms",
-         n, build_ms, kiln_program_is_from_cache(prog) ? " (from kiln's cache)" : "",
-         run_ms);
+  char line[512];
+  int len = snprintf(line, sizeof line, "  saxpy, %zu floats: build %.1f ms%s, "
+                     "kernel %.2f ms", n, build_ms,
+                     kiln_program_is_from_cache(prog) ? " (from kiln's cache)" : "",
+                     run_ms);
   if (profiled)
-    printf(" (device %.2f ms, %.1f GB/s)", (double)(end - start) / 1e6,
-           3.0 * (double)n * sizeof(float) / (double)(end - start));
-  printf(", with transfers %.1f ms\n", total_ms);
+    len += snprintf(line + len, sizeof line - (size_t)len,
+                    " (device %.2f ms, %.1f GB/s)", (double)(end - start) / 1e6,
+                    3.0 * (double)n * sizeof(float) / (double)(end - start));
+  snprintf(line + len, sizeof line - (size_t)len, ", with transfers %.1f ms",
+           total_ms);
+  cli_wrap(stdout, line, 0, 4, cli_width());
   if (bad > 0) {
     printf("  saxpy: %zu wrong elements; first at %zu: %.9g, expected %.9g\n",
            bad, first_bad, (double)out[first_bad],

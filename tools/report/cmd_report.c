@@ -55,7 +55,7 @@ static void usage(FILE *out) {
           "                       a few test programs, a trainer subset\n"
           "  -t, --time-limit SECONDS\n"
           "                       the whole report's limit (default 540)\n"
-          "  -b, --tune-budget SECONDS\n"
+          "      --tune-budget SECONDS\n"
           "                       kiln tune's time for all ops together\n"
           "                       (default 200, 12 at the small scale)\n"
           "  -B, --build DIR      the build tree with the tests and examples\n"
@@ -114,12 +114,14 @@ static void find_build(report *r, const char *given) {
 }
 
 int kiln_cmd_report(int argc, char **argv) {
+  /* --tune-budget has no short form: -b is kiln tune's --budget. */
+  enum { OPT_TUNE_BUDGET = 256 };
   static const struct option opts[] = {
       {"device", required_argument, 0, 'd'},
       {"out", required_argument, 0, 'O'},
       {"quick", no_argument, 0, 'q'},
       {"time-limit", required_argument, 0, 't'},
-      {"tune-budget", required_argument, 0, 'b'},
+      {"tune-budget", required_argument, 0, OPT_TUNE_BUDGET},
       {"build", required_argument, 0, 'B'},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
@@ -128,7 +130,7 @@ int kiln_cmd_report(int argc, char **argv) {
   const char *selector = NULL, *out = "kiln-report", *build = NULL;
   double time_limit = 540, tune_budget = 0;
   cli args;
-  cli_begin(&args, "kiln report", argc, argv, "d:O:qt:b:B:h", opts);
+  cli_begin(&args, "kiln report", argc, argv, "d:O:qt:B:h", opts);
   for (int c; (c = cli_next(&args)) != -1;) {
     switch (c) {
     case 'd': selector = optarg; break;
@@ -138,7 +140,7 @@ int kiln_cmd_report(int argc, char **argv) {
       if (!parse_seconds("--time-limit", optarg, &time_limit))
         return 2;
       break;
-    case 'b':
+    case OPT_TUNE_BUDGET:
       if (!parse_seconds("--tune-budget", optarg, &tune_budget))
         return 2;
       break;
