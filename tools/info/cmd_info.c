@@ -609,8 +609,9 @@ int kiln_cmd_info(int argc, char **argv) {
       return doctor_rc;
   }
   /* A KILN_DEVICE that does not parse is a usage error here too, though
-   * the report shows every device whatever it says (--device filters). */
-  if (model.selector == NULL && !model.explain &&
+   * the report shows every device whatever it says (--device filters);
+   * the doctor reports it as one of its findings instead. */
+  if (!doctor && model.selector == NULL && !model.explain &&
       cli_check_selector("kiln info", NULL) != CLI_OK) {
     json_decref(doctor_json);
     return CLI_USAGE;
