@@ -326,7 +326,8 @@ def test_exit_codes():
             expect(args + ["--device"], 2, text="needs a value")
             expect(args + ["--device", "bad["], 2, text="selector")
             expect(args + ["-d", "bad["], 2, text="selector")
-    assert not os.path.exists(out + "/r"), "kiln report made its folder on a usage error"
+    if os.path.exists(out + "/r"):
+        problems.append("kiln report made its folder on a usage error")
     assert not problems, "\n".join(problems)
 
 
@@ -453,16 +454,22 @@ def test_cache_defects():
 
 def test_list_values():
     problems = []
-    for args, want in [(["tune", "--op", "gemm,,"], "empty item"),
-                       (["tune", "--op", ",gemm"], "empty item"),
-                       (["tune", "--op", "gemm,"], "empty item"),
-                       (["bench", "--op", "sum,,dot"], "empty item"),
-                       (["bench", "--size", "64,,128"], "empty item"),
-                       (["tune", "--size", "64,,128"], "empty item"),
-                       (["tune", "--size", "99999999999999"], "from 1 to 2^30"),
-                       (["bench", "--size", "99999999999999"], "from 1 to 2^40"),
-                       (["tune", "--size", "1,2,3,4,5,6,7,8,9"], "more than 8 sizes"),
-                       (["bench", "--size", ",".join(["8"] * 17)], "more than 16 sizes"),
+    # --list and small sizes: a tool that took the value would not run long.
+    for args, want in [(["tune", "--list", "--op", "gemm,,"], "empty item"),
+                       (["tune", "--list", "--op", ",gemm"], "empty item"),
+                       (["tune", "--list", "--op", "gemm,"], "empty item"),
+                       (["bench", "--runs", "5", "--size", "64", "--op", "sum,,dot"],
+                        "empty item"),
+                       (["bench", "--runs", "5", "--op", "sum", "--size", "64,,128"],
+                        "empty item"),
+                       (["tune", "--list", "--size", "64,,128"], "empty item"),
+                       (["tune", "--list", "--size", "99999999999999"], "from 1 to 2^30"),
+                       (["bench", "--op", "sum", "--size", "99999999999999"],
+                        "from 1 to 2^40"),
+                       (["tune", "--list", "--size", "1,2,3,4,5,6,7,8,9"],
+                        "more than 8 sizes"),
+                       (["bench", "--op", "sum", "--size", ",".join(["8"] * 17)],
+                        "more than 16 sizes"),
                        (["demo", "--size", "0"], "number of floats")]:
         p = run(args, ok=range(256))
         if p.returncode != 2 or want not in p.stderr:
