@@ -1,7 +1,7 @@
 /* `kiln bench`: op throughput on one device against the device's measured
  * peaks. Options, the run loop, and the text and JSON reports; the peaks are
  * in bench_peaks.c, the op runners in bench_ops.c and bench_extra.c. */
-#include "cli.h"
+#include "cli/cli.h"
 #include "commands.h"
 
 #include <errno.h>

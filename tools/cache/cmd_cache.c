@@ -8,7 +8,7 @@
  * start to first result. Its child workload, the hidden `kiln cache
  * first-kernel`, builds a small user kernel, runs it once and checks it. */
 #define _XOPEN_SOURCE 700 /* nftw */
-#include "cli.h"
+#include "cli/cli.h"
 #include "commands.h"
 #include "progress.h"
 

@@ -2,7 +2,7 @@
  * It builds and runs a user kernel (saxpy over a million floats), then a few
  * ops of the op library (a sum and a small GEMM), checks every result against
  * the host, and prints the device, the build and run times and PASS/FAIL. */
-#include "cli.h"
+#include "cli/cli.h"
 #include "commands.h"
 
 #include <math.h>

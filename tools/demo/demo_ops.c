@@ -1,6 +1,6 @@
 /* `kiln demo`, second half: a few ops of kiln's op library, each checked
  * against a double-precision host reference. */
-#include "cli.h"
+#include "cli/cli.h"
 #include "commands.h"
 #include "demo.h"
 

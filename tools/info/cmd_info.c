@@ -1,7 +1,7 @@
 /* `kiln info`: the clinfo-style report of every platform and device, kiln's
  * own view of each device (stable id, profile, quirks), the compact list,
  * selector explanations, the device check and the doctor. */
-#include "cli.h"
+#include "cli/cli.h"
 #include "commands.h"
 #include "info.h"
 

@@ -5,7 +5,7 @@
  * machine (a CUDA container image) may have no Python, and the kiln tool
  * is there whenever kiln is. */
 #define _GNU_SOURCE
-#include "cli.h"
+#include "cli/cli.h"
 #include "commands.h"
 #include "report.h"
 #include "report_plan.h"

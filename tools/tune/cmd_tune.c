@@ -3,7 +3,7 @@
  * device's tuning file (kiln/kiln_tune.h), which every program on the
  * machine then reads. tune_search.c searches, tune_gate.c checks and
  * times; this file is the command line and the report. */
-#include "cli.h"
+#include "cli/cli.h"
 #include "commands.h"
 #include "tune.h"
 
