@@ -28,7 +28,8 @@ The grammar every subcommand shares (docs/cli.md, kiln(1)):
 - exit_codes: 2 for a usage error in every subcommand (an unknown option,
   a missing value, a --device or a KILN_DEVICE that does not parse, an
   unknown command), 0 for --help, with --wide accepted;
-- did_you_mean: a misspelt command, option or op gets the nearest one;
+- did_you_mean: a misspelt command, option or op gets the nearest one; an
+  abbreviated long option is refused with its full name;
 - width: text output fits 80 columns when not a terminal (the report, the
   list, --explain, bench rows, tune --list, the cache, every --help) and a
   60-column terminal; --wide lifts the limit;
@@ -179,12 +180,14 @@ def terminal(data, width):
     return ["".join(l) for l in lines], overflow
 
 
-def warm_on_pty(cols, env):
+def run_on_pty(args, cols, env=None):
+    """Run kiln with args on a pty of cols columns (0: the terminal reports
+    no width); return (output, exit code)."""
     pid, fd = pty.fork()
     if pid == 0:
         os.environ.pop("KILN_DEVICE", None)
-        os.environ.update(env)
-        os.execv(KILN, [KILN, "cache", "warm"])
+        os.environ.update(env or {})
+        os.execv(KILN, [KILN] + args)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
     out, deadline = b"", time.time() + 600
     while time.time() < deadline:
@@ -192,7 +195,7 @@ def warm_on_pty(cols, env):
         if not r:
             continue
         try:
-            b = os.read(fd, 4096)
+            b = os.read(fd, 65536)
         except OSError:
             break
         if not b:
@@ -200,6 +203,10 @@ def warm_on_pty(cols, env):
         out += b
     _, status = os.waitpid(pid, 0)
     return out.decode("utf-8", "replace"), os.waitstatus_to_exitcode(status)
+
+
+def warm_on_pty(cols, env):
+    return run_on_pty(["cache", "warm"], cols, env)
 
 
 def test_warm_progress():
@@ -340,7 +347,11 @@ def test_did_you_mean():
              (["tune", "--budgte", "1"], "did you mean '--budget'?"),
              (["bench", "--op", "sun"], "did you mean 'sum'?"),
              (["tune", "--op", "gemn"], "did you mean 'gemm'?"),
-             (["demo", "--wdie"], "did you mean '--wide'?")]
+             (["demo", "--wdie"], "did you mean '--wide'?"),
+             # An abbreviation is refused: --re must not reset the tuning.
+             (["tune", "--re"], "did you mean '--reset'?"),
+             (["demo", "--devic", "pocl"], "did you mean '--device'?"),
+             (["info", "--json=x"], "--json takes no value")]
     problems = []
     for args, want in cases:
         p = run(args, ok=range(256))
@@ -351,29 +362,6 @@ def test_did_you_mean():
 
 def long_lines(text, width):
     return [l for l in text.replace("\r", "\n").splitlines() if len(l) > width]
-
-
-def run_on_pty(args, cols, env=None):
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.environ.pop("KILN_DEVICE", None)
-        os.environ.update(env or {})
-        os.execv(KILN, [KILN] + args)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
-    out, deadline = b"", time.time() + 300
-    while time.time() < deadline:
-        r, _, _ = select.select([fd], [], [], 1)
-        if not r:
-            continue
-        try:
-            b = os.read(fd, 65536)
-        except OSError:
-            break
-        if not b:
-            break
-        out += b
-    _, status = os.waitpid(pid, 0)
-    return out.decode("utf-8", "replace"), os.waitstatus_to_exitcode(status)
 
 
 def test_width():

@@ -46,10 +46,47 @@ static void option_word(const char *arg, char *buf, size_t cap) {
     *eq = '\0';
 }
 
+/* The candidates' spellings with "--", for suggestions. */
+static size_t long_names(const cli *c, const char **names, char (*spelled)[48],
+                         size_t cap) {
+  size_t n = 0;
+  for (; c->longs[n].name != NULL && n < cap; n++) {
+    snprintf(spelled[n], sizeof spelled[n], "--%s", c->longs[n].name);
+    names[n] = spelled[n];
+  }
+  return n;
+}
+
+/* The argument that named the long option getopt_long just took, when it
+ * did not spell the name out in full (0 when it did): getopt_long also
+ * takes a unique prefix (--re for --reset), which the grammar refuses, as
+ * an option added later would change its meaning. */
+static int abbreviated(const cli *c, int index) {
+  const struct option *o = &c->longs[index];
+  int at = optind - 1;
+  if (o->has_arg == required_argument && at > 0 &&
+      strchr(c->argv[at], '=') == NULL && strncmp(c->argv[at], "--", 2) != 0)
+    at--; /* "--opt VALUE": the value came last */
+  if (at < 1 || at >= c->argc)
+    return 0;
+  char word[128];
+  option_word(c->argv[at], word, sizeof word);
+  return strncmp(word, "--", 2) == 0 && strcmp(word + 2, o->name) != 0 ? at : 0;
+}
+
 int cli_next(cli *c) {
   for (;;) {
     const int prev = optind;
-    const int opt = getopt_long(c->argc, c->argv, c->shorts, c->longs, NULL);
+    int index = -1;
+    const int opt = getopt_long(c->argc, c->argv, c->shorts, c->longs, &index);
+    const int abbr = index >= 0 && opt != '?' && opt != ':' ? abbreviated(c, index) : 0;
+    if (abbr > 0) {
+      char word[128];
+      option_word(c->argv[abbr], word, sizeof word);
+      cli_usage_error(c->prog, "unknown option '%s'; did you mean '--%s'?",
+                      word, c->longs[index].name);
+      return CLI_BAD;
+    }
     if (opt == OPT_WIDE) {
       wide = true;
       continue;
@@ -71,11 +108,12 @@ int cli_next(cli *c) {
     }
     const char *names[40];
     char spelled[40][48];
-    size_t n = 0;
-    for (; c->longs[n].name != NULL && n < 40; n++) {
-      snprintf(spelled[n], sizeof spelled[n], "--%s", c->longs[n].name);
-      names[n] = spelled[n];
-    }
+    const size_t n = long_names(c, names, spelled, 40);
+    for (size_t i = 0; i < n; i++)
+      if (strcmp(names[i], shown) == 0) {
+        cli_usage_error(c->prog, "%s takes no value", shown);
+        return CLI_BAD;
+      }
     const char *near =
         strncmp(shown, "--", 2) == 0 ? cli_suggest(shown, names, n) : NULL;
     if (near != NULL)

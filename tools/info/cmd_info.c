@@ -35,7 +35,7 @@ static void usage(FILE *out) {
       "options:\n"
       "  -l, --list          compact platform/device tree, one line each\n"
       "  -j, --json          JSON document (schema \"kiln-info/1\", see\n"
-      "                      docs/cli.md)\n"
+      "                      kiln-info(1))\n"
       "  -d, --device SEL    only the devices selector SEL takes (grammar as\n"
       "                      KILN_DEVICE: gpu, cpu, pocl, 0:1, name:TEXT, ...)\n"
       "      --select SEL    the same as --device (its old name)\n"
