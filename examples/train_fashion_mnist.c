@@ -525,8 +525,9 @@ int main(int argc, char **argv) {
          o.seed);
   const bool bar = root && isatty(STDERR_FILENO);
   double accuracy = 0.0, last_loss = NAN, epoch_s = 0.0;
-  /* The bar's running loss is read at most twice a second: the read waits
-   * for the step in flight, which costs the overlap of that one step. */
+  /* The bar's running loss (this epoch's) is read at an epoch's first and
+   * last step and at most twice a second between: the read waits for the
+   * step in flight, which costs the overlap of that one step. */
   double run_t0 = now_s(), bar_read = 0.0, bar_loss = NAN;
   size_t t = 0, timed = 0;
   /* Prologue: the first batch (this rank's rows of it) into slot 0. */
@@ -570,7 +571,7 @@ int main(int argc, char **argv) {
       }
       if (bar) {
         const double now = now_s();
-        if (now - bar_read >= 0.5 || k + 1 == steps_per_epoch) {
+        if (now - bar_read >= 0.5 || k == 0 || k + 1 == steps_per_epoch) {
           TRY(kiln_buffer_read_sync(r.q, &(kiln_range){r.losses, 0, k + 1, KILN_F32},
                                     step_loss), kiln_fail);
           double sum = 0.0;
