@@ -217,9 +217,15 @@ static void print_row(FILE *out, int indent, const char *label,
     fprintf(out, "%*s%s\n", indent, "", label);
     return;
   }
-  fprintf(out, "%*s%-*s ", indent, "", pad, label);
-  if ((int)strlen(label) > pad)
-    fprintf(out, "\n%*s", lw + 1, "");
+  if ((int)strlen(label) > pad) {
+    /* A label wider than its column has a line of its own (wrapped on a
+     * narrow terminal), the value under the column. */
+    fprintf(out, "%*s", indent, "");
+    cli_wrap(out, label, indent, indent + 2, wrap_width);
+    fprintf(out, "%*s", lw + 1, "");
+  } else {
+    fprintf(out, "%*s%-*s ", indent, "", pad, label);
+  }
   static const char *seps[] = {", ", " | ", "; ", " "};
   const char *sep = " ";
   for (size_t i = 0; i < sizeof(seps) / sizeof(seps[0]); i++) {
@@ -423,9 +429,12 @@ static void print_report(FILE *out, const info_model *m) {
     free(name);
     free(version);
     free(exts);
-    if (plat->device_error != 0)
-      fprintf(out, "  Devices: none (clGetDeviceIDs: %s)\n",
-              kiln_cl_error_name(plat->device_error));
+    if (plat->device_error != 0) {
+      char none[128];
+      snprintf(none, sizeof none, "  Devices: none (clGetDeviceIDs: %s)",
+               kiln_cl_error_name(plat->device_error));
+      cli_wrap(out, none, 0, 4, wrap_width);
+    }
     for (size_t d = 0; d < plat->device_count; d++) {
       const info_device *dev = &plat->devices[d];
       if (!info_device_shown(m, dev))
