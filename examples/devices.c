@@ -8,10 +8,27 @@
  * Build: cc devices.c $(pkg-config --cflags --libs kiln) */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <kiln/kiln.h>
 
 int main(int argc, char **argv) {
+  /* --help; any other option is a usage error (exit 2). An operand is the
+   * selector. */
+  if (argc > 1 && argv[1][0] == '-') {
+    const int help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
+    if (!help)
+      fprintf(stderr, "devices: unknown argument '%s'\n", argv[1]);
+    fprintf(help ? stdout : stderr,
+            "usage: devices [SELECTOR]\n"
+            "List the devices and why the selector took or refused each.\n"
+            "options:\n"
+            "  SELECTOR     a device selector instead of KILN_DEVICE (kiln(1))\n"
+            "  -h, --help   this help\n"
+            "environment: KILN_DEVICE, the device selector (default: a GPU,\n"
+            "else the CPU)\n");
+    return help ? 0 : 2;
+  }
   const char *selector = argc > 1 ? argv[1] : NULL; /* NULL: the default */
   kiln_device_list *list = NULL;
   kiln_selection *selection = NULL;

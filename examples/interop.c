@@ -10,13 +10,30 @@
  * Build: cc interop.c $(pkg-config --cflags --libs kiln OpenCL) */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <kiln/kiln.h>
 #include <kiln/kiln_cl.h>
 
 enum { N = 4096 };
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* --help; anything else is a usage error (exit 2). The device comes
+   * from KILN_DEVICE. */
+  if (argc > 1) {
+    const int help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
+    if (!help)
+      fprintf(stderr, "interop: unknown argument '%s'\n", argv[1]);
+    fprintf(help ? stdout : stderr,
+            "usage: interop\n"
+            "Wrap a raw OpenCL buffer, fill it with kiln's axpy, read it with OpenCL.\n"
+            "options:\n"
+            "  -h, --help   this help\n"
+            "environment: KILN_DEVICE, the device selector (default: a GPU,\n"
+            "else the CPU)\n");
+    return help ? 0 : 2;
+  }
+
   static float x[N], y[N];
   for (size_t i = 0; i < N; i++) {
     x[i] = (float)i;

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <kiln/kiln.h>
 
@@ -24,7 +25,23 @@ static const char *source =
 
 enum { N = 1 << 16 };
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* --help; anything else is a usage error (exit 2). The device comes
+   * from KILN_DEVICE. */
+  if (argc > 1) {
+    const int help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
+    if (!help)
+      fprintf(stderr, "kernels_events: unknown argument '%s'\n", argv[1]);
+    fprintf(help ? stdout : stderr,
+            "usage: kernels_events\n"
+            "Run two kernels on two queues ordered by an event; check the result.\n"
+            "options:\n"
+            "  -h, --help   this help\n"
+            "environment: KILN_DEVICE, the device selector (default: a GPU,\n"
+            "else the CPU)\n");
+    return help ? 0 : 2;
+  }
+
   static float x[N], z[N];
   for (size_t i = 0; i < N; i++)
     x[i] = (float)i * 0.5f;

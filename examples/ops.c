@@ -11,12 +11,29 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <kiln/kiln.h>
 
 enum { M = 64, N = 48, K = 32 };
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* --help; anything else is a usage error (exit 2). The device comes
+   * from KILN_DEVICE. */
+  if (argc > 1) {
+    const int help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
+    if (!help)
+      fprintf(stderr, "ops: unknown argument '%s'\n", argv[1]);
+    fprintf(help ? stdout : stderr,
+            "usage: ops\n"
+            "Chain a GEMM, a softmax, argmax and a sum on one queue; check each.\n"
+            "options:\n"
+            "  -h, --help   this help\n"
+            "environment: KILN_DEVICE, the device selector (default: a GPU,\n"
+            "else the CPU)\n");
+    return help ? 0 : 2;
+  }
+
   static float a[M * K], b[K * N], c[M * N], probs[M * N], host_c[M * N];
   static uint32_t argmax[M];
   float total = 0.0f;

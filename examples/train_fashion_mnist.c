@@ -80,19 +80,65 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Every option, one line each: --help prints them, and an unknown option
+ * is looked up here. */
+static const struct {
+  const char *name, *value, *what;
+} option_help[] = {
+    {"--model", "mlp|cnn", "the network (default mlp)"},
+    {"--device", "SEL", "device selector (as KILN_DEVICE: gpu, cpu, 0:1)"},
+    {"--epochs", "N", "passes over the training set, 1-1000 (default 1)"},
+    {"--precision", "f32|bf16", "weights' and activations' type (default f32)"},
+    {"--optimizer", "adamw|sgd", "the update rule (default adamw)"},
+    {"--lr", "X", "learning rate (default 0.001 adamw, 0.05 sgd)"},
+    {"--weight-decay", "X", "decoupled weight decay, 0 or more (default 0)"},
+    {"--batch", "N", "examples per step, 1-65536 (default 256)"},
+    {"--hidden", "N", "MLP hidden layers (1024) or CNN dense (128)"},
+    {"--seed", "N", "seed of weights and batch order (default 42)"},
+    {"--data", "DIR", "the gzip'd IDX files (default below)"},
+    {"--limit", "N", "use the first N training examples only"},
+    {"--test-limit", "N", "use the first N test examples only"},
+    {"--steps", "N", "stop after N steps in all"},
+    {"--print-losses", NULL, "print every step's loss"},
+    {"--export", "DIR", "write init.f32, order.u32 and final.f32 to DIR"},
+    {"--bench-infer", "RUNS", "time the forward pass at batch 1 and --batch"},
+    {"--expect-accuracy", "PCT", "exit 1 when the test accuracy is below PCT"},
+    {"--help", NULL, "this help (also -h)"},
+};
+#define OPTION_COUNT (sizeof option_help / sizeof option_help[0])
+
+static void help(FILE *out) {
+  fprintf(out, "usage: train_fashion_mnist [options]\n\n"
+               "Train a 784-1024-1024-10 MLP (or, with --model cnn, a small "
+               "CNN) on\nFashion-MNIST with kiln's ops; print each epoch's "
+               "loss, test accuracy and time.\n\n"
+               "options:\n");
+  for (size_t i = 0; i < OPTION_COUNT; i++) {
+    char left[64];
+    snprintf(left, sizeof left, "%s%s%s", option_help[i].name,
+             option_help[i].value ? " " : "", option_help[i].value ? option_help[i].value : "");
+    fprintf(out, "  %-26s %s\n", left, option_help[i].what);
+  }
+  fprintf(out, "\ndefault data directory: %s\n"
+               "exit status: 0 success, 1 failure, 2 usage error.\n",
+          FMNIST_DEFAULT_DIR);
+}
+
+/* A usage error: the reason, then where to look. */
 static int usage(const char *why) {
-  fprintf(stderr,
-          "train_fashion_mnist: %s\n"
-          "usage: train_fashion_mnist [--model mlp|cnn] [--device SEL] "
-          "[--epochs N] "
-          "[--precision f32|bf16]\n"
-          "  [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--batch N]\n"
-          "  [--hidden N] [--seed N] [--data DIR]"
-          " [--limit N] [--test-limit N] [--steps N] [--print-losses] "
-          "[--export DIR]\n"
-          "  [--bench-infer RUNS] [--expect-accuracy PCT]\n",
+  fprintf(stderr, "train_fashion_mnist: %s (see train_fashion_mnist --help)\n",
           why);
   return 2;
+}
+
+/* The option called name, or NULL. */
+static bool known_option(const char *name, bool *takes_value) {
+  for (size_t i = 0; i < OPTION_COUNT; i++)
+    if (!strcmp(name, option_help[i].name)) {
+      *takes_value = option_help[i].value != NULL;
+      return true;
+    }
+  return false;
 }
 
 static bool parse_size(const char *s, size_t *out) {
@@ -130,12 +176,24 @@ static int parse_args(int argc, char **argv, options *o) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     size_t n;
     double d;
+    bool takes_value = false;
+    char why[256];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      help(stdout);
+      return -1;
+    }
+    if (!known_option(a, &takes_value)) {
+      snprintf(why, sizeof why, "unknown option '%s'", a);
+      return usage(why);
+    }
     if (!strcmp(a, "--print-losses")) {
       o->print_losses = true;
       continue;
     }
-    if (!v)
-      return usage("an option is missing its value");
+    if (!v) {
+      snprintf(why, sizeof why, "%s needs a value", a);
+      return usage(why);
+    }
     i++;
     if (!strcmp(a, "--device"))
       o->device = v;
@@ -179,8 +237,7 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--expect-accuracy") && parse_float(v, &d))
       o->expect_accuracy = d;
     else {
-      char why[256];
-      snprintf(why, sizeof why, "bad option or value: %s %s", a, v);
+      snprintf(why, sizeof why, "bad value for %s: '%s'", a, v);
       return usage(why);
     }
   }
@@ -235,11 +292,25 @@ static double median(double *v, size_t n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static void progress(int epoch, int epochs, size_t done, size_t total) {
-  int width = 40, fill = (int)(width * done / (total ? total : 1));
-  fprintf(stderr, "\repoch %d/%d [%.*s%*s] %zu/%zu", epoch, epochs, fill,
-          "########################################", width - fill, "", done,
-          total);
+/* The progress line on a terminal: the epoch's bar, the running mean loss
+ * of the epoch (NAN: not read yet) and the time left for the whole run. */
+static void progress(int epoch, int epochs, size_t done, size_t total,
+                     double loss, double left_s) {
+  int width = 20, fill = (int)(width * done / (total ? total : 1));
+  char loss_text[32] = "-", left[32] = "-";
+  if (isfinite(loss))
+    snprintf(loss_text, sizeof loss_text, "%.4f", loss);
+  if (left_s >= 0) {
+    long sec = (long)(left_s + 0.5);
+    if (sec >= 3600)
+      snprintf(left, sizeof left, "%ld:%02ld:%02ld", sec / 3600, sec / 60 % 60,
+               sec % 60);
+    else
+      snprintf(left, sizeof left, "%ld:%02ld", sec / 60, sec % 60);
+  }
+  fprintf(stderr, "\repoch %d/%d [%.*s%*s] %zu/%zu loss %s, %s left\033[K",
+          epoch, epochs, fill, "####################", width - fill, "", done,
+          total, loss_text, left);
   fflush(stderr);
 }
 
@@ -348,7 +419,7 @@ int main(int argc, char **argv) {
   options o;
   int rc = parse_args(argc, argv, &o);
   if (rc)
-    return rc;
+    return rc < 0 ? EXIT_SUCCESS : rc; /* < 0: --help */
   dp *par = NULL; /* data-parallel hooks; no-ops in the one-process build */
   if (dp_init(&argc, &argv, &par) != 0)
     return EXIT_FAILURE;
@@ -468,6 +539,10 @@ int main(int argc, char **argv) {
          o.seed);
   const bool bar = root && isatty(STDERR_FILENO);
   double accuracy = 0.0, last_loss = NAN, epoch_s = 0.0;
+  /* The bar's running loss (this epoch's) is read at an epoch's first and
+   * last step and at most twice a second between: the read waits for the
+   * step in flight, which costs the overlap of that one step. */
+  double run_t0 = now_s(), bar_read = 0.0, bar_loss = NAN;
   size_t t = 0, timed = 0;
   /* Prologue: the first batch (this rank's rows of it) into slot 0. */
   stage(&train, used + row0, rows, r.host_x[0], r.host_labels[0]);
@@ -509,8 +584,21 @@ int main(int argc, char **argv) {
             kiln_fail);
         TRY(kiln_queue_flush(r.upload), kiln_fail);
       }
-      if (bar)
-        progress(e + 1, o.epochs, k + 1, steps_per_epoch);
+      if (bar) {
+        const double now = now_s();
+        if (now - bar_read >= 0.5 || k == 0 || k + 1 == steps_per_epoch) {
+          TRY(kiln_buffer_read_sync(r.q, &(kiln_range){r.losses, 0, k + 1, KILN_F32},
+                                    step_loss), kiln_fail);
+          double sum = 0.0;
+          for (size_t j = 0; j <= k; j++)
+            sum += step_loss[j];
+          bar_loss = sum / (double)(k + 1);
+          bar_read = now;
+        }
+        const double per_step = (now - run_t0) / (double)(t + 1);
+        progress(e + 1, o.epochs, k + 1, steps_per_epoch, bar_loss,
+                 per_step * (double)(total_steps - t - 1));
+      }
     }
     TRY(kiln_queue_finish(r.q), kiln_fail);
     for (int s = 0; s < 2; s++) {
@@ -532,7 +620,7 @@ int main(int argc, char **argv) {
     if (accuracy < 0)
       goto kiln_fail;
     if (bar)
-      fprintf(stderr, "\r%*s\r", 70, "");
+      fputs("\r\033[K", stderr);
     if (root)
       printf("epoch %d/%d: loss %.6f, test accuracy %.2f%%, %.2f s (%zu steps)\n",
            e + 1, o.epochs, last_loss, accuracy, epoch_s, n);

@@ -19,6 +19,29 @@ built binary:
   transpose_cpu), writes the device's tuning file, and `kiln info` (a new
   context) shows the tuned parameters coming from it.
 
+The grammar every subcommand shares (docs/cli.md, kiln(1)):
+
+- same_options: a short option means the same long one in every
+  subcommand's --help, and a long one has the same short one (or none)
+  everywhere; every subcommand takes -h/--help and --wide, every one that
+  uses a device -d/--device;
+- exit_codes: 2 for a usage error in every subcommand (an unknown option,
+  a missing value, a --device or a KILN_DEVICE that does not parse, an
+  unknown command), 0 for --help, with --wide accepted;
+- did_you_mean: a misspelt command, option or op gets the nearest one; an
+  abbreviated long option is refused with its full name;
+- width: text output fits 80 columns when not a terminal (the report, the
+  list, --explain, bench rows, tune --list, the cache, every --help) and
+  the report a 40- and a 60-column terminal; --wide lifts the limit;
+- verdicts: `kiln info --explain --check` sums its verdicts up at the end;
+- cache_defects: `kiln cache ls` and `stats` do not create a missing cache
+  directory; `kiln cache clear` that cannot remove an entry says so once,
+  on stderr, and prints no "removed" line;
+- list_values: an empty item in --op or --size (`gemm,,`) is a usage
+  error, and a size out of range says the limit and what it counts;
+- examples_help: every example program answers --help with exit 0, one
+  line per option, within 80 columns, and an unknown option with exit 2.
+
 usage: check_cli.py KILN_BIN SOURCE_ROOT [TEST...]
 """
 import os
@@ -157,12 +180,14 @@ def terminal(data, width):
     return ["".join(l) for l in lines], overflow
 
 
-def warm_on_pty(cols, env):
+def run_on_pty(args, cols, env=None):
+    """Run kiln with args on a pty of cols columns (0: the terminal reports
+    no width); return (output, exit code)."""
     pid, fd = pty.fork()
     if pid == 0:
         os.environ.pop("KILN_DEVICE", None)
-        os.environ.update(env)
-        os.execv(KILN, [KILN, "cache", "warm"])
+        os.environ.update(env or {})
+        os.execv(KILN, [KILN] + args)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
     out, deadline = b"", time.time() + 600
     while time.time() < deadline:
@@ -170,7 +195,7 @@ def warm_on_pty(cols, env):
         if not r:
             continue
         try:
-            b = os.read(fd, 4096)
+            b = os.read(fd, 65536)
         except OSError:
             break
         if not b:
@@ -178,6 +203,10 @@ def warm_on_pty(cols, env):
         out += b
     _, status = os.waitpid(pid, 0)
     return out.decode("utf-8", "replace"), os.waitstatus_to_exitcode(status)
+
+
+def warm_on_pty(cols, env):
+    return run_on_pty(["cache", "warm"], cols, env)
 
 
 def test_warm_progress():
@@ -204,7 +233,7 @@ def test_warm_progress():
 
 def test_tune_cpu():
     env = {"KILN_CACHE_DIR": tempfile.mkdtemp()}
-    info = run(["info"], env, ok=(0, 1))
+    info = run(["info", "--wide"], env, ok=(0, 1))
     if "GEMM (CPU) params" not in info.stdout or \
             "(GPU family)" in info.stdout.split("GEMM (CPU) params")[1].split("\n")[0]:
         if os.environ.get("KILN_REQUIRE_DEVICE") == "1" and info.returncode:
@@ -212,15 +241,257 @@ def test_tune_cpu():
         print("# tune_cpu: no CPU-family device, skipped")
         return
     p = run(["tune", "--op", "gemm,transpose", "--budget", "3", "--size", "64",
-             "--jobs", "1"], env)
+             "--jobs", "1", "--wide"], env)
     tuned = re.findall(r"^tuned:\s+(.*)$", p.stdout, re.M)
     assert "op gemm_cpu" in p.stdout and "op transpose_cpu" in p.stdout, p.stdout
     assert len(tuned) == 2, p.stdout
-    info = run(["info"], env).stdout
+    info = run(["info", "--wide"], env).stdout
     for label, params in zip(("GEMM (CPU) params", "Transpose (CPU) params"), tuned):
         line = re.search(re.escape(label) + r"\s+(.*)", info)
         assert line and line.group(1) == "file: " + params, \
             f"{label}: want file: {params}\n{info}"
+
+
+# ---- the grammar every subcommand shares ------------------------------------
+
+# Every subcommand (and cache's commands), with arguments that keep a run
+# short should a check below fail to stop it.
+SUBCOMMANDS = {
+    "info": ["info"],
+    "demo": ["demo", "--size", "1024"],
+    "bench": ["bench", "--op", "sum", "--size", "1024", "--runs", "5"],
+    "tune": ["tune", "--list"],
+    "report": ["report", "--quick", "--time-limit", "1"],
+    "cache ls": ["cache", "ls"],
+    "cache stats": ["cache", "stats"],
+    "cache clear": ["cache", "clear"],
+    "cache warm": ["cache", "warm"],
+    "cache bench": ["cache", "bench", "--runs", "1", "--workload", "first-kernel"],
+}
+NO_DEVICE = {"cache ls", "cache stats", "cache clear"}
+
+
+def help_options(text):
+    """{long: short or None} of the options a --help defines: lines that
+    begin with "-x, --long", "--long", or a synopsis "[-x | --long"."""
+    found = {}
+    for short, long in re.findall(r"^\s+(?:-([a-zA-Z]), )?--([a-z][a-z0-9-]*)", text, re.M):
+        found[long] = short or found.get(long)
+    for short, long in re.findall(r"\[-([a-zA-Z]) \| --([a-z][a-z0-9-]*)", text):
+        found[long] = short
+    return found
+
+
+def no_device_reason(p):
+    return p.returncode == 1 and "no " in p.stderr.lower() and "device" in p.stderr.lower()
+
+
+def test_same_options():
+    short_of, long_of, problems = {}, {}, []
+    for name, args in SUBCOMMANDS.items():
+        opts = help_options(run(args[:2 if name.startswith("cache") else 1] + ["--help"]).stdout)
+        for want in ("help", "wide") + (() if name in NO_DEVICE else ("device",)):
+            if want not in opts:
+                problems.append(f"kiln {name} --help lacks --{want}")
+        for want, short in (("help", "h"), ("device", "d"), ("json", "j"), ("jobs", "J")):
+            if want in opts and opts[want] != short:
+                problems.append(f"kiln {name}: --{want} is -{opts[want]}, not -{short}")
+        for long, short in opts.items():
+            if long in short_of and short_of[long][0] != short:
+                problems.append(f"--{long} is -{short} in {name} but "
+                                f"-{short_of[long][0]} in {short_of[long][1]}")
+            short_of.setdefault(long, (short, name))
+            if short and short in long_of and long_of[short][0] != long:
+                problems.append(f"-{short} is --{long} in {name} but "
+                                f"--{long_of[short][0]} in {long_of[short][1]}")
+            if short:
+                long_of.setdefault(short, (long, name))
+    assert not problems, "\n".join(problems)
+
+
+def test_exit_codes():
+    problems = []
+
+    def expect(args, rc, env=None, text=None):
+        p = run(args, env, ok=range(256))
+        if p.returncode != rc or (text and text not in p.stderr):
+            problems.append(f"kiln {' '.join(args)}{' with ' + str(env) if env else ''}: "
+                            f"exit {p.returncode}, want {rc}"
+                            f"{' and ' + repr(text) if text else ''}: {p.stderr.strip()[:300]}")
+
+    expect([], 2)
+    expect(["help", "nope"], 2)
+    out = tempfile.mkdtemp()
+    for name, args in SUBCOMMANDS.items():
+        args = args + (["--out", out + "/r"] if name == "report" else [])
+        cmd = args[:2] if name.startswith("cache") else args[:1]
+        expect(cmd + ["--help", "--wide"], 0)
+        expect(args + ["--no-such-option"], 2, text="unknown option '--no-such-option'")
+        expect(args + ["extra-operand"], 2, text="unexpected argument")
+        expect(args, 2, env={"KILN_DEVICE": "garbage"}, text="KILN_DEVICE")
+        if name not in NO_DEVICE:
+            expect(args + ["--device"], 2, text="needs a value")
+            expect(args + ["--device", "bad["], 2, text="selector")
+            expect(args + ["-d", "bad["], 2, text="selector")
+    if os.path.exists(out + "/r"):
+        problems.append("kiln report made its folder on a usage error")
+    assert not problems, "\n".join(problems)
+
+
+def test_did_you_mean():
+    cases = [(["inf"], "did you mean 'info'?"),
+             (["--hepl"], "did you mean '--help'?"),
+             (["cache", "lss"], "did you mean 'ls'?"),
+             (["info", "--jsno"], "did you mean '--json'?"),
+             (["info", "--devce", "pocl"], "did you mean '--device'?"),
+             (["tune", "--budgte", "1"], "did you mean '--budget'?"),
+             (["bench", "--op", "sun"], "did you mean 'sum'?"),
+             (["tune", "--op", "gemn"], "did you mean 'gemm'?"),
+             (["demo", "--wdie"], "did you mean '--wide'?"),
+             # An abbreviation is refused: --re must not reset the tuning.
+             (["tune", "--re"], "did you mean '--reset'?"),
+             (["demo", "--devic", "pocl"], "did you mean '--device'?"),
+             (["info", "--json=x"], "--json takes no value")]
+    problems = []
+    for args, want in cases:
+        p = run(args, ok=range(256))
+        if p.returncode != 2 or want not in p.stderr:
+            problems.append(f"kiln {' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
+    assert not problems, "\n".join(problems)
+
+
+def long_lines(text, width):
+    return [l for l in text.replace("\r", "\n").splitlines() if len(l) > width]
+
+
+def test_width():
+    problems = []
+    texts = [(["--help"], run(["--help"]).stdout)]
+    for name, args in SUBCOMMANDS.items():
+        cmd = args[:2] if name.startswith("cache") else args[:1]
+        texts.append((cmd + ["--help"], run(cmd + ["--help"]).stdout))
+    device = run(["info", "-l", "--device", "all"], ok=(0, 1)).returncode == 0
+    runs = [["info"], ["info", "-l"], ["info", "--explain"], ["cache", "ls"],
+            ["cache", "stats"]]
+    if device:
+        runs += [["info", "--explain", "--check"], ["tune", "--list"],
+                 ["demo", "--size", "1024"],
+                 ["bench", "--op", "pool,h2d,d2h,launch,sum", "--size", "4096",
+                  "--runs", "5"]]
+    elif os.environ.get("KILN_REQUIRE_DEVICE") == "1":
+        raise AssertionError("no device")
+    else:
+        print("# width: no OpenCL device, the device commands skipped")
+    for args in runs:
+        p = run(args, ok=(0, 1))
+        texts.append((args, p.stdout))
+    for args, text in texts:
+        for line in long_lines(text, 80):
+            problems.append(f"kiln {' '.join(args)}: {len(line)} columns: {line}")
+    # On a narrow terminal, the report fits it (labels wider than their
+    # column included).
+    for cols in (40, 60):
+        out, rc = run_on_pty(["info", "--explain"], cols)
+        for line in long_lines(out, cols):
+            problems.append(f"kiln info on {cols} columns: {len(line)}: {line}")
+    # --wide: a long line stays whole (the report's longest value).
+    wide = run(["info", "--wide"], ok=(0, 1)).stdout
+    narrow = run(["info"], ok=(0, 1)).stdout
+    if narrow.count("\n") > 0 and long_lines(wide, 80) == [] and wide == narrow:
+        print("# width: nothing in the report is wider than 80 columns; --wide not shown")
+    elif len(wide.splitlines()) >= len(narrow.splitlines()):
+        problems.append("kiln info --wide wraps as much as without it")
+    assert not problems, "\n".join(problems[:40])
+
+
+def test_verdicts():
+    p = run(["info", "--device", "pocl", "--explain", "--check"], ok=(0, 1))
+    if p.returncode != 0:
+        if os.environ.get("KILN_REQUIRE_DEVICE") == "1":
+            raise AssertionError(p.stdout + p.stderr)
+        print("# verdicts: no PoCL device, skipped")
+        return
+    lines = p.stdout.rstrip("\n").splitlines()
+    tail = "\n".join(lines[-8:])
+    assert "Summary (selector pocl):" in tail, tail
+    summary = p.stdout.split("Summary (selector pocl):", 1)[1]
+    assert re.search(r"taken: .*; check PASS \(\d+ ms\)", summary.replace("\n      ", " ")), summary
+
+
+def test_cache_defects():
+    base = tempfile.mkdtemp()
+    missing = os.path.join(base, "not", "yet")
+    for cmd in (["cache", "ls"], ["cache", "stats"]):
+        p = run(cmd, env={"KILN_CACHE_DIR": missing})
+        assert not os.path.exists(os.path.join(base, "not")), \
+            f"kiln {' '.join(cmd)} created {missing}"
+    assert "no entries" in run(["cache", "ls"], env={"KILN_CACHE_DIR": missing}).stdout
+    # An entry that cannot be removed (a directory by an entry's name: root
+    # cannot unlink it either).
+    cache = os.path.join(base, "cache")
+    stuck = os.path.join(cache, "0" * 32 + ".kbin")
+    os.makedirs(stuck)
+    with open(os.path.join(stuck, "x"), "w") as f:
+        f.write("x")
+    p = run(["cache", "clear"], env={"KILN_CACHE_DIR": cache}, ok=(1,))
+    assert "removed" not in p.stdout, p.stdout
+    assert p.stderr.count("cannot remove") == 1 and stuck in p.stderr, p.stderr
+    os.remove(os.path.join(stuck, "x"))
+    os.rmdir(stuck)
+    p = run(["cache", "clear"], env={"KILN_CACHE_DIR": cache})
+    assert "removed 0 entries" in p.stdout, p.stdout
+
+
+def test_list_values():
+    problems = []
+    # --list and small sizes: a tool that took the value would not run long.
+    for args, want in [(["tune", "--list", "--op", "gemm,,"], "empty item"),
+                       (["tune", "--list", "--op", ",gemm"], "empty item"),
+                       (["tune", "--list", "--op", "gemm,"], "empty item"),
+                       (["bench", "--runs", "5", "--size", "64", "--op", "sum,,dot"],
+                        "empty item"),
+                       (["bench", "--runs", "5", "--op", "sum", "--size", "64,,128"],
+                        "empty item"),
+                       (["tune", "--list", "--size", "64,,128"], "empty item"),
+                       (["tune", "--list", "--size", "99999999999999"], "from 1 to 2^30"),
+                       (["bench", "--op", "sum", "--size", "99999999999999"],
+                        "from 1 to 2^40"),
+                       (["tune", "--list", "--size", "1,2,3,4,5,6,7,8,9"],
+                        "more than 8 sizes"),
+                       (["bench", "--op", "sum", "--size", ",".join(["8"] * 17)],
+                        "more than 16 sizes"),
+                       (["demo", "--size", "0"], "number of floats")]:
+        p = run(args, ok=range(256))
+        if p.returncode != 2 or want not in p.stderr:
+            problems.append(f"kiln {' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
+    assert not problems, "\n".join(problems)
+
+
+def test_examples_help():
+    where = os.environ.get("KILN_EXAMPLES_DIR")
+    if not where or not os.path.isdir(where):
+        print("# examples_help: examples not built, skipped")
+        return
+    problems, seen = [], 0
+    for name in sorted(os.listdir(where)):
+        path = os.path.join(where, name)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)) or "." in name:
+            continue
+        seen += 1
+        p = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=60)
+        if p.returncode != 0 or "usage:" not in p.stdout:
+            problems.append(f"{name} --help: exit {p.returncode}: {p.stderr.strip()}")
+        problems += [f"{name} --help: {len(l)} columns: {l}" for l in long_lines(p.stdout, 80)]
+        # One line per option: every option the usage line names has its own.
+        for opt in re.findall(r"\[(--[a-z-]+)", p.stdout.split("\n", 1)[0]):
+            if not re.search(rf"^\s+{re.escape(opt)}\b", p.stdout, re.M):
+                problems.append(f"{name} --help: no line for {opt}")
+        q = subprocess.run([path, "--no-such-option"], capture_output=True, text=True,
+                           timeout=60)
+        if q.returncode != 2:
+            problems.append(f"{name} --no-such-option: exit {q.returncode}")
+    assert seen >= 4, f"only {seen} example programs in {where}"
+    assert not problems, "\n".join(problems)
 
 
 def main():

@@ -5,7 +5,8 @@ The rooms, lowest first (docs/architecture.md):
 
   library: backends -> runtime/core -> runtime/mem -> runtime/program ->
            runtime/tune -> runtime/ops -> runtime/multi
-  tools:   tools/commands.h -> tools/{info,bench,cache,demo,tune,report} -> tools/kiln.c
+  tools:   tools/commands.h, tools/cli -> tools/{info,bench,cache,demo,tune,report}
+           -> tools/kiln.c
 
 A file may include, and a module may call, only its own room and the rooms
 below it in its column; the public headers (include/kiln/) and the embedded
@@ -52,6 +53,7 @@ ROOMS = {
     # through the public headers, as the tools do.
     "runtime/mpi": ("mpi", 0),
     "tools/interface": ("tools", 0),
+    "tools/cli": ("tools", 0),
     "tools/info": ("tools", 1),
     "tools/bench": ("tools", 1),
     "tools/cache": ("tools", 1),
@@ -72,6 +74,7 @@ ROOM_HEADERS = {
     "runtime/ops": "runtime/ops/ops_internal.h",
     "runtime/multi": "runtime/multi/multi.h",
     "tools/interface": "tools/commands.h",
+    "tools/cli": "tools/cli/cli.h",
 }
 # Headers generated into the build tree, by the name they are included as.
 GENERATED = {

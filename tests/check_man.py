@@ -95,7 +95,9 @@ def compare(page, help_text, what):
 
 
 top = help_of()
-compare("kiln.1", top.split("commands:")[0], "kiln --help")
+# Its own options and those every command shares (all before the
+# environment list, whose prose names other commands' options).
+compare("kiln.1", top.split("\nenvironment")[0], "kiln --help")
 commands = re.findall(r"^  ([a-z]+)  ", top.split("commands:")[1].split("\n\n")[0], re.M)
 assert commands, "kiln --help lists no commands"
 kiln1 = sections("kiln.1")

@@ -1,7 +1,7 @@
 /* What the tools share: the subcommands of the kiln CLI and the tools'
  * clock. Each subcommand takes the arguments after its own name (argv[0] is
- * the subcommand name) and returns the process exit code: 0 success, 1
- * failure, 2 usage error. */
+ * the subcommand name) and returns the process exit code (cli/cli.h: 0
+ * success, 1 failure, 2 usage error); cli/cli.h is the grammar they share. */
 #ifndef KILN_TOOLS_COMMANDS_H
 #define KILN_TOOLS_COMMANDS_H
 

@@ -1,8 +1,9 @@
 /* kiln: the command-line tool. Dispatches to one subcommand per file
- * (commands.h); exit codes are 0 success, 1 failure, 2 usage error. */
+ * (commands.h); the grammar and exit codes they share are cli.h's. */
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "commands.h"
 #include "kiln/kiln.h"
 
@@ -18,7 +19,7 @@ static const command commands[] = {
     {"cache", kiln_cmd_cache, "list, clear or warm the program cache"},
     {"bench", kiln_cmd_bench, "measure op throughput against the device's peaks"},
     {"tune", kiln_cmd_tune, "search kernel parameters for a device, with a correctness gate"},
-    {"report", kiln_cmd_report, "measure a device in one run (tests, tune, bench, trainer) into a folder"},
+    {"report", kiln_cmd_report, "measure a device in one run (tests, tune, bench) into a folder"},
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
@@ -35,7 +36,20 @@ static void usage(FILE *out) {
     fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
   fprintf(out,
           "\n"
-          "Run `kiln <command> --help` for a command's options.\n"
+          "Run `kiln <command> --help` for a command's options. Options mean\n"
+          "the same in every command that takes them:\n"
+          "  -d, --device SEL   the device (selector grammar as KILN_DEVICE)\n"
+          "  -j, --json         a JSON document instead of text\n"
+          "  -J, --jobs N       N threads\n"
+          "  -l, --list         list instead of run\n"
+          "  -o, --op NAMES     the ops, comma-separated\n"
+          "  -s, --size SPECS   the sizes, comma-separated\n"
+          "  -r, --runs N       timed runs\n"
+          "      --wide         do not fit text to the terminal (or to 80\n"
+          "                     columns when output is not a terminal)\n"
+          "  -h, --help         the command's help\n"
+          "Long options are spelt out in full; a misspelt (or abbreviated)\n"
+          "command or option gets a suggestion.\n"
           "\n"
           "environment (kiln(1) and kiln(3) say more):\n"
           "  KILN_DEVICE        device selector used when none is given\n"
@@ -55,23 +69,39 @@ static void usage(FILE *out) {
           "  OCL_ICD_VENDORS, OPENCL_VENDOR_PATH, OCL_ICD_FILENAMES\n"
           "                     read by the OpenCL ICD loader and checked by\n"
           "                     kiln info --doctor\n"
-          "  COLUMNS            terminal width for kiln cache warm's progress\n"
-          "                     line when the terminal does not report one\n"
+          "  COLUMNS            terminal width when the terminal does not\n"
+          "                     report one\n"
           "\n"
-          "exit status: 0 success, 1 failure, 2 usage error.\n");
+          "exit status (every command):\n"
+          "  0  success: the work was done and every check passed\n"
+          "  1  failure: no usable device, a check failed, an I/O error\n"
+          "  2  usage error: an unknown command or option, a bad value, a\n"
+          "     selector (--device or KILN_DEVICE) that does not parse\n");
 }
 
+/* The command called name, or NULL after an error that suggests the
+ * nearest one ("kiln inf": did you mean info?). */
 static const command *find(const char *name) {
-  for (size_t i = 0; i < COMMAND_COUNT; i++)
+  const char *names[COMMAND_COUNT + 1];
+  for (size_t i = 0; i < COMMAND_COUNT; i++) {
     if (strcmp(commands[i].name, name) == 0)
       return &commands[i];
+    names[i] = commands[i].name;
+  }
+  names[COMMAND_COUNT] = "help";
+  const char *near = cli_suggest(name, names, COMMAND_COUNT + 1);
+  if (near != NULL)
+    cli_usage_error("kiln", "unknown command '%s'; did you mean '%s'?", name,
+                    near);
+  else
+    cli_usage_error("kiln", "unknown command '%s'", name);
   return NULL;
 }
 
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
-    return 2;
+    return CLI_USAGE;
   }
   const char *arg = argv[1];
   if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -93,23 +123,23 @@ int main(int argc, char **argv) {
       return 0;
     }
     const command *cmd = find(argv[2]);
-    if (cmd == NULL) {
-      fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", argv[2]);
-      return 2;
-    }
+    if (cmd == NULL)
+      return CLI_USAGE;
     char help[] = "--help";
     char *sub_argv[] = {argv[2], help, NULL};
     return cmd->run(2, sub_argv);
   }
   if (arg[0] == '-') {
-    fprintf(stderr, "kiln: unknown option '%s' (see kiln --help)\n", arg);
-    return 2;
+    static const char *const options[] = {"--help", "--version"};
+    const char *near = cli_suggest(arg, options, 2);
+    if (near != NULL)
+      return cli_usage_error("kiln", "unknown option '%s'; did you mean '%s'?",
+                             arg, near);
+    return cli_usage_error("kiln", "unknown option '%s'", arg);
   }
   const command *cmd = find(arg);
-  if (cmd == NULL) {
-    fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", arg);
-    return 2;
-  }
+  if (cmd == NULL)
+    return CLI_USAGE;
   int status = cmd->run(argc - 1, argv + 1);
   /* Tracing never fails the work, so its one problem report is here: once,
    * at the end (another process writing the same KILN_TRACE file, say). */

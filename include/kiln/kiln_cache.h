@@ -29,9 +29,9 @@ KILN_BEGIN_DECLS
 typedef struct kiln_cache_info {
   /* False when KILN_CACHE=0 (or off/no/false). */
   bool enabled;
-  /* Whether the directory exists (kiln_cache_get_info creates it, as the
-   * first build would) and accepts new files, as far as a check without
-   * writing can tell. */
+  /* Whether the directory exists, or can be created as the first build
+   * would (kiln_cache_get_info leaves none it created behind), and accepts
+   * new files, as far as a check without writing a file can tell. */
   bool usable;
   /* The resolved directory ("" when none could be named). */
   char directory[KILN_CACHE_PATH_CAPACITY];

@@ -72,6 +72,35 @@ static bool read_stats(const char *dir, kiln_cache_info *info) {
   return true;
 }
 
+/* The length of the longest prefix of dir, ending at a '/' or at its end,
+ * that names something that exists. */
+static size_t existing_prefix(const char *dir) {
+  char path[KILN__CACHE_PATH_MAX];
+  snprintf(path, sizeof path, "%s", dir);
+  struct stat st;
+  while (stat(path, &st) != 0) {
+    char *slash = strrchr(path, '/');
+    if (slash == NULL || slash == path)
+      return slash == path ? 1 : 0;
+    *slash = '\0';
+  }
+  return strlen(path);
+}
+
+/* Remove the directories of dir longer than its first keep bytes, deepest
+ * first (those kiln__cache_make_dir created); stops at one that is not
+ * empty, as another process may have stored an entry meanwhile. */
+static void remove_below(const char *dir, size_t keep) {
+  char path[KILN__CACHE_PATH_MAX];
+  snprintf(path, sizeof path, "%s", dir);
+  while (strlen(path) > keep && rmdir(path) == 0) {
+    char *slash = strrchr(path, '/');
+    if (slash == NULL || slash == path)
+      return;
+    *slash = '\0';
+  }
+}
+
 kiln_status kiln_cache_get_info(kiln_cache_info *info) {
   if (info == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER, "kiln_cache_get_info: info is NULL");
@@ -98,13 +127,20 @@ kiln_status kiln_cache_get_info(kiln_cache_info *info) {
             getenv("KILN_CACHE") != NULL ? getenv("KILN_CACHE") : "");
   else if (!config.have_dir)
     kiln__cache_copy(info->diagnostic, sizeof info->diagnostic, config.problem);
-  else if (!kiln__cache_make_dir(config.dir, why, sizeof why))
-    kiln__cache_copy(info->diagnostic, sizeof info->diagnostic, why);
-  else if (access(config.dir, W_OK | X_OK) != 0)
-    message(info->diagnostic, sizeof info->diagnostic,
-            "'%s' is not writable: %s", config.dir, strerror(errno));
-  else
-    info->usable = true;
+  else {
+    /* Whether the first build could create the directory: created here and
+     * then removed again, so that looking (kiln cache ls, stats) leaves no
+     * directory behind. */
+    const size_t existing = existing_prefix(config.dir);
+    if (!kiln__cache_make_dir(config.dir, why, sizeof why))
+      kiln__cache_copy(info->diagnostic, sizeof info->diagnostic, why);
+    else if (access(config.dir, W_OK | X_OK) != 0)
+      message(info->diagnostic, sizeof info->diagnostic,
+              "'%s' is not writable: %s", config.dir, strerror(errno));
+    else
+      info->usable = true;
+    remove_below(config.dir, existing);
+  }
   if (info->usable && config.problem[0] != '\0')
     kiln__cache_copy(info->diagnostic, sizeof info->diagnostic, config.problem);
 

@@ -1,10 +1,10 @@
 /* `kiln bench`: op throughput on one device against the device's measured
  * peaks. Options, the run loop, and the text and JSON reports; the peaks are
  * in bench_peaks.c, the op runners in bench_ops.c and bench_extra.c. */
+#include "cli/cli.h"
 #include "commands.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@ static void usage(FILE *out) {
   fputs(
       "usage: kiln bench [--device SEL] [--op NAME[,NAME...]]\n"
       "                  [--size SPEC[,SPEC...]] [--runs N] [--json]\n"
-      "                  [--remeasure-peaks] [--no-verify]\n"
+      "                  [--remeasure-peaks] [--no-verify] [--wide]\n"
       "\n"
       "Run kiln's ops on one device: a warm-up, then the median of the\n"
       "timed runs (each until the queue has finished, so every step of an\n"
@@ -35,11 +35,14 @@ static void usage(FILE *out) {
       "  -d, --device SEL     device selector (as KILN_DEVICE)\n"
       "  -o, --op NAMES       ops to run (default: all), comma-separated\n"
       "  -s, --size SPECS     sizes instead of each op's standard ones:\n"
-      "                       N, RxC or MxNxK, comma-separated\n"
+      "                       N, RxC or MxNxK, comma-separated (at most 16\n"
+      "                       sizes, each number 1 to 2^40)\n"
       "  -r, --runs N         timed runs per op (5 to 101, default 7)\n"
       "  -j, --json           print a kiln-bench/1 JSON document\n"
       "      --remeasure-peaks  measure the peaks again and update the cache\n"
       "      --no-verify      skip the host checks (verified: false)\n"
+      "      --wide           one line per result whatever its width (else\n"
+      "                       fitted to the terminal, or to 80 columns)\n"
       "  -h, --help           this help\n"
       "\n"
       "ops and what a size means for them:\n",
@@ -55,8 +58,9 @@ static void usage(FILE *out) {
         "one; the pipeline against batches run one after another), each with\n"
         "its speed relative to the last.\n"
         "\n"
-        "exit status: 0 when every op ran and passed its check, 1 otherwise,\n"
-        "2 on a usage error.\n",
+        "exit status: 0 when every op ran and passed its check, 1 otherwise\n"
+        "(no usable device included), 2 on a usage error (a selector that\n"
+        "does not parse included).\n",
         out);
 }
 
@@ -137,36 +141,56 @@ static void time_text(double s, char *buf, size_t size) {
 
 /* "name time [GB/s] (x.xx)" per column, each compared with the last one
  * (or, for pairs, each even column with the next). */
+/* The columns of a row: op, dtype, shape (ROW_LEAD wide), then the rest. */
+#define ROW_FORMAT "%-11s %-4s %-14s"
+#define ROW_LEAD 31
+
+/* Rows wider than the output (cli_width) continue on lines indented by
+ * ROW_LEAD, broken between items. */
 static void print_cols(const struct bench_result *r, const char *shape) {
-  printf("%-12s %-5s %-16s", r->op, r->dtype, shape);
+  const int width = cli_width();
+  int col = printf(ROW_FORMAT, r->op, r->dtype, shape);
   for (unsigned i = 0; i < r->num_cols; i++) {
-    char t[24];
+    char t[24], item[128];
     time_text(r->cols[i].s, t, sizeof t);
     unsigned base = r->pairs ? (i | 1u) : r->num_cols - 1;
-    printf(" %s %s", r->cols[i].name, t);
+    int len = snprintf(item, sizeof item, "%s %s", r->cols[i].name, t);
     if (r->col_bytes > 0)
-      printf(" %.2f GB/s", r->col_bytes / r->cols[i].s / 1e9);
+      len += snprintf(item + len, sizeof item - (size_t)len, " %.2f GB/s",
+                      r->col_bytes / r->cols[i].s / 1e9);
     if (i != base)
-      printf(" (%.2fx)", r->cols[base].s / r->cols[i].s);
-    printf(i + 1 < r->num_cols ? ";" : "");
+      snprintf(item + len, sizeof item - (size_t)len, " (%.2fx)",
+               r->cols[base].s / r->cols[i].s);
+    cli_item(stdout, &col, i > 0 ? "; " : " ", item, ROW_LEAD + 1, width);
   }
-  printf("  %s%s%s\n", r->verified ? "verified" : "not checked",
-         r->note[0] ? "; " : "", r->note);
+  /* The check and its note: words, wrapped under the row's items. */
+  char check[300];
+  snprintf(check, sizeof check, "%s%s%s", r->verified ? "verified" : "not checked",
+           r->note[0] ? "; " : "", r->note);
+  if (col + 2 + (int)strlen(check) <= width) {
+    printf("  %s\n", check);
+    return;
+  }
+  printf("\n%*s", ROW_LEAD + 1, "");
+  cli_wrap(stdout, check, ROW_LEAD + 1, ROW_LEAD + 1, width);
 }
 
 static void print_text(const struct bench_result *r,
                        const struct bench_peaks *peaks) {
-  char shape[48], t[24];
+  char shape[48], t[24], line[512];
   shape_text(r, shape, sizeof shape);
   if (r->failed) {
-    printf("%-12s %-5s %-16s FAILED: %s\n", r->op, r->dtype, shape, r->note);
+    snprintf(line, sizeof line, ROW_FORMAT " FAILED: %s", r->op, r->dtype,
+             shape, r->note);
+    cli_wrap(stdout, line, 0, ROW_LEAD + 1, cli_width());
     return;
   }
   if (r->is_launch) {
-    printf("%-12s %-5s %-16s %.2f us per launch; bare clEnqueueNDRangeKernel "
-           "%.2f us; kiln adds %.2f us\n",
-           r->op, r->dtype, shape, r->kiln_us, r->raw_us,
-           r->kiln_us - r->raw_us);
+    snprintf(line, sizeof line, ROW_FORMAT " %.2f us per launch; bare "
+             "clEnqueueNDRangeKernel %.2f us; kiln adds %.2f us",
+             r->op, r->dtype, shape, r->kiln_us, r->raw_us,
+             r->kiln_us - r->raw_us);
+    cli_wrap(stdout, line, 0, ROW_LEAD + 1, cli_width());
     return;
   }
   if (r->num_cols > 0) {
@@ -175,7 +199,7 @@ static void print_text(const struct bench_result *r,
   }
   time_text(r->median_s, t, sizeof t);
   double peak = r->flops ? peaks->gflops : peaks->gbps;
-  printf("%-12s %-5s %-16s %11s %9.1f %-7s %6.1f%%  %s\n", r->op, r->dtype,
+  printf(ROW_FORMAT " %10s %9.1f %-7s %6.1f%%  %s\n", r->op, r->dtype,
          shape, t, r->rate, r->flops ? "GFLOP/s" : "GB/s",
          peak > 0 ? 100.0 * r->rate / peak : 0.0,
          r->verified ? "verified" : "not checked");
@@ -242,27 +266,29 @@ int kiln_cmd_bench(int argc, char **argv) {
   const char *selector = NULL, *op_list = NULL, *size_list = NULL;
   int runs = 7;
   bool json = false, remeasure = false, verify = true;
-  int c;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, ":d:o:s:r:jh", longopts, NULL)) != -1) {
+  cli args;
+  cli_begin(&args, "kiln bench", argc, argv, "d:o:s:r:jh", longopts);
+  for (int c; (c = cli_next(&args)) != -1;) {
     switch (c) {
     case 'd':
       selector = optarg;
       break;
     case 'o':
       op_list = optarg;
+      if (cli_check_list("kiln bench", "--op", optarg) != CLI_OK)
+        return CLI_USAGE;
       break;
     case 's':
       size_list = optarg;
+      if (cli_check_list("kiln bench", "--size", optarg) != CLI_OK)
+        return CLI_USAGE;
       break;
     case 'r': {
       char *end;
       long v = strtol(optarg, &end, 10);
-      if (*end != '\0' || v < 5 || v > 101) {
-        fprintf(stderr, "kiln bench: --runs wants 5 to 101, not '%s'\n",
-                optarg);
-        return 2;
-      }
+      if (end == optarg || *end != '\0' || v < 5 || v > 101)
+        return cli_usage_error("kiln bench", "--runs wants a number of runs "
+                               "from 5 to 101, not '%s'", optarg);
       runs = (int)v;
       break;
     }
@@ -277,20 +303,13 @@ int kiln_cmd_bench(int argc, char **argv) {
       break;
     case 'h':
       usage(stdout);
-      return 0;
-    case ':':
-      fprintf(stderr, "kiln bench: %s needs a value\n", argv[optind - 1]);
-      return 2;
+      return CLI_OK;
     default:
-      fprintf(stderr, "kiln bench: unknown option '%s' (see --help)\n",
-              argv[optind - 1]);
-      return 2;
+      return CLI_USAGE;
     }
   }
-  if (optind < argc) {
-    fprintf(stderr, "kiln bench: unexpected argument '%s'\n", argv[optind]);
-    return 2;
-  }
+  if (cli_no_operands(&args) != CLI_OK)
+    return CLI_USAGE;
 
   /* The ops to run. */
   const struct bench_op *selected[MAX_SELECTED];
@@ -307,13 +326,21 @@ int kiln_cmd_bench(int argc, char **argv) {
          tok = strtok_r(NULL, ",", &save)) {
       const struct bench_op *op = find_op(tok);
       if (op == NULL) {
-        fprintf(stderr, "kiln bench: unknown op '%s' (see --help)\n", tok);
-        return 2;
+        size_t count;
+        const struct bench_op *ops = bench_ops(&count);
+        const char *names[MAX_SELECTED];
+        for (size_t i = 0; i < count && i < MAX_SELECTED; i++)
+          names[i] = ops[i].name;
+        const char *near =
+            cli_suggest(tok, names, count < MAX_SELECTED ? count : MAX_SELECTED);
+        if (near != NULL)
+          return cli_usage_error("kiln bench", "unknown op '%s'; did you mean "
+                                 "'%s'?", tok, near);
+        return cli_usage_error("kiln bench", "unknown op '%s'", tok);
       }
-      if (nsel == MAX_SELECTED) {
-        fprintf(stderr, "kiln bench: at most %d ops\n", MAX_SELECTED);
-        return 2;
-      }
+      if (nsel == MAX_SELECTED)
+        return cli_usage_error("kiln bench", "--op names more than %d ops",
+                               MAX_SELECTED);
       selected[nsel++] = op;
     }
   }
@@ -325,23 +352,21 @@ int kiln_cmd_bench(int argc, char **argv) {
     snprintf(buf, sizeof buf, "%s", size_list);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
-      if (nsizes == MAX_SIZES ||
-          !parse_spec(tok, sizes[nsizes], &size_dims[nsizes])) {
-        fprintf(stderr,
-                "kiln bench: bad size '%s' (N, RxC or MxNxK, positive; at "
-                "most %d)\n",
-                tok, MAX_SIZES);
-        return 2;
-      }
+      if (nsizes == MAX_SIZES)
+        return cli_usage_error("kiln bench", "--size gives more than %d sizes",
+                               MAX_SIZES);
+      if (!parse_spec(tok, sizes[nsizes], &size_dims[nsizes]))
+        return cli_usage_error("kiln bench", "--size '%s' is not N, RxC or "
+                               "MxNxK with each number from 1 to 2^40", tok);
       nsizes++;
     }
     for (size_t i = 0; i < nsel; i++)
       for (size_t j = 0; j < nsizes; j++) {
         size_t shape[3];
         if (!shape_for(selected[i], sizes[j], size_dims[j], shape)) {
-          fprintf(stderr, "kiln bench: size '%s' does not fit op %s (%s)\n",
-                  size_list, selected[i]->name, selected[i]->shape_help);
-          return 2;
+          return cli_usage_error("kiln bench", "--size '%s' does not fit op "
+                                 "%s (%s)", size_list, selected[i]->name,
+                                 selected[i]->shape_help);
         }
       }
   }
@@ -353,9 +378,11 @@ int kiln_cmd_bench(int argc, char **argv) {
   kiln_queue *queue = NULL, *pqueue = NULL;
   json_t *results = json ? json_array() : NULL;
   const kiln_device *device = NULL;
-  if (kiln_device_list_create(&list) != KILN_OK ||
-      kiln_device_select(list, selector, &device) != KILN_OK ||
-      kiln_context_create(device, NULL, &ctx) != KILN_OK ||
+  status = cli_select_device("kiln bench", selector, &list, &device);
+  if (status != CLI_OK)
+    goto done;
+  status = CLI_FAILURE;
+  if (kiln_context_create(device, NULL, &ctx) != KILN_OK ||
       kiln_queue_create(ctx, 0, &queue) != KILN_OK ||
       kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &pqueue) != KILN_OK) {
     fprintf(stderr, "kiln bench: %s\n", kiln_last_error());
@@ -369,15 +396,19 @@ int kiln_cmd_bench(int argc, char **argv) {
     goto done;
   }
   if (!json) {
-    printf("device: %s (%s; profile %s)\n", info->name, info->platform_name,
-           kiln_context_get_profile(ctx));
-    printf("peaks:  %.1f GB/s (copy/triad/scale), %.1f GFLOP/s (fma)%s%s\n",
-           peaks.gbps, peaks.gflops,
-           peaks.cached ? ", cached in " : ", measured now",
-           peaks.cached ? peaks.path : "");
+    const int width = cli_width();
+    char line[sizeof peaks.path + 1024];
+    snprintf(line, sizeof line, "device: %s (%s; profile %s)", info->name,
+             info->platform_name, kiln_context_get_profile(ctx));
+    cli_wrap(stdout, line, 0, 8, width);
+    snprintf(line, sizeof line, "peaks:  %.1f GB/s (copy/triad/scale), %.1f "
+             "GFLOP/s (fma)%s%s", peaks.gbps, peaks.gflops,
+             peaks.cached ? ", cached in " : ", measured now",
+             peaks.cached ? peaks.path : "");
+    cli_wrap(stdout, line, 0, 8, width);
     printf("runs:   1 warm-up + median of %d\n\n", runs);
-    printf("%-12s %-5s %-16s %11s %17s %7s  %s\n", "op", "dtype", "shape",
-           "median", "rate", "% peak", "check");
+    printf(ROW_FORMAT " %10s %17s %7s  %s\n", "op", "type", "shape", "median",
+           "rate", "% peak", "check");
     fflush(stdout);
   }
   struct bench_env env = {ctx, queue, info, runs, verify};

@@ -8,13 +8,13 @@
  * start to first result. Its child workload, the hidden `kiln cache
  * first-kernel`, builds a small user kernel, runs it once and checks it. */
 #define _XOPEN_SOURCE 700 /* nftw */
+#include "cli/cli.h"
 #include "commands.h"
 #include "progress.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +29,7 @@ static void usage(FILE *out) {
         "\n"
         "commands:\n"
         "  ls                  list entries: last use, size, kernel source, device\n"
+        "                      (a missing directory is not created)\n"
         "  stats               directory, state, size, and the last run's hits\n"
         "                      and misses\n"
         "  clear               remove every entry\n"
@@ -39,12 +40,18 @@ static void usage(FILE *out) {
         "        [-w | --workload first-kernel|demo|all]\n"
         "                      time fresh processes from start to first result\n"
         "                      with kiln's cache cold and warm (PoCL's cache off)\n"
+        "\n"
+        "options of every command:\n"
+        "      --wide          do not fit lines to the terminal's width (or to\n"
+        "                      80 columns when not a terminal)\n"
         "  -h, --help          this help\n"
         "\n"
         "environment: KILN_CACHE_DIR (directory), KILN_CACHE=0 (disable),\n"
-        "KILN_CACHE_MAX_MB (size cap, default 512).\n"
+        "KILN_CACHE_MAX_MB (size cap, default 512), KILN_DEVICE (checked by\n"
+        "every command).\n"
         "\n"
-        "exit status: 0 success, 1 failure, 2 usage error.\n",
+        "exit status: 0 success, 1 failure (clear: an entry could not be\n"
+        "removed), 2 usage error (a selector that does not parse included).\n",
         out);
 }
 
@@ -70,24 +77,31 @@ static void format_age(int64_t seconds, char *buf, size_t cap) {
     snprintf(buf, cap, "%lldd", (long long)(seconds / 86400));
 }
 
-/* Only --help is accepted by the commands without options. */
-static int no_options(const char *name, int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+/* The options of the commands without their own (--help, --wide): -1 to
+ * go on, else the exit code. KILN_DEVICE is checked here too, though these
+ * commands use no device: a bad one is an error in every command. */
+static int no_options(const char *prog, int argc, char **argv) {
+  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
+  cli args;
+  cli_begin(&args, prog, argc, argv, "h", longopts);
+  for (int c; (c = cli_next(&args)) != -1;) {
+    if (c == 'h') {
       usage(stdout);
-      return 0;
+      return CLI_OK;
     }
-    fprintf(stderr, "kiln cache %s: unexpected argument '%s' (see kiln cache "
-                    "--help)\n", name, argv[i]);
-    return 2;
+    return CLI_USAGE;
   }
+  if (cli_no_operands(&args) != CLI_OK ||
+      cli_check_selector(prog, NULL) != CLI_OK)
+    return CLI_USAGE;
   return -1;
 }
 
 /* ---- ls, stats, clear ---------------------------------------------------- */
 
 static int cmd_ls(int argc, char **argv) {
-  int rc = no_options("ls", argc, argv);
+  int rc = no_options("kiln cache ls", argc, argv);
   if (rc >= 0)
     return rc;
   kiln_cache_info info;
@@ -97,16 +111,24 @@ static int cmd_ls(int argc, char **argv) {
     fprintf(stderr, "kiln cache ls: %s\n", kiln_last_error());
     return 1;
   }
-  printf("cache directory: %s\n", info.directory[0] ? info.directory : "(none)");
-  if (info.diagnostic[0] != '\0')
-    printf("note: %s\n", info.diagnostic);
+  const int width = cli_width();
+  char line[KILN_CACHE_PATH_CAPACITY + KILN_CACHE_TEXT_CAPACITY];
+  snprintf(line, sizeof line, "cache directory: %s",
+           info.directory[0] ? info.directory : "(none)");
+  cli_wrap(stdout, line, 0, 2, width);
+  if (info.diagnostic[0] != '\0') {
+    snprintf(line, sizeof line, "note: %s", info.diagnostic);
+    cli_wrap(stdout, line, 0, 2, width);
+  }
   size_t count = kiln_cache_list_get_count(list);
   if (count == 0) {
     printf("no entries\n");
     kiln_cache_list_destroy(list);
     return 0;
   }
-  printf("%-9s %-9s %-16s %-34s %s\n", "LAST USED", "SIZE", "KERNEL", "DEVICE",
+  /* The file name (and a damaged entry's note) go on a line of their own
+   * when the row would pass the width. */
+  printf("%-9s %-9s %-16s %-26s %s\n", "LAST USED", "SIZE", "KERNEL", "DEVICE",
          "FILE");
   int64_t now = (int64_t)time(NULL);
   for (size_t i = 0; i < count; i++) {
@@ -114,9 +136,12 @@ static int cmd_ls(int argc, char **argv) {
     char age[32], size[32];
     format_age(now - e->last_used, age, sizeof age);
     format_bytes(e->size_bytes, size, sizeof size);
-    printf("%-9s %-9s %-16s %-34.34s %s%s\n", age, size,
-           e->valid ? e->label : "?", e->valid ? e->device : "(damaged)",
-           e->file, e->valid ? "" : "  [damaged: rebuilt on next use]");
+    int col = printf("%-9s %-9s %-16s %-26.26s", age, size,
+                     e->valid ? e->label : "?", e->valid ? e->device : "(damaged)");
+    cli_item(stdout, &col, " ", e->file, 4, width);
+    if (!e->valid)
+      cli_item(stdout, &col, "  ", "[damaged: rebuilt on next use]", 4, width);
+    putchar('\n');
   }
   printf("%zu entr%s, %llu bytes\n", count, count == 1 ? "y" : "ies",
          (unsigned long long)info.bytes);
@@ -125,7 +150,7 @@ static int cmd_ls(int argc, char **argv) {
 }
 
 static int cmd_stats(int argc, char **argv) {
-  int rc = no_options("stats", argc, argv);
+  int rc = no_options("kiln cache stats", argc, argv);
   if (rc >= 0)
     return rc;
   kiln_cache_info info;
@@ -136,20 +161,27 @@ static int cmd_stats(int argc, char **argv) {
   char bytes[32], cap[32];
   format_bytes(info.bytes, bytes, sizeof bytes);
   format_bytes(info.max_bytes, cap, sizeof cap);
-  printf("directory:  %s\n", info.directory[0] ? info.directory : "(none)");
+  const int width = cli_width();
+  char line[KILN_CACHE_PATH_CAPACITY + KILN_CACHE_TEXT_CAPACITY];
+  snprintf(line, sizeof line, "directory:  %s",
+           info.directory[0] ? info.directory : "(none)");
+  cli_wrap(stdout, line, 0, 12, width);
   printf("state:      %s\n", !info.enabled ? "disabled"
                              : info.usable ? "enabled"
                                            : "enabled but unusable");
-  if (info.diagnostic[0] != '\0')
-    printf("reason:     %s\n", info.diagnostic);
+  if (info.diagnostic[0] != '\0') {
+    snprintf(line, sizeof line, "reason:     %s", info.diagnostic);
+    cli_wrap(stdout, line, 0, 12, width);
+  }
   printf("entries:    %llu\n", (unsigned long long)info.entries);
   printf("size:       %s of %s (KILN_CACHE_MAX_MB)\n", bytes, cap);
   if (info.last_run_recorded) {
     char age[32];
     format_age((int64_t)time(NULL) - info.last_run_time, age, sizeof age);
     unsigned long long lookups = info.last_run_hits + info.last_run_misses;
-    printf("last run:   pid %lld, %s ago: %llu hit%s, %llu miss%s "
-           "(%.0f%% hits), %llu stored, %llu damaged entr%s rebuilt\n",
+    snprintf(line, sizeof line, "last run:   pid %lld, %s ago: %llu hit%s, "
+           "%llu miss%s (%.0f%% hits), %llu stored, %llu damaged entr%s "
+           "rebuilt",
            (long long)info.last_run_pid, age,
            (unsigned long long)info.last_run_hits,
            info.last_run_hits == 1 ? "" : "s",
@@ -159,6 +191,7 @@ static int cmd_stats(int argc, char **argv) {
            (unsigned long long)info.last_run_stores,
            (unsigned long long)info.last_run_rejected,
            info.last_run_rejected == 1 ? "y" : "ies");
+    cli_wrap(stdout, line, 0, 12, width);
   } else {
     printf("last run:   not recorded\n");
   }
@@ -166,20 +199,26 @@ static int cmd_stats(int argc, char **argv) {
 }
 
 static int cmd_clear(int argc, char **argv) {
-  int rc = no_options("clear", argc, argv);
+  int rc = no_options("kiln cache clear", argc, argv);
   if (rc >= 0)
     return rc;
   kiln_cache_info info;
   kiln_cache_get_info(&info);
   size_t removed = 0;
-  kiln_status s = kiln_cache_clear(&removed);
-  printf("removed %zu entr%s from %s\n", removed, removed == 1 ? "y" : "ies",
-         info.directory[0] ? info.directory : "(no directory)");
+  const kiln_status s = kiln_cache_clear(&removed);
+  const char *dir = info.directory[0] ? info.directory : "(no directory)";
+  /* A failure is said once, on stderr, with what was removed before it:
+   * never a "removed" line that reads as success. */
   if (s != KILN_OK) {
-    fprintf(stderr, "kiln cache clear: %s\n", kiln_last_error());
-    return 1;
+    fprintf(stderr, "kiln cache clear: %s (%zu entr%s removed before)\n",
+            kiln_last_error(), removed, removed == 1 ? "y" : "ies");
+    return CLI_FAILURE;
   }
-  return 0;
+  char line[KILN_CACHE_PATH_CAPACITY + 64];
+  snprintf(line, sizeof line, "removed %zu entr%s from %s", removed,
+           removed == 1 ? "y" : "ies", dir);
+  cli_wrap(stdout, line, 0, 2, cli_width());
+  return CLI_OK;
 }
 
 /* ---- warm ---------------------------------------------------------------- */
@@ -230,7 +269,8 @@ static void on_progress(const kiln_cache_warm_progress *p, void *user) {
                                   : "compiled",
            p->source, p->options[0] ? " (" : "", p->options,
            p->options[0] ? ")" : "");
-  progress_show(stdout, progress_columns(STDOUT_FILENO), done, p->total, text);
+  progress_show(stdout, cli_terminal_columns(STDOUT_FILENO), done, p->total,
+                text);
   if (p->finished && p->index + 1 == p->total) {
     progress_clear(stdout);
     printf("  %zu program%s: %zu compiled, %zu from the cache, %zu failed\n",
@@ -247,30 +287,22 @@ static int cmd_warm(int argc, char **argv) {
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *selector = NULL;
-  optind = 1;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, ":d:h", longopts, NULL)) != -1) {
+  cli args;
+  cli_begin(&args, "kiln cache warm", argc, argv, "d:h", longopts);
+  for (int c; (c = cli_next(&args)) != -1;) {
     switch (c) {
     case 'd':
       selector = optarg;
       break;
     case 'h':
       usage(stdout);
-      return 0;
-    case ':':
-      fprintf(stderr, "kiln cache warm: %s needs an argument\n", argv[optind - 1]);
-      return 2;
+      return CLI_OK;
     default:
-      fprintf(stderr, "kiln cache warm: unknown option '%s' (see kiln cache "
-                      "--help)\n", argv[optind - 1]);
-      return 2;
+      return CLI_USAGE;
     }
   }
-  if (optind < argc) {
-    fprintf(stderr, "kiln cache warm: unexpected argument '%s'\n", argv[optind]);
-    return 2;
-  }
+  if (cli_no_operands(&args) != CLI_OK)
+    return CLI_USAGE;
   kiln_device_list *list = NULL;
   kiln_selection *selection = NULL;
   int rc = 1;
@@ -295,14 +327,18 @@ static int cmd_warm(int argc, char **argv) {
   if (!info.enabled || !info.usable)
     fprintf(stderr, "kiln cache warm: warning: nothing will be stored: %s\n",
             info.diagnostic);
+  const int width = cli_width();
+  char line[KILN_CACHE_PATH_CAPACITY + 256];
   struct warm_view view = {.tty = isatty(STDOUT_FILENO) != 0};
   rc = 0;
   double t0 = tools_now();
   for (size_t i = 0; i < count; i++) {
     const kiln_device_info *dev = kiln_device_get_info(kiln_selection_get(selection, i));
     view.device = dev->name;
-    if (view.tty)
-      printf("%s (%s):\n", dev->name, dev->platform_name);
+    if (view.tty) {
+      snprintf(line, sizeof line, "%s (%s):", dev->name, dev->platform_name);
+      cli_wrap(stdout, line, 0, 2, width);
+    }
     kiln_context *ctx = NULL;
     if (kiln_context_create(kiln_selection_get(selection, i), NULL, &ctx) != KILN_OK) {
       fprintf(stderr, "kiln cache warm: %s: %s\n", dev->name, kiln_last_error());
@@ -315,10 +351,12 @@ static int cmd_warm(int argc, char **argv) {
     kiln_context_destroy(ctx);
   }
   kiln_cache_get_info(&info);
-  printf("warmed %zu device%s in %.1f s: %llu entries, %llu bytes in %s%s\n",
-         count, count == 1 ? "" : "s", tools_now() - t0,
-         (unsigned long long)info.entries, (unsigned long long)info.bytes,
-         info.directory, view.failed ? " (some sources FAILED)" : "");
+  snprintf(line, sizeof line, "warmed %zu device%s in %.1f s: %llu entries, "
+           "%llu bytes in %s%s", count, count == 1 ? "" : "s",
+           tools_now() - t0, (unsigned long long)info.entries,
+           (unsigned long long)info.bytes, info.directory,
+           view.failed ? " (some sources FAILED)" : "");
+  cli_wrap(stdout, line, 0, 2, width);
 done:
   kiln_selection_destroy(selection);
   kiln_device_list_destroy(list);
@@ -503,10 +541,9 @@ static int cmd_bench(int argc, char **argv) {
       {NULL, 0, NULL, 0}};
   const char *selector = NULL, *which = "all";
   int runs = 3;
-  optind = 1;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, ":d:r:w:h", longopts, NULL)) != -1) {
+  cli args;
+  cli_begin(&args, "kiln cache bench", argc, argv, "d:r:w:h", longopts);
+  for (int c; (c = cli_next(&args)) != -1;) {
     switch (c) {
     case 'd':
       selector = optarg;
@@ -514,52 +551,36 @@ static int cmd_bench(int argc, char **argv) {
     case 'r': {
       char *end = NULL;
       long v = strtol(optarg, &end, 10);
-      if (end == optarg || *end != '\0' || v < 1 || v > 15) {
-        fprintf(stderr, "kiln cache bench: --runs wants 1 to 15, not '%s'\n",
-                optarg);
-        return 2;
-      }
+      if (end == optarg || *end != '\0' || v < 1 || v > 15)
+        return cli_usage_error("kiln cache bench", "--runs wants a number of "
+                               "runs from 1 to 15, not '%s'", optarg);
       runs = (int)v;
       break;
     }
     case 'w':
       if (strcmp(optarg, "first-kernel") != 0 && strcmp(optarg, "demo") != 0 &&
-          strcmp(optarg, "all") != 0) {
-        fprintf(stderr, "kiln cache bench: --workload is first-kernel, demo "
-                        "or all, not '%s'\n", optarg);
-        return 2;
-      }
+          strcmp(optarg, "all") != 0)
+        return cli_usage_error("kiln cache bench", "--workload is "
+                               "first-kernel, demo or all, not '%s'", optarg);
       which = optarg;
       break;
     case 'h':
       usage(stdout);
-      return 0;
-    case ':':
-      fprintf(stderr, "kiln cache bench: %s needs an argument\n", argv[optind - 1]);
-      return 2;
+      return CLI_OK;
     default:
-      fprintf(stderr, "kiln cache bench: unknown option '%s' (see kiln cache "
-                      "--help)\n", argv[optind - 1]);
-      return 2;
+      return CLI_USAGE;
     }
   }
-  if (optind < argc) {
-    fprintf(stderr, "kiln cache bench: unexpected argument '%s'\n", argv[optind]);
-    return 2;
-  }
+  if (cli_no_operands(&args) != CLI_OK)
+    return CLI_USAGE;
   /* Resolve the device here so that a bad selector is a usage error, and
    * pin the children to it by platform:device index. */
   kiln_device_list *list = NULL;
   const kiln_device *dev = NULL;
-  if (kiln_device_list_create(&list) != KILN_OK) {
-    fprintf(stderr, "kiln cache bench: %s\n", kiln_last_error());
-    return 1;
-  }
-  kiln_status s = kiln_device_select(list, selector, &dev);
-  if (s != KILN_OK) {
-    fprintf(stderr, "kiln cache bench: %s\n", kiln_last_error());
+  const int selected = cli_select_device("kiln cache bench", selector, &list, &dev);
+  if (selected != CLI_OK) {
     kiln_device_list_destroy(list);
-    return s == KILN_ERR_SELECTOR_SYNTAX ? 2 : 1;
+    return selected;
   }
   const kiln_device_info *info = kiln_device_get_info(dev);
   char pin[64], name[256];
@@ -644,7 +665,7 @@ static int cmd_bench(int argc, char **argv) {
 int kiln_cmd_cache(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
-    return 2;
+    return CLI_USAGE;
   }
   const char *sub = argv[1];
   if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 ||
@@ -660,10 +681,17 @@ int kiln_cmd_cache(int argc, char **argv) {
       {"clear", cmd_clear}, {"warm", cmd_warm},       {"bench", cmd_bench},
       {"first-kernel", cmd_first_kernel},
   };
-  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+  enum { SUBS = sizeof subs / sizeof subs[0] };
+  const char *names[SUBS];
+  for (size_t i = 0; i < SUBS; i++) {
     if (strcmp(sub, subs[i].name) == 0)
       return subs[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "kiln cache: unknown command '%s' (see kiln cache --help)\n",
-          sub);
-  return 2;
+    names[i] = subs[i].name;
+  }
+  /* The hidden first-kernel is never suggested. */
+  const char *near = cli_suggest(sub, names, SUBS - 1);
+  if (near != NULL)
+    return cli_usage_error("kiln cache", "unknown command '%s'; did you mean "
+                           "'%s'?", sub, near);
+  return cli_usage_error("kiln cache", "unknown command '%s'", sub);
 }

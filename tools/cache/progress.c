@@ -1,23 +1,7 @@
 /* The progress line of `kiln cache warm` on a terminal (progress.h). */
 #include "progress.h"
 
-#include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-
-int progress_columns(int fd) {
-  struct winsize ws;
-  if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-    return ws.ws_col;
-  const char *env = getenv("COLUMNS");
-  if (env != NULL) {
-    char *end = NULL;
-    long v = strtol(env, &end, 10);
-    if (end != env && *end == '\0' && v > 0 && v < 10000)
-      return (int)v;
-  }
-  return 80;
-}
 
 void progress_show(FILE *out, int columns, size_t done, size_t total,
                    const char *text) {

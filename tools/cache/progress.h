@@ -8,11 +8,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Columns of the terminal on fd (TIOCGWINSZ), else $COLUMNS, else 80. */
-int progress_columns(int fd);
-
 /* Rewrite the current line of out with "[###...] done/total text", fitted
- * to columns: the bar shrinks, then disappears, then text is cut. */
+ * to columns (cli_terminal_columns): the bar shrinks, then disappears, then text is cut. */
 void progress_show(FILE *out, int columns, size_t done, size_t total,
                    const char *text);
 

@@ -2,9 +2,9 @@
  * It builds and runs a user kernel (saxpy over a million floats), then a few
  * ops of the op library (a sum and a small GEMM), checks every result against
  * the host, and prints the device, the build and run times and PASS/FAIL. */
+#include "cli/cli.h"
 #include "commands.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +35,14 @@ static void usage(FILE *out) {
         "  -d, --device SEL   device selector (as KILN_DEVICE: gpu, cpu, pocl,\n"
         "                     0:1, name:TEXT, ...); default KILN_DEVICE, else\n"
         "                     a GPU if there is one, else the first CPU device\n"
-        "  -n, --size N       saxpy length (1 to 268435456)\n"
+        "  -s, --size N       saxpy length, in floats (1 to 268435456)\n"
+        "      --wide         do not fit lines to the terminal's width (or to\n"
+        "                     80 columns when not a terminal)\n"
         "  -h, --help         this help\n"
         "\n"
-        "exit status: 0 when every check passes, 1 otherwise, 2 on a usage\n"
-        "error.\n",
+        "exit status: 0 when every check passes, 1 otherwise (no usable\n"
+        "device included), 2 on a usage error (a selector that does not\n"
+        "parse included).\n",
         out);
 }
 
@@ -116,13 +119,18 @@ static bool run_saxpy(kiln_context *ctx, kiln_queue *queue, size_t n) {
     if (out[i] != want && bad++ == 0)
       first_bad = i;
   }
-  printf("  saxpy, %zu floats: build %.1f ms%s, kernel %.2f ms",
-         n, build_ms, kiln_program_is_from_cache(prog) ? " (from kiln's cache)" : "",
-         run_ms);
+  char line[512];
+  int len = snprintf(line, sizeof line, "  saxpy, %zu floats: build %.1f ms%s, "
+                     "kernel %.2f ms", n, build_ms,
+                     kiln_program_is_from_cache(prog) ? " (from kiln's cache)" : "",
+                     run_ms);
   if (profiled)
-    printf(" (device %.2f ms, %.1f GB/s)", (double)(end - start) / 1e6,
-           3.0 * (double)n * sizeof(float) / (double)(end - start));
-  printf(", with transfers %.1f ms\n", total_ms);
+    len += snprintf(line + len, sizeof line - (size_t)len,
+                    " (device %.2f ms, %.1f GB/s)", (double)(end - start) / 1e6,
+                    3.0 * (double)n * sizeof(float) / (double)(end - start));
+  snprintf(line + len, sizeof line - (size_t)len, ", with transfers %.1f ms",
+           total_ms);
+  cli_wrap(stdout, line, 0, 4, cli_width());
   if (bad > 0) {
     printf("  saxpy: %zu wrong elements; first at %zu: %.9g, expected %.9g\n",
            bad, first_bad, (double)out[first_bad],
@@ -145,65 +153,49 @@ done:
 int kiln_cmd_demo(int argc, char **argv) {
   static const struct option longopts[] = {
       {"device", required_argument, NULL, 'd'},
-      {"size", required_argument, NULL, 'n'},
+      {"size", required_argument, NULL, 's'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *selector = NULL;
   size_t n = DEFAULT_N;
-  optind = 1;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, ":d:n:h", longopts, NULL)) != -1) {
+  cli args;
+  /* -n: --size's old short name. */
+  cli_begin(&args, "kiln demo", argc, argv, "d:s:n:h", longopts);
+  for (int c; (c = cli_next(&args)) != -1;) {
     switch (c) {
     case 'd':
       selector = optarg;
       break;
-    case 'n': {
+    case 'n':
+    case 's': {
       char *end = NULL;
       unsigned long long v = strtoull(optarg, &end, 10);
       if (end == optarg || *end != '\0' || v == 0 || v > (1ull << 28) ||
-          optarg[0] == '-') {
-        fprintf(stderr, "kiln demo: --size wants a number from 1 to "
-                        "268435456, not '%s'\n", optarg);
-        return 2;
-      }
+          optarg[0] == '-')
+        return cli_usage_error("kiln demo", "--size wants a number of floats "
+                               "from 1 to 268435456, not '%s'", optarg);
       n = (size_t)v;
       break;
     }
     case 'h':
       usage(stdout);
-      return 0;
-    case ':':
-      fprintf(stderr, "kiln demo: %s needs an argument (see kiln demo --help)\n",
-              argv[optind - 1]);
-      return 2;
+      return CLI_OK;
     default:
-      fprintf(stderr, "kiln demo: unknown option '%s' (see kiln demo --help)\n",
-              argv[optind - 1]);
-      return 2;
+      return CLI_USAGE;
     }
   }
-  if (optind < argc) {
-    fprintf(stderr, "kiln demo: unexpected argument '%s' (see kiln demo --help)\n",
-            argv[optind]);
-    return 2;
-  }
+  if (cli_no_operands(&args) != CLI_OK)
+    return CLI_USAGE;
 
   int rc = 1;
   kiln_device_list *list = NULL;
   kiln_context *ctx = NULL;
   kiln_queue *queue = NULL;
   const kiln_device *dev = NULL;
-  if (kiln_device_list_create(&list) != KILN_OK) {
-    fprintf(stderr, "kiln demo: %s\n", kiln_last_error());
+  rc = cli_select_device("kiln demo", selector, &list, &dev);
+  if (rc != CLI_OK)
     goto done;
-  }
-  kiln_status s = kiln_device_select(list, selector, &dev);
-  if (s != KILN_OK) {
-    fprintf(stderr, "kiln demo: %s\n", kiln_last_error());
-    rc = s == KILN_ERR_SELECTOR_SYNTAX ? 2 : 1;
-    goto done;
-  }
+  rc = CLI_FAILURE;
   const kiln_device_info *info = kiln_device_get_info(dev);
   if (kiln_context_create(dev, NULL, &ctx) != KILN_OK ||
       kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &queue) != KILN_OK) {
@@ -211,10 +203,12 @@ int kiln_cmd_demo(int argc, char **argv) {
     goto done;
   }
   printf("kiln %s demo\n", kiln_version());
-  printf("device %zu:%zu: %s (%s, %s), profile %s, id %s\n",
-         info->platform_index, info->device_index, info->name,
-         info->platform_name, kiln_device_type_name(info->type),
-         kiln_context_get_profile(ctx), info->stable_id);
+  char line[1024];
+  snprintf(line, sizeof line, "device %zu:%zu: %s (%s, %s), profile %s, id %s",
+           info->platform_index, info->device_index, info->name,
+           info->platform_name, kiln_device_type_name(info->type),
+           kiln_context_get_profile(ctx), info->stable_id);
+  cli_wrap(stdout, line, 0, 2, cli_width());
   bool pass = run_saxpy(ctx, queue, n);
   pass = kiln_demo_ops(ctx, queue) && pass;
   printf("%s\n", pass ? "PASS" : "FAIL");

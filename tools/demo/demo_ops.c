@@ -1,5 +1,6 @@
 /* `kiln demo`, second half: a few ops of kiln's op library, each checked
  * against a double-precision host reference. */
+#include "cli/cli.h"
 #include "commands.h"
 #include "demo.h"
 
@@ -54,8 +55,11 @@ static bool demo_sum(kiln_context *ctx, kiln_queue *queue) {
    * real check. */
   double tol = 0.1 * SUM_N * 1.2e-7 * abs_sum / 16.0 + 1e-3;
   ok = fabs((double)got - want) <= tol;
-  printf("  sum of %u floats: %.6g (host %.6g), %.1f ms including the build: %s\n",
-         SUM_N, (double)got, want, ms, ok ? "ok" : "WRONG");
+  char line[256];
+  snprintf(line, sizeof line, "  sum of %u floats: %.6g (host %.6g), %.1f ms "
+           "including the build: %s", SUM_N, (double)got, want, ms,
+           ok ? "ok" : "WRONG");
+  cli_wrap(stdout, line, 0, 4, cli_width());
 done:
   kiln_buffer_destroy(bx);
   kiln_buffer_destroy(br);
@@ -113,8 +117,11 @@ static bool demo_gemm(kiln_context *ctx, kiln_queue *queue) {
     }
   }
   ok = worst <= k * 1.2e-7;
-  printf("  gemm %zux%zux%zu: max relative error %.2g, %.1f ms including the "
-         "build: %s\n", m, n, k, worst, ms, ok ? "ok" : "WRONG");
+  char line[256];
+  snprintf(line, sizeof line, "  gemm %zux%zux%zu: max relative error %.2g, "
+           "%.1f ms including the build: %s", m, n, k, worst, ms,
+           ok ? "ok" : "WRONG");
+  cli_wrap(stdout, line, 0, 4, cli_width());
 done:
   kiln_buffer_destroy(ba);
   kiln_buffer_destroy(bb);

@@ -1,6 +1,7 @@
 /* `kiln info`: the clinfo-style report of every platform and device, kiln's
  * own view of each device (stable id, profile, quirks), the compact list,
  * selector explanations, the device check and the doctor. */
+#include "cli/cli.h"
 #include "commands.h"
 #include "info.h"
 
@@ -12,9 +13,16 @@
  * allocate without limit. */
 #define MAX_PLATFORMS 64
 #define MAX_DEVICES 256
-/* Width of the label column of the text report, as clinfo's. */
+/* Width of the label column of the text report, as clinfo's, on a line
+ * of at least LABEL_WIDTH + MIN_VALUE_WIDTH columns; narrower lines give
+ * the label half. */
 #define LABEL_WIDTH 44
-#define WRAP_WIDTH 100
+#define MIN_VALUE_WIDTH 36
+
+/* The columns the text report fits to (cli_width: the terminal's, 80 when
+ * not a terminal, unlimited under --wide) and its label column. */
+static int wrap_width = 80;
+static int label_width = LABEL_WIDTH;
 
 static void usage(FILE *out) {
   fputs(
@@ -26,26 +34,32 @@ static void usage(FILE *out) {
       "\n"
       "options:\n"
       "  -l, --list          compact platform/device tree, one line each\n"
-      "  -j, --json          JSON document (schema \"kiln-info/1\", see README)\n"
-      "  -s, --select SEL    only the devices selector SEL takes (grammar as\n"
+      "  -j, --json          JSON document (schema \"kiln-info/1\", see\n"
+      "                      kiln-info(1))\n"
+      "  -d, --device SEL    only the devices selector SEL takes (grammar as\n"
       "                      KILN_DEVICE: gpu, cpu, pocl, 0:1, name:TEXT, ...)\n"
+      "      --select SEL    the same as --device (its old name)\n"
       "  -e, --explain       every device with the reason the selector (SEL,\n"
       "                      else KILN_DEVICE, else the default) took or\n"
-      "                      refused it\n"
+      "                      refused it; the verdicts are summed up at the end\n"
       "  -c, --check         build and run a small kernel and kiln's sum op on\n"
       "                      each device shown; print PASS/FAIL (with a build\n"
-      "                      log excerpt on failure)\n"
-      "  -d, --doctor        diagnose the OpenCL installation (ICD files,\n"
+      "                      log excerpt on failure), summed up at the end\n"
+      "  -D, --doctor        diagnose the OpenCL installation (ICD files,\n"
       "                      loader variables, driver libraries, device node\n"
       "                      permissions, failing platforms, kernel builds);\n"
       "                      exit 0 when all is well, 1 when a problem is found\n"
+      "      --wide          do not wrap the report to the terminal's width\n"
+      "                      (or to 80 columns when not a terminal)\n"
       "  -h, --help          this help\n"
       "\n"
       "Unsupported queries (the device's version or extensions lack them) show\n"
       "as \"(unsupported: ...)\"; failed queries as \"(error: CL_...)\".\n"
       "\n"
       "exit status: 0 when at least one device is shown, 1 when none (or, with\n"
-      "--doctor, when a problem was found), 2 on a usage error.\n",
+      "--doctor, when a problem was found; with --check, when a check\n"
+      "failed), 2 on a usage error (KILN_DEVICE or --device that does not\n"
+      "parse included).\n",
       out);
 }
 
@@ -191,19 +205,27 @@ static void run_checks(info_model *m) {
     }
 }
 
-/* Print "label value" with the value wrapped under its column. Lists wrap
- * between items: at the first of ", ", " | ", "; " that the value uses,
- * else at spaces. */
+/* Print "label value" with the value wrapped under its column, within
+ * wrap_width. Lists wrap between items: at the first of ", ", " | ", "; "
+ * that the value uses, else at spaces; an item wider than the column (a
+ * path) is cut across lines. */
 static void print_row(FILE *out, int indent, const char *label,
                       const char *value) {
-  int pad = LABEL_WIDTH - indent;
+  const int lw = label_width;
+  int pad = lw - indent;
   if (value[0] == '\0') {
     fprintf(out, "%*s%s\n", indent, "", label);
     return;
   }
-  fprintf(out, "%*s%-*s ", indent, "", pad, label);
-  if ((int)strlen(label) > pad)
-    fprintf(out, "\n%*s", LABEL_WIDTH + 1, "");
+  if ((int)strlen(label) > pad) {
+    /* A label wider than its column has a line of its own (wrapped on a
+     * narrow terminal), the value under the column. */
+    fprintf(out, "%*s", indent, "");
+    cli_wrap(out, label, indent, indent + 2, wrap_width);
+    fprintf(out, "%*s", lw + 1, "");
+  } else {
+    fprintf(out, "%*s%-*s ", indent, "", pad, label);
+  }
   static const char *seps[] = {", ", " | ", "; ", " "};
   const char *sep = " ";
   for (size_t i = 0; i < sizeof(seps) / sizeof(seps[0]); i++) {
@@ -212,8 +234,10 @@ static void print_row(FILE *out, int indent, const char *label,
       break;
     }
   }
+  const size_t start = (size_t)lw + 1, width = (size_t)wrap_width;
+  const size_t room = width > start ? width - start : 1;
   size_t seplen = strlen(sep);
-  size_t col = LABEL_WIDTH + 1;
+  size_t col = start;
   size_t pending = 0; /* trailing blanks of the last separator, unprinted */
   const char *p = value;
   while (*p) {
@@ -224,13 +248,20 @@ static void print_row(FILE *out, int indent, const char *label,
     size_t blanks = 0;
     while (blanks < item && p[item - 1 - blanks] == ' ')
       blanks++;
-    if (col > LABEL_WIDTH + 1 && col + pending + item - blanks > WRAP_WIDTH) {
-      fprintf(out, "\n%*s", LABEL_WIDTH + 1, "");
-      col = LABEL_WIDTH + 1;
+    if (col > start && col + pending + item - blanks > width) {
+      fprintf(out, "\n%*s", (int)start, "");
+      col = start;
       pending = 0;
     }
-    fprintf(out, "%*s%.*s", (int)pending, "", (int)(item - blanks), p);
-    col += pending + item - blanks;
+    size_t left = item - blanks;
+    while (col == start && left > room) {
+      fprintf(out, "%.*s\n%*s", (int)room, p, (int)start, "");
+      p += room;
+      item -= room;
+      left -= room;
+    }
+    fprintf(out, "%*s%.*s", (int)pending, "", (int)left, p);
+    col += pending + left;
     pending = blanks;
     p += item;
   }
@@ -343,12 +374,19 @@ static void print_kiln_view(FILE *out, const info_device *dev) {
 }
 
 static void print_problems(FILE *out, const info_model *m) {
-  if (m->platform_error != 0)
-    fprintf(out, "\nclGetPlatformIDs failed: %s (%d): the ICD loader found no "
-                 "usable platform; run `kiln info --doctor`\n",
-            kiln_cl_error_name(m->platform_error), m->platform_error);
+  char line[1024];
+  if (m->platform_error != 0) {
+    snprintf(line, sizeof line, "clGetPlatformIDs failed: %s (%d): the ICD "
+             "loader found no usable platform; run `kiln info --doctor`",
+             kiln_cl_error_name(m->platform_error), m->platform_error);
+    fputc('\n', out);
+    cli_wrap(out, line, 0, 2, wrap_width);
+  }
   if (m->list == NULL) {
-    fprintf(out, "\nkiln could not enumerate devices: %s\n", kiln_last_error());
+    snprintf(line, sizeof line, "kiln could not enumerate devices: %s",
+             kiln_last_error());
+    fputc('\n', out);
+    cli_wrap(out, line, 0, 2, wrap_width);
     return;
   }
   size_t n = kiln_device_list_get_problem_count(m->list);
@@ -360,7 +398,8 @@ static void print_problems(FILE *out, const info_model *m) {
     if (!heading)
       fprintf(out, "\nPlatforms and devices kiln skipped:\n");
     heading = true;
-    fprintf(out, "  %s\n", p->message);
+    fputs("  ", out);
+    cli_wrap(out, p->message, 2, 4, wrap_width);
   }
 }
 
@@ -380,15 +419,22 @@ static void print_report(FILE *out, const info_model *m) {
     char *version = info_query_string(INFO_PLATFORM, plat->id, CL_PLATFORM_VERSION);
     char *exts = info_query_string(INFO_PLATFORM, plat->id, CL_PLATFORM_EXTENSIONS);
     shorten(name);
-    fprintf(out, "\nPlatform %zu: %s\n", p, name ? name : "(name query failed)");
+    char heading[256];
+    snprintf(heading, sizeof heading, "Platform %zu: %s", p,
+             name ? name : "(name query failed)");
+    fputc('\n', out);
+    cli_wrap(out, heading, 0, 2, wrap_width);
     info_subject ps = {INFO_PLATFORM, plat->id, info_parse_version(version), exts};
     print_props(out, 2, &ps);
     free(name);
     free(version);
     free(exts);
-    if (plat->device_error != 0)
-      fprintf(out, "  Devices: none (clGetDeviceIDs: %s)\n",
-              kiln_cl_error_name(plat->device_error));
+    if (plat->device_error != 0) {
+      char none[128];
+      snprintf(none, sizeof none, "  Devices: none (clGetDeviceIDs: %s)",
+               kiln_cl_error_name(plat->device_error));
+      cli_wrap(out, none, 0, 4, wrap_width);
+    }
     for (size_t d = 0; d < plat->device_count; d++) {
       const info_device *dev = &plat->devices[d];
       if (!info_device_shown(m, dev))
@@ -397,8 +443,10 @@ static void print_report(FILE *out, const info_model *m) {
       char *dver = info_query_string(INFO_DEVICE, dev->id, CL_DEVICE_VERSION);
       char *dexts = info_query_string(INFO_DEVICE, dev->id, CL_DEVICE_EXTENSIONS);
       shorten(dname);
-      fprintf(out, "\n  Device %zu:%zu: %s\n", p, d,
-              dname ? dname : "(name query failed)");
+      snprintf(heading, sizeof heading, "Device %zu:%zu: %s", p, d,
+               dname ? dname : "(name query failed)");
+      fputs("\n  ", out);
+      cli_wrap(out, heading, 2, 4, wrap_width);
       info_subject ds = {INFO_DEVICE, dev->id, info_parse_version(dver), dexts};
       print_props(out, 4, &ds);
       free(dname);
@@ -408,6 +456,41 @@ static void print_report(FILE *out, const info_model *m) {
     }
   }
   print_problems(out, m);
+}
+
+/* --explain's and --check's verdicts, one line per device, at the end of
+ * the long report where a reader sees them. */
+static void print_verdicts(FILE *out, const info_model *m) {
+  if (m->selection == NULL && !m->checked)
+    return;
+  fprintf(out, "\nSummary");
+  if (m->selection != NULL)
+    fprintf(out, " (selector %s)", kiln_selection_get_selector(m->selection));
+  fprintf(out, ":\n");
+  for (size_t p = 0; p < m->platform_count; p++)
+    for (size_t d = 0; d < m->platforms[p].device_count; d++) {
+      const info_device *dev = &m->platforms[p].devices[d];
+      if (!info_device_shown(m, dev))
+        continue;
+      char *name = info_query_string(INFO_DEVICE, dev->id, CL_DEVICE_NAME);
+      shorten(name);
+      char line[1024];
+      size_t len = (size_t)snprintf(line, sizeof line, "%zu:%zu %s:", p, d,
+                                    name ? name : "(name query failed)");
+      free(name);
+      if (dev->kdev == NULL)
+        len += (size_t)snprintf(line + len, sizeof line - len,
+                                " skipped by kiln");
+      else if (m->selection != NULL && len < sizeof line)
+        len += (size_t)snprintf(line + len, sizeof line - len, " %s",
+                                dev->explain ? dev->explain : "refused");
+      if (dev->check >= 0 && len < sizeof line)
+        snprintf(line + len, sizeof line - len, "%s check %s (%.0f ms)",
+                 m->selection != NULL ? ";" : "", dev->check ? "PASS" : "FAIL",
+                 dev->check_ms);
+      fputs("  ", out);
+      cli_wrap(out, line, 2, 6, wrap_width);
+    }
 }
 
 /* Exit status 1 must never come without a word: say that no device was
@@ -449,7 +532,10 @@ static void print_list(FILE *out, const info_model *m) {
       continue;
     char *name = info_query_string(INFO_PLATFORM, plat->id, CL_PLATFORM_NAME);
     shorten(name);
-    fprintf(out, "Platform #%zu: %s\n", p, name ? name : "(name query failed)");
+    char heading[256];
+    snprintf(heading, sizeof heading, "Platform #%zu: %s", p,
+             name ? name : "(name query failed)");
+    cli_wrap(out, heading, 0, 2, wrap_width);
     free(name);
     for (size_t d = 0; d < plat->device_count; d++) {
       const info_device *dev = &plat->devices[d];
@@ -457,20 +543,26 @@ static void print_list(FILE *out, const info_model *m) {
         continue;
       char *dname = info_query_string(INFO_DEVICE, dev->id, CL_DEVICE_NAME);
       shorten(dname);
-      fprintf(out, " %s-- Device #%zu: %s", d == last ? "`" : "+", d,
-              dname ? dname : "(name query failed)");
+      char line[1024];
+      size_t len = (size_t)snprintf(line, sizeof line, "Device #%zu: %s", d,
+                                    dname ? dname : "(name query failed)");
       free(dname);
       if (dev->kdev != NULL) {
         const kiln_device_info *ki = kiln_device_get_info(dev->kdev);
-        fprintf(out, "  [%s, %s]", ki->profile, ki->stable_id);
+        len += (size_t)snprintf(line + len, sizeof line - len, "  [%s, %s]",
+                                ki->profile, ki->stable_id);
       } else {
-        fprintf(out, "  [skipped by kiln]");
+        len += (size_t)snprintf(line + len, sizeof line - len,
+                                "  [skipped by kiln]");
       }
-      if (dev->explain != NULL)
-        fprintf(out, "  %s", dev->explain);
-      if (dev->check >= 0)
-        fprintf(out, "  %s", dev->check ? "PASS" : "FAIL");
-      fputc('\n', out);
+      if (dev->explain != NULL && len < sizeof line)
+        len += (size_t)snprintf(line + len, sizeof line - len, "  %s",
+                                dev->explain);
+      if (dev->check >= 0 && len < sizeof line)
+        snprintf(line + len, sizeof line - len, "  %s",
+                 dev->check ? "PASS" : "FAIL");
+      fprintf(out, " %s-- ", d == last ? "`" : "+");
+      cli_wrap(out, line, 4, 6, wrap_width);
       if (dev->check == 0 && dev->check_detail)
         fprintf(out, "%s\n", dev->check_detail);
     }
@@ -478,48 +570,43 @@ static void print_list(FILE *out, const info_model *m) {
 }
 
 int kiln_cmd_info(int argc, char **argv) {
+  enum { OPT_SELECT = 256 };
   static const struct option longopts[] = {
       {"list", no_argument, NULL, 'l'},
       {"json", no_argument, NULL, 'j'},
-      {"select", required_argument, NULL, 's'},
+      {"device", required_argument, NULL, 'd'},
+      {"select", required_argument, NULL, OPT_SELECT},
       {"explain", no_argument, NULL, 'e'},
       {"check", no_argument, NULL, 'c'},
-      {"doctor", no_argument, NULL, 'd'},
+      {"doctor", no_argument, NULL, 'D'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   bool list = false, json = false, check = false, doctor = false;
   info_model model = {0};
-  optind = 1;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, ":ljs:ecdh", longopts, NULL)) != -1) {
+  cli args;
+  cli_begin(&args, "kiln info", argc, argv, "ljd:ecDh", longopts);
+  for (int c; (c = cli_next(&args)) != -1;) {
     switch (c) {
     case 'l': list = true; break;
     case 'j': json = true; break;
-    case 's': model.selector = optarg; break;
+    case 'd':
+    case OPT_SELECT: model.selector = optarg; break;
     case 'e': model.explain = true; break;
     case 'c': check = true; break;
-    case 'd': doctor = true; break;
-    case 'h': usage(stdout); return 0;
-    case ':':
-      fprintf(stderr, "kiln info: %s needs an argument (see kiln info --help)\n",
-              argv[optind - 1]);
-      return 2;
-    default:
-      fprintf(stderr, "kiln info: unknown option '%s' (see kiln info --help)\n",
-              argv[optind - 1]);
-      return 2;
+    case 'D': doctor = true; break;
+    case 'h': usage(stdout); return CLI_OK;
+    default: return CLI_USAGE;
     }
   }
-  if (optind < argc) {
-    fprintf(stderr, "kiln info: unexpected argument '%s' (see kiln info --help)\n",
-            argv[optind]);
-    return 2;
-  }
-  if (list && json) {
-    fprintf(stderr, "kiln info: --list and --json exclude each other\n");
-    return 2;
-  }
+  if (cli_no_operands(&args) != CLI_OK)
+    return CLI_USAGE;
+  if (list && json)
+    return cli_usage_error("kiln info", "--list and --json exclude each other");
+  wrap_width = cli_width();
+  if (wrap_width < 40)
+    wrap_width = 40;
+  label_width = wrap_width >= LABEL_WIDTH + MIN_VALUE_WIDTH ? LABEL_WIDTH
+                                                            : wrap_width / 2;
 
   int rc;
   json_t *doctor_json = NULL;
@@ -529,6 +616,14 @@ int kiln_cmd_info(int argc, char **argv) {
     doctor_rc = info_doctor(stdout, json ? &doctor_json : NULL);
     if (!json)
       return doctor_rc;
+  }
+  /* A KILN_DEVICE that does not parse is a usage error here too, though
+   * the report shows every device whatever it says (--device filters);
+   * the doctor reports it as one of its findings instead. */
+  if (!doctor && model.selector == NULL && !model.explain &&
+      cli_check_selector("kiln info", NULL) != CLI_OK) {
+    json_decref(doctor_json);
+    return CLI_USAGE;
   }
   rc = model_build(&model);
   if (rc != 0) {
@@ -548,6 +643,7 @@ int kiln_cmd_info(int argc, char **argv) {
     print_list(stdout, &model);
   } else {
     print_report(stdout, &model);
+    print_verdicts(stdout, &model);
   }
   size_t shown = shown_kiln_devices(&model);
   rc = shown > 0 ? 0 : 1;

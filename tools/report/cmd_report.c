@@ -5,12 +5,12 @@
  * machine (a CUDA container image) may have no Python, and the kiln tool
  * is there whenever kiln is. */
 #define _GNU_SOURCE
+#include "cli/cli.h"
 #include "commands.h"
 #include "report.h"
 #include "report_plan.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,7 +30,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: kiln report [--device SEL] [--out DIR] [--quick]\n"
           "                   [--time-limit SECONDS] [--tune-budget SECONDS]\n"
-          "                   [--build DIR]\n"
+          "                   [--build DIR] [--wide]\n"
           "\n"
           "Measure a device in one run and write a folder: summary.md,\n"
           "report.json (device, driver, kiln version, every figure with the\n"
@@ -50,20 +50,24 @@ static void usage(FILE *out) {
           "options:\n"
           "  -d, --device SEL     device selector (as KILN_DEVICE; default: a\n"
           "                       GPU if there is one, else the CPU device)\n"
-          "  -o, --out DIR        the folder to write (default kiln-report)\n"
+          "  -O, --out DIR        the folder to write (default kiln-report)\n"
           "  -q, --quick          small scale: tiny tune budget, small sizes,\n"
           "                       a few test programs, a trainer subset\n"
           "  -t, --time-limit SECONDS\n"
           "                       the whole report's limit (default 540)\n"
-          "  -b, --tune-budget SECONDS\n"
+          "      --tune-budget SECONDS\n"
           "                       kiln tune's time for all ops together\n"
           "                       (default 200, 12 at the small scale)\n"
           "  -B, --build DIR      the build tree with the tests and examples\n"
           "                       (default: the one this kiln was built in)\n"
+          "      --wide           do not fit lines to the terminal's width (or\n"
+          "                       to 80 columns when not a terminal)\n"
           "  -h, --help           this help\n"
           "\n"
           "exit status: 0 when every step that ran passed, 1 when one failed\n"
-          "or timed out or no report could be made, 2 on a usage error.\n");
+          "or timed out or no report could be made (no usable device\n"
+          "included), 2 on a usage error (a selector that does not parse\n"
+          "included).\n");
 }
 
 static bool parse_seconds(const char *option, const char *text, double *out) {
@@ -71,8 +75,8 @@ static bool parse_seconds(const char *option, const char *text, double *out) {
   errno = 0;
   const double v = strtod(text, &end);
   if (errno != 0 || end == text || *end != '\0' || !(v >= 1 && v <= 86400)) {
-    fprintf(stderr, "kiln report: %s wants seconds from 1 to 86400, not '%s'\n",
-            option, text);
+    cli_usage_error("kiln report", "%s wants seconds from 1 to 86400, not "
+                    "'%s'", option, text);
     return false;
   }
   *out = v;
@@ -110,12 +114,14 @@ static void find_build(report *r, const char *given) {
 }
 
 int kiln_cmd_report(int argc, char **argv) {
+  /* --tune-budget has no short form: -b is kiln tune's --budget. */
+  enum { OPT_TUNE_BUDGET = 256 };
   static const struct option opts[] = {
       {"device", required_argument, 0, 'd'},
-      {"out", required_argument, 0, 'o'},
+      {"out", required_argument, 0, 'O'},
       {"quick", no_argument, 0, 'q'},
       {"time-limit", required_argument, 0, 't'},
-      {"tune-budget", required_argument, 0, 'b'},
+      {"tune-budget", required_argument, 0, OPT_TUNE_BUDGET},
       {"build", required_argument, 0, 'B'},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
@@ -123,32 +129,29 @@ int kiln_cmd_report(int argc, char **argv) {
   memset(&r, 0, sizeof r);
   const char *selector = NULL, *out = "kiln-report", *build = NULL;
   double time_limit = 540, tune_budget = 0;
-  optind = 1;
-  for (int c; (c = getopt_long(argc, argv, "d:o:qt:b:B:h", opts, NULL)) != -1;) {
+  cli args;
+  cli_begin(&args, "kiln report", argc, argv, "d:O:qt:B:h", opts);
+  for (int c; (c = cli_next(&args)) != -1;) {
     switch (c) {
     case 'd': selector = optarg; break;
-    case 'o': out = optarg; break;
+    case 'O': out = optarg; break;
     case 'q': r.quick = true; break;
     case 't':
       if (!parse_seconds("--time-limit", optarg, &time_limit))
         return 2;
       break;
-    case 'b':
+    case OPT_TUNE_BUDGET:
       if (!parse_seconds("--tune-budget", optarg, &tune_budget))
         return 2;
       break;
     case 'B': build = optarg; break;
-    case 'h': usage(stdout); return 0;
-    default:
-      fprintf(stderr, "kiln report: see kiln report --help\n");
-      return 2;
+    case 'h': usage(stdout); return CLI_OK;
+    default: return CLI_USAGE;
     }
   }
-  if (optind < argc) {
-    fprintf(stderr, "kiln report: unexpected argument '%s' (see --help)\n",
-            argv[optind]);
-    return 2;
-  }
+  if (cli_no_operands(&args) != CLI_OK ||
+      cli_check_selector("kiln report", selector) != CLI_OK)
+    return CLI_USAGE;
   r.start = tools_now();
   r.deadline = r.start + time_limit;
   if (mkdir(out, 0755) != 0 && errno != EEXIST) {

@@ -3,16 +3,16 @@
  * device's tuning file (kiln/kiln_tune.h), which every program on the
  * machine then reads. tune_search.c searches, tune_gate.c checks and
  * times; this file is the command line and the report. */
+#include "cli/cli.h"
 #include "commands.h"
 #include "tune.h"
 
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 static void usage(FILE *out) {
@@ -20,7 +20,7 @@ static void usage(FILE *out) {
           "usage: kiln tune [--device SEL] [--op NAMES] [--size SPECS]\n"
           "                 [--budget SECONDS] [--jobs N]\n"
           "                 [--compile-timeout SECONDS] [--run-timeout SECONDS]\n"
-          "                 [--json] [--export FILE]\n"
+          "                 [--json] [--export FILE] [--wide]\n"
           "       kiln tune [--device SEL] --list\n"
           "       kiln tune [--device SEL] --reset\n"
           "\n"
@@ -40,7 +40,8 @@ static void usage(FILE *out) {
           "                       the CPU family's (PoCL). gemm and transpose\n"
           "                       tune the space of the device's family\n"
           "  -s, --size SPECS     sizes to time, N or MxNxK, comma-separated\n"
-          "                       (default per op: gemm 512,1024; transpose\n"
+          "                       (at most 8 sizes, each number 1 to 2^30;\n"
+          "                       default per op: gemm 512,1024; transpose\n"
           "                       N x N 1024,2048; others N elements\n"
           "                       4194304,16777216)\n"
           "  -b, --budget SECONDS search time per op, all included (default\n"
@@ -55,11 +56,17 @@ static void usage(FILE *out) {
           "                       and stop: the device is busy with it\n"
           "                       (default 20)\n"
           "  -j, --json           print a kiln-tune/1 JSON document\n"
-          "  -e, --export FILE    also write the result to FILE (to send)\n"
+          "  -x, --export FILE    also write the result to FILE (to send)\n"
           "  -l, --list           print each space and the parameters in\n"
           "                       effect on the device, and exit\n"
-          "  -r, --reset          remove the device's tuning file, and exit\n"
-          "  -h, --help           this help\n");
+          "      --reset          remove the device's tuning file, and exit\n"
+          "      --wide           do not fit lines to the terminal's width (or\n"
+          "                       to 80 columns when not a terminal)\n"
+          "  -h, --help           this help\n"
+          "\n"
+          "exit status: 0 when every op was tuned (or listed, or reset), 1\n"
+          "otherwise (no usable device included), 2 on a usage error (a\n"
+          "selector that does not parse included).\n");
 }
 
 static volatile sig_atomic_t stop_flag;
@@ -122,7 +129,11 @@ static void show_progress(void *user, size_t tried, size_t rejected,
   pr->last_best = best;
 }
 
+/* The sizes of text into o; false, with a message naming what is wrong,
+ * when they do not parse. */
 static bool parse_sizes(const char *text, tune_options *o) {
+  if (cli_check_list("kiln tune", "--size", text) != CLI_OK)
+    return false;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", text);
   o->nsizes = 0;
@@ -133,12 +144,22 @@ static bool parse_sizes(const char *text, tune_options *o) {
     const int n = sscanf(tok, "%lux%lux%lu%c", &a, &b, &c, &tail);
     if (n == 1 && strchr(tok, 'x') == NULL)
       b = c = a;
-    else if (n != 3)
+    else if (n != 3) {
+      cli_usage_error("kiln tune", "--size '%s' is not N or MxNxK", tok);
       return false;
+    }
+    if (o->nsizes == TUNE_MAX_SIZES) {
+      cli_usage_error("kiln tune", "--size gives more than %d sizes",
+                      TUNE_MAX_SIZES);
+      return false;
+    }
     /* Each op has its own limit (tune_op.max_size, checked per op). */
-    if (o->nsizes == TUNE_MAX_SIZES || a == 0 || b == 0 || c == 0 ||
-        a > (1ul << 30) || b > (1ul << 30) || c > (1ul << 30))
+    if (a == 0 || b == 0 || c == 0 || a > (1ul << 30) || b > (1ul << 30) ||
+        c > (1ul << 30) || strchr(tok, '-') != NULL) {
+      cli_usage_error("kiln tune", "--size '%s': each number must be from 1 "
+                      "to 2^30 (1073741824)", tok);
       return false;
+    }
     o->sizes[o->nsizes][0] = a;
     o->sizes[o->nsizes][1] = b;
     o->sizes[o->nsizes][2] = c;
@@ -151,33 +172,49 @@ static bool parse_seconds(const char *option, const char *text, double *out) {
   char *end = NULL;
   *out = strtod(text, &end);
   if (end == text || *end != '\0' || !(*out > 0.0) || *out > 1e6) {
-    fprintf(stderr, "kiln tune: %s '%s' is not a positive number of "
-                    "seconds\n", option, text);
+    cli_usage_error("kiln tune", "%s '%s' is not a number of seconds from "
+                    "0 to 1000000", option, text);
     return false;
   }
   return true;
 }
 
+/* printf, then the line wrapped to the output's width, continuation lines
+ * indented by indent. */
+static void print_wrapped(int indent, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void print_wrapped(int indent, const char *fmt, ...) {
+  char line[2 * KILN_TUNING_TEXT_CAPACITY];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(line, sizeof line, fmt, args);
+  va_end(args);
+  cli_wrap(stdout, line, 0, indent, cli_width());
+}
+
 static void list_space(kiln_context *ctx, const tune_op *op) {
-  printf("%s (%s%s%sthe %s-family kernel; timed: %s):\n", op->name,
-         op->aliases[0] ? "also " : "", op->aliases,
-         op->aliases[0] ? "; " : "", op->family, op->timed);
+  print_wrapped(2, "%s (%s%s%sthe %s-family kernel; timed: %s):", op->name,
+                op->aliases[0] ? "also " : "", op->aliases,
+                op->aliases[0] ? "; " : "", op->family, op->timed);
   kiln_tuning_knob k;
   for (size_t i = 0; kiln_tuning_get_knob(op->name, i, &k) == KILN_OK; i++) {
-    printf("  %-7s", k.name);
-    for (size_t j = 0; j < k.count; j++)
-      printf("%s%u", j ? "," : " ", k.values[j]);
-    printf("  %s\n", k.what);
+    char values[512];
+    size_t len = 0;
+    values[0] = '\0';
+    for (size_t j = 0; j < k.count && len < sizeof values; j++)
+      len += (size_t)snprintf(values + len, sizeof values - len, "%s%u",
+                              j ? "," : "", k.values[j]);
+    print_wrapped(10, "  %-7s %s  %s", k.name, values, k.what);
   }
   kiln_tuning_info t;
   if (kiln_tuning_get_info(ctx, op->name, &t) == KILN_OK) {
-    printf("in effect: %s%s%s\n", t.source, t.params[0] ? ": " : "",
-           t.params);
-    printf("tuning file: %s\n", t.path[0] ? t.path : "(none)");
+    print_wrapped(2, "in effect: %s%s%s", t.source, t.params[0] ? ": " : "",
+                  t.params);
+    print_wrapped(2, "tuning file: %s", t.path[0] ? t.path : "(none)");
     if (t.figures[0])
-      printf("tuned: %s\n", t.figures);
+      print_wrapped(2, "tuned: %s", t.figures);
     if (t.ignored[0])
-      printf("ignored: %s\n", t.ignored);
+      print_wrapped(2, "ignored: %s", t.ignored);
   }
 }
 
@@ -221,34 +258,39 @@ static void report(const tune_op *op, const tune_options *o,
     printf("]}\n");
     return;
   }
-  printf("device: %s\nop %s (timed: %s): %zu candidates tried, %zu rejected "
-         "(%zu by the gate or a failed build, %zu too slow, %zu past a "
-         "timeout), %zu skipped (invalid on the device)%s%s\n",
-         device, op->name, op->timed, r->tried, r->rejected, r->rejected_gate,
-         r->rejected_slow, r->rejected_timeout, r->skipped,
-         r->exhaustive ? ", exhaustive" : ", random + local search",
-         r->interrupted ? ", interrupted" : "");
+  print_wrapped(2, "device: %s", device);
+  print_wrapped(2, "op %s (timed: %s): %zu candidates tried, %zu rejected "
+                "(%zu by the gate or a failed build, %zu too slow, %zu past "
+                "a timeout), %zu skipped (invalid on the device)%s%s",
+                op->name, op->timed, r->tried, r->rejected, r->rejected_gate,
+                r->rejected_slow, r->rejected_timeout, r->skipped,
+                r->exhaustive ? ", exhaustive" : ", random + local search",
+                r->interrupted ? ", interrupted" : "");
   if (r->kept_default)
-    printf("kept the default: the best found was not faster when timed "
-           "again against it, alternately\n");
+    print_wrapped(2, "kept the default: the best found was not faster when "
+                  "timed again against it, alternately");
   if (r->last_rejection[0])
-    printf("last rejection: %s\n", r->last_rejection);
+    print_wrapped(2, "last rejection: %s", r->last_rejection);
   char before[32], tuned[32];
   snprintf(before, sizeof before, "before %s", op->unit);
   snprintf(tuned, sizeof tuned, "tuned %s", op->unit);
-  printf("before: %s\ntuned:  %s\n\n%-16s %14s %14s %7s\n", r->default_params,
-         r->best_params, "size", before, tuned, "ratio");
+  print_wrapped(8, "before: %s", r->default_params);
+  print_wrapped(8, "tuned:  %s", r->best_params);
+  printf("\n%-16s %14s %14s %7s\n", "size", before, tuned, "ratio");
   for (size_t i = 0; i < o->nsizes; i++) {
     char size[64];
     size_name(op, o->sizes[i], size, sizeof size);
     printf("%-16s %14.2f %14.2f %7.2f\n", size, r->default_gflops[i],
            r->best_gflops[i], r->best_gflops[i] / r->default_gflops[i]);
   }
-  printf("saved: %s\n", saved);
+  print_wrapped(2, "saved: %s", saved);
 }
 
 /* The ops named by text (comma-separated names or aliases), each once. */
 static bool parse_ops(const char *text, const tune_op **out, size_t *count) {
+  *count = 0;
+  if (cli_check_list("kiln tune", "--op", text) != CLI_OK)
+    return false;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", text);
   *count = 0;
@@ -256,9 +298,16 @@ static bool parse_ops(const char *text, const tune_op **out, size_t *count) {
        tok = strtok_r(NULL, ",", &save)) {
     const tune_op *op = tune_op_find(tok);
     if (op == NULL) {
-      fprintf(stderr, "kiln tune: --op '%s': no parameter space (ops: gemm, "
-                      "transpose, reduce or sum, dot, nrm2, elementwise or "
-                      "axpy, scale, gemm_cpu, transpose_cpu)\n", tok);
+      const char *names[32];
+      size_t n = 0;
+      for (; tune_op_at(n) != NULL && n < 32; n++)
+        names[n] = tune_op_at(n)->name;
+      const char *near = cli_suggest(tok, names, n);
+      cli_usage_error("kiln tune", "--op '%s': no parameter space%s%s%s (ops: "
+                      "gemm, transpose, reduce or sum, dot, nrm2, elementwise "
+                      "or axpy, scale, gemm_cpu, transpose_cpu)", tok,
+                      near ? "; did you mean '" : "", near ? near : "",
+                      near ? "'?" : "");
       return false;
     }
     bool seen = false;
@@ -268,7 +317,7 @@ static bool parse_ops(const char *text, const tune_op **out, size_t *count) {
       out[(*count)++] = op;
   }
   if (*count == 0)
-    fprintf(stderr, "kiln tune: --op '%s' names no op\n", text);
+    cli_usage_error("kiln tune", "--op '%s' names no op", text);
   return *count > 0;
 }
 
@@ -313,9 +362,8 @@ static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
     }
   struct progress pr = {.op = op, .tty = isatty(STDERR_FILENO) == 1,
                         .columns = 80};
-  struct winsize ws;
-  if (pr.tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-    pr.columns = ws.ws_col;
+  if (pr.tty)
+    pr.columns = cli_terminal_columns(STDERR_FILENO);
   o->progress = show_progress;
   o->progress_user = &pr;
   o->stop = &stop_flag;
@@ -365,11 +413,12 @@ static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
 }
 
 int kiln_cmd_tune(int argc, char **argv) {
+  enum { OPT_RESET = 256 };
   static const struct option long_opts[] = {
       {"device", required_argument, 0, 'd'}, {"op", required_argument, 0, 'o'},
       {"size", required_argument, 0, 's'},   {"budget", required_argument, 0, 'b'},
-      {"json", no_argument, 0, 'j'},         {"export", required_argument, 0, 'e'},
-      {"list", no_argument, 0, 'l'},         {"reset", no_argument, 0, 'r'},
+      {"json", no_argument, 0, 'j'},         {"export", required_argument, 0, 'x'},
+      {"list", no_argument, 0, 'l'},         {"reset", no_argument, 0, OPT_RESET},
       {"jobs", required_argument, 0, 'J'},
       {"compile-timeout", required_argument, 0, 'C'},
       {"run-timeout", required_argument, 0, 'R'},
@@ -386,20 +435,16 @@ int kiln_cmd_tune(int argc, char **argv) {
   o.jobs = cpus > 1 ? (unsigned)(cpus < 64 ? cpus : 64) : 1;
   o.compile_timeout_s = TUNE_COMPILE_TIMEOUT;
   o.run_timeout_s = TUNE_RUN_TIMEOUT;
-  optind = 1;
-  for (int c; (c = getopt_long(argc, argv, "d:o:s:b:je:lrhJ:C:R:", long_opts,
-                               NULL)) != -1;) {
+  cli args;
+  cli_begin(&args, "kiln tune", argc, argv, "d:o:s:b:jx:lhJ:C:R:", long_opts);
+  for (int c; (c = cli_next(&args)) != -1;) {
     switch (c) {
     case 'd': selector = optarg; break;
     case 'o': ops = optarg; break;
     case 's':
       sizes_given = true;
-      if (!parse_sizes(optarg, &o)) {
-        fprintf(stderr, "kiln tune: --size '%s' is not N or MxNxK, "
-                        "comma-separated (at most %d, each 1 to 2^30)\n",
-                optarg, TUNE_MAX_SIZES);
-        return 2;
-      }
+      if (!parse_sizes(optarg, &o))
+        return CLI_USAGE;
       break;
     case 'b':
       if (!parse_seconds("--budget", optarg, &o.budget_s))
@@ -416,30 +461,26 @@ int kiln_cmd_tune(int argc, char **argv) {
     case 'J': {
       char *end = NULL;
       const long n = strtol(optarg, &end, 10);
-      if (end == optarg || *end != '\0' || n < 1 || n > 256) {
-        fprintf(stderr, "kiln tune: --jobs '%s' is not a number of threads "
-                        "(1 to 256)\n", optarg);
-        return 2;
-      }
+      if (end == optarg || *end != '\0' || n < 1 || n > 256)
+        return cli_usage_error("kiln tune", "--jobs '%s' is not a number of "
+                               "threads from 1 to 256", optarg);
       o.jobs = (unsigned)n;
       break;
     }
     case 'j': json = true; break;
-    case 'e': export_path = optarg; break;
+    case 'x': export_path = optarg; break;
     case 'l': list = true; break;
-    case 'r': reset = true; break;
-    case 'h': usage(stdout); return 0;
-    default: usage(stderr); return 2;
+    case OPT_RESET: reset = true; break;
+    case 'h': usage(stdout); return CLI_OK;
+    default: return CLI_USAGE;
     }
   }
-  if (optind < argc) {
-    fprintf(stderr, "kiln tune: unexpected argument '%s'\n", argv[optind]);
-    return 2;
-  }
+  if (cli_no_operands(&args) != CLI_OK)
+    return CLI_USAGE;
   const tune_op *todo[8];
   size_t ntodo = 0;
   if (!parse_ops(ops, todo, &ntodo))
-    return 2;
+    return CLI_USAGE;
 
   /* Before the driver starts any thread (see sigint_thread). */
   if (!list && !reset)
@@ -456,9 +497,11 @@ int kiln_cmd_tune(int argc, char **argv) {
    * more than the budget itself (a 30 s tune ran 85 s, 4 to 6 minutes
    * under load). Programs that use the result build it afresh. */
   kiln_context_options copts = {.flags = KILN_CONTEXT_NO_CACHE};
-  if (kiln_device_list_create(&devs) != KILN_OK ||
-      kiln_device_select(devs, selector, &device) != KILN_OK ||
-      kiln_context_create(device, &copts, &ctx) != KILN_OK ||
+  status = cli_select_device("kiln tune", selector, &devs, &device);
+  if (status != CLI_OK)
+    goto done;
+  status = CLI_FAILURE;
+  if (kiln_context_create(device, &copts, &ctx) != KILN_OK ||
       kiln_queue_create(ctx, 0, &q) != KILN_OK) {
     fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
     goto done;
