@@ -2,8 +2,8 @@
  * gathers that turn images into GEMM operands and back.
  *
  * Build options:
- *   -DDT=n   storage type of the images read (common.clh). im2col and
- *            gather_rows move bits (uint for f32, ushort for f16/bf16);
+ *   -DDT=n   storage type of the images read (common.clh). The im2col
+ *            kernels move bits (uint for f32, ushort for f16/bf16);
  *            bias_grad converts to f32.
  *   -DWG=n   work-group size of bias_grad (a power of two).
  *
@@ -14,10 +14,12 @@
  *
  * Launches (dimension 0 rounded up to the local size, so each kernel checks
  * it):
- *   im2col     (ow, oh, kk * nb * groups): one element of the columns each;
+ *   im2col     (ow, oh, kk * nb * groups): one element of the columns each
+ *              (the GPU family; the CPU family's _planes variants below
+ *              take a plane per work-item);
  *   col2im     (w, h, nb * c): one pixel of dx each, a gather in a fixed
  *              order (ki, then kj);
- *   gather_dy  (ohw, nb, oc): one element each;
+ *   sum_batch  (oc kk): one element of dw each;
  *   bias_grad  (WG * oc): a work-group per output channel. */
 #ifndef DT
 #define DT 0
@@ -97,16 +99,117 @@ __kernel void conv_col2im(__global const float *cols, ulong co, uint c, uint h,
   dx[xo + (((ulong)i * c + ch) * h + iy) * w + ix] = acc;
 }
 
-/* dyt[o, i, p] = dy[image i, channel o, position p] for the nb images from
- * dy's offset: the batch moved next to the positions, so that the weight
- * gradient's GEMM runs k over both. */
-__kernel void conv_gather_dy(__global const E *dy, ulong yo, uint oc,
-                             uint ohw, uint nb, __global E *dyt, ulong to) {
-  const uint p = get_global_id(0);
-  if (p >= ohw)
+/* dw[j] = (accumulate ? dw[j] : 0) + the sum over the nb images of
+ * part[i count + j], in image order: the weight gradient's per-image GEMM
+ * results folded over the batch. */
+__kernel void conv_sum_batch(__global const float *part, ulong po,
+                             ulong count, uint nb, uint accumulate,
+                             __global float *dw, ulong wo) {
+  const ulong j = get_global_id(0);
+  if (j >= count)
     return;
-  const ulong i = get_global_id(1), o = get_global_id(2);
-  dyt[to + (o * nb + i) * ohw + p] = dy[yo + (i * oc + o) * ohw + p];
+  float acc = accumulate ? dw[wo + j] : 0.0f;
+  for (uint i = 0; i < nb; i++)
+    acc += part[po + i * count + j];
+  dw[wo + j] = acc;
+}
+
+/* ---- the CPU family: one work-item per image plane ------------------------
+ * PoCL pays for every work-group it schedules, so its kernels each take a
+ * whole plane (a channel of an image) and loop over it, with the valid
+ * column span of each tap computed once instead of a test per element. */
+
+/* The output columns ox whose input column ox s - p + k d lies in [0, w):
+ * [*lo, *hi). */
+void conv_span(uint w, uint s, uint p, uint k, uint d, uint ow, uint *lo,
+               uint *hi) {
+  const long off = (long)k * d - p; /* ix = ox s + off */
+  const long first = off >= 0 ? 0 : (-off + s - 1) / s;
+  const long end = (long)w - off <= 0 ? 0 : ((long)w - off + s - 1) / s;
+  *lo = (uint)min(first, (long)ow);
+  *hi = (uint)max((long)*lo, min(end, (long)ow));
+}
+
+/* conv_im2col's columns, one work-item per (channel cl of group g, image
+ * i): the kh kw rows that plane feeds. Launch (cg, nb * groups). */
+__kernel void conv_im2col_planes(__global const E *x, ulong xo, uint c,
+                                 uint h, uint w, uint cg, uint kh, uint kw,
+                                 uint sh, uint sw, uint ph, uint pw, uint dh,
+                                 uint dw, uint oh, uint ow, uint groups,
+                                 __global E *cols, ulong co, ulong g_st,
+                                 ulong n_st, ulong r_st) {
+  const uint cl = get_global_id(0);
+  if (cl >= cg)
+    return;
+  const uint ig = get_global_id(1);
+  const uint g = ig % groups, i = ig / groups;
+  __global const E *plane =
+      x + xo + ((ulong)i * c + (ulong)g * cg + cl) * h * w;
+  for (uint ki = 0; ki < kh; ki++)
+    for (uint kj = 0; kj < kw; kj++) {
+      const ulong r = ((ulong)cl * kh + ki) * kw + kj;
+      __global E *dst = cols + co + g * g_st + i * n_st + r * r_st;
+      uint lo, hi;
+      conv_span(w, sw, pw, kj, dw, ow, &lo, &hi);
+      const long xoff = (long)kj * dw - pw;
+      for (uint oy = 0; oy < oh; oy++, dst += ow) {
+        const long iy = (long)oy * sh - ph + (long)ki * dh;
+        if (iy < 0 || iy >= h) {
+          for (uint ox = 0; ox < ow; ox++)
+            dst[ox] = 0;
+          continue;
+        }
+        __global const E *row = plane + (ulong)iy * w;
+        for (uint ox = 0; ox < lo; ox++)
+          dst[ox] = 0;
+        if (sw == 1)
+          for (uint ox = lo; ox < hi; ox++)
+            dst[ox] = row[(long)ox + xoff];
+        else
+          for (uint ox = lo; ox < hi; ox++)
+            dst[ox] = row[(long)ox * sw + xoff];
+        for (uint ox = hi; ox < ow; ox++)
+          dst[ox] = 0;
+      }
+    }
+}
+
+/* conv_col2im, one work-item per (channel ch, image i) plane of dx: the
+ * plane is zeroed, then each tap's column row (ki, then kj, the order of
+ * conv_col2im's sum, so both give the same bits) is added in. Launch (c,
+ * nb). */
+__kernel void conv_col2im_planes(__global const float *cols, ulong co, uint c,
+                                 uint h, uint w, uint cg, uint kh, uint kw,
+                                 uint sh, uint sw, uint ph, uint pw, uint dh,
+                                 uint dw, uint oh, uint ow, uint groups,
+                                 __global float *dx, ulong xo) {
+  const uint ch = get_global_id(0);
+  if (ch >= c)
+    return;
+  const uint i = get_global_id(1);
+  const uint g = ch / cg, cl = ch % cg;
+  const ulong kk = (ulong)cg * kh * kw, ohw = (ulong)oh * ow;
+  __global float *plane = dx + xo + ((ulong)i * c + ch) * h * w;
+  for (ulong e = 0; e < (ulong)h * w; e++)
+    plane[e] = 0.0f;
+  __global const float *base =
+      cols + co + ((ulong)i * groups + g) * kk * ohw;
+  for (uint ki = 0; ki < kh; ki++)
+    for (uint kj = 0; kj < kw; kj++) {
+      const ulong r = ((ulong)cl * kh + ki) * kw + kj;
+      __global const float *src = base + r * ohw;
+      uint lo, hi;
+      conv_span(w, sw, pw, kj, dw, ow, &lo, &hi);
+      const long xoff = (long)kj * dw - pw;
+      for (uint oy = 0; oy < oh; oy++, src += ow) {
+        const long iy = (long)oy * sh - ph + (long)ki * dh;
+        if (iy < 0 || iy >= h)
+          continue;
+        __global float *row = plane + (ulong)iy * w;
+        for (uint ox = lo; ox < hi; ox++)
+          row[(long)ox * sw + xoff] += src[ox];
+      }
+    }
 }
 
 /* db[o] = the sum of dy over n images and ohw positions of channel o: each

@@ -40,9 +40,10 @@
  * memory once the workspace is large enough. Backward to the input
  * multiplies w^T by dy into f32 columns and folds them back (col2im) as a
  * gather: each input pixel sums its own terms in a fixed order, no atomics.
- * Backward to the weights gathers columns and dy with the batch along k,
- * so the weight gradient is one GEMM per chunk and group, accumulated over
- * chunks in a fixed order. Same sizes, same device, same bits.
+ * Backward to the weights multiplies dy by each image's columns into f32
+ * products in the workspace (oc x c/groups x kh x kw floats per image of
+ * the chunk) and adds them up in image order. Same sizes, same device,
+ * same bits.
  *
  * Operands must not overlap, except that x and w (inputs only) may. A call
  * with n, oc or c 0 is a no-op (its out event still completes; the weight

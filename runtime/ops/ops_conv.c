@@ -4,24 +4,29 @@
  *
  * Workspace. The queue's op workspace holds, from its start, the operands
  * this module builds for a chunk of nb images (the columns, and for the
- * weight gradient dy regathered), then what the CPU family's GEMM packs
- * (gemm_problem.ws_base marks where that starts). The whole size is asked
- * for before the first kernel, so the GEMM finds the buffer large enough
- * and never replaces it under the columns. Chunks keep the columns within
- * col_limit bytes (at least one image).
+ * weight gradient the per-image products), then what the CPU family's GEMM
+ * packs (gemm_problem.ws_base marks where that starts). The whole size is
+ * asked for before the first kernel, so the GEMM finds the buffer large
+ * enough and never replaces it under the columns. Chunks keep the
+ * module's part within col_limit bytes (at least one image).
  *
  * Per chunk and group g (cg = c / groups input and ocg = oc / groups output
- * channels, kk = cg kh kw, P = oh ow positions, row-major matrices):
+ * channels, kk = cg kh kw, P = oh ow positions, row-major matrices, the
+ * columns in [image][g][r][p] order):
  *   forward   Y_g(i) [ocg x P] = W_g [ocg x kk] cols_g(i) [kk x P], a GEMM
  *             batched over the chunk's images, W shared, with the bias (one
  *             per row) and activation in its epilogue;
  *   data      dcols_g(i) [kk x P] = W_g^T dY_g(i), then col2im sums the
  *             columns back into dx;
- *   weights   dW_g [ocg x kk] (+)= dYt_g [ocg x nb P] cols_g^T [nb P x kk],
- *             with the chunk's images laid side by side along k (cols in
- *             [g][r][image][p] order, dy regathered as [o][image][p]);
- *             the first chunk overwrites, later ones accumulate (beta 1).
- * The bias gradient is one kernel over the whole batch (conv_bias_grad). */
+ *   weights   part_g(i) [ocg x kk] = dY_g(i) cols_g(i)^T, batched over the
+ *             images (a GEMM of k = P per image keeps as many outputs in
+ *             flight as the forward pass; one GEMM with the batch along k
+ *             would leave only ocg x kk outputs to share out), then
+ *             conv_sum_batch adds the images' parts into dw in image order,
+ *             onto the previous chunks' sum.
+ * The bias gradient is one kernel over the whole batch (conv_bias_grad).
+ * The CPU family runs im2col and col2im a plane per work-item, the GPU
+ * family an element per work-item (cl_kernels/conv.cl). */
 #include "ops_gemm.h"
 #include "ops_internal.h"
 #include "ops_train_internal.h"
@@ -303,6 +308,11 @@ static struct geom_args geom_args(const struct geom *gm) {
 /* Work-group width along dimension 0 (image columns or positions). */
 static size_t row_local(size_t width) { return width >= 32 ? 32 : 16; }
 
+/* The CPU family takes a plane per work-item (conv.cl says why). */
+static bool cpu_family(const struct kiln__op *op) {
+  return kiln__ops_tuning(op->queue->ctx)->family == KILN_FAMILY_CPU;
+}
+
 /* Columns of nb images from x's element offset xo into ws at element co,
  * element (g, image, r, p) at co + g g_st + image n_st + r r_st + p. */
 static kiln_status im2col(struct kiln__op *op, kiln_dtype dt,
@@ -311,9 +321,11 @@ static kiln_status im2col(struct kiln__op *op, kiln_dtype dt,
                           size_t n_st, size_t r_st) {
   const struct geom_args a = geom_args(gm);
   const cl_ulong xo64 = xo, co64 = co, g64 = g_st, n64 = n_st, r64 = r_st;
+  const bool planes = cpu_family(op);
   cl_kernel k;
   kiln_status s = kiln__op_kernel(
-      op, "conv", dt_options[dt], "conv_im2col", &k, 22, KILN__ARG(x),
+      op, "conv", dt_options[dt],
+      planes ? "conv_im2col_planes" : "conv_im2col", &k, 22, KILN__ARG(x),
       KILN__ARG(xo64), KILN__ARG(a.c), KILN__ARG(a.h), KILN__ARG(a.w),
       KILN__ARG(a.cg), KILN__ARG(a.kh), KILN__ARG(a.kw), KILN__ARG(a.sh),
       KILN__ARG(a.sw), KILN__ARG(a.ph), KILN__ARG(a.pw), KILN__ARG(a.dh),
@@ -324,7 +336,9 @@ static kiln_status im2col(struct kiln__op *op, kiln_dtype dt,
   const size_t global[3] = {kiln__div_up(gm->ow, l0) * l0, gm->oh,
                             gm->kk * nb * gm->groups};
   const size_t local[3] = {l0, 1, 1};
-  KILN__CHECK(s, kiln__op_launch(op, k, 3, global, local));
+  const size_t pglobal[2] = {gm->cg, nb * gm->groups}, plocal[2] = {1, 1};
+  KILN__CHECK(s, planes ? kiln__op_launch(op, k, 2, pglobal, plocal)
+                        : kiln__op_launch(op, k, 3, global, local));
   return s;
 }
 
@@ -512,8 +526,10 @@ KILN_API kiln_status kiln_conv2d_backward_data(
     cl_kernel fold = NULL;
     s = gemm_floats(queue->ctx, &g, &g_last, &gemm);
     KILN__CHECK(s, workspace(&op, g.ws_base, gemm, &ws));
-    KILN__CHECK(s, kiln__queue_kernel(queue, "conv", dt_options[dt],
-                                      "conv_col2im", &fold));
+    const bool planes = cpu_family(&op);
+    KILN__CHECK(s, kiln__queue_kernel(
+                       queue, "conv", dt_options[dt],
+                       planes ? "conv_col2im_planes" : "conv_col2im", &fold));
     g.c = ws;
     const struct geom_args a = geom_args(&gm);
     for (size_t i0 = 0; i0 < gm.n && s == KILN_OK; i0 += nb) {
@@ -539,7 +555,9 @@ KILN_API kiln_status kiln_conv2d_backward_data(
       const size_t global[3] = {kiln__div_up(gm.w, l0) * l0, gm.h,
                                 cnt * gm.c};
       const size_t local[3] = {l0, 1, 1};
-      KILN__CHECK(s, kiln__op_launch(&op, fold, 3, global, local));
+      const size_t pglobal[2] = {gm.c, cnt}, plocal[2] = {1, 1};
+      KILN__CHECK(s, planes ? kiln__op_launch(&op, fold, 2, pglobal, plocal)
+                            : kiln__op_launch(&op, fold, 3, global, local));
     }
   }
   return kiln__op_end(&op, s, out_event);
@@ -614,64 +632,60 @@ KILN_API kiln_status kiln_conv2d_backward_weights(
   kiln__op_describe(&op, "conv2d_backward_weights", dt, 3,
                     (size_t[]){gm.oc, gm.kk, gm.n * gm.ohw}, bytes, flops);
   if (gm.w_count > 0) {
-    /* The chunk's columns [g][r][image][p], then dy regathered as
-     * [o][image][p] from element dyt_off. */
-    const size_t per_image = gm.groups * gm.kk * gm.ohw + gm.oc * gm.ohw;
-    const size_t nb = chunk_images(gm.n, per_image * es);
+    /* The chunk's columns [image][g][r][p] (elements of dt), then the
+     * per-image products [image][o][r] (f32) from element part_off. */
+    const size_t cols_image = gm.groups * gm.kk * gm.ohw;
+    const size_t part_image = gm.oc * gm.kk; /* = w_count */
+    const size_t nb = chunk_images(gm.n, cols_image * es + part_image * 4);
     const size_t last = gm.n == 0 ? 0 : gm.n - (gm.n - 1) / nb * nb;
-    const size_t dyt_off = kiln__div_up(nb * gm.groups * gm.kk * gm.ohw, 128) *
-                           128;
+    const size_t part_off = round64(kiln__div_up(nb * cols_image * es, 4));
     struct gemm_problem g = {.m = gm.ocg,
                              .n = gm.kk,
-                             .k = nb * gm.ohw,
-                             .batch = 1,
+                             .k = gm.ohw,
+                             .batch = nb,
                              .alpha = 1.0f,
+                             .beta = 0.0f,
                              .dtype = dt,
-                             .c = dw->buffer->cl,
+                             .a = {dy->buffer->cl, 0, gm.oc * gm.ohw, gm.ohw,
+                                   1},
+                             .b = {NULL, 0, cols_image, 1, gm.ohw},
                              .ldc = gm.kk,
-                             .c_stride = gm.ocg * gm.kk,
+                             .c_stride = part_image,
                              .act = KILN_ACT_NONE,
-                             .ws_base = round64(kiln__div_up(
-                                 (dyt_off + nb * gm.oc * gm.ohw) * es, 4))};
+                             .ws_base = round64(part_off + nb * part_image)};
     struct gemm_problem g_last = g;
-    g_last.k = last * gm.ohw;
+    g_last.batch = last;
     size_t gemm = 0;
     cl_mem ws = NULL;
-    cl_kernel gather = NULL;
+    cl_kernel fold = NULL;
     s = gemm_floats(queue->ctx, &g, &g_last, &gemm);
     KILN__CHECK(s, workspace(&op, g.ws_base, gemm, &ws));
     KILN__CHECK(s, kiln__queue_kernel(queue, "conv", dt_options[dt],
-                                      "conv_gather_dy", &gather));
-    /* An empty batch still writes dw: one pass with k 0 (zeros). */
+                                      "conv_sum_batch", &fold));
+    g.b.mem = ws;
+    g.c = ws;
+    const cl_mem dw_mem = dw->buffer->cl;
+    const cl_ulong po = part_off, count = part_image, wo = dw->offset;
+    /* An empty batch still writes dw: one fold of no images (zeros). */
     for (size_t i0 = 0; s == KILN_OK; i0 += nb) {
       const size_t cnt = gm.n - i0 < nb ? gm.n - i0 : nb;
-      const size_t run = cnt * gm.ohw; /* the chunk's columns per row */
-      if (cnt > 0) {
+      g.batch = cnt;
+      if (cnt > 0)
         s = im2col(&op, dt, &gm, x->buffer->cl,
                    x->offset + i0 * gm.c * gm.h * gm.w, cnt, ws, 0,
-                   gm.kk * run, gm.ohw, run);
-        const cl_ulong yo = dy->offset + i0 * gm.oc * gm.ohw, to = dyt_off;
-        const cl_uint oc32 = (cl_uint)gm.oc, ohw32 = (cl_uint)gm.ohw,
-                      nb32 = (cl_uint)cnt;
-        cl_mem dy_mem = dy->buffer->cl;
-        KILN__CHECK(s, kiln__op_args(&op, gather, 7, KILN__ARG(dy_mem),
-                                     KILN__ARG(yo), KILN__ARG(oc32),
-                                     KILN__ARG(ohw32), KILN__ARG(nb32),
-                                     KILN__ARG(ws), KILN__ARG(to)));
-        const size_t l0 = row_local(gm.ohw);
-        const size_t global[3] = {kiln__div_up(gm.ohw, l0) * l0, cnt, gm.oc};
-        const size_t local[3] = {l0, 1, 1};
-        KILN__CHECK(s, kiln__op_launch(&op, gather, 3, global, local));
-      }
-      g.k = run;
-      g.beta = i0 == 0 ? 0.0f : 1.0f;
-      for (size_t gi = 0; gi < gm.groups && s == KILN_OK; gi++) {
-        g.a = (struct gemm_operand){ws, dyt_off + gi * gm.ocg * run, 0, run,
-                                    1};
-        g.b = (struct gemm_operand){ws, gi * gm.kk * run, 0, 1, run};
-        g.c_offset = dw->offset + gi * gm.ocg * gm.kk;
+                   gm.kk * gm.ohw, cols_image, gm.ohw);
+      for (size_t gi = 0; gi < gm.groups && cnt > 0 && s == KILN_OK; gi++) {
+        g.a.offset = dy->offset + i0 * gm.oc * gm.ohw + gi * gm.ocg * gm.ohw;
+        g.b.offset = gi * gm.kk * gm.ohw;
+        g.c_offset = part_off + gi * gm.ocg * gm.kk;
         s = kiln__gemm_enqueue(&op, &g);
       }
+      const cl_uint nb32 = (cl_uint)cnt, acc = i0 > 0;
+      KILN__CHECK(s, kiln__op_args(&op, fold, 7, KILN__ARG(ws), KILN__ARG(po),
+                                   KILN__ARG(count), KILN__ARG(nb32),
+                                   KILN__ARG(acc), KILN__ARG(dw_mem),
+                                   KILN__ARG(wo)));
+      KILN__CHECK(s, kiln__op_launch_1d(&op, fold, part_image, 64));
       if (i0 + cnt >= gm.n)
         break;
     }
