@@ -43,10 +43,17 @@ void kiln__conv_set_workspace_limit(size_t bytes) {
   atomic_store(&col_limit, bytes ? bytes : CONV_COL_MAX);
 }
 
-static const char *const dt_options[] = {[KILN_F32] = "-DDT=0 -DWG=64",
-                                         [KILN_F16] = "-DDT=1 -DWG=64",
-                                         [KILN_BF16] = "-DDT=2 -DWG=64"};
-#define BIAS_WG 64
+/* cl_kernels/conv.cl is one program for every dtype (its kernels come in
+ * two widths, 32 and 16 bits), built without options. */
+#define CONV_OPTIONS ""
+#define BIAS_WG 64 /* conv.cl's WG */
+
+/* The name of conv.cl's kernel base for elements of dt: base32 or base16. */
+static const char *width_name(char *buf, size_t size, const char *base,
+                              kiln_dtype dt) {
+  snprintf(buf, size, "%s%s", base, dt == KILN_F32 ? "32" : "16");
+  return buf;
+}
 
 /* ---- geometry and checks ------------------------------------------------- */
 
@@ -322,10 +329,13 @@ static kiln_status im2col(struct kiln__op *op, kiln_dtype dt,
   const struct geom_args a = geom_args(gm);
   const cl_ulong xo64 = xo, co64 = co, g64 = g_st, n64 = n_st, r64 = r_st;
   const bool planes = cpu_family(op);
+  char name[32];
   cl_kernel k;
   kiln_status s = kiln__op_kernel(
-      op, "conv", dt_options[dt],
-      planes ? "conv_im2col_planes" : "conv_im2col", &k, 22, KILN__ARG(x),
+      op, "conv", CONV_OPTIONS,
+      width_name(name, sizeof name,
+                 planes ? "conv_im2col_planes" : "conv_im2col", dt),
+      &k, 22, KILN__ARG(x),
       KILN__ARG(xo64), KILN__ARG(a.c), KILN__ARG(a.h), KILN__ARG(a.w),
       KILN__ARG(a.cg), KILN__ARG(a.kh), KILN__ARG(a.kw), KILN__ARG(a.sh),
       KILN__ARG(a.sw), KILN__ARG(a.ph), KILN__ARG(a.pw), KILN__ARG(a.dh),
@@ -528,7 +538,7 @@ KILN_API kiln_status kiln_conv2d_backward_data(
     KILN__CHECK(s, workspace(&op, g.ws_base, gemm, &ws));
     const bool planes = cpu_family(&op);
     KILN__CHECK(s, kiln__queue_kernel(
-                       queue, "conv", dt_options[dt],
+                       queue, "conv", CONV_OPTIONS,
                        planes ? "conv_col2im_planes" : "conv_col2im", &fold));
     g.c = ws;
     const struct geom_args a = geom_args(&gm);
@@ -660,7 +670,7 @@ KILN_API kiln_status kiln_conv2d_backward_weights(
     cl_kernel fold = NULL;
     s = gemm_floats(queue->ctx, &g, &g_last, &gemm);
     KILN__CHECK(s, workspace(&op, g.ws_base, gemm, &ws));
-    KILN__CHECK(s, kiln__queue_kernel(queue, "conv", dt_options[dt],
+    KILN__CHECK(s, kiln__queue_kernel(queue, "conv", CONV_OPTIONS,
                                       "conv_sum_batch", &fold));
     g.b.mem = ws;
     g.c = ws;
@@ -693,13 +703,15 @@ KILN_API kiln_status kiln_conv2d_backward_weights(
   if (s == KILN_OK && db != NULL && gm.oc > 0) {
     const cl_ulong yo = dy->offset, bo = db->offset;
     const cl_uint oc32 = (cl_uint)gm.oc, ohw32 = (cl_uint)gm.ohw,
-                  n32 = (cl_uint)gm.n;
+                  n32 = (cl_uint)gm.n, bf16 = dt == KILN_BF16;
     cl_mem dy_mem = dy->buffer->cl, db_mem = db->buffer->cl;
+    char name[32];
     cl_kernel k;
-    s = kiln__op_kernel(&op, "conv", dt_options[dt], "conv_bias_grad", &k, 7,
-                        KILN__ARG(dy_mem), KILN__ARG(yo), KILN__ARG(oc32),
-                        KILN__ARG(ohw32), KILN__ARG(n32), KILN__ARG(db_mem),
-                        KILN__ARG(bo));
+    s = kiln__op_kernel(&op, "conv", CONV_OPTIONS,
+                        width_name(name, sizeof name, "conv_bias_grad", dt), &k,
+                        8, KILN__ARG(dy_mem), KILN__ARG(yo), KILN__ARG(oc32),
+                        KILN__ARG(ohw32), KILN__ARG(n32), KILN__ARG(bf16),
+                        KILN__ARG(db_mem), KILN__ARG(bo));
     const size_t global[1] = {gm.oc * BIAS_WG}, local[1] = {BIAS_WG};
     KILN__CHECK(s, kiln__op_launch(&op, k, 1, global, local));
   }
@@ -711,7 +723,5 @@ KILN_API kiln_status kiln_conv2d_backward_weights(
 void kiln__ops_warm_conv(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user) {
   (void)ctx;
-  static const kiln_dtype dtypes[] = {KILN_F32, KILN_F16, KILN_BF16};
-  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-    add(user, "conv", dt_options[dtypes[i]]);
+  add(user, "conv", CONV_OPTIONS);
 }
