@@ -35,7 +35,8 @@
  * oh ow columns per image and group) in the queue's op workspace
  * (kiln/kiln_ops.h) and multiplies them with the family's GEMM kernels,
  * whose epilogue applies the bias and the activation. The workspace grows
- * to the columns of the chunk (chunks keep it at most 64 MiB, at least one
+ * to the columns of the chunk (chunks keep them at most 2 MiB on the CPU
+ * family, about a core's L2, and 64 MiB on the GPU family; at least one
  * image) plus what the CPU family's GEMM packs; no call allocates device
  * memory once the workspace is large enough. Backward to the input
  * multiplies w^T by dy into f32 columns and folds them back (col2im) as a

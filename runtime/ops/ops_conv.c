@@ -33,14 +33,22 @@
 
 #include <stdio.h>
 
-/* The most bytes of columns one call keeps in the workspace per chunk
- * (documented in kiln_ops_conv.h); tests lower it to run several chunks on
- * small images. Atomic only so that a test changing it is not a data race. */
-#define CONV_COL_MAX ((size_t)64 << 20)
-static atomic_size_t col_limit = CONV_COL_MAX;
+/* The most bytes of columns one call keeps in the workspace per chunk of
+ * images (documented in kiln_ops_conv.h). On the CPU family a chunk about
+ * the size of a core's L2 keeps the columns in cache from im2col to the
+ * GEMM's packing: on PoCL (2 threads, the CNN's 32 -> 64 layer, batch
+ * 128, examples/bench_conv_vs_torch.py on a shared machine) 2 MiB chunks
+ * ran the forward pass 1.3 to 2.4 times as fast as 64 MiB ones, 8 MiB
+ * ones in between. The GPU family takes large
+ * chunks: more images per batched GEMM, fewer launches. A test may fix the
+ * limit (kiln__conv_set_workspace_limit); 0 there restores these; atomic
+ * only so that doing so is not a data race. */
+#define CONV_COL_MAX_CPU ((size_t)2 << 20)
+#define CONV_COL_MAX_GPU ((size_t)64 << 20)
+static atomic_size_t col_limit = 0;
 
 void kiln__conv_set_workspace_limit(size_t bytes) {
-  atomic_store(&col_limit, bytes ? bytes : CONV_COL_MAX);
+  atomic_store(&col_limit, bytes);
 }
 
 /* cl_kernels/conv.cl is one program for every dtype (its kernels come in
@@ -263,9 +271,15 @@ static kiln_status no_overlap(const char *fn, const char *a_what,
 /* ---- chunks and the workspace -------------------------------------------- */
 
 /* Images per chunk: as many as keep per_image bytes of operands within
- * col_limit, at least 1, at most n. */
-static size_t chunk_images(size_t n, size_t per_image) {
-  size_t nb = per_image ? atomic_load(&col_limit) / per_image : n;
+ * the family's limit, at least 1, at most n. */
+static size_t chunk_images(const struct kiln__op *op, size_t n,
+                           size_t per_image) {
+  size_t limit = atomic_load(&col_limit);
+  if (limit == 0)
+    limit = kiln__ops_tuning(op->queue->ctx)->family == KILN_FAMILY_CPU
+                ? CONV_COL_MAX_CPU
+                : CONV_COL_MAX_GPU;
+  size_t nb = per_image ? limit / per_image : n;
   if (nb < 1)
     nb = 1;
   return nb < n ? nb : n;
@@ -427,7 +441,7 @@ KILN_API kiln_status kiln_conv2d(kiln_queue *queue, const kiln_image *x,
   if (gm.y_count > 0) {
     /* Columns of one image: [g][r][p]; of the chunk: [image][g][r][p]. */
     const size_t per_image = gm.groups * gm.kk * gm.ohw;
-    const size_t nb = chunk_images(gm.n, per_image * es);
+    const size_t nb = chunk_images(&op, gm.n, per_image * es);
     const size_t last = gm.n - (gm.n - 1) / nb * nb;
     struct gemm_problem g = {.m = gm.ocg,
                              .n = gm.ohw,
@@ -513,7 +527,7 @@ KILN_API kiln_status kiln_conv2d_backward_data(
   if (gm.x_count > 0) {
     /* f32 columns of the chunk: [image][g][r][p]. */
     const size_t per_image = gm.groups * gm.kk * gm.ohw;
-    const size_t nb = chunk_images(gm.n, per_image * 4);
+    const size_t nb = chunk_images(&op, gm.n, per_image * 4);
     const size_t last = gm.n - (gm.n - 1) / nb * nb;
     struct gemm_problem g = {.m = gm.kk,
                              .n = gm.ohw,
@@ -646,7 +660,7 @@ KILN_API kiln_status kiln_conv2d_backward_weights(
      * per-image products [image][o][r] (f32) from element part_off. */
     const size_t cols_image = gm.groups * gm.kk * gm.ohw;
     const size_t part_image = gm.oc * gm.kk; /* = w_count */
-    const size_t nb = chunk_images(gm.n, cols_image * es + part_image * 4);
+    const size_t nb = chunk_images(&op, gm.n, cols_image * es + part_image * 4);
     const size_t last = gm.n == 0 ? 0 : gm.n - (gm.n - 1) / nb * nb;
     const size_t part_off = round64(kiln__div_up(nb * cols_image * es, 4));
     struct gemm_problem g = {.m = gm.ocg,

@@ -28,8 +28,9 @@ void kiln__gemm_set_cpu_tile(unsigned mr, unsigned nr, unsigned vw,
 void kiln__gemm_set_skinny_max(int rows);
 
 /* The most bytes of columns (and regathered dy) one convolution keeps in
- * the queue's workspace per chunk of images (ops_conv.c; default 64 MiB,
- * documented in kiln/kiln_ops_conv.h); 0 restores the default. Tests lower
+ * the queue's workspace per chunk of images (ops_conv.c; by default 2 MiB
+ * on the CPU family and 64 MiB on the GPU family, documented in
+ * kiln/kiln_ops_conv.h); 0 restores the defaults. Tests lower
  * it to run several chunks on small images. Process-wide: tests only. */
 void kiln__conv_set_workspace_limit(size_t bytes);
 
