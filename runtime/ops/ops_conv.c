@@ -268,6 +268,61 @@ static kiln_status no_overlap(const char *fn, const char *a_what,
                                  b_count, b->dtype, false);
 }
 
+/* The checks every entry point makes: the queue; the three images im[0]
+ * (x's role: n x c x h x w), im[1] (w's) and im[2] (y's), named by names;
+ * the output im[out] f32, the two inputs one float dtype (the first input
+ * fixes it); the geometry; the ranges; the output disjoint from both
+ * inputs. */
+static kiln_status check_conv(const char *fn, const kiln_queue *queue,
+                              const char *const names[3],
+                              const kiln_image *const im[3], int out,
+                              const kiln_conv2d_params *params,
+                              struct geom *gm) {
+  const int in0 = out == 0 ? 1 : 0, in1 = out == 2 ? 1 : 2;
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  for (int i = 0; i < 3; i++)
+    KILN__CHECK(s, check_image(fn, names[i], im[i]));
+  if (s != KILN_OK)
+    return s;
+  char what[24];
+  snprintf(what, sizeof what, "%s.dtype", names[in0]);
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, what, im[in0]->dtype,
+                                       KILN__DT_FLOATS));
+  KILN__CHECK(s, kiln__train_same_dtype(fn, names[in1], im[in1]->dtype,
+                                        names[in0], im[in0]->dtype));
+  snprintf(what, sizeof what, "%s.dtype", names[out]);
+  KILN__CHECK(s, kiln__ops_check_dtype(fn, what, im[out]->dtype,
+                                       KILN__DT(KILN_F32)));
+  KILN__CHECK(s, check_geometry(fn, names[0], im[0], names[1], im[1],
+                                names[2], im[2], params, gm));
+  if (s != KILN_OK)
+    return s;
+  const size_t counts[3] = {gm->x_count, gm->w_count, gm->y_count};
+  KILN__CHECK(s, check_in_image(fn, queue, names[in0], im[in0], counts[in0]));
+  KILN__CHECK(s, check_in_image(fn, queue, names[in1], im[in1], counts[in1]));
+  KILN__CHECK(s, check_out_image(fn, queue, names[out], im[out], counts[out]));
+  KILN__CHECK(s, no_overlap(fn, names[in0], im[in0], counts[in0], names[out],
+                            im[out], counts[out]));
+  KILN__CHECK(s, no_overlap(fn, names[in1], im[in1], counts[in1], names[out],
+                            im[out], counts[out]));
+  return s;
+}
+
+/* Start the op (after its checks) and describe it for tracing: 2 y kk
+ * flops, bytes as given. */
+static kiln_status begin_conv(struct kiln__op *op, kiln_queue *queue,
+                              const char *fn, const char *name, kiln_dtype dt,
+                              const struct geom *gm, const size_t shape[3],
+                              double bytes, size_t num_wait,
+                              kiln_event *const *wait_list,
+                              kiln_event **out_event) {
+  kiln_status s = kiln__op_begin(op, queue, fn, num_wait, wait_list, out_event);
+  if (s == KILN_OK)
+    kiln__op_describe(op, name, dt, 3, shape, bytes,
+                      2.0 * (double)gm->y_count * (double)gm->kk);
+  return s;
+}
+
 /* ---- chunks and the workspace -------------------------------------------- */
 
 /* Images per chunk: as many as keep per_image bytes of operands within
@@ -377,19 +432,11 @@ KILN_API kiln_status kiln_conv2d(kiln_queue *queue, const kiln_image *x,
   static const char fn[] = "kiln_conv2d";
   static const kiln_epilogue plain = KILN_EPILOGUE_INIT;
   const kiln_epilogue *e = epilogue != NULL ? epilogue : &plain;
+  static const char *const names[3] = {"x", "w", "y"};
   struct geom gm;
-  kiln_status s = kiln__ops_check_queue(fn, queue);
-  KILN__CHECK(s, check_image(fn, "x", x));
-  KILN__CHECK(s, check_image(fn, "w", w));
-  KILN__CHECK(s, check_image(fn, "y", y));
-  if (s != KILN_OK)
-    return s;
-  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", x->dtype,
-                                       KILN__DT_FLOATS));
-  KILN__CHECK(s, kiln__train_same_dtype(fn, "w", w->dtype, "x", x->dtype));
-  KILN__CHECK(s, kiln__ops_check_dtype(fn, "y.dtype", y->dtype,
-                                       KILN__DT(KILN_F32)));
-  KILN__CHECK(s, check_geometry(fn, "x", x, "w", w, "y", y, params, &gm));
+  kiln_status s = check_conv(fn, queue, names,
+                             (const kiln_image *const[3]){x, w, y}, 2, params,
+                             &gm);
   if (s == KILN_OK && e->activation != KILN_ACT_NONE &&
       e->activation != KILN_ACT_RELU && e->activation != KILN_ACT_GELU)
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
@@ -409,15 +456,10 @@ KILN_API kiln_status kiln_conv2d(kiln_queue *queue, const kiln_image *x,
                               : same_size(fn, "the output channels",
                                           bias->count, "epilogue.bias.count",
                                           gm.oc, "w.n"));
-  KILN__CHECK(s, check_in_image(fn, queue, "x", x, gm.x_count));
-  KILN__CHECK(s, check_in_image(fn, queue, "w", w, gm.w_count));
-  KILN__CHECK(s, check_out_image(fn, queue, "y", y, gm.y_count));
   KILN__CHECK(s, bias == NULL ? KILN_OK
                               : kiln__ops_check_in(fn, queue, "epilogue.bias",
                                                    bias->buffer, bias->offset,
                                                    gm.oc, KILN_F32));
-  KILN__CHECK(s, no_overlap(fn, "x", x, gm.x_count, "y", y, gm.y_count));
-  KILN__CHECK(s, no_overlap(fn, "w", w, gm.w_count, "y", y, gm.y_count));
   KILN__CHECK(s, bias == NULL
                      ? KILN_OK
                      : kiln__ops_check_overlap(
@@ -427,17 +469,16 @@ KILN_API kiln_status kiln_conv2d(kiln_queue *queue, const kiln_image *x,
   if (s != KILN_OK)
     return s;
 
-  struct kiln__op op;
-  s = kiln__op_begin(&op, queue, fn, num_wait, wait_list, out_event);
-  if (s != KILN_OK)
-    return s;
   const kiln_dtype dt = x->dtype;
   const size_t es = kiln_dtype_size(dt);
-  const double flops = 2.0 * (double)gm.y_count * (double)gm.kk;
-  const double bytes = (double)(gm.x_count + gm.w_count) * (double)es +
-                       (double)gm.y_count * 4.0 * (e->beta != 0.0f ? 2 : 1);
-  kiln__op_describe(&op, "conv2d", dt, 3, (size_t[]){gm.n, gm.oc, gm.ohw},
-                    bytes, flops);
+  struct kiln__op op;
+  s = begin_conv(&op, queue, fn, "conv2d", dt, &gm,
+                 (size_t[]){gm.n, gm.oc, gm.ohw},
+                 (double)(gm.x_count + gm.w_count) * (double)es +
+                     (double)gm.y_count * 4.0 * (e->beta != 0.0f ? 2 : 1),
+                 num_wait, wait_list, out_event);
+  if (s != KILN_OK)
+    return s;
   if (gm.y_count > 0) {
     /* Columns of one image: [g][r][p]; of the chunk: [image][g][r][p]. */
     const size_t per_image = gm.groups * gm.kk * gm.ohw;
@@ -492,38 +533,24 @@ KILN_API kiln_status kiln_conv2d_backward_data(
     const kiln_image *dx, const kiln_conv2d_params *params, size_t num_wait,
     kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_conv2d_backward_data";
+  /* The geometry's roles: dx is x's, dy y's; dy is the first input. */
+  static const char *const names[3] = {"dx", "w", "dy"};
   struct geom gm;
-  kiln_status s = kiln__ops_check_queue(fn, queue);
-  KILN__CHECK(s, check_image(fn, "dy", dy));
-  KILN__CHECK(s, check_image(fn, "w", w));
-  KILN__CHECK(s, check_image(fn, "dx", dx));
-  if (s != KILN_OK)
-    return s;
-  KILN__CHECK(s, kiln__ops_check_dtype(fn, "dy.dtype", dy->dtype,
-                                       KILN__DT_FLOATS));
-  KILN__CHECK(s, kiln__train_same_dtype(fn, "w", w->dtype, "dy", dy->dtype));
-  KILN__CHECK(s, kiln__ops_check_dtype(fn, "dx.dtype", dx->dtype,
-                                       KILN__DT(KILN_F32)));
-  KILN__CHECK(s, check_geometry(fn, "dx", dx, "w", w, "dy", dy, params, &gm));
-  KILN__CHECK(s, check_in_image(fn, queue, "dy", dy, gm.y_count));
-  KILN__CHECK(s, check_in_image(fn, queue, "w", w, gm.w_count));
-  KILN__CHECK(s, check_out_image(fn, queue, "dx", dx, gm.x_count));
-  KILN__CHECK(s, no_overlap(fn, "dy", dy, gm.y_count, "dx", dx, gm.x_count));
-  KILN__CHECK(s, no_overlap(fn, "w", w, gm.w_count, "dx", dx, gm.x_count));
-  if (s != KILN_OK)
-    return s;
-
-  struct kiln__op op;
-  s = kiln__op_begin(&op, queue, fn, num_wait, wait_list, out_event);
+  kiln_status s = check_conv(fn, queue, names,
+                             (const kiln_image *const[3]){dx, w, dy}, 0,
+                             params, &gm);
   if (s != KILN_OK)
     return s;
   const kiln_dtype dt = dy->dtype;
   const size_t es = kiln_dtype_size(dt);
-  const double flops = 2.0 * (double)gm.y_count * (double)gm.kk;
-  const double bytes = (double)(gm.y_count + gm.w_count) * (double)es +
-                       (double)gm.x_count * 4.0;
-  kiln__op_describe(&op, "conv2d_backward_data", dt, 3,
-                    (size_t[]){gm.n, gm.c, gm.h * gm.w}, bytes, flops);
+  struct kiln__op op;
+  s = begin_conv(&op, queue, fn, "conv2d_backward_data", dt, &gm,
+                 (size_t[]){gm.n, gm.c, gm.h * gm.w},
+                 (double)(gm.y_count + gm.w_count) * (double)es +
+                     (double)gm.x_count * 4.0,
+                 num_wait, wait_list, out_event);
+  if (s != KILN_OK)
+    return s;
   if (gm.x_count > 0) {
     /* f32 columns of the chunk: [image][g][r][p]. */
     const size_t per_image = gm.groups * gm.kk * gm.ohw;
@@ -595,37 +622,24 @@ KILN_API kiln_status kiln_conv2d_backward_weights(
     const kiln_conv2d_params *params, size_t num_wait,
     kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_conv2d_backward_weights";
+  static const char *const names[3] = {"x", "dw", "dy"};
   struct geom gm;
-  kiln_status s = kiln__ops_check_queue(fn, queue);
-  KILN__CHECK(s, check_image(fn, "x", x));
-  KILN__CHECK(s, check_image(fn, "dy", dy));
-  KILN__CHECK(s, check_image(fn, "dw", dw));
+  kiln_status s = check_conv(fn, queue, names,
+                             (const kiln_image *const[3]){x, dw, dy}, 1,
+                             params, &gm);
   if (s == KILN_OK && db != NULL && db->buffer == NULL)
     s = kiln__fail(KILN_ERR_NULL_POINTER,
                    "%s: db.buffer is NULL (a NULL db means no bias gradient)",
                    fn);
-  if (s != KILN_OK)
-    return s;
-  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", x->dtype,
-                                       KILN__DT_FLOATS));
-  KILN__CHECK(s, kiln__train_same_dtype(fn, "dy", dy->dtype, "x", x->dtype));
-  KILN__CHECK(s, kiln__ops_check_dtype(fn, "dw.dtype", dw->dtype,
-                                       KILN__DT(KILN_F32)));
   KILN__CHECK(s, db == NULL ? KILN_OK
                             : kiln__ops_check_dtype(fn, "db.dtype", db->dtype,
                                                     KILN__DT(KILN_F32)));
-  KILN__CHECK(s, check_geometry(fn, "x", x, "dw", dw, "dy", dy, params, &gm));
   KILN__CHECK(s, db == NULL ? KILN_OK
                             : same_size(fn, "the output channels", db->count,
                                         "db.count", gm.oc, "dw.n"));
-  KILN__CHECK(s, check_in_image(fn, queue, "x", x, gm.x_count));
-  KILN__CHECK(s, check_in_image(fn, queue, "dy", dy, gm.y_count));
-  KILN__CHECK(s, check_out_image(fn, queue, "dw", dw, gm.w_count));
   KILN__CHECK(s, db == NULL ? KILN_OK
                             : kiln__ops_check_out(fn, queue, "db", db->buffer,
                                                   db->offset, gm.oc, KILN_F32));
-  KILN__CHECK(s, no_overlap(fn, "x", x, gm.x_count, "dw", dw, gm.w_count));
-  KILN__CHECK(s, no_overlap(fn, "dy", dy, gm.y_count, "dw", dw, gm.w_count));
   if (s == KILN_OK && db != NULL) {
     const kiln_range *r = db;
     KILN__CHECK(s, kiln__ops_check_overlap(fn, "x", x->buffer, x->offset,
@@ -644,17 +658,16 @@ KILN_API kiln_status kiln_conv2d_backward_weights(
   if (s != KILN_OK)
     return s;
 
-  struct kiln__op op;
-  s = kiln__op_begin(&op, queue, fn, num_wait, wait_list, out_event);
-  if (s != KILN_OK)
-    return s;
   const kiln_dtype dt = x->dtype;
   const size_t es = kiln_dtype_size(dt);
-  const double flops = 2.0 * (double)gm.y_count * (double)gm.kk;
-  const double bytes = (double)(gm.x_count + gm.y_count) * (double)es +
-                       (double)gm.w_count * 4.0;
-  kiln__op_describe(&op, "conv2d_backward_weights", dt, 3,
-                    (size_t[]){gm.oc, gm.kk, gm.n * gm.ohw}, bytes, flops);
+  struct kiln__op op;
+  s = begin_conv(&op, queue, fn, "conv2d_backward_weights", dt, &gm,
+                 (size_t[]){gm.oc, gm.kk, gm.n * gm.ohw},
+                 (double)(gm.x_count + gm.y_count) * (double)es +
+                     (double)gm.w_count * 4.0,
+                 num_wait, wait_list, out_event);
+  if (s != KILN_OK)
+    return s;
   if (gm.w_count > 0) {
     /* The chunk's columns [image][g][r][p] (elements of dt), then the
      * per-image products [image][o][r] (f32) from element part_off. */
