@@ -46,9 +46,13 @@
  * the chunk) and adds them up in image order. Same sizes, same device,
  * same bits.
  *
- * Operands must not overlap, except that x and w (inputs only) may. A call
- * with n, oc or c 0 is a no-op (its out event still completes; the weight
- * gradient of an empty batch is zeros). */
+ * Operands must not overlap, except that the inputs may. Image and kernel
+ * heights and widths of 0 are KILN_ERR_INVALID_SIZE; n, c and oc may be 0:
+ * sums over nothing are 0 (c 0 makes y = act(beta y + bias), an empty
+ * batch makes dw and db zeros), and a call with nothing to write is a
+ * no-op whose out event still completes. Sizes are at most INT32_MAX
+ * each, and one image's columns (c kh kw oh ow) at most INT32_MAX
+ * elements (KILN_ERR_INVALID_SIZE). */
 #ifndef KILN_OPS_CONV_H
 #define KILN_OPS_CONV_H
 
