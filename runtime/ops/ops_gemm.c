@@ -199,6 +199,52 @@ static const char *dtype_suffix(kiln_dtype dtype) {
   return dtype == KILN_F16 ? "f16" : dtype == KILN_BF16 ? "bf16" : "f32";
 }
 
+/* The CPU family's workspace plan for g: per batch entry and step of k,
+ * one padded column of A panels and one padded row of B panels, in chunks
+ * of bch batch entries and kch steps of k. An operand shared by every
+ * batch entry (stride 0) is packed once per chunk, not once per entry.
+ * Offsets in floats from the workspace's start (after g->ws_base). */
+struct cpu_plan {
+  size_t mpan, npan, kch, bch;
+  bool a_shared, b_shared;
+  size_t a_off, a_batch, b_off, b_batch, ws_floats;
+};
+
+static void cpu_plan(const struct cpu_params *p, const struct gemm_problem *g,
+                     struct cpu_plan *pl) {
+  pl->mpan = kiln__div_up(g->m, p->mr);
+  pl->npan = kiln__div_up(g->n, p->nr);
+  pl->a_shared = g->a.batch_stride == 0 && g->batch > 1;
+  pl->b_shared = g->b.batch_stride == 0 && g->batch > 1;
+  const size_t per_k = pl->mpan * p->mr + pl->npan * p->nr; /* floats */
+  const size_t cap = atomic_load(&workspace_limit) / sizeof(float);
+  size_t per_batch;
+  pl->kch = g->k;
+  pl->bch = 1;
+  if (!kiln__mul_overflows(per_k, g->k, &per_batch) && per_batch <= cap) {
+    pl->bch = cap / per_batch;
+    if (pl->bch > g->batch)
+      pl->bch = g->batch;
+  } else {
+    pl->kch = cap / per_k / p->kc * p->kc;
+    if (pl->kch < p->kc)
+      pl->kch = p->kc;
+    if (pl->kch > g->k)
+      pl->kch = g->k;
+  }
+  pl->a_batch = pl->a_shared ? 0 : pl->mpan * p->mr * pl->kch;
+  pl->b_batch = pl->b_shared ? 0 : pl->npan * p->nr * pl->kch;
+  const size_t a_floats =
+      pl->a_shared ? pl->mpan * p->mr * pl->kch : pl->a_batch * pl->bch;
+  const size_t b_floats =
+      pl->b_shared ? pl->npan * p->nr * pl->kch : pl->b_batch * pl->bch;
+  /* B's panels start on a 64-float boundary: the kernel reads them as
+   * aligned vectors (ws_base is a multiple of 64 too). */
+  pl->a_off = g->ws_base;
+  pl->b_off = g->ws_base + kiln__div_up(a_floats, 64) * 64;
+  pl->ws_floats = pl->b_off - g->ws_base + b_floats;
+}
+
 static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
   kiln_queue *queue = op->queue;
   struct cpu_params p;
@@ -220,36 +266,13 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
   if (s != KILN_OK)
     return s;
 
-  /* Workspace plan: per batch entry and step of k, one padded column of A
-   * panels and one padded row of B panels. An operand shared by every
-   * batch entry (stride 0) is packed once per chunk, not once per entry. */
-  const size_t mpan = kiln__div_up(g->m, p.mr), npan = kiln__div_up(g->n, p.nr);
-  const bool a_shared = g->a.batch_stride == 0 && g->batch > 1;
-  const bool b_shared = g->b.batch_stride == 0 && g->batch > 1;
-  const size_t per_k = mpan * p.mr + npan * p.nr; /* floats */
-  const size_t cap = atomic_load(&workspace_limit) / sizeof(float);
-  size_t kch = g->k, bch = 1, per_batch;
-  if (!kiln__mul_overflows(per_k, g->k, &per_batch) && per_batch <= cap) {
-    bch = cap / per_batch;
-    if (bch > g->batch)
-      bch = g->batch;
-  } else {
-    kch = cap / per_k / p.kc * p.kc;
-    if (kch < p.kc)
-      kch = p.kc;
-    if (kch > g->k)
-      kch = g->k;
-  }
-  const size_t a_batch = a_shared ? 0 : mpan * p.mr * kch;
-  const size_t b_batch = b_shared ? 0 : npan * p.nr * kch;
-  const size_t a_floats = a_shared ? mpan * p.mr * kch : a_batch * bch;
-  const size_t b_floats = b_shared ? npan * p.nr * kch : b_batch * bch;
-  /* B's panels start on a 64-float boundary: the kernel reads them as
-   * aligned vectors. */
-  const size_t b_off = kiln__div_up(a_floats, 64) * 64;
-  size_t ws_floats = b_off + b_floats;
+  struct cpu_plan pl;
+  cpu_plan(&p, g, &pl);
+  const size_t mpan = pl.mpan, npan = pl.npan, kch = pl.kch, bch = pl.bch;
+  const bool a_shared = pl.a_shared, b_shared = pl.b_shared;
+  const size_t a_batch = pl.a_batch, b_batch = pl.b_batch;
   cl_mem ws;
-  s = kiln__op_workspace(op, ws_floats * sizeof(float), &ws);
+  s = kiln__op_workspace(op, (g->ws_base + pl.ws_floats) * sizeof(float), &ws);
   if (s != KILN_OK)
     return s;
 
@@ -257,8 +280,8 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
   cpu_blocks(queue->ctx, &p, g->m, g->n, bch, &mb, &nb);
   const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n;
   const cl_uint mb32 = (cl_uint)mb, nb32 = (cl_uint)nb;
-  const cl_ulong zero = 0, a_batch64 = a_batch, b_batch64 = b_batch,
-                 b_off64 = b_off, ldc64 = g->ldc;
+  const cl_ulong a_off64 = pl.a_off, a_batch64 = a_batch, b_batch64 = b_batch,
+                 b_off64 = pl.b_off, ldc64 = g->ldc;
   const cl_ulong a_st = g->a.rs, a_sk = g->a.cs; /* A panels run along rows */
   const cl_ulong b_st = g->b.cs, b_sk = g->b.rs; /* B panels along columns */
   const cl_ulong a_bs = g->a.batch_stride, b_bs = g->b.batch_stride,
@@ -280,11 +303,11 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
       const size_t ga[3] = {mpan, kiln__div_up(kn, 64), a_shared ? 1 : bn};
       const size_t gb[3] = {npan, kiln__div_up(kn, 64), b_shared ? 1 : bn};
       const size_t gm[3] = {kiln__div_up(g->n, nb), kiln__div_up(g->m, mb), bn};
-      cl_mem a_mem = g->a.buf->cl, b_mem = g->b.buf->cl, c_mem = g->c->cl;
+      cl_mem a_mem = g->a.mem, b_mem = g->b.mem, c_mem = g->c;
       s = kiln__op_args(op, pack_a, 11, KILN__ARG(a_mem), KILN__ARG(a_src),
                         KILN__ARG(a_bs), KILN__ARG(a_st), KILN__ARG(a_sk),
                         KILN__ARG(m32), KILN__ARG(kn32), KILN__ARG(k0_32),
-                        KILN__ARG(ws), KILN__ARG(zero), KILN__ARG(a_batch64));
+                        KILN__ARG(ws), KILN__ARG(a_off64), KILN__ARG(a_batch64));
       if (s == KILN_OK)
         s = kiln__op_launch(op, pack_a, 3, ga, one);
       if (s == KILN_OK)
@@ -299,7 +322,7 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
         s = kiln__op_args(
             op, mul, 24, KILN__ARG(m32), KILN__ARG(n32), KILN__ARG(kn32),
             KILN__ARG(mb32), KILN__ARG(nb32), KILN__ARG(g->alpha),
-            KILN__ARG(beta), KILN__ARG(read_c), KILN__ARG(ws), KILN__ARG(zero),
+            KILN__ARG(beta), KILN__ARG(read_c), KILN__ARG(ws), KILN__ARG(a_off64),
             KILN__ARG(a_batch64), KILN__ARG(b_off64), KILN__ARG(b_batch64),
             KILN__ARG(c_mem), KILN__ARG(c_off), KILN__ARG(c_bs),
             KILN__ARG(ldc64), KILN__ARG(epi), KILN__ARG(e.act),
@@ -388,7 +411,7 @@ static kiln_status run_scale(struct kiln__op *op,
     return s;
   const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n;
   const cl_ulong c_off = g->c_offset, c_bs = g->c_stride, ldc = g->ldc;
-  cl_mem c_mem = g->c->cl;
+  cl_mem c_mem = g->c;
   struct gemm_epilogue_args e = kiln__gemm_epilogue_args(g);
   const size_t local[3] = {16, 1, 1};
   const size_t global[3] = {kiln__div_up(g->n, 16) * 16, g->m, g->batch};
@@ -399,6 +422,41 @@ static kiln_status run_scale(struct kiln__op *op,
                     KILN__ARG(e.rs), KILN__ARG(e.cs));
   if (s == KILN_OK)
     s = kiln__op_launch(op, kernel, 3, global, local);
+  return s;
+}
+
+/* ---- the internal entry ------------------------------------------------- */
+
+kiln_status kiln__gemm_workspace_floats(const kiln_context *ctx,
+                                        const struct gemm_problem *g,
+                                        size_t *floats) {
+  *floats = 0;
+  if (g->k == 0 || g->alpha == 0.0f ||
+      kiln__ops_tuning(ctx)->family != KILN_FAMILY_CPU ||
+      use_skinny(g->m, g->n, g->k))
+    return KILN_OK;
+  struct cpu_params p;
+  kiln_status s = cpu_params(ctx, &p);
+  if (s != KILN_OK)
+    return s;
+  struct cpu_plan pl;
+  cpu_plan(&p, g, &pl);
+  *floats = pl.ws_floats;
+  return KILN_OK;
+}
+
+kiln_status kiln__gemm_enqueue(struct kiln__op *op,
+                               const struct gemm_problem *g) {
+  const kiln_context *ctx = op->queue->ctx;
+  if (g->k == 0 || g->alpha == 0.0f)
+    return run_scale(op, g);
+  if (kiln__ops_tuning(ctx)->family != KILN_FAMILY_CPU)
+    return kiln__gemm_run_gpu(op, g);
+  bool wide = false;
+  kiln_status s = skinny_wide(ctx, &wide);
+  if (s == KILN_OK)
+    s = use_skinny(g->m, g->n, g->k) ? kiln__gemm_run_skinny(op, g, wide)
+                                      : run_cpu(op, g);
   return s;
 }
 
@@ -509,20 +567,20 @@ gemm(const char *fn, kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
                              .alpha = alpha,
                              .beta = beta,
                              .dtype = dtype,
-                             .c = c,
+                             .c = c->cl,
                              .c_offset = c_offset,
                              .c_stride = stride_c,
                              .ldc = ldc,
                              .act = act,
-                             .bias = bias,
+                             .bias = bias != NULL ? bias->cl : NULL,
                              .bias_offset = bias_offset,
                              .bias_rs = layout == KILN_ROW_MAJOR ? 0 : 1,
                              .bias_cs = layout == KILN_ROW_MAJOR ? 1 : 0};
     size_t ars, acs, brs, bcs;
     op_strides(layout, trans_a, lda, &ars, &acs);
     op_strides(layout, trans_b, ldb, &brs, &bcs);
-    struct gemm_operand opa = {a, a_offset, stride_a, ars, acs};
-    struct gemm_operand opb = {b, b_offset, stride_b, brs, bcs};
+    struct gemm_operand opa = {a->cl, a_offset, stride_a, ars, acs};
+    struct gemm_operand opb = {b->cl, b_offset, stride_b, brs, bcs};
     if (layout == KILN_ROW_MAJOR) {
       g.a = opa;
       g.b = opb;
@@ -530,18 +588,10 @@ gemm(const char *fn, kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
       /* C^T (n x m, row-major with ldc) = op(B)^T op(A)^T. */
       g.m = n;
       g.n = m;
-      g.a = (struct gemm_operand){b, b_offset, stride_b, bcs, brs};
-      g.b = (struct gemm_operand){a, a_offset, stride_a, acs, ars};
+      g.a = (struct gemm_operand){b->cl, b_offset, stride_b, bcs, brs};
+      g.b = (struct gemm_operand){a->cl, a_offset, stride_a, acs, ars};
     }
-    const bool cpu = kiln__ops_tuning(queue->ctx)->family == KILN_FAMILY_CPU;
-    bool wide = false;
-    if (k == 0 || alpha == 0.0f)
-      s = run_scale(&op, &g);
-    else if (!cpu)
-      s = kiln__gemm_run_gpu(&op, &g);
-    else if ((s = skinny_wide(queue->ctx, &wide)) == KILN_OK)
-      s = use_skinny(g.m, g.n, k) ? kiln__gemm_run_skinny(&op, &g, wide)
-                                  : run_cpu(&op, &g);
+    s = kiln__gemm_enqueue(&op, &g);
   }
   return kiln__op_end(&op, s, out_event);
 }

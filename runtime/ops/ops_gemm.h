@@ -27,13 +27,20 @@ void kiln__gemm_set_cpu_tile(unsigned mr, unsigned nr, unsigned vw,
  * one on any shape. Process-wide, like the tile: tests only. */
 void kiln__gemm_set_skinny_max(int rows);
 
+/* The most bytes of columns (and regathered dy) one convolution keeps in
+ * the queue's workspace per chunk of images (ops_conv.c; by default 2 MiB
+ * on the CPU family and 64 MiB on the GPU family, documented in
+ * kiln/kiln_ops_conv.h); 0 restores the defaults. Tests lower
+ * it to run several chunks on small images. Process-wide: tests only. */
+void kiln__conv_set_workspace_limit(size_t bytes);
+
 /* ---- shared by ops_gemm.c, ops_gemm_gpu.c and ops_gemm_skinny.c ---------- */
 
 #include "ops_internal.h"
 
 /* One operand in canonical form (ops_gemm.c explains it). */
 struct gemm_operand {
-  const kiln_buffer *buf;
+  cl_mem mem;
   size_t offset, batch_stride;
   size_t rs, cs; /* element (r, c) of op(X) at offset + r * rs + c * cs */
 };
@@ -43,14 +50,34 @@ struct gemm_problem {
   float alpha, beta;
   kiln_dtype dtype;
   struct gemm_operand a, b;
-  kiln_buffer *c;
+  cl_mem c;
   size_t c_offset, c_stride, ldc;
   /* Epilogue: act, and the bias (NULL for none) of canonical output (i, j)
    * at bias_offset + i * bias_rs + j * bias_cs. */
   kiln_activation act;
-  const kiln_buffer *bias;
+  cl_mem bias;
   size_t bias_offset, bias_rs, bias_cs;
+  /* Floats at the start of the queue's op workspace that the GEMM leaves
+   * alone (a multiple of 64): an operand another op placed there (a
+   * convolution's im2col columns). The CPU family packs after them. */
+  size_t ws_base;
 };
+
+/* ---- the internal entry, for ops built on GEMM (ops_conv.c) -------------- */
+
+/* The floats of op workspace g needs after g->ws_base (0 when its path
+ * packs nothing): a caller that puts an operand in the workspace first
+ * asks kiln__op_workspace for ws_base + this many floats, so that the GEMM
+ * finds the buffer large enough and does not replace it. */
+kiln_status kiln__gemm_workspace_floats(const kiln_context *ctx,
+                                        const struct gemm_problem *g,
+                                        size_t *floats);
+
+/* Enqueue g (already checked: m, n, batch > 0, sizes within the kernels'
+ * limits, operands in their buffers) as part of op, on the family's
+ * path: kiln_matmul's own dispatch. */
+kiln_status kiln__gemm_enqueue(struct kiln__op *op,
+                               const struct gemm_problem *g);
 
 /* The epilogue's kernel arguments: act, use_bias, bias, bias_off, bias_rs,
  * bias_cs. Without a bias C's buffer stands in for it (never read), since

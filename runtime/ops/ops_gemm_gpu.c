@@ -15,7 +15,7 @@
  * module: modules call one way. */
 struct gemm_epilogue_args kiln__gemm_epilogue_args(const struct gemm_problem *g) {
   struct gemm_epilogue_args e = {(cl_uint)g->act, g->bias != NULL,
-                                 g->bias ? g->bias->cl : g->c->cl,
+                                 g->bias ? g->bias : g->c,
                                  g->bias_offset, g->bias_rs, g->bias_cs};
   return e;
 }
@@ -71,12 +71,12 @@ kiln_status kiln__gemm_run_gpu(struct kiln__op *op,
                  a_cs = g->a.cs, b_off = g->b.offset, b_bs = g->b.batch_stride,
                  b_rs = g->b.rs, b_cs = g->b.cs, c_off = g->c_offset,
                  c_bs = g->c_stride, ldc = g->ldc;
-  cl_mem a_mem = g->a.buf->cl, b_mem = g->b.buf->cl, c_mem = g->c->cl;
+  cl_mem a_mem = g->a.mem, b_mem = g->b.mem, c_mem = g->c;
   const struct gemm_epilogue_args e = kiln__gemm_epilogue_args(g);
   /* The column-major reduction swaps the operands, so B's loads run along
    * its columns: mirror that in the alignment test with B's strides as
    * (columns, k). */
-  const struct gemm_operand bt = {g->b.buf, g->b.offset, g->b.batch_stride,
+  const struct gemm_operand bt = {g->b.mem, g->b.offset, g->b.batch_stride,
                                   g->b.cs, g->b.rs};
   const cl_uint a_vec = vec_ok(&g->a, p.vwm), b_vec = vec_ok(&bt, p.vwn);
   s = kiln__op_args(op, kernel, 28, KILN__ARG(m32), KILN__ARG(n32),

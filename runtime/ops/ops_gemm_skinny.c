@@ -70,7 +70,7 @@ kiln_status kiln__gemm_run_skinny(struct kiln__op *op,
   const cl_ulong a_off = a->offset, a_bs = a->batch_stride, b_off = b->offset,
                  b_bs = b->batch_stride, c_off = g->c_offset,
                  c_bs = g->c_stride;
-  cl_mem a_mem = a->buf->cl, b_mem = b->buf->cl, c_mem = g->c->cl;
+  cl_mem a_mem = a->mem, b_mem = b->mem, c_mem = g->c;
   s = kiln__op_args(op, kernel, 27, KILN__ARG(m32), KILN__ARG(n32),
                     KILN__ARG(k32), KILN__ARG(nb32), KILN__ARG(g->alpha),
                     KILN__ARG(g->beta), KILN__ARG(read_c), KILN__ARG(a_mem),

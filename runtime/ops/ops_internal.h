@@ -296,5 +296,8 @@ void kiln__ops_warm_train_random(const kiln_context *ctx,
                                  kiln__warm_add_fn add, void *user);
 void kiln__ops_warm_train_index(const kiln_context *ctx, kiln__warm_add_fn add,
                                 void *user);
+/* The convolution (ops_conv.c). */
+void kiln__ops_warm_conv(const kiln_context *ctx, kiln__warm_add_fn add,
+                         void *user);
 
 #endif
