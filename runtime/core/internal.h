@@ -141,10 +141,24 @@ struct kiln__recorder {
   kiln_status (*use_mem)(struct kiln__recorder *self, cl_mem mem);
 };
 
+/* What kiln_queue_finish proves, shared with the pools homed on the queue
+ * (they may outlive the kiln_queue, kiln_pool.h): every command enqueued
+ * before the finish with ticket t began has completed once done >= t.
+ * A pool block given back when `started` was s is free once done > s. */
+struct kiln__queue_sync {
+  atomic_uint refs;
+  _Atomic uint64_t started; /* tickets handed to finishes */
+  _Atomic uint64_t done;    /* the highest ticket of a finish that returned */
+};
+
+/* Drop a reference to sync (NULL: nothing). */
+void kiln__queue_sync_release(struct kiln__queue_sync *sync);
+
 struct kiln_queue {
   kiln_context *ctx;
   cl_command_queue cl;
   unsigned flags;
+  struct kiln__queue_sync *sync;
   /* The rooms' state, created there at the first op (a queue is used by
    * one thread at a time: plain pointers); destroyed with the queue after
    * it finished. */
@@ -205,7 +219,9 @@ struct kiln__mapping; /* buffer.c: one live kiln_buffer_map result */
  * initial value when destroy succeeds). The pool calls buffers and never
  * the other way round. Thread-safe. */
 struct kiln__pooled {
-  void (*give_back)(struct kiln__pooled *self);
+  /* false, changing nothing, when the block is not handed out (the buffer
+   * was given back already). */
+  bool (*give_back)(struct kiln__pooled *self);
 };
 
 struct kiln_buffer {
