@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <xxhash.h>
 
 #define RUN_TIMEOUT_MS 120000
 
@@ -681,6 +682,73 @@ static void test_usage_errors(void **state) {
   free(r.out);
 }
 
+/* Squeeze every run of white space in text to one space: kiln info wraps
+ * long values, and a reason may cross lines. */
+static void squeeze(char *text) {
+  char *w = text;
+  for (const char *r = text; *r; r++)
+    if (!isspace((unsigned char)*r))
+      *w++ = *r;
+    else if (w == text || w[-1] != ' ')
+      *w++ = ' ';
+  *w = '\0';
+}
+
+/* kiln info on a tuning file that kiln refuses says why: a FIFO at
+ * KILN_TUNING (before the fix kiln info never returned), an op line
+ * without parameters (before, dropped with no reason) and a knob given
+ * twice (before, the last one won). */
+static void test_tuning_file_reasons(void **state) {
+  (void)state;
+  if (kiln_test_device_count() == 0)
+    KILN_TEST_SKIP("no OpenCL device");
+  char dir[] = "/tmp/kiln-test-info-tuning-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[300], env_tuning[320];
+  snprintf(path, sizeof path, "%s/fifo", dir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  snprintf(env_tuning, sizeof env_tuning, "KILN_TUNING=%s", path);
+  const char *env[] = {env_tuning, "KILN_DEVICE", NULL};
+  const char *args[] = {kiln_bin(), "info", NULL};
+  run_result r = run(env, args);
+  assert_int_equal(r.status, 0);
+  squeeze(r.out);
+  if (strstr(r.out, "a FIFO, not a regular file") == NULL)
+    fail_msg("kiln info does not say the tuning file is a FIFO:\n%s", r.out);
+  free(r.out);
+  unlink(path);
+
+  const kiln_device_info *di = kiln_device_get_info(kiln_test_device(0));
+  static const char *const ops[][2] = {
+      {"op gemm\n", "line 5: op gemm has no parameters"},
+      {"op gemm MWG=32 NWG=64 KWG=16 MDIMC=8 NDIMC=16 VWM=2 VWN=4 SA=1 SB=1 "
+       "PADA=1 PADB=0 DB=1 KWI=2 STRM=0 STRN=1 DWG=8 DWI=2 SWITCH=0 VWM=4\n",
+       "VWM is given twice, as 2 and as 4"},
+  };
+  snprintf(path, sizeof path, "%s/tuning.txt", dir);
+  snprintf(env_tuning, sizeof env_tuning, "KILN_TUNING=%s", path);
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    char body[1024], text[1100];
+    snprintf(body, sizeof body, "kiln-tuning 1\ndevice %s\ndriver %s\nkiln %s\n%s",
+             di->stable_id, di->driver_version, KILN_VERSION_STRING, ops[i][0]);
+    snprintf(text, sizeof text, "%schecksum %016llx\n", body,
+             (unsigned long long)XXH3_64bits(body, strlen(body)));
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+    const char *one[] = {kiln_bin(), "info", NULL};
+    r = run(env, one);
+    assert_int_equal(r.status, 0);
+    squeeze(r.out);
+    if (strstr(r.out, ops[i][1]) == NULL)
+      fail_msg("kiln info lacks \"%s\":\n%s", ops[i][1], r.out);
+    free(r.out);
+  }
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_usage_errors),
@@ -691,6 +759,7 @@ int main(void) {
       cmocka_unit_test(test_doctor_bad_loader_variables),
       cmocka_unit_test(test_select_and_explain),
       cmocka_unit_test(test_check_and_demo),
+      cmocka_unit_test(test_tuning_file_reasons),
   };
   return KILN_TEST_RUN("info", tests, false);
 }

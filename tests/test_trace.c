@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -420,6 +421,7 @@ static pid_t spawn_child(const char *mode, const char *trace, FILE **out) {
     close(fds[0]);
     close(fds[1]);
     setenv("KILN_TRACE", trace, 1);
+    alarm(120); /* kept across exec: a child that hangs dies */
     execl("/proc/self/exe", "test_trace", "--child", mode, (char *)NULL);
     _exit(127);
   }
@@ -494,6 +496,31 @@ static void test_trace_second_process_and_kill(void **state) {
   unlink(path);
 }
 
+/* KILN_TRACE naming a FIFO that no process reads: the process neither
+ * blocks in open(2) (before the fix it never returned) nor writes a
+ * trace, and says why. */
+static void test_trace_fifo_without_reader(void **state) {
+  (void)state;
+  char path[256];
+  snprintf(path, sizeof path, "/tmp/kiln-test-trace-%ld.fifo",
+           (long)getpid());
+  unlink(path);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  FILE *out;
+  pid_t child = spawn_child("report", path, &out);
+  char line[1024] = "";
+  assert_non_null(fgets(line, sizeof line, out));
+  fclose(out);
+  int status = wait_child(child);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail_msg("the child did not exit cleanly (status 0x%x): hung on the "
+             "FIFO?",
+             (unsigned)status);
+  if (strstr(line, "a FIFO that no process reads") == NULL)
+    fail_msg("diagnostic: %s", line);
+  unlink(path);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--child") == 0)
     return child_main(argv[2]);
@@ -506,6 +533,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_trace_user_work),
       cmocka_unit_test(test_trace_pid_in_path),
       cmocka_unit_test(test_trace_second_process_and_kill),
+      cmocka_unit_test(test_trace_fifo_without_reader),
   };
   int rc = KILN_TEST_RUN("trace", tests, true);
   unlink(trace_path);

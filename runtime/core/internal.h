@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <pthread.h>
 
 #include "kiln/kiln.h"
@@ -140,6 +141,22 @@ struct kiln__recorder {
   /* ... or uses mem, op scratch that the queue may replace: retain it. */
   kiln_status (*use_mem)(struct kiln__recorder *self, cl_mem mem);
 };
+
+/* Files opened by a path a user gave (files.c). kiln__open_regular opens
+ * path for reading, never blocking in open(2) (a FIFO at the path), and
+ * refuses anything but a regular file: -1 with errno (ENOENT when there is
+ * none; EINVAL when it is not a regular file) and the reason in why
+ * ("a FIFO, not a regular file", or strerror's text). The descriptor is
+ * blocking and close-on-exec. kiln__fopen_regular is the same as a FILE
+ * ("rb"). kiln__open_output opens path for writing with extra flags
+ * (O_CREAT, O_EXCL, O_TRUNC ...; mode 0644), never blocking in open(2):
+ * a FIFO that no process reads is refused ("a FIFO that no process
+ * reads"), one with a reader is used. kiln__file_kind names a st_mode's
+ * file type ("a FIFO"). */
+int kiln__open_regular(const char *path, char *why, size_t cap);
+FILE *kiln__fopen_regular(const char *path, char *why, size_t cap);
+int kiln__open_output(const char *path, int flags, char *why, size_t cap);
+const char *kiln__file_kind(unsigned mode);
 
 /* What kiln_queue_finish proves, shared with the pools homed on the queue
  * (they may outlive the kiln_queue, kiln_pool.h): every command enqueued

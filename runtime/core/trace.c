@@ -117,11 +117,13 @@ static bool open_file(void) {
   if (trace_broken)
     return false;
   trace_broken = true; /* until everything below succeeded */
-  int fd = open(trace_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  /* Never blocks in open(2): a FIFO that no process reads is refused. */
+  char why[128];
+  int fd = kiln__open_output(trace_path, O_CREAT, why, sizeof why);
   if (fd < 0) {
     snprintf(trace_problem, sizeof trace_problem,
              "KILN_TRACE: cannot open '%s': %s; no trace is written",
-             trace_path, strerror(errno));
+             trace_path, why);
     return false;
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
