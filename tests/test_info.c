@@ -749,6 +749,72 @@ static void test_tuning_file_reasons(void **state) {
   rmdir(dir);
 }
 
+/* PoCL lists no device when it cannot create its kernel cache (HOME not
+ * writable: service accounts, docker --user, CI runners). Root ignores
+ * permissions, so the unwritable places are paths under a regular file
+ * (/proc/version). The doctor and the "no device" error (kiln demo's
+ * text) name the directory, the variable it comes from and what to set,
+ * instead of "install an OpenCL driver" (before the fix) with PoCL
+ * installed; with POCL_CACHE_DIR set, kiln itself needs no writable HOME
+ * (its own cache falls back to building from source). */
+static void test_unwritable_home(void **state) {
+  (void)state;
+  if (!have_pocl())
+    KILN_TEST_SKIP("PoCL is not installed");
+  static const char *const cases[][4] = {
+      /* variable setting, the cache it gives, what to say */
+      {"HOME=/proc/version", "/proc/version/.cache/pocl/kcache",
+       "(HOME=/proc/version: '/proc/version' is a file, not a directory)",
+       ", or HOME to a writable one"},
+      {"XDG_CACHE_HOME=/proc/version", "/proc/version/pocl/kcache",
+       "(XDG_CACHE_HOME=/proc/version: ",
+       ", or XDG_CACHE_HOME to a writable one"},
+      {"POCL_CACHE_DIR=/proc/version/x", "/proc/version/x",
+       "(POCL_CACHE_DIR=/proc/version/x: ", "set POCL_CACHE_DIR to a writable"},
+  };
+  const char *doctor[] = {kiln_bin(), "info", "--doctor", NULL};
+  const char *demo[] = {"/bin/sh", "-c", "\"$0\" demo 2>&1", kiln_bin(), NULL};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *env[] = {"XDG_CACHE_HOME", "POCL_CACHE_DIR", "KILN_CACHE_DIR",
+                         "KILN_DEVICE", cases[i][0], NULL};
+    const char *const *argvs[] = {doctor, demo};
+    for (size_t a = 0; a < 2; a++) {
+      run_result r = run(env, argvs[a]);
+      assert_int_not_equal(r.status, 0);
+      squeeze(r.out);
+      char want[300];
+      snprintf(want, sizeof want, "PoCL cannot create its kernel cache %s %s",
+               cases[i][1], cases[i][2]);
+      if (strstr(r.out, want) == NULL || strstr(r.out, cases[i][3]) == NULL ||
+          strstr(r.out, "POCL_CACHE_DIR=/tmp/pocl-cache-") == NULL)
+        fail_msg("%s, kiln %s: lacks \"%s\" or \"%s\":\n%s", cases[i][0],
+                 a ? "demo" : "info --doctor", want, cases[i][3], r.out);
+      /* The doctor lists Mesa's platforms too; the error names PoCL's. */
+      if (strstr(r.out, "install an OpenCL driver") != NULL ||
+          (a == 1 && strstr(r.out, "Clover") != NULL))
+        fail_msg("%s, kiln %s: advice for a missing driver:\n%s", cases[i][0],
+                 a ? "demo" : "info --doctor", r.out);
+      free(r.out);
+    }
+  }
+  /* PoCL's cache elsewhere: kiln works with HOME unwritable. */
+  char pocl_dir[] = "/tmp/kiln-test-info-pocl-XXXXXX";
+  assert_non_null(mkdtemp(pocl_dir));
+  char pocl_env[300];
+  snprintf(pocl_env, sizeof pocl_env, "POCL_CACHE_DIR=%s", pocl_dir);
+  const char *env[] = {"XDG_CACHE_HOME", "KILN_CACHE_DIR", "KILN_DEVICE",
+                       "HOME=/proc/version", pocl_env, NULL};
+  const char *check[] = {kiln_bin(), "info", "--check", NULL};
+  run_result r = run(env, check);
+  if (r.status != 0)
+    fail_msg("kiln info --check with HOME=/proc/version and %s: status %d\n%s",
+             pocl_env, r.status, r.out);
+  free(r.out);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", pocl_dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_usage_errors),
@@ -760,6 +826,7 @@ int main(void) {
       cmocka_unit_test(test_select_and_explain),
       cmocka_unit_test(test_check_and_demo),
       cmocka_unit_test(test_tuning_file_reasons),
+      cmocka_unit_test(test_unwritable_home),
   };
   return KILN_TEST_RUN("info", tests, false);
 }

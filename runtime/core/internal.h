@@ -158,6 +158,16 @@ FILE *kiln__fopen_regular(const char *path, char *why, size_t cap);
 int kiln__open_output(const char *path, int flags, char *why, size_t cap);
 const char *kiln__file_kind(unsigned mode);
 
+/* Whether PoCL cannot create its kernel cache directory (pocl_cache.c), in
+ * which case its platform lists no device: true with a sentence naming the
+ * directory, the variable it comes from and what to set, in out. */
+bool kiln__pocl_cache_problem(char *out, size_t cap);
+
+/* The problem that explains an empty list (a PoCL platform that cannot
+ * create its kernel cache), or NULL. */
+const kiln_device_problem *
+kiln__device_list_explaining_problem(const kiln_device_list *list);
+
 /* What kiln_queue_finish proves, shared with the pools homed on the queue
  * (they may outlive the kiln_queue, kiln_pool.h): every command enqueued
  * before the finish with ticket t began has completed once done >= t.
