@@ -521,6 +521,52 @@ static void test_trace_fifo_without_reader(void **state) {
   unlink(path);
 }
 
+/* KILN_TRACE_SUMMARY=1 without KILN_TRACE: at exit the process prints a
+ * table of what ran (the child's fill among it) on stderr, and writes no
+ * trace file. Before, there was no summary at all. */
+static void test_trace_summary(void **state) {
+  (void)state;
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    unsetenv("KILN_TRACE");
+    setenv("KILN_TRACE_SUMMARY", "1", 1);
+    alarm(120);
+    execl("/proc/self/exe", "test_trace", "--child", "run", (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  char text[8192];
+  size_t len = 0;
+  ssize_t got;
+  while (len < sizeof text - 1 &&
+         (got = read(fds[0], text + len, sizeof text - 1 - len)) > 0)
+    len += (size_t)got;
+  text[len] = '\0';
+  close(fds[0]);
+  assert_int_equal(wait_child(pid), 0);
+  static const char *const want[] = {
+      "kiln: trace summary of process ", "total ms  share    calls",
+      "op fill", "build "};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (strstr(text, want[i]) == NULL)
+      fail_msg("the summary lacks \"%s\":\n%s", want[i], text);
+  /* Every line fits 80 columns. */
+  for (const char *line = text; *line;) {
+    const char *nl = strchr(line, '\n');
+    size_t n = nl ? (size_t)(nl - line) : strlen(line);
+    if (n > 80)
+      fail_msg("a summary line of %zu columns: %.*s", n, (int)n, line);
+    line += n + (nl != NULL);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--child") == 0)
     return child_main(argv[2]);
@@ -534,6 +580,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_trace_pid_in_path),
       cmocka_unit_test(test_trace_second_process_and_kill),
       cmocka_unit_test(test_trace_fifo_without_reader),
+      cmocka_unit_test(test_trace_summary),
   };
   int rc = KILN_TEST_RUN("trace", tests, true);
   unlink(trace_path);

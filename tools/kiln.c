@@ -51,6 +51,8 @@ static void usage(FILE *out) {
           "                     file instead of the device's own\n"
           "  KILN_TRACE         write a Chrome trace-event JSON file of every op,\n"
           "                     kernel, transfer and build (%%p: process id)\n"
+          "  KILN_TRACE_SUMMARY 1: at exit, a table on stderr of what ran, by\n"
+          "                     total time (calls, mean, GB/s, GFLOP/s)\n"
           "  XDG_CACHE_HOME, HOME\n"
           "                     where the default cache directory lies\n"
           "  POCL_CACHE_DIR     PoCL's kernel cache: when PoCL cannot create it\n"

@@ -10,7 +10,7 @@
  * on every queue, including queues the application created without it. */
 static bool trace_requested(void) {
   const char *v = getenv("KILN_TRACE");
-  return v != NULL && v[0] != '\0';
+  return (v != NULL && v[0] != '\0') || kiln__trace_enabled();
 }
 
 /* clCreateCommandQueueWithProperties is a 2.0 entry point. Oclgrind's 1.2
