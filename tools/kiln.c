@@ -53,6 +53,8 @@ static void usage(FILE *out) {
           "                     kernel, transfer and build (%%p: process id)\n"
           "  KILN_TRACE_SUMMARY 1: at exit, a table on stderr of what ran, by\n"
           "                     total time (calls, mean, GB/s, GFLOP/s)\n"
+          "  KILN_LOG           off, error, warn, info or debug: diagnostics on\n"
+          "                     stderr (unset: off; warn with KILN_TRACE*)\n"
           "  XDG_CACHE_HOME, HOME\n"
           "                     where the default cache directory lies\n"
           "  POCL_CACHE_DIR     PoCL's kernel cache: when PoCL cannot create it\n"
@@ -116,10 +118,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kiln: unknown command '%s' (see kiln --help)\n", arg);
     return 2;
   }
-  int status = cmd->run(argc - 1, argv + 1);
-  /* Tracing never fails the work, so its one problem report is here: once,
-   * at the end (another process writing the same KILN_TRACE file, say). */
-  if (kiln_trace_diagnostic()[0] != '\0')
-    fprintf(stderr, "kiln: %s\n", kiln_trace_diagnostic());
-  return status;
+  /* A trace that cannot be written (another process writing the same
+   * KILN_TRACE file, say) is reported once by the library's log, which
+   * KILN_TRACE turns on at level warn. */
+  return cmd->run(argc - 1, argv + 1);
 }

@@ -110,6 +110,7 @@ static bool add_problem(kiln_device_list *list, size_t platform_index,
   memcpy(storage, pname, plen);
   storage[plen] = '\0';
   memcpy(storage + plen + 1, message, mlen + 1);
+  kiln__log(KILN__LOG_INFO, "device list: %s", message);
   list->problems[list->problem_count++] = (kiln_device_problem){
       .platform_index = platform_index,
       .platform_name = storage,

@@ -158,6 +158,15 @@ FILE *kiln__fopen_regular(const char *path, char *why, size_t cap);
 int kiln__open_output(const char *path, int flags, char *why, size_t cap);
 const char *kiln__file_kind(unsigned mode);
 
+/* KILN_LOG (log.c): a line on stderr when at is within the level asked
+ * for (off unless KILN_LOG, KILN_TRACE or KILN_TRACE_SUMMARY is set). For
+ * diagnostics that otherwise stay in status messages; never for errors
+ * the caller receives. */
+enum { KILN__LOG_ERROR = 1, KILN__LOG_WARN, KILN__LOG_INFO, KILN__LOG_DEBUG };
+bool kiln__log_enabled(int at);
+void kiln__log(int at, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Whether PoCL cannot create its kernel cache directory (pocl_cache.c), in
  * which case its platform lists no device: true with a sentence naming the
  * directory, the variable it comes from and what to set, in out. */

@@ -223,6 +223,7 @@ static bool open_file(void) {
     snprintf(trace_problem, sizeof trace_problem,
              "KILN_TRACE: cannot open '%s': %s; no trace is written",
              trace_path, why);
+    kiln__log(KILN__LOG_WARN, "%s", trace_problem);
     return false;
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -231,6 +232,7 @@ static bool open_file(void) {
              "process (%ld) writes no trace (put %%p in KILN_TRACE for one "
              "file per process)",
              trace_path, (long)getpid());
+    kiln__log(KILN__LOG_WARN, "%s", trace_problem);
     close(fd);
     return false;
   }
@@ -239,6 +241,7 @@ static bool open_file(void) {
     snprintf(trace_problem, sizeof trace_problem,
              "KILN_TRACE: cannot write '%s': %s; no trace is written",
              trace_path, strerror(errno));
+    kiln__log(KILN__LOG_WARN, "%s", trace_problem);
     close(fd);
     return false;
   }

@@ -304,6 +304,15 @@ static void load(struct device_entry *e, const kiln_device_info *info) {
   free(text);
 }
 
+/* KILN_LOG=info: why the device's file or a database row is not used. */
+static void log_ignored(const struct device_entry *e) {
+  if (e->ignored[0] != '\0')
+    kiln__log(KILN__LOG_INFO, "tuning file ignored: %s", e->ignored);
+  if (e->row_ignored[0] != '\0')
+    kiln__log(KILN__LOG_INFO, "tuning database row ignored: %s",
+              e->row_ignored);
+}
+
 /* The device's entry, created and loaded on first use; NULL when memory
  * is short (then no file is used). Under lock. */
 static struct device_entry *entry_locked(const kiln_device_info *info) {
@@ -317,6 +326,7 @@ static struct device_entry *entry_locked(const kiln_device_info *info) {
     return NULL;
   }
   load(e, info);
+  log_ignored(e);
   e->next = devices;
   devices = e;
   return e;
@@ -370,6 +380,8 @@ void kiln__tuning_reject(const kiln_context *ctx, const char *op,
              line->origin, op, reason);
     drop(&e->rows, line);
   }
+  if (e != NULL)
+    log_ignored(e);
   pthread_mutex_unlock(&lock);
   kiln__variants_stale();
 }
@@ -439,8 +451,10 @@ void kiln__tuning_forget(void) {
 static void reload(const kiln_device_info *info) {
   pthread_mutex_lock(&lock);
   struct device_entry *e = entry_locked(info);
-  if (e != NULL)
+  if (e != NULL) {
     load(e, info);
+    log_ignored(e);
+  }
   pthread_mutex_unlock(&lock);
   kiln__variants_stale();
 }
