@@ -47,16 +47,7 @@ static run_result run(const char *const *env, const char *const *argv) {
     close(fds[0]);
     dup2(fds[1], STDOUT_FILENO);
     close(fds[1]);
-    for (size_t i = 0; env && env[i]; i++) {
-      const char *eq = strchr(env[i], '=');
-      if (eq == NULL) {
-        unsetenv(env[i]);
-      } else {
-        char name[256];
-        snprintf(name, sizeof(name), "%.*s", (int)(eq - env[i]), env[i]);
-        setenv(name, eq + 1, 1);
-      }
-    }
+    kiln_test_apply_env(env);
     execv(argv[0], (char *const *)argv);
     fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
     _exit(127);

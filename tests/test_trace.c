@@ -533,16 +533,7 @@ static void child_stderr(const char *const *env, char *text, size_t size) {
     dup2(fds[1], STDERR_FILENO);
     close(fds[0]);
     close(fds[1]);
-    for (size_t i = 0; env[i] != NULL; i++) {
-      const char *eq = strchr(env[i], '=');
-      if (eq == NULL) {
-        unsetenv(env[i]);
-      } else {
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(eq - env[i]), env[i]);
-        setenv(name, eq + 1, 1);
-      }
-    }
+    kiln_test_apply_env(env);
     alarm(120);
     execl("/proc/self/exe", "test_trace", "--child", "run", (char *)NULL);
     _exit(127);
