@@ -5,10 +5,14 @@
 #include "fmnist_data.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -64,8 +68,17 @@ static gzFile open_idx(const char *dir, const char *name, uint32_t magic,
                        uint32_t *dims, size_t ndims, char *path,
                        size_t path_size, char *err, size_t err_size) {
   snprintf(path, path_size, "%s/%s", dir, name);
-  FILE *probe = fopen(path, "rb");
-  if (!probe) {
+  /* O_NONBLOCK: a FIFO at the path must not hang the program in open. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    say(err, err_size, "%s: not a regular file", path);
+    close(fd);
+    return NULL;
+  }
+  if (fd >= 0)
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (fd < 0) {
     if (errno == ENOENT)
       say(err, err_size,
           "%s: no such file; Fashion-MNIST comes from the Debian package %s "
@@ -75,10 +88,10 @@ static gzFile open_idx(const char *dir, const char *name, uint32_t magic,
       say(err, err_size, "%s: cannot open: %s", path, strerror(errno));
     return NULL;
   }
-  fclose(probe);
-  gzFile f = gzopen(path, "rb");
+  gzFile f = gzdopen(fd, "rb");
   if (!f) {
     say(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    close(fd);
     return NULL;
   }
   unsigned char head[16];
@@ -121,7 +134,18 @@ int fmnist_load(const char *dir, const char *split, size_t limit,
         idims[2], FMNIST_ROWS, FMNIST_COLS);
     goto fail;
   }
-  if (idims[0] != ldims[0] || idims[0] == 0 || idims[0] > MAX_COUNT) {
+  /* Each check its own message: a header that claims 2^31 - 1 images is
+   * damaged, not a count mismatch. */
+  if (idims[0] == 0 || idims[0] > MAX_COUNT || ldims[0] > MAX_COUNT) {
+    const bool images = idims[0] == 0 || idims[0] > MAX_COUNT;
+    say(err, err_size,
+        "%s: its header says %u %s; a Fashion-MNIST file holds 1 to %d "
+        "(a damaged or foreign file?)",
+        images ? ipath : lpath, images ? idims[0] : ldims[0],
+        images ? "images" : "labels", MAX_COUNT);
+    goto fail;
+  }
+  if (idims[0] != ldims[0]) {
     say(err, err_size, "%s holds %u images but %s holds %u labels", ipath,
         idims[0], lpath, ldims[0]);
     goto fail;

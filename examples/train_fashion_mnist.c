@@ -47,6 +47,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
@@ -318,10 +319,19 @@ static int write_file(const char *dir, const char *name, const void *data,
                       size_t bytes) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "wb");
+  /* O_NONBLOCK: a FIFO with no reader at the path is refused (ENXIO)
+   * instead of hanging the program in open. */
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC,
+                0644);
+  if (fd >= 0)
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
   if (!f || fwrite(data, 1, bytes, f) != bytes || fclose(f) != 0) {
+    const int err = errno;
     fprintf(stderr, "train_fashion_mnist: cannot write %s: %s\n", path,
-            strerror(errno));
+            err == ENXIO ? "a FIFO that no process reads" : strerror(err));
+    if (!f && fd >= 0)
+      close(fd);
     return -1;
   }
   return 0;

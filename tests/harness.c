@@ -132,3 +132,16 @@ int kiln_test_run(const char *group, const struct CMUnitTest *tests,
   kiln_device_list_destroy(device_list);
   return failed ? 1 : 0;
 }
+
+void kiln_test_apply_env(const char *const *env) {
+  for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
+    const char *eq = strchr(env[i], '=');
+    if (eq == NULL) {
+      unsetenv(env[i]);
+    } else {
+      char name[256];
+      snprintf(name, sizeof name, "%.*s", (int)(eq - env[i]), env[i]);
+      setenv(name, eq + 1, 1);
+    }
+  }
+}

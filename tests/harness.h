@@ -65,6 +65,10 @@ void kiln_test_close(kiln_context *ctx, kiln_queue *queue);
  * made. */
 bool kiln_test_trace_to(const char *name, char *path, size_t size);
 
+/* Apply env changes in a child before exec: "NAME=value" sets, "NAME"
+ * unsets; env (NULL-terminated) may be NULL. */
+void kiln_test_apply_env(const char *const *env);
+
 /* Run a cmocka group over the devices under test. Tests that need no device
  * still run when there is none. Returns the process exit status. */
 int kiln_test_run(const char *group, const struct CMUnitTest *tests,

@@ -12,15 +12,23 @@
 #     find_package(kiln CONFIG) in a CMake project finds the installed
 #     package through CMAKE_PREFIX_PATH and kiln::kiln builds and runs the
 #     consumer. Exit 77 (meson's "skipped") when cmake is not installed.
+#   package_consumer.sh SOURCE_ROOT BUILD_ROOT install
+#     after `meson install`, with no LD_LIBRARY_PATH and no ldconfig, the
+#     installed kiln tool runs (`kiln --version`, from its place and from a
+#     moved copy of the tree: its RUNPATH is relative to itself) and so does
+#     a program built with `pkg-config --cflags --libs kiln` (kiln.pc's
+#     -Wl,-rpath), each loading the libkiln just installed. Exit 77 when the
+#     build has no rpath (-Drpath=disabled, or the prefix /usr).
 #   package_consumer.sh SOURCE_ROOT BUILD_ROOT mpi
 #     kiln-mpi.pc (beside kiln.pc) gives what a libkiln_mpi user needs:
 #     kiln's flags, MPI's (through Open MPI's ompi-c.pc) and -lkiln_mpi;
 #     tests/consumer/consumer_mpi.c builds with them and runs on 2 ranks.
 set -euo pipefail
 
-src=${1:?usage: package_consumer.sh SOURCE_ROOT BUILD_ROOT pkgconfig|cmake|mpi}
-build=${2:?usage: package_consumer.sh SOURCE_ROOT BUILD_ROOT pkgconfig|cmake|mpi}
-mode=${3:?usage: package_consumer.sh SOURCE_ROOT BUILD_ROOT pkgconfig|cmake|mpi}
+usage="usage: package_consumer.sh SOURCE_ROOT BUILD_ROOT pkgconfig|cmake|install|mpi"
+src=${1:?$usage}
+build=${2:?$usage}
+mode=${3:?$usage}
 
 if [ "$mode" = cmake ] && ! command -v cmake > /dev/null; then
   echo "# cmake is not installed (apt-get install cmake): skipped"
@@ -32,8 +40,17 @@ trap 'rm -rf "$tmp"' EXIT
 root=$tmp/root
 meson install -C "$build" --no-rebuild --quiet --destdir "$root" > "$tmp/install.log" 2>&1 ||
   { cat "$tmp/install.log" >&2; exit 1; }
-prefix=$(meson introspect "$build" --buildoptions |
-         python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
+option() {
+  meson introspect "$build" --buildoptions |
+    python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == sys.argv[1]))' "$1"
+}
+prefix=$(option prefix)
+rpath=$(option rpath)
+if [ "$rpath" = enabled ] || { [ "$rpath" = auto ] && [ "$prefix" != /usr ]; }; then
+  rpath=yes
+else
+  rpath=no
+fi
 lib=$(find "$root" -name 'libkiln.so.*.*' -print -quit)
 libdir=$(dirname "$lib")
 fail() { echo "package_consumer ($mode): $*" >&2; exit 1; }
@@ -50,6 +67,9 @@ pkgconfig)
     fail "pkg-config --cflags --libs kiln needs more than kiln.pc (see kiln.pc's Requires)"
   echo "# pkg-config --cflags --libs kiln: $flags"
   want="-I$root$prefix/include -L$libdir -lkiln"
+  if [ "$rpath" = yes ]; then
+    want="-I$root$prefix/include -L$libdir -Wl,-rpath,$libdir -lkiln"
+  fi
   [ "$(echo $flags)" = "$want" ] || fail "expected '$want', got '$flags'"
   static=$(pkg-config --static --libs kiln) || fail "pkg-config --static --libs kiln failed"
   echo "# pkg-config --static --libs kiln: $static"
@@ -73,6 +93,48 @@ pkgconfig)
     fail "the static consumer still needs libkiln.so"
   fi
   "$tmp/static"
+  ;;
+install)
+  bin="$root$prefix/$(option bindir)/kiln"
+  [ -x "$bin" ] || fail "meson install did not install $bin"
+  runpath=$(readelf -d "$bin" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+  if [ "$rpath" = no ]; then
+    [ -z "$runpath" ] || fail "-Drpath=disabled or prefix /usr, yet kiln has RUNPATH $runpath"
+    echo "# no rpath in this build (prefix $prefix, rpath option $(option rpath)): skipped"
+    exit 77
+  fi
+  echo "# kiln's RUNPATH: $runpath"
+  case "$runpath" in '$ORIGIN/'*) ;; *) fail "kiln's RUNPATH is not relative to it: '$runpath'" ;; esac
+  # run_alone DIR PROGRAM ARGS: with no LD_LIBRARY_PATH, PROGRAM runs and
+  # loads the libkiln under DIR (not one installed elsewhere on the machine).
+  run_alone() {
+    local where=$1
+    shift
+    env -u LD_LIBRARY_PATH "$@" > "$tmp/out" 2>&1 || {
+      cat "$tmp/out" >&2
+      fail "$* does not run without LD_LIBRARY_PATH"
+    }
+    local loaded
+    loaded=$(env -u LD_LIBRARY_PATH ldd "$1" | grep 'libkiln\.so') || true
+    case "$loaded" in *" => $where/"*) ;; *) fail "$1 loads a libkiln outside $where: $loaded" ;; esac
+    echo "# $*: $(head -1 "$tmp/out")"
+  }
+  run_alone "$root$prefix" "$bin" --version
+  grep -q '^kiln [0-9]' "$tmp/out" || fail "kiln --version printed: $(cat "$tmp/out")"
+  # The tree moved elsewhere still runs: nothing absolute in the RUNPATH.
+  mkdir "$tmp/moved"
+  cp -a "$root$prefix/." "$tmp/moved/"
+  run_alone "$tmp/moved" "$tmp/moved/$(option bindir)/kiln" --version
+  # A program built with pkg-config against kiln installed to the prefix
+  # $root$prefix (kiln.pc as such an install writes it: only its prefix
+  # line differs).
+  mkdir "$tmp/pc"
+  sed "s|^prefix=.*|prefix=$root$prefix|" "$(find "$root" -name kiln.pc -print -quit)" > "$tmp/pc/kiln.pc"
+  flags=$(PKG_CONFIG_LIBDIR="$tmp/pc" PKG_CONFIG_PATH= pkg-config --cflags --libs kiln)
+  echo "# pkg-config --cflags --libs kiln: $flags"
+  # shellcheck disable=SC2086 # the flags are words on purpose
+  cc -std=c11 -Wall -Wextra -Werror -o "$tmp/consumer" "$src/tests/consumer/consumer.c" $flags
+  run_alone "$root$prefix" "$tmp/consumer"
   ;;
 mpi)
   pc=$(find "$root" -name kiln-mpi.pc -print -quit)
@@ -109,7 +171,7 @@ cmake)
   fi
   ;;
 *)
-  fail "unknown mode (pkgconfig or cmake)"
+  fail "unknown mode (pkgconfig, cmake, install or mpi)"
   ;;
 esac
 echo "package_consumer ($mode): OK"

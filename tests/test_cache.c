@@ -278,6 +278,35 @@ static void test_damaged_entries_are_rebuilt(void **state) {
   }
 }
 
+/* A FIFO at an entry's path (planted, or left by a tool): the build
+ * neither blocks on it nor loads from it, and the rebuilt entry replaces
+ * it. Before the fix open(2) waited for a writer forever; the alarm turns
+ * a regression into a failure. */
+static void test_fifo_entry(void **state) {
+  (void)state;
+  fresh_dir();
+  kiln_context *ctx;
+  kiln_queue *queue;
+  kiln_test_open(0, &ctx, &queue);
+  char source[512];
+  make_source(source, sizeof source, "fifo");
+  assert_false(build_and_check(ctx, queue, source));
+  char path[512];
+  only_entry(path, sizeof path);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  alarm(60);
+  assert_false(build_and_check(ctx, queue, source));
+  kiln_cache_info info;
+  assert_kiln_ok(kiln_cache_get_info(&info));
+  alarm(0);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  assert_true(build_and_check(ctx, queue, source));
+  kiln_test_close(ctx, queue);
+}
+
 /* Child mode: build and check the shared source, exit 0 on success. */
 static int child_main(const char *tag) {
   kiln_device_list *list;
@@ -618,6 +647,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_miss_then_hit, teardown),
       cmocka_unit_test_teardown(test_damaged_entries_are_rebuilt, teardown),
+      cmocka_unit_test_teardown(test_fifo_entry, teardown),
       cmocka_unit_test_teardown(test_two_processes_one_key, teardown),
       cmocka_unit_test_teardown(test_store_on_release, teardown),
       cmocka_unit_test_teardown(test_eviction, teardown),

@@ -201,6 +201,23 @@ static void test_profile_unknown(void **state) {
   assert_kiln_status(kiln_context_create_default("all", &ctx),
                      KILN_ERR_NOT_FOUND);
   assert_last_error_contains("voodoo3");
+  assert_last_error_contains("the old name of KILN_BACKEND");
+  /* KILN_BACKEND, the new name, wins over the old one. */
+  setenv("KILN_BACKEND", "voodoo4", 1);
+  assert_kiln_status(kiln_context_create(kiln_test_device(0), NULL, &ctx),
+                     KILN_ERR_NOT_FOUND);
+  assert_last_error_contains("unknown profile 'voodoo4' (from the "
+                             "KILN_BACKEND environment variable)");
+  setenv("KILN_BACKEND", "amd", 1);
+  assert_kiln_ok(kiln_context_create(kiln_test_device(0), NULL, &ctx));
+  assert_string_equal(kiln_context_get_profile(ctx), "amd");
+  assert_kiln_ok(kiln_context_destroy(ctx));
+  /* KILN_PROFILE=1, tried by someone looking for profiling, says where. */
+  unsetenv("KILN_BACKEND");
+  setenv("KILN_PROFILE", "1", 1);
+  assert_kiln_status(kiln_context_create(kiln_test_device(0), NULL, &ctx),
+                     KILN_ERR_NOT_FOUND);
+  assert_last_error_contains("to see what ran, set KILN_TRACE");
   unsetenv("KILN_PROFILE");
 }
 

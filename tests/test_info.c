@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <xxhash.h>
 
 #define RUN_TIMEOUT_MS 120000
 
@@ -46,16 +47,7 @@ static run_result run(const char *const *env, const char *const *argv) {
     close(fds[0]);
     dup2(fds[1], STDOUT_FILENO);
     close(fds[1]);
-    for (size_t i = 0; env && env[i]; i++) {
-      const char *eq = strchr(env[i], '=');
-      if (eq == NULL) {
-        unsetenv(env[i]);
-      } else {
-        char name[256];
-        snprintf(name, sizeof(name), "%.*s", (int)(eq - env[i]), env[i]);
-        setenv(name, eq + 1, 1);
-      }
-    }
+    kiln_test_apply_env(env);
     execv(argv[0], (char *const *)argv);
     fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
     _exit(127);
@@ -681,6 +673,139 @@ static void test_usage_errors(void **state) {
   free(r.out);
 }
 
+/* Squeeze every run of white space in text to one space: kiln info wraps
+ * long values, and a reason may cross lines. */
+static void squeeze(char *text) {
+  char *w = text;
+  for (const char *r = text; *r; r++)
+    if (!isspace((unsigned char)*r))
+      *w++ = *r;
+    else if (w == text || w[-1] != ' ')
+      *w++ = ' ';
+  *w = '\0';
+}
+
+/* kiln info on a tuning file that kiln refuses says why: a FIFO at
+ * KILN_TUNING (before the fix kiln info never returned), an op line
+ * without parameters (before, dropped with no reason) and a knob given
+ * twice (before, the last one won). */
+static void test_tuning_file_reasons(void **state) {
+  (void)state;
+  if (kiln_test_device_count() == 0)
+    KILN_TEST_SKIP("no OpenCL device");
+  char dir[] = "/tmp/kiln-test-info-tuning-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[300], env_tuning[320];
+  snprintf(path, sizeof path, "%s/fifo", dir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  snprintf(env_tuning, sizeof env_tuning, "KILN_TUNING=%s", path);
+  const char *env[] = {env_tuning, "KILN_DEVICE", NULL};
+  const char *args[] = {kiln_bin(), "info", NULL};
+  run_result r = run(env, args);
+  assert_int_equal(r.status, 0);
+  squeeze(r.out);
+  if (strstr(r.out, "a FIFO, not a regular file") == NULL)
+    fail_msg("kiln info does not say the tuning file is a FIFO:\n%s", r.out);
+  free(r.out);
+  unlink(path);
+
+  const kiln_device_info *di = kiln_device_get_info(kiln_test_device(0));
+  static const char *const ops[][2] = {
+      {"op gemm\n", "line 5: op gemm has no parameters"},
+      {"op gemm MWG=32 NWG=64 KWG=16 MDIMC=8 NDIMC=16 VWM=2 VWN=4 SA=1 SB=1 "
+       "PADA=1 PADB=0 DB=1 KWI=2 STRM=0 STRN=1 DWG=8 DWI=2 SWITCH=0 VWM=4\n",
+       "VWM is given twice, as 2 and as 4"},
+  };
+  snprintf(path, sizeof path, "%s/tuning.txt", dir);
+  snprintf(env_tuning, sizeof env_tuning, "KILN_TUNING=%s", path);
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    char body[1024], text[1100];
+    snprintf(body, sizeof body, "kiln-tuning 1\ndevice %s\ndriver %s\nkiln %s\n%s",
+             di->stable_id, di->driver_version, KILN_VERSION_STRING, ops[i][0]);
+    snprintf(text, sizeof text, "%schecksum %016llx\n", body,
+             (unsigned long long)XXH3_64bits(body, strlen(body)));
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+    const char *one[] = {kiln_bin(), "info", NULL};
+    r = run(env, one);
+    assert_int_equal(r.status, 0);
+    squeeze(r.out);
+    if (strstr(r.out, ops[i][1]) == NULL)
+      fail_msg("kiln info lacks \"%s\":\n%s", ops[i][1], r.out);
+    free(r.out);
+  }
+  unlink(path);
+  rmdir(dir);
+}
+
+/* PoCL lists no device when it cannot create its kernel cache (HOME not
+ * writable: service accounts, docker --user, CI runners). Root ignores
+ * permissions, so the unwritable places are paths under a regular file
+ * (/proc/version). The doctor and the "no device" error (kiln demo's
+ * text) name the directory, the variable it comes from and what to set,
+ * instead of "install an OpenCL driver" (before the fix) with PoCL
+ * installed; with POCL_CACHE_DIR set, kiln itself needs no writable HOME
+ * (its own cache falls back to building from source). */
+static void test_unwritable_home(void **state) {
+  (void)state;
+  if (!have_pocl())
+    KILN_TEST_SKIP("PoCL is not installed");
+  static const char *const cases[][4] = {
+      /* variable setting, the cache it gives, what to say */
+      {"HOME=/proc/version", "/proc/version/.cache/pocl/kcache",
+       "(HOME=/proc/version: '/proc/version' is a file, not a directory)",
+       ", or HOME to a writable one"},
+      {"XDG_CACHE_HOME=/proc/version", "/proc/version/pocl/kcache",
+       "(XDG_CACHE_HOME=/proc/version: ",
+       ", or XDG_CACHE_HOME to a writable one"},
+      {"POCL_CACHE_DIR=/proc/version/x", "/proc/version/x",
+       "(POCL_CACHE_DIR=/proc/version/x: ", "set POCL_CACHE_DIR to a writable"},
+  };
+  const char *doctor[] = {kiln_bin(), "info", "--doctor", NULL};
+  const char *demo[] = {"/bin/sh", "-c", "\"$0\" demo 2>&1", kiln_bin(), NULL};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *env[] = {"XDG_CACHE_HOME", "POCL_CACHE_DIR", "KILN_CACHE_DIR",
+                         "KILN_DEVICE", cases[i][0], NULL};
+    const char *const *argvs[] = {doctor, demo};
+    for (size_t a = 0; a < 2; a++) {
+      run_result r = run(env, argvs[a]);
+      assert_int_not_equal(r.status, 0);
+      squeeze(r.out);
+      char want[300];
+      snprintf(want, sizeof want, "PoCL cannot create its kernel cache %s %s",
+               cases[i][1], cases[i][2]);
+      if (strstr(r.out, want) == NULL || strstr(r.out, cases[i][3]) == NULL ||
+          strstr(r.out, "POCL_CACHE_DIR=/tmp/pocl-cache-") == NULL)
+        fail_msg("%s, kiln %s: lacks \"%s\" or \"%s\":\n%s", cases[i][0],
+                 a ? "demo" : "info --doctor", want, cases[i][3], r.out);
+      /* The doctor lists Mesa's platforms too; the error names PoCL's. */
+      if (strstr(r.out, "install an OpenCL driver") != NULL ||
+          (a == 1 && strstr(r.out, "Clover") != NULL))
+        fail_msg("%s, kiln %s: advice for a missing driver:\n%s", cases[i][0],
+                 a ? "demo" : "info --doctor", r.out);
+      free(r.out);
+    }
+  }
+  /* PoCL's cache elsewhere: kiln works with HOME unwritable. */
+  char pocl_dir[] = "/tmp/kiln-test-info-pocl-XXXXXX";
+  assert_non_null(mkdtemp(pocl_dir));
+  char pocl_env[300];
+  snprintf(pocl_env, sizeof pocl_env, "POCL_CACHE_DIR=%s", pocl_dir);
+  const char *env[] = {"XDG_CACHE_HOME", "KILN_CACHE_DIR", "KILN_DEVICE",
+                       "HOME=/proc/version", pocl_env, NULL};
+  const char *check[] = {kiln_bin(), "info", "--check", NULL};
+  run_result r = run(env, check);
+  if (r.status != 0)
+    fail_msg("kiln info --check with HOME=/proc/version and %s: status %d\n%s",
+             pocl_env, r.status, r.out);
+  free(r.out);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", pocl_dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_usage_errors),
@@ -691,6 +816,8 @@ int main(void) {
       cmocka_unit_test(test_doctor_bad_loader_variables),
       cmocka_unit_test(test_select_and_explain),
       cmocka_unit_test(test_check_and_demo),
+      cmocka_unit_test(test_tuning_file_reasons),
+      cmocka_unit_test(test_unwritable_home),
   };
   return KILN_TEST_RUN("info", tests, false);
 }

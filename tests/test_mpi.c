@@ -452,6 +452,34 @@ static void test_errors(void) {
       KILN_ERR_NULL_POINTER);
   assert_kiln_status(kiln_mpi_select_device(mpi, NULL, NULL, &dev),
                      KILN_ERR_NULL_POINTER);
+  /* Overlapping src and dst in one buffer (the header forbids it; before
+   * the fix both returned KILN_OK): one range passed as both, and dst
+   * starting inside src. */
+  const size_t p = (size_t)size_;
+  kiln_range whole = {buf, 0, 4, KILN_F32};
+  assert_kiln_status(kiln_mpi_allgather(mpi, queue, &whole, &whole, 0, NULL,
+                                        NULL),
+                     KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("kiln_mpi_allgather: src [offset 0, +4) and dst "
+                             "[offset 0, +4) overlap in one buffer");
+  assert_kiln_status(
+      kiln_mpi_allgather(mpi, queue, &(kiln_range){buf, 0, 4, KILN_F32},
+                         &(kiln_range){buf, 3, 4 * p, KILN_F32}, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("overlap in one buffer");
+  assert_kiln_status(
+      kiln_mpi_reduce_scatter(mpi, queue,
+                              &(kiln_range){buf, 8, 4 * p, KILN_F32},
+                              &(kiln_range){buf, 8 + 4 * p - 1, 4, KILN_F32},
+                              KILN_REDUCE_SUM, 0, NULL, NULL),
+      KILN_ERR_INVALID_ARGUMENT);
+  assert_last_error_contains("kiln_mpi_reduce_scatter: src [offset 8");
+  /* Adjacent ranges of one buffer are fine. */
+  assert_kiln_ok(kiln_mpi_allgather(mpi, queue,
+                                    &(kiln_range){buf, 0, 4, KILN_F32},
+                                    &(kiln_range){buf, 4, 4 * p, KILN_F32}, 0,
+                                    NULL, NULL));
+  assert_kiln_ok(kiln_queue_finish(queue));
 
   if (size_ > 1) {
     /* A rank passing another count, dtype or op: every rank fails, none

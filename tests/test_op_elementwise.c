@@ -533,11 +533,11 @@ static void test_bad_arguments(void **state) {
                             range_of(b, 13, 4, KILN_F16), 0, NULL, NULL));
   assert_kiln_error(kiln_unary(q, KILN_UNARY_EXP, range_of(b, 17, 0, KILN_F32),
                                range_of(b, 0, 0, KILN_F32), 0, NULL, NULL),
-                    KILN_ERR_OUT_OF_RANGE, "x_offset 17 is beyond");
+                    KILN_ERR_OUT_OF_RANGE, "x.offset 17 is beyond");
   assert_kiln_error(kiln_unary(q, KILN_UNARY_EXP, range_of(b, 0, 4, KILN_F32),
                                range_of(b, SIZE_MAX - 1, 4, KILN_F32), 0, NULL,
                                NULL),
-                    KILN_ERR_INVALID_SIZE, "y_offset");
+                    KILN_ERR_INVALID_SIZE, "y.offset");
   assert_kiln_status(
       kiln_unary(q, KILN_UNARY_EXP, range_of(b, 0, SIZE_MAX / 2, KILN_F32),
                  range_of(b, 0, SIZE_MAX / 2, KILN_F32), 0, NULL, NULL),

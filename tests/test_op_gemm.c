@@ -374,7 +374,8 @@ static void test_bad_input(void **state) {
                     KILN_ERR_OUT_OF_RANGE, "kiln_matmul: b range");
   assert_kiln_error(GEMM(q, ROW, N, N, 16, 16, 16, 1.0f, KILN_F32, a, 0, 16, b,
                          0, 16, 0.0f, c, 300, 16),
-                    KILN_ERR_OUT_OF_RANGE, "c_offset 300 is beyond");
+                    KILN_ERR_OUT_OF_RANGE,
+                    "kiln_matmul: c.offset 300 is beyond c's");
   /* f16 elements are 2 bytes: 16 x 32 of them fit, 16 x 33 do not. */
   assert_kiln_ok(GEMM(q, ROW, N, N, 16, 16, 32, 1.0f, KILN_F16, a, 0, 32, b, 0,
                       16, 0.0f, c, 0, 16));

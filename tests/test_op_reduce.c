@@ -511,7 +511,7 @@ static void test_bad_arguments(void **state) {
   assert_kiln_error(kiln_reduce(q, KILN_REDUCE_SUM,
                                 range_of(b, SIZE_MAX, 4, KILN_F32),
                                 range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),
-                    KILN_ERR_INVALID_SIZE, "x_offset");
+                    KILN_ERR_INVALID_SIZE, "x.offset");
   assert_kiln_status(kiln_reduce(q, KILN_REDUCE_SUM,
                                  range_of(ob, 0, 4, KILN_F32),
                                  range_of(r, 0, 1, KILN_F32), 0, NULL, NULL),

@@ -238,7 +238,7 @@ static void test_bad_input(void **state) {
   assert_kiln_error(TR(q, KILN_F32, 8, 8, x, 0, 8, y, 0, 9),
                     KILN_ERR_OUT_OF_RANGE, "y range");
   assert_kiln_error(TR(q, KILN_F32, 8, 8, x, 70, 8, y, 0, 8),
-                    KILN_ERR_OUT_OF_RANGE, "x_offset 70 is beyond");
+                    KILN_ERR_OUT_OF_RANGE, "x.offset 70 is beyond");
   /* 16-bit elements: 128 fit in 256 bytes. */
   assert_kiln_ok(TR(q, KILN_F16, 8, 16, x, 0, 16, y, 0, 8));
   kiln_event_release(ev);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -420,6 +421,7 @@ static pid_t spawn_child(const char *mode, const char *trace, FILE **out) {
     close(fds[0]);
     close(fds[1]);
     setenv("KILN_TRACE", trace, 1);
+    alarm(120); /* kept across exec: a child that hangs dies */
     execl("/proc/self/exe", "test_trace", "--child", mode, (char *)NULL);
     _exit(127);
   }
@@ -494,6 +496,128 @@ static void test_trace_second_process_and_kill(void **state) {
   unlink(path);
 }
 
+/* KILN_TRACE naming a FIFO that no process reads: the process neither
+ * blocks in open(2) (before the fix it never returned) nor writes a
+ * trace, and says why. */
+static void test_trace_fifo_without_reader(void **state) {
+  (void)state;
+  char path[256];
+  snprintf(path, sizeof path, "/tmp/kiln-test-trace-%ld.fifo",
+           (long)getpid());
+  unlink(path);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  FILE *out;
+  pid_t child = spawn_child("report", path, &out);
+  char line[1024] = "";
+  assert_non_null(fgets(line, sizeof line, out));
+  fclose(out);
+  int status = wait_child(child);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail_msg("the child did not exit cleanly (status 0x%x): hung on the "
+             "FIFO?",
+             (unsigned)status);
+  if (strstr(line, "a FIFO that no process reads") == NULL)
+    fail_msg("diagnostic: %s", line);
+  unlink(path);
+}
+
+/* Run this binary as a "run" child with env changes ("NAME=value" sets,
+ * "NAME" unsets); its stderr, NUL-terminated, into text. Exits 0. */
+static void child_stderr(const char *const *env, char *text, size_t size) {
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    kiln_test_apply_env(env);
+    alarm(120);
+    execl("/proc/self/exe", "test_trace", "--child", "run", (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t len = 0;
+  ssize_t got;
+  while (len < size - 1 && (got = read(fds[0], text + len, size - 1 - len)) > 0)
+    len += (size_t)got;
+  text[len] = '\0';
+  close(fds[0]);
+  assert_int_equal(wait_child(pid), 0);
+}
+
+static size_t count_of(const char *text, const char *what) {
+  size_t n = 0;
+  for (const char *p = text; (p = strstr(p, what)) != NULL; p++)
+    n++;
+  return n;
+}
+
+/* KILN_TRACE_SUMMARY=1 without KILN_TRACE: at exit the process prints a
+ * table of what ran (the child's fill among it) on stderr, and writes no
+ * trace file. Before, there was no summary at all. */
+static void test_trace_summary(void **state) {
+  (void)state;
+  char text[8192];
+  const char *env[] = {"KILN_TRACE", "KILN_LOG", "KILN_TRACE_SUMMARY=1", NULL};
+  child_stderr(env, text, sizeof text);
+  static const char *const want[] = {
+      "kiln: trace summary of process ", "total ms  share    calls",
+      "op fill", "build "};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (strstr(text, want[i]) == NULL)
+      fail_msg("the summary lacks \"%s\":\n%s", want[i], text);
+  /* Every line fits 80 columns. */
+  for (const char *line = text; *line;) {
+    const char *nl = strchr(line, '\n');
+    size_t n = nl ? (size_t)(nl - line) : strlen(line);
+    if (n > 80)
+      fail_msg("a summary line of %zu columns: %.*s", n, (int)n, line);
+    line += n + (nl != NULL);
+  }
+}
+
+/* KILN_LOG: an unwritable KILN_TRACE is reported once on stderr (KILN_TRACE
+ * turns the log on at warn; before, it failed silently), KILN_LOG=off
+ * keeps it quiet, and without any of these variables kiln prints nothing;
+ * KILN_LOG=warn reports a program cache kiln cannot use, once for all
+ * builds, and an unknown level is named. */
+static void test_log(void **state) {
+  (void)state;
+  char text[8192];
+  const char *bad_trace[] = {"KILN_LOG", "KILN_TRACE_SUMMARY",
+                             "KILN_TRACE=/nonexistent/kiln/x.json", NULL};
+  child_stderr(bad_trace, text, sizeof text);
+  if (count_of(text, "kiln: warning: KILN_TRACE: cannot open "
+                     "'/nonexistent/kiln/x.json': ") != 1 ||
+      count_of(text, "kiln: ") != 1)
+    fail_msg("not one warning for the unwritable trace:\n%s", text);
+
+  const char *off[] = {"KILN_LOG=off", "KILN_TRACE_SUMMARY",
+                       "KILN_TRACE=/nonexistent/kiln/x.json", NULL};
+  child_stderr(off, text, sizeof text);
+  assert_string_equal(text, "");
+  const char *quiet[] = {"KILN_LOG", "KILN_TRACE", "KILN_TRACE_SUMMARY",
+                         "KILN_CACHE_DIR=/proc/version/kiln", NULL};
+  child_stderr(quiet, text, sizeof text);
+  assert_string_equal(text, "");
+
+  const char *cache[] = {"KILN_LOG=warn", "KILN_TRACE", "KILN_TRACE_SUMMARY",
+                         "KILN_CACHE_DIR=/proc/version/kiln", NULL};
+  child_stderr(cache, text, sizeof text);
+  if (count_of(text, "kiln: warning: program cache: working without the "
+                     "program cache: ") != 1)
+    fail_msg("not one warning for the unusable cache:\n%s", text);
+  const char *unknown[] = {"KILN_LOG=loud", "KILN_TRACE", "KILN_TRACE_SUMMARY",
+                           "KILN_CACHE_DIR=/proc/version/kiln", NULL};
+  child_stderr(unknown, text, sizeof text);
+  if (strstr(text, "KILN_LOG=loud is not off, error, warn, info or debug") ==
+      NULL)
+    fail_msg("an unknown KILN_LOG is not named:\n%s", text);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--child") == 0)
     return child_main(argv[2]);
@@ -506,6 +630,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_trace_user_work),
       cmocka_unit_test(test_trace_pid_in_path),
       cmocka_unit_test(test_trace_second_process_and_kill),
+      cmocka_unit_test(test_trace_fifo_without_reader),
+      cmocka_unit_test(test_trace_summary),
+      cmocka_unit_test(test_log),
   };
   int rc = KILN_TEST_RUN("trace", tests, true);
   unlink(trace_path);

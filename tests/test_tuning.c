@@ -9,6 +9,9 @@
  * ("nvidia" profile), as the GEMM tests do on CPUs. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -123,7 +126,7 @@ static void test_bad_files(void **state) {
     const char *what, *reason;
     char text[3072];
     bool sign;
-  } cases[10];
+  } cases[12];
   size_t n = 0;
 #define CASE(WHAT, REASON, SIGN, ...)                                          \
   do {                                                                         \
@@ -155,6 +158,12 @@ static void test_bad_files(void **state) {
        head);
   CASE("unknown line", "line 5 is not understood", true, "%sflavour sweet\n",
        head);
+  /* Before the fix the last KWG won, and an empty op line was dropped
+   * with no reason given. */
+  CASE("a knob twice", "KWG is given twice, as 16 and as 32", true,
+       "%sop gemm %s KWG=32\n", head, tuned);
+  CASE("an op line without parameters", "line 5: op gemm has no parameters",
+       true, "%sop gemm\nfigures gemm 9 GFLOP/s\n", head);
 #undef CASE
   for (size_t i = 0; i < n; i++) {
     if (cases[i].sign)
@@ -479,6 +488,88 @@ static void test_variants_under_change(void **state) {
   kiln_test_close(ctx, q0);
 }
 
+/* A FIFO where a tuning file is read or written (KILN_TUNING, the device's
+ * default path under KILN_CACHE_DIR, kiln_tuning_save's path): every call
+ * returns, saying what is there. Before the fix the first context's
+ * tuning read blocked in open(2) forever. The work runs in a fresh process
+ * of this test (test_fifo_work, which does nothing unless
+ * KILN_TEST_FIFO is set) under an alarm, so that a regression fails
+ * instead of hanging the suite (a fork would inherit PoCL without its
+ * threads). */
+static void test_fifo_work(void **state) {
+  (void)state;
+  const char *fifo = getenv("KILN_TEST_FIFO");
+  if (fifo == NULL)
+    return;
+  alarm(60);
+  kiln_context *ctx;
+  kiln_queue *q;
+  open_gpu_family(&ctx, &q);
+  kiln_tuning_info info;
+  reread(ctx, fifo, &info); /* KILN_TUNING=FIFO */
+  if (strstr(info.ignored, "a FIFO, not a regular file") == NULL ||
+      strcmp(info.source, "profile") != 0)
+    fail_msg("KILN_TUNING=FIFO: ignored \"%s\"", info.ignored);
+  run_case(ctx, q, &check_case, "KILN_TUNING=FIFO");
+  assert_kiln_error(kiln_tuning_save(ctx, "gemm", tuned, "x", NULL),
+                    KILN_ERR_IO, "a FIFO, not a regular file");
+  assert_kiln_error(kiln_tuning_save(ctx, "gemm", tuned, "x", fifo),
+                    KILN_ERR_IO, "cannot replace");
+  struct stat st;
+  assert_int_equal(stat(fifo, &st), 0);
+  assert_true(S_ISFIFO(st.st_mode)); /* left in place */
+  /* The default path: a FIFO at the device's file in the cache. */
+  unsetenv("KILN_TUNING");
+  kiln__tuning_forget();
+  assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm", &info));
+  assert_true(info.path[0] != '\0');
+  char parent[sizeof info.path];
+  snprintf(parent, sizeof parent, "%s", info.path);
+  *strrchr(parent, '/') = '\0';
+  assert_int_equal(mkdir(parent, 0755) == 0 || errno == EEXIST, 1);
+  assert_int_equal(mkfifo(info.path, 0600), 0);
+  kiln__tuning_forget();
+  kiln_context *ctx2;
+  assert_kiln_ok(kiln_context_create(kiln_test_device(0), NULL, &ctx2));
+  assert_kiln_ok(kiln_tuning_get_info(ctx2, "gemm", &info));
+  if (strstr(info.ignored, "a FIFO, not a regular file") == NULL)
+    fail_msg("default path FIFO: ignored \"%s\"", info.ignored);
+  assert_kiln_ok(kiln_context_destroy(ctx2));
+  unlink(info.path);
+  kiln_test_close(ctx, q);
+}
+
+static void test_fifo(void **state) {
+  (void)state;
+  if (getenv("KILN_TEST_FIFO") != NULL)
+    return; /* the child */
+  char fifo[400], cache[400], self[400];
+  snprintf(fifo, sizeof fifo, "%s/fifo.txt", dir);
+  snprintf(cache, sizeof cache, "%s/fifo-cache", dir);
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  assert_true(n > 0);
+  self[n] = '\0';
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setenv("KILN_TEST_FIFO", fifo, 1);
+    setenv("KILN_CACHE_DIR", cache, 1);
+    setenv("KILN_TEST_FILTER", "test_fifo_work", 1);
+    dup2(2, 1); /* its TAP lines are not this test's */
+    execl(self, self, (char *)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (WIFSIGNALED(status))
+    fail_msg("the child died of signal %d (%s)", WTERMSIG(status),
+             WTERMSIG(status) == SIGALRM ? "hung on the FIFO" : "crashed");
+  assert_int_equal(WEXITSTATUS(status), 0);
+  unlink(fifo);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/kiln-test-tuning-%ld", (long)getpid());
   char cmd[600];
@@ -492,6 +583,8 @@ int main(void) {
       cmocka_unit_test(test_two_writers),
       cmocka_unit_test(test_variant_resolved_once),
       cmocka_unit_test(test_variants_under_change),
+      cmocka_unit_test(test_fifo),
+      cmocka_unit_test(test_fifo_work),
   };
   (void)run_all;
   const char *filter = getenv("KILN_TEST_FILTER");

@@ -2,7 +2,8 @@
 # The trainer's data errors (examples/fmnist_data.c), each on a small
 # made-up dataset: a missing directory names the Debian package, and a
 # truncated file, a gzip stream cut short, a wrong magic number, mismatched
-# counts and a label out of range each get their own message and exit 1,
+# counts, a header claiming 2^31 - 1 images, a FIFO in place of a file and
+# a label out of range each get their own message and exit 1,
 # before any device is touched (so this needs no OpenCL device).
 #
 # usage: train_data_errors.sh TRAINER
@@ -36,7 +37,7 @@ PY
 # expect NAME PATTERN: the trainer on dataset NAME exits 1 and says PATTERN.
 expect() {
   local out status
-  out=$("$trainer" --data "$dir/$1" --batch 2 2>&1)
+  out=$(timeout 60 "$trainer" --data "$dir/$1" --batch 2 2>&1)
   status=$?
   if [ "$status" -ne 1 ] || ! grep -q -e "$2" <<< "$out"; then
     echo "FAIL $1: status $status, wanted 1 and '$2'; output: $out"
@@ -55,6 +56,14 @@ make_set magic 2050
 expect magic 'wrong magic number 0x00000802, expected 0x00000803'
 make_set counts 2051 3 4
 expect counts 'holds 3 images but .* holds 4 labels'
+# A header claiming 2^31 - 1 images is damaged, not a count mismatch.
+make_set huge 2051 2147483647 3
+expect huge 'its header says 2147483647 images; a Fashion-MNIST file holds 1 to'
+# A FIFO where a file belongs: refused, not waited on (timeout: 124).
+make_set fifo
+rm "$dir/fifo/train-images-idx3-ubyte.gz"
+mkfifo "$dir/fifo/train-images-idx3-ubyte.gz"
+expect fifo 'train-images-idx3-ubyte.gz: not a regular file'
 make_set label 2051 3 3 12
 expect label 'label 1 is 12, outside 0..9'
 exit $((failures > 0))

@@ -54,8 +54,9 @@ static void usage(FILE *out) {
           "environment (kiln(1) and kiln(3) say more):\n"
           "  KILN_DEVICE        device selector used when none is given\n"
           "                     (for example gpu, cpu, pocl, 0:1, name:A100)\n"
-          "  KILN_PROFILE       force a backend profile (nvidia, amd, intel,\n"
-          "                     pocl, generic)\n"
+          "  KILN_BACKEND       force a backend profile (nvidia, amd, intel,\n"
+          "                     pocl, generic); KILN_PROFILE, its old name,\n"
+          "                     is still read\n"
           "  KILN_CACHE_DIR     program cache directory (default\n"
           "                     $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln)\n"
           "  KILN_CACHE         0, off, no or false: no program cache\n"
@@ -64,8 +65,15 @@ static void usage(FILE *out) {
           "                     file instead of the device's own\n"
           "  KILN_TRACE         write a Chrome trace-event JSON file of every op,\n"
           "                     kernel, transfer and build (%%p: process id)\n"
+          "  KILN_TRACE_SUMMARY 1: at exit, a table on stderr of what ran, by\n"
+          "                     total time (calls, mean, GB/s, GFLOP/s)\n"
+          "  KILN_LOG           off, error, warn, info or debug: diagnostics on\n"
+          "                     stderr (unset: off; warn with KILN_TRACE*)\n"
           "  XDG_CACHE_HOME, HOME\n"
           "                     where the default cache directory lies\n"
+          "  POCL_CACHE_DIR     PoCL's kernel cache: when PoCL cannot create it\n"
+          "                     (HOME not writable) it lists no device, which\n"
+          "                     kiln's errors and kiln info --doctor explain\n"
           "  OCL_ICD_VENDORS, OPENCL_VENDOR_PATH, OCL_ICD_FILENAMES\n"
           "                     read by the OpenCL ICD loader and checked by\n"
           "                     kiln info --doctor\n"
@@ -140,10 +148,8 @@ int main(int argc, char **argv) {
   const command *cmd = find(arg);
   if (cmd == NULL)
     return CLI_USAGE;
-  int status = cmd->run(argc - 1, argv + 1);
-  /* Tracing never fails the work, so its one problem report is here: once,
-   * at the end (another process writing the same KILN_TRACE file, say). */
-  if (kiln_trace_diagnostic()[0] != '\0')
-    fprintf(stderr, "kiln: %s\n", kiln_trace_diagnostic());
-  return status;
+  /* A trace that cannot be written (another process writing the same
+   * KILN_TRACE file, say) is reported once by the library's log, which
+   * KILN_TRACE turns on at level warn. */
+  return cmd->run(argc - 1, argv + 1);
 }

@@ -63,8 +63,9 @@ KILN_API kiln_status kiln_buffer_create_sub(kiln_buffer *parent,
  * Commands already enqueued that use the buffer still complete correctly:
  * the device memory is freed only after the last of them finishes, and this
  * call does not wait for them. The handle is invalid as soon as this
- * returns. NULL is a no-op. Not thread-safe with other calls on the same
- * buffer. */
+ * returns (a pooled buffer's handle stays its pool's, so destroying one
+ * twice is detected: KILN_ERR_INVALID_ARGUMENT). NULL is a no-op. Not
+ * thread-safe with other calls on the same buffer. */
 KILN_API kiln_status kiln_buffer_destroy(kiln_buffer *buffer);
 
 KILN_API size_t kiln_buffer_get_size(const kiln_buffer *buffer);

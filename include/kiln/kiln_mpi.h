@@ -154,7 +154,8 @@ KILN_API kiln_status kiln_mpi_ibroadcast(kiln_mpi *mpi, kiln_queue *queue,
                                          kiln_mpi_request **out);
 
 /* dst (size * src->count elements, src's dtype) receives every rank's src,
- * in rank order. Any dtype. src and dst must not overlap. */
+ * in rank order. Any dtype. src and dst must not overlap
+ * (KILN_ERR_INVALID_ARGUMENT when they share elements of one buffer). */
 KILN_API kiln_status kiln_mpi_allgather(kiln_mpi *mpi, kiln_queue *queue,
                                         const kiln_range *src,
                                         const kiln_range *dst, size_t num_wait,
@@ -168,7 +169,8 @@ KILN_API kiln_status kiln_mpi_iallgather(kiln_mpi *mpi, kiln_queue *queue,
 
 /* src holds size blocks of dst->count elements; rank r's dst receives op
  * over every rank's block r. dtype f32, f16 or bf16 (src's and dst's the
- * same), reduced as kiln_mpi_allreduce. src and dst must not overlap. */
+ * same), reduced as kiln_mpi_allreduce. src and dst must not overlap
+ * (KILN_ERR_INVALID_ARGUMENT when they share elements of one buffer). */
 KILN_API kiln_status kiln_mpi_reduce_scatter(kiln_mpi *mpi, kiln_queue *queue,
                                              const kiln_range *src,
                                              const kiln_range *dst,

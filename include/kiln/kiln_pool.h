@@ -74,7 +74,8 @@ KILN_API kiln_status kiln_pool_alloc(kiln_pool *pool, size_t size_bytes,
  * kiln_buffer_destroy when num_wait is 0 and out_event NULL. *out_event
  * (out_event may be NULL) is a marker on the home queue that completes
  * when all of them have (it carries no profiling times).
- * KILN_ERR_INVALID_ARGUMENT when buffer is not from this pool; KILN_ERR_BUSY
+ * KILN_ERR_INVALID_ARGUMENT when buffer is not from this pool or was given
+ * back already (released or destroyed before); KILN_ERR_BUSY
  * while views of it are alive. Thread-safe. */
 KILN_API kiln_status kiln_pool_release_after(kiln_pool *pool,
                                              kiln_buffer *buffer,
@@ -83,8 +84,11 @@ KILN_API kiln_status kiln_pool_release_after(kiln_pool *pool,
                                              kiln_event **out_event);
 
 /* Give cached blocks back to the driver, and those pending blocks whose
- * commands have completed. *out_released_bytes (may be NULL) receives how
- * many bytes went back. Thread-safe. */
+ * commands have completed: every block destroyed before a
+ * kiln_queue_finish of the home queue that has returned, and those whose
+ * marker on the home queue has completed (a block destroyed since the last
+ * finish may wait for a later trim). *out_released_bytes (may be NULL)
+ * receives how many bytes went back. Thread-safe. */
 KILN_API kiln_status kiln_pool_trim(kiln_pool *pool,
                                     size_t *out_released_bytes);
 

@@ -285,8 +285,11 @@ kiln_status kiln_buffer_destroy(kiln_buffer *buffer) {
   /* A pooled buffer's cl_mem and struct stay with its block for the next
    * allocation (pool.c): no driver call, no free. */
   if (buffer->pooled != NULL) {
+    if (!buffer->pooled->give_back(buffer->pooled))
+      return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                        "kiln_buffer_destroy: buffer was already destroyed "
+                        "(given back to its pool)");
     kiln__context_child_removed(buffer->ctx);
-    buffer->pooled->give_back(buffer->pooled);
     return KILN_OK;
   }
   /* OpenCL keeps the memory until enqueued commands that use it complete,

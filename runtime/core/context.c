@@ -24,9 +24,11 @@ static void profile_names(char *buf, size_t capacity) {
   }
 }
 
-/* The profile in force: options first, then KILN_PROFILE, then the profile
- * enumeration matched. An empty string counts as unset in both places, so
- * `KILN_PROFILE= prog` behaves like not setting it. */
+/* The profile in force: options first, then KILN_BACKEND (KILN_PROFILE,
+ * its old name, when KILN_BACKEND is unset), then the profile enumeration
+ * matched. An empty string counts as unset everywhere, so `KILN_BACKEND=
+ * prog` behaves like not setting it. KILN_PROFILE was renamed because a
+ * user looking for profiling tried KILN_PROFILE=1. */
 static kiln_status resolve_profile(const struct kiln_device *device,
                                    const kiln_context_options *options,
                                    const struct kiln_backend **out) {
@@ -37,10 +39,15 @@ static kiln_status resolve_profile(const struct kiln_device *device,
     name = options->profile;
     source = "kiln_context_options.profile";
   } else {
-    const char *env = getenv("KILN_PROFILE");
-    if (env != NULL && env[0] != '\0') {
-      name = env;
-      source = "the KILN_PROFILE environment variable";
+    static const char *const vars[] = {"KILN_BACKEND", "KILN_PROFILE"};
+    for (size_t i = 0; i < 2 && name == NULL; i++) {
+      const char *env = getenv(vars[i]);
+      if (env != NULL && env[0] != '\0') {
+        name = env;
+        source = i == 0 ? "the KILN_BACKEND environment variable"
+                        : "the KILN_PROFILE environment variable, the old "
+                          "name of KILN_BACKEND";
+      }
     }
   }
   if (name == NULL) {
@@ -57,10 +64,15 @@ static kiln_status resolve_profile(const struct kiln_device *device,
   if (*out == NULL) {
     char names[256];
     profile_names(names, sizeof names);
+    /* A number is someone looking for profiling. */
+    const bool number = name[strspn(name, "0123456789")] == '\0';
     return kiln__fail(KILN_ERR_NOT_FOUND,
                       "kiln_context_create: unknown profile '%s' (from %s); "
-                      "valid profiles: %s",
-                      name, source, names);
+                      "valid profiles: %s%s",
+                      name, source, names,
+                      number ? " (it selects a backend profile; to see what "
+                               "ran, set KILN_TRACE=FILE.json)"
+                             : "");
   }
   return KILN_OK;
 }

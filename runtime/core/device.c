@@ -21,6 +21,8 @@ struct kiln_device_list {
   size_t count, capacity;
   kiln_device_problem *problems;
   size_t problem_count, problem_capacity;
+  size_t explaining; /* 1 + the index of the problem that explains why a
+                        platform has no device (PoCL's cache), or 0 */
 };
 
 /* ---- names --------------------------------------------------------------- */
@@ -108,6 +110,7 @@ static bool add_problem(kiln_device_list *list, size_t platform_index,
   memcpy(storage, pname, plen);
   storage[plen] = '\0';
   memcpy(storage + plen + 1, message, mlen + 1);
+  kiln__log(KILN__LOG_INFO, "device list: %s", message);
   list->problems[list->problem_count++] = (kiln_device_problem){
       .platform_index = platform_index,
       .platform_name = storage,
@@ -476,13 +479,27 @@ static bool read_platform(kiln_device_list *list, cl_platform_id pl,
       goto done;
     err = clGetDeviceIDs(pl, CL_DEVICE_TYPE_ALL, n, ids, NULL);
   }
+  /* PoCL lists no device when it cannot create its kernel cache: say so,
+   * and what to set, rather than leave the user to reinstall drivers. */
+  char pocl_why[1400];
+  if (err == CL_DEVICE_NOT_FOUND &&
+      strcmp(pf.name, "Portable Computing Language") == 0 &&
+      kiln__pocl_cache_problem(pocl_why, sizeof pocl_why)) {
+    ok = add_problem(list, pi, pf.name, SIZE_MAX, "clGetDeviceIDs", err,
+                     "platform %zu ('%.200s') offers no device: %s", pi,
+                     pf.name, pocl_why);
+    if (ok && list->explaining == 0)
+      list->explaining = list->problem_count;
+    goto done;
+  }
   if (err != CL_SUCCESS) {
     ok = add_problem(
         list, pi, pf.name, SIZE_MAX, "clGetDeviceIDs", err,
         "platform %zu ('%.200s') offers no device: clGetDeviceIDs failed with "
         "%s (%d)%s",
         pi, pf.name, kiln_cl_error_name(err), (int)err,
-        err == CL_DEVICE_NOT_FOUND
+        err == CL_DEVICE_NOT_FOUND && (strcmp(pf.name, "Clover") == 0 ||
+                                       strcmp(pf.name, "rusticl") == 0)
             ? " (normal for Mesa's Clover and rusticl without a supported "
               "GPU; RUSTICL_ENABLE=llvmpipe gives rusticl a CPU device)"
             : "");
@@ -591,6 +608,13 @@ kiln_device_list_get_problem(const kiln_device_list *list, size_t index) {
   if (list == NULL || index >= list->problem_count)
     return NULL;
   return &list->problems[index];
+}
+
+const kiln_device_problem *
+kiln__device_list_explaining_problem(const kiln_device_list *list) {
+  return list != NULL && list->explaining != 0
+             ? &list->problems[list->explaining - 1]
+             : NULL;
 }
 
 const kiln_device_info *kiln_device_get_info(const kiln_device *device) {

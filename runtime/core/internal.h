@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <pthread.h>
 
 #include "kiln/kiln.h"
@@ -141,10 +142,59 @@ struct kiln__recorder {
   kiln_status (*use_mem)(struct kiln__recorder *self, cl_mem mem);
 };
 
+/* Files opened by a path a user gave (files.c). kiln__open_regular opens
+ * path for reading, never blocking in open(2) (a FIFO at the path), and
+ * refuses anything but a regular file: -1 with errno (ENOENT when there is
+ * none; EINVAL when it is not a regular file) and the reason in why
+ * ("a FIFO, not a regular file", or strerror's text). The descriptor is
+ * blocking and close-on-exec. kiln__fopen_regular is the same as a FILE
+ * ("rb"). kiln__open_output opens path for writing with extra flags
+ * (O_CREAT, O_EXCL, O_TRUNC ...; mode 0644), never blocking in open(2):
+ * a FIFO that no process reads is refused ("a FIFO that no process
+ * reads"), one with a reader is used. kiln__file_kind names a st_mode's
+ * file type ("a FIFO"). */
+int kiln__open_regular(const char *path, char *why, size_t cap);
+FILE *kiln__fopen_regular(const char *path, char *why, size_t cap);
+int kiln__open_output(const char *path, int flags, char *why, size_t cap);
+const char *kiln__file_kind(unsigned mode);
+
+/* KILN_LOG (log.c): a line on stderr when at is within the level asked
+ * for (off unless KILN_LOG, KILN_TRACE or KILN_TRACE_SUMMARY is set). For
+ * diagnostics that otherwise stay in status messages; never for errors
+ * the caller receives. */
+enum { KILN__LOG_ERROR = 1, KILN__LOG_WARN, KILN__LOG_INFO, KILN__LOG_DEBUG };
+bool kiln__log_enabled(int at);
+void kiln__log(int at, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Whether PoCL cannot create its kernel cache directory (pocl_cache.c), in
+ * which case its platform lists no device: true with a sentence naming the
+ * directory, the variable it comes from and what to set, in out. */
+bool kiln__pocl_cache_problem(char *out, size_t cap);
+
+/* The problem that explains an empty list (a PoCL platform that cannot
+ * create its kernel cache), or NULL. */
+const kiln_device_problem *
+kiln__device_list_explaining_problem(const kiln_device_list *list);
+
+/* What kiln_queue_finish proves, shared with the pools homed on the queue
+ * (they may outlive the kiln_queue, kiln_pool.h): every command enqueued
+ * before the finish with ticket t began has completed once done >= t.
+ * A pool block given back when `started` was s is free once done > s. */
+struct kiln__queue_sync {
+  atomic_uint refs;
+  _Atomic uint64_t started; /* tickets handed to finishes */
+  _Atomic uint64_t done;    /* the highest ticket of a finish that returned */
+};
+
+/* Drop a reference to sync (NULL: nothing). */
+void kiln__queue_sync_release(struct kiln__queue_sync *sync);
+
 struct kiln_queue {
   kiln_context *ctx;
   cl_command_queue cl;
   unsigned flags;
+  struct kiln__queue_sync *sync;
   /* The rooms' state, created there at the first op (a queue is used by
    * one thread at a time: plain pointers); destroyed with the queue after
    * it finished. */
@@ -205,7 +255,9 @@ struct kiln__mapping; /* buffer.c: one live kiln_buffer_map result */
  * initial value when destroy succeeds). The pool calls buffers and never
  * the other way round. Thread-safe. */
 struct kiln__pooled {
-  void (*give_back)(struct kiln__pooled *self);
+  /* false, changing nothing, when the block is not handed out (the buffer
+   * was given back already). */
+  bool (*give_back)(struct kiln__pooled *self);
 };
 
 struct kiln_buffer {

@@ -10,7 +10,7 @@
  * on every queue, including queues the application created without it. */
 static bool trace_requested(void) {
   const char *v = getenv("KILN_TRACE");
-  return v != NULL && v[0] != '\0';
+  return (v != NULL && v[0] != '\0') || kiln__trace_enabled();
 }
 
 /* clCreateCommandQueueWithProperties is a 2.0 entry point. Oclgrind's 1.2
@@ -37,6 +37,10 @@ kiln_status kiln_queue_create(kiln_context *ctx, unsigned flags,
     flags |= KILN_QUEUE_PROFILING;
 
   kiln_queue *queue = calloc(1, sizeof *queue);
+  if (queue != NULL && (queue->sync = calloc(1, sizeof *queue->sync)) == NULL) {
+    free(queue);
+    queue = NULL;
+  }
   if (queue == NULL)
     return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
                       "kiln_queue_create: out of host memory");
@@ -58,10 +62,12 @@ kiln_status kiln_queue_create(kiln_context *ctx, unsigned flags,
     kiln_status status =
         kiln__fail_cl(err != CL_SUCCESS ? err : CL_OUT_OF_HOST_MEMORY, call,
                       ctx->device, "kiln_queue_create (flags 0x%x)", flags);
+    free(queue->sync);
     free(queue);
     return status;
   }
   queue->ctx = ctx;
+  atomic_init(&queue->sync->refs, 1);
   /* Recorded as in force, so events know whether they carry timestamps
    * even when only KILN_TRACE asked for them. */
   queue->flags = flags;
@@ -112,6 +118,7 @@ kiln_status kiln_queue_destroy(kiln_queue *queue) {
     if (queue->attached[i] != NULL)
       queue->attached[i]->destroy(queue->attached[i]);
   clReleaseCommandQueue(queue->cl);
+  kiln__queue_sync_release(queue->sync);
   kiln__context_child_removed(queue->ctx);
   free(queue);
   return status;
@@ -127,14 +134,25 @@ kiln_status kiln_queue_flush(kiln_queue *queue) {
   return KILN_OK;
 }
 
+void kiln__queue_sync_release(struct kiln__queue_sync *sync) {
+  if (sync != NULL && atomic_fetch_sub(&sync->refs, 1) == 1)
+    free(sync);
+}
+
 kiln_status kiln_queue_finish(kiln_queue *queue) {
   if (queue == NULL)
     return kiln__fail(KILN_ERR_NULL_POINTER,
                       "kiln_queue_finish: queue is NULL");
+  const uint64_t ticket = atomic_fetch_add(&queue->sync->started, 1) + 1;
   cl_int err = finish(queue);
   if (err != CL_SUCCESS)
     return kiln__fail_cl(err, "clFinish", queue->ctx->device,
                          "kiln_queue_finish");
+  /* done = max(done, ticket): finishes may return out of order. */
+  uint64_t seen = atomic_load(&queue->sync->done);
+  while (seen < ticket &&
+         !atomic_compare_exchange_weak(&queue->sync->done, &seen, ticket)) {
+  }
   return KILN_OK;
 }
 

@@ -362,9 +362,12 @@ kiln_status kiln_device_select(const kiln_device_list *list,
                                  "selector \"%.200s\"",
                                  sel->selector);
   if (n == 0 && used < sizeof msg) {
-    const kiln_device_problem *pr = kiln_device_list_get_problem(list, 0);
+    /* The problem that says why, else the first. */
+    const kiln_device_problem *pr = kiln__device_list_explaining_problem(list);
+    if (pr == NULL)
+      pr = kiln_device_list_get_problem(list, 0);
     used += (size_t)snprintf(msg + used, sizeof msg - used,
-                             ": no OpenCL device was found%s%.300s",
+                             ": no OpenCL device was found%s%.1000s",
                              pr ? " (" : "", pr ? pr->message : "");
     if (pr != NULL && used < sizeof msg)
       used += (size_t)snprintf(msg + used, sizeof msg - used, ")");

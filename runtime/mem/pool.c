@@ -13,7 +13,10 @@
  * queue is in order, so every command enqueued there before the marker,
  * including every use of the block, has ended by then. Fences are enqueued
  * lazily, when an allocation finds no free block, so that a quick
- * alloc/destroy loop costs no OpenCL call per destroy. PoCL 3.1 runs
+ * alloc/destroy loop costs no OpenCL call per destroy. A kiln_queue_finish
+ * on the home queue frees, without a marker, every block given back
+ * before it began (the queue's sync tickets, internal.h): so a trim after
+ * a finish gives back every block the caller is done with. PoCL 3.1 runs
  * clSetMemObjectDestructorCallback as soon as the last reference goes, even
  * with commands pending, so that callback cannot tell when a block is free.
  *
@@ -40,6 +43,9 @@ struct kiln__pool_block {
   kiln_buffer *buffer;            /* what it is handed out as */
   size_t bytes;                   /* the driver allocation */
   size_t requested;               /* while in use: the buffer's size */
+  uint64_t ticket;                /* the home queue's finishes begun when
+                                     given back */
+  bool in_use;                    /* handed out, not yet given back */
   unsigned cls;
   struct kiln__pool_block *next;
 };
@@ -47,6 +53,7 @@ struct kiln__pool_block {
 /* Blocks given back before one marker on the home queue. */
 struct pool_fence {
   cl_event marker;
+  uint64_t ticket; /* the home queue's finishes begun when enqueued */
   struct kiln__pool_block *blocks;
   struct pool_fence *next;
 };
@@ -54,6 +61,8 @@ struct pool_fence {
 struct kiln_pool {
   kiln_context *ctx;
   cl_command_queue home; /* retained */
+  struct kiln__queue_sync *sync; /* home's, retained */
+  uint64_t done_seen; /* sync->done when the unfenced list was last scanned */
   pthread_mutex_t lock;
   struct kiln__pool_block *free_lists[NUM_CLASSES];
   struct kiln__pool_block *unfenced;
@@ -106,26 +115,58 @@ static void free_block(kiln_pool *pool, struct kiln__pool_block *block) {
   free(block);
 }
 
+/* Whether a finish of the home queue that began after ticket has returned:
+ * then every command enqueued there before it has completed. */
+static bool finished_since(const kiln_pool *pool, uint64_t ticket) {
+  return atomic_load(&pool->sync->done) > ticket;
+}
+
+static void cache_block(kiln_pool *pool, struct kiln__pool_block *b) {
+  pool->stats.pending_bytes -= b->bytes;
+  pool->stats.cached_bytes += b->bytes;
+  b->next = pool->free_lists[b->cls];
+  pool->free_lists[b->cls] = b;
+}
+
+/* Move the unfenced blocks that a finish of the home queue has freed to
+ * the free lists. A block's ticket is never below done when it is given
+ * back, so only a finish returned since the last scan can free one. */
+static void collect_finished(kiln_pool *pool) {
+  const uint64_t done = atomic_load(&pool->sync->done);
+  if (done == pool->done_seen)
+    return;
+  pool->done_seen = done;
+  for (struct kiln__pool_block **link = &pool->unfenced; *link != NULL;) {
+    struct kiln__pool_block *b = *link;
+    if (finished_since(pool, b->ticket)) {
+      *link = b->next;
+      cache_block(pool, b);
+    } else {
+      link = &b->next;
+    }
+  }
+}
+
 /* Move the blocks of every completed fence, oldest first, to the free
  * lists. A failed command has ended too, so its block is free as well. */
 static void collect_fences(kiln_pool *pool) {
+  collect_finished(pool);
   while (pool->fences != NULL) {
     struct pool_fence *f = pool->fences;
-    cl_int state = CL_QUEUED;
-    cl_int err = clGetEventInfo(f->marker, CL_EVENT_COMMAND_EXECUTION_STATUS,
-                                sizeof state, &state, NULL);
-    if (err == CL_SUCCESS && state > CL_COMPLETE)
-      return; /* the home queue is in order: later fences are not done */
+    if (!finished_since(pool, f->ticket)) {
+      cl_int state = CL_QUEUED;
+      cl_int err = clGetEventInfo(f->marker, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                                  sizeof state, &state, NULL);
+      if (err == CL_SUCCESS && state > CL_COMPLETE)
+        return; /* the home queue is in order: later fences are not done */
+    }
     pool->fences = f->next;
     if (pool->fences == NULL)
       pool->fences_tail = NULL;
     while (f->blocks != NULL) {
       struct kiln__pool_block *b = f->blocks;
       f->blocks = b->next;
-      pool->stats.pending_bytes -= b->bytes;
-      pool->stats.cached_bytes += b->bytes;
-      b->next = pool->free_lists[b->cls];
-      pool->free_lists[b->cls] = b;
+      cache_block(pool, b);
     }
     clReleaseEvent(f->marker);
     free(f);
@@ -140,6 +181,7 @@ static void fence_unfenced(kiln_pool *pool) {
   struct pool_fence *f = calloc(1, sizeof *f);
   if (f == NULL)
     return;
+  f->ticket = atomic_load(&pool->sync->started);
   if (clEnqueueMarkerWithWaitList(pool->home, 0, NULL, &f->marker) !=
       CL_SUCCESS) {
     free(f);
@@ -206,7 +248,7 @@ static kiln_status make_room(kiln_pool *pool, size_t bytes, size_t request) {
   return KILN_OK;
 }
 
-static void give_back(struct kiln__pooled *self);
+static bool give_back(struct kiln__pooled *self);
 
 /* Poll the oldest fence for up to POLL_NS; true (and its blocks collected)
  * when it completed in that time. */
@@ -332,6 +374,8 @@ kiln_status kiln_pool_create(kiln_queue *queue, size_t limit_bytes,
   pool->ctx = queue->ctx;
   pool->home = queue->cl;
   clRetainCommandQueue(pool->home);
+  pool->sync = queue->sync;
+  atomic_fetch_add(&pool->sync->refs, 1);
   pool->stats.limit_bytes = limit_bytes;
   kiln__context_child_added(pool->ctx);
   *out = pool;
@@ -373,6 +417,7 @@ kiln_status kiln_pool_destroy(kiln_pool *pool) {
   }
   pthread_mutex_unlock(&pool->lock);
   clReleaseCommandQueue(pool->home);
+  kiln__queue_sync_release(pool->sync);
   kiln__context_child_removed(pool->ctx);
   pthread_mutex_destroy(&pool->lock);
   free(pool);
@@ -417,6 +462,7 @@ kiln_status kiln_pool_alloc(kiln_pool *pool, size_t size_bytes, unsigned flags,
     pool->stats.requested_bytes += size_bytes;
     pool->stats.live_buffers++;
     block->requested = size_bytes;
+    block->in_use = true;
     if (driver_start_ns != 0)
       trace_pool(pool, "pool_driver_alloc", driver_start_ns, block->bytes);
   }
@@ -435,10 +481,16 @@ kiln_status kiln_pool_alloc(kiln_pool *pool, size_t size_bytes, unsigned flags,
 
 /* From kiln_buffer_destroy, which leaves the cl_mem and the struct to the
  * block. */
-static void give_back(struct kiln__pooled *self) {
+static bool give_back(struct kiln__pooled *self) {
   struct kiln__pool_block *block = (struct kiln__pool_block *)self;
   kiln_pool *pool = block->pool;
   pthread_mutex_lock(&pool->lock);
+  if (!block->in_use) {
+    pthread_mutex_unlock(&pool->lock);
+    return false;
+  }
+  block->in_use = false;
+  block->ticket = atomic_load(&pool->sync->started);
   pool->stats.in_use_bytes -= block->bytes;
   pool->stats.requested_bytes -= block->requested;
   pool->stats.live_buffers--;
@@ -447,6 +499,15 @@ static void give_back(struct kiln__pooled *self) {
   block->next = pool->unfenced;
   pool->unfenced = block;
   pthread_mutex_unlock(&pool->lock);
+  return true;
+}
+
+/* Whether buffer (of pool) is handed out. */
+static bool handed_out(kiln_pool *pool, const kiln_buffer *buffer) {
+  pthread_mutex_lock(&pool->lock);
+  bool live = ((const struct kiln__pool_block *)buffer->pooled)->in_use;
+  pthread_mutex_unlock(&pool->lock);
+  return live;
 }
 
 kiln_status kiln_pool_release_after(kiln_pool *pool, kiln_buffer *buffer,
@@ -464,6 +525,13 @@ kiln_status kiln_pool_release_after(kiln_pool *pool, kiln_buffer *buffer,
       ((struct kiln__pool_block *)buffer->pooled)->pool != pool)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                       "%s: buffer is not from this pool", fn);
+  /* Its struct stays the block's, so a second release reaches the pool:
+   * refused before a marker is enqueued for it. */
+  if (!handed_out(pool, buffer))
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: buffer was already given back to the pool "
+                      "(released or destroyed before)",
+                      fn);
   cl_event inline_buf[KILN__WAIT_INLINE], *waits = NULL;
   kiln_status status =
       kiln__wait_list_cl(pool->ctx, num_wait, wait_list, inline_buf, &waits);
@@ -502,6 +570,7 @@ kiln_status kiln_pool_trim(kiln_pool *pool, size_t *out_released_bytes) {
   bool traced = kiln__trace_enabled();
   uint64_t start = traced ? kiln__now_ns() : 0;
   pthread_mutex_lock(&pool->lock);
+  collect_fences(pool);
   fence_unfenced(pool);
   collect_fences(pool);
   size_t released = release_cached(pool);

@@ -126,6 +126,20 @@ static kiln_status check_args(const kiln_mpi *mpi, struct kiln__mpi_args *a) {
   kiln_status status = check_range(fn, src_name, a->src_range, es);
   if (status == KILN_OK && !same)
     status = check_range(fn, "dst", a->dst_range, es);
+  /* allgather and reduce-scatter read src while they write dst: ranges of
+   * one buffer must not share an element (views of one parent are not
+   * detected). */
+  const kiln_range *s = a->src_range, *d = a->dst_range;
+  if (status == KILN_OK &&
+      (a->kind == KIND_ALLGATHER || a->kind == KIND_REDUCE_SCATTER) &&
+      s->buffer == d->buffer && s->count > 0 && d->count > 0 &&
+      s->offset < d->offset + d->count && d->offset < s->offset + s->count)
+    status = kiln__mpi_error(
+        KILN_ERR_INVALID_ARGUMENT,
+        "%s: src [offset %zu, +%zu) and dst [offset %zu, +%zu) overlap in "
+        "one buffer (elements of %s); %s reads src while it writes dst",
+        fn, s->offset, s->count, d->offset, d->count, kiln_dtype_name(dtype),
+        kind_name(a->kind));
   if (status == KILN_OK)
     take_ranges(a);
   return status;

@@ -55,13 +55,13 @@ kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
   if (kiln__add_overflows(offset, count, &end) ||
       kiln__mul_overflows(end, esize, &end_bytes))
     return kiln__fail(KILN_ERR_INVALID_SIZE,
-                      "%s: %s_offset %zu + %zu elements of %s overflows size_t",
+                      "%s: %s.offset %zu + %zu elements of %s overflows size_t",
                       fn, what, offset, count, kiln_dtype_name(dtype));
   if (end_bytes > buffer->size) {
     size_t have = buffer->size / esize;
     if (offset > have)
       return kiln__fail(KILN_ERR_OUT_OF_RANGE,
-                        "%s: %s_offset %zu is beyond %s's %zu elements of %s "
+                        "%s: %s.offset %zu is beyond %s's %zu elements of %s "
                         "(%zu bytes)",
                         fn, what, offset, what, have, kiln_dtype_name(dtype),
                         buffer->size);

@@ -130,8 +130,12 @@ void kiln__cache_note(const char *fmt, ...) {
   vsnprintf(text, sizeof text, fmt, args);
   va_end(args);
   pthread_mutex_lock(&note_lock);
+  /* KILN_LOG=warn says it once, not at every build. */
+  const bool again = strcmp(note_text, text) == 0;
   memcpy(note_text, text, sizeof text);
   pthread_mutex_unlock(&note_lock);
+  if (!again)
+    kiln__log(KILN__LOG_WARN, "program cache: %s", text);
 }
 
 void kiln__cache_diagnostic(char *buf, size_t cap) {

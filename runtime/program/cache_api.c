@@ -31,7 +31,8 @@ static bool read_stats(const char *dir, kiln_cache_info *info) {
   char path[KILN__CACHE_PATH_MAX];
   if (!kiln__cache_join(path, sizeof path, dir, KILN__CACHE_STATS_FILE))
     return false;
-  FILE *f = fopen(path, "r");
+  char why[128];
+  FILE *f = kiln__fopen_regular(path, why, sizeof why);
   if (f == NULL)
     return false;
   char line[128];

@@ -157,7 +157,8 @@ static bool header_valid(const unsigned char *h, char *why, size_t cap) {
 
 bool kiln__cache_entry_peek(const char *path, struct kiln__cache_meta *meta) {
   memset(meta, 0, sizeof *meta);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  char why[128];
+  int fd = kiln__open_regular(path, why, sizeof why);
   if (fd < 0)
     return false;
   unsigned char h[KILN__CACHE_HEADER_SIZE];
@@ -165,7 +166,6 @@ bool kiln__cache_entry_peek(const char *path, struct kiln__cache_meta *meta) {
   struct stat st;
   bool ok = n == (ssize_t)sizeof h && fstat(fd, &st) == 0;
   close(fd);
-  char why[128];
   if (!ok || !header_valid(h, why, sizeof why))
     return false;
   get_text(h + OFF_LABEL, 64, meta->label);
@@ -197,11 +197,13 @@ kiln__cache_entry_read(const char *path, const struct kiln__cache_key *key,
                        size_t cap) {
   *payload = NULL;
   *length = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* Never blocks: a FIFO planted in the cache is refused, not waited on. */
+  char reason[128];
+  int fd = kiln__open_regular(path, reason, sizeof reason);
   if (fd < 0) {
     if (errno == ENOENT)
       return KILN__ENTRY_ABSENT;
-    snprintf(why, cap, "cannot open: %s", strerror(errno));
+    snprintf(why, cap, "cannot open: %s", reason);
     return KILN__ENTRY_UNREADABLE;
   }
   enum kiln__entry_result result = KILN__ENTRY_CORRUPT;

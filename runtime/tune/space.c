@@ -125,6 +125,11 @@ bool kiln__knobs_parse(const char *text, const char *what,
                names[i]);
       return false;
     }
+    if (seen[i] && values[i] != (unsigned)v) {
+      snprintf(reason, size, "%s is given twice, as %u and as %lu", names[i],
+               values[i], v);
+      return false;
+    }
     values[i] = (unsigned)v;
     seen[i] = true;
     s += digits;

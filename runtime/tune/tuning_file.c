@@ -36,6 +36,7 @@
 #include "tune.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -244,6 +245,11 @@ static bool parse(struct device_entry *e, const kiln_device_info *info,
         return false;
       }
       const char *rest = sp2 ? sp2 + 1 : "";
+      if (KEY("op") && rest[strspn(rest, " ")] == '\0') {
+        ignore(e, "line %d: op %.*s has no parameters", line_no, (int)n,
+               value);
+        return false;
+      }
       snprintf(KEY("op") ? op->params : op->figures, sizeof op->params, "%s",
                rest);
     } else {
@@ -271,10 +277,12 @@ static void load(struct device_entry *e, const kiln_device_info *info) {
   file_for(info, e->path, sizeof e->path, e->ignored, sizeof e->ignored);
   if (e->path[0] == '\0')
     return;
-  FILE *f = fopen(e->path, "rb");
+  /* Never blocks (a FIFO at the path hung every context creation). */
+  char why[128];
+  FILE *f = kiln__fopen_regular(e->path, why, sizeof why);
   if (f == NULL) {
     if (errno != ENOENT)
-      ignore(e, "cannot be read: %s", strerror(errno));
+      ignore(e, "cannot be read: %s", why);
     return; /* no file: not tuned, nothing to say */
   }
   char *text = malloc(MAX_FILE + 1);
@@ -296,6 +304,15 @@ static void load(struct device_entry *e, const kiln_device_info *info) {
   free(text);
 }
 
+/* KILN_LOG=info: why the device's file or a database row is not used. */
+static void log_ignored(const struct device_entry *e) {
+  if (e->ignored[0] != '\0')
+    kiln__log(KILN__LOG_INFO, "tuning file ignored: %s", e->ignored);
+  if (e->row_ignored[0] != '\0')
+    kiln__log(KILN__LOG_INFO, "tuning database row ignored: %s",
+              e->row_ignored);
+}
+
 /* The device's entry, created and loaded on first use; NULL when memory
  * is short (then no file is used). Under lock. */
 static struct device_entry *entry_locked(const kiln_device_info *info) {
@@ -309,6 +326,7 @@ static struct device_entry *entry_locked(const kiln_device_info *info) {
     return NULL;
   }
   load(e, info);
+  log_ignored(e);
   e->next = devices;
   devices = e;
   return e;
@@ -362,6 +380,8 @@ void kiln__tuning_reject(const kiln_context *ctx, const char *op,
              line->origin, op, reason);
     drop(&e->rows, line);
   }
+  if (e != NULL)
+    log_ignored(e);
   pthread_mutex_unlock(&lock);
   kiln__variants_stale();
 }
@@ -431,8 +451,10 @@ void kiln__tuning_forget(void) {
 static void reload(const kiln_device_info *info) {
   pthread_mutex_lock(&lock);
   struct device_entry *e = entry_locked(info);
-  if (e != NULL)
+  if (e != NULL) {
     load(e, info);
+    log_ignored(e);
+  }
   pthread_mutex_unlock(&lock);
   kiln__variants_stale();
 }
@@ -490,7 +512,15 @@ kiln_status kiln__tuning_write(const char *fn, const kiln_context *ctx,
     return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY, "%s: out of memory", fn);
   }
   snprintf(old->path, sizeof old->path, "%s", target);
-  FILE *f = fopen(target, "rb");
+  char why[128];
+  FILE *f = kiln__fopen_regular(target, why, sizeof why);
+  if (f == NULL && errno != ENOENT) {
+    /* Not replaced by a rename: what is there is not kiln's to drop. */
+    entry_free(old);
+    free(text);
+    return kiln__fail(KILN_ERR_IO, "%s: cannot replace %s: %s", fn, target,
+                      why);
+  }
   if (f != NULL) {
     size_t len = fread(text, 1, MAX_FILE - 1, f);
     fclose(f);
@@ -527,10 +557,14 @@ kiln_status kiln__tuning_write(const char *fn, const kiln_context *ctx,
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", target, (long)getpid(),
            atomic_fetch_add(&counter, 1));
   kiln_status s = KILN_OK;
-  f = fopen(tmp, "wb");
+  const int fd = kiln__open_output(tmp, O_CREAT | O_EXCL, why, sizeof why);
+  f = fd >= 0 ? fdopen(fd, "wb") : NULL;
   if (f == NULL) {
-    s = kiln__fail(KILN_ERR_IO, "%s: cannot create %s: %s", fn, tmp,
-                   strerror(errno));
+    if (fd >= 0) {
+      snprintf(why, sizeof why, "%s", strerror(errno));
+      close(fd);
+    }
+    s = kiln__fail(KILN_ERR_IO, "%s: cannot create %s: %s", fn, tmp, why);
   } else {
     bool ok = fwrite(text, 1, len, f) == len;
     ok = fflush(f) == 0 && ok;

@@ -295,9 +295,20 @@ static void check_kiln(doctor *d) {
     return;
   }
   size_t count = kiln_device_list_get_count(list);
+  bool pocl_none = false;
   for (size_t i = 0; i < kiln_device_list_get_problem_count(list); i++) {
     const kiln_device_problem *p = kiln_device_list_get_problem(list, i);
-    /* Platform-level failures are reported above from the loader's side. */
+    /* PoCL installed yet listing no device: kiln's message says why (its
+     * kernel cache directory cannot be created when HOME, XDG_CACHE_HOME
+     * or POCL_CACHE_DIR is not writable) and what to set. */
+    if (p != NULL && p->device_index == SIZE_MAX &&
+        p->cl_error == CL_DEVICE_NOT_FOUND &&
+        strcmp(p->platform_name, "Portable Computing Language") == 0) {
+      pocl_none = true;
+      doctor_add(d, L_PROBLEM, "PoCL", NULL, "%s", p->message);
+    }
+    /* Other platform-level failures are reported above from the loader's
+     * side. */
     if (p == NULL || p->device_index == SIZE_MAX)
       continue;
     char subject[64];
@@ -307,8 +318,10 @@ static void check_kiln(doctor *d) {
   }
   if (count == 0)
     doctor_add(d, L_PROBLEM, "kiln",
-               "install an OpenCL driver (apt-get install pocl-opencl-icd for "
-               "any CPU) or fix the problems above",
+               pocl_none ? "fix PoCL's problem above (PoCL is installed)"
+                         : "install an OpenCL driver (apt-get install "
+                           "pocl-opencl-icd for any CPU) or fix the problems "
+                           "above",
                "no usable OpenCL device");
 
   const char *env = getenv("KILN_DEVICE");

@@ -346,7 +346,7 @@ static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
   }
   if (t.params[0] == '\0') {
     fprintf(stderr, "kiln tune: %s runs the CPU-family %s kernels (profile "
-                    "%s), which have no parameter space; set KILN_PROFILE to "
+                    "%s), which have no parameter space; set KILN_BACKEND to "
                     "a GPU profile (nvidia, amd, intel) to tune the "
                     "GPU-family kernels on it\n",
             name, op->name, kiln_context_get_profile(ctx));
