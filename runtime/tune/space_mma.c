@@ -177,25 +177,29 @@ bool kiln__gemm_mma_usable(kiln_context *ctx, kiln_dtype dtype,
 /* ---- the space, for the tuning API (tune_api.c) ----------------------- */
 
 /* Where ops run the kernel (kiln_tuning_info's used): f16's verdict, and
- * bf16's when it differs (they differ only in the probe). */
+ * bf16's when it differs (they differ only in the probe). Decided here as
+ * variant.c decides (kiln__gemm_mma_usable with the point's source), not
+ * read from the variants: the variants call this module. */
 static void mma_used(const struct kiln__tuning_space *self,
                      const kiln_context *ctx, char *text, size_t size) {
-  (void)self;
-  const struct kiln__variant *v16 = NULL, *vb16 = NULL;
-  if (kiln__variant_get(ctx, KILN__TUNED_GEMM_MMA, KILN_F16, &v16) !=
-          KILN_OK ||
-      kiln__variant_get(ctx, KILN__TUNED_GEMM_MMA, KILN_BF16, &vb16) !=
-          KILN_OK || v16 == NULL || vb16 == NULL) {
-    snprintf(text, size, "unknown: %.200s", kiln_last_error());
+  struct kiln__point p;
+  const char *source = "profile";
+  if (kiln__space_params(ctx, self->small, &p, &source) != KILN_OK) {
+    snprintf(text, size, "no: %.400s", kiln_last_error());
     return;
   }
-  if (v16->off[0] == '\0' && vb16->off[0] == '\0')
+  char f16[400], bf16[400];
+  kiln_context *c = (kiln_context *)ctx; /* the probe's program: a cache */
+  const bool on16 = kiln__gemm_mma_usable(c, KILN_F16, source, f16, sizeof f16);
+  const bool onb16 =
+      kiln__gemm_mma_usable(c, KILN_BF16, source, bf16, sizeof bf16);
+  if (on16 && onb16)
     snprintf(text, size, "yes, for f16 and bf16 GEMM");
-  else if (strcmp(v16->off, vb16->off) == 0)
-    snprintf(text, size, "no: %s", v16->off);
+  else if (strcmp(f16, bf16) == 0)
+    snprintf(text, size, "no: %s", f16);
   else
-    snprintf(text, size, "f16: %s; bf16: %s",
-             v16->off[0] ? v16->off : "yes", vb16->off[0] ? vb16->off : "yes");
+    snprintf(text, size, "f16: %.200s; bf16: %.200s", on16 ? "yes" : f16,
+             onb16 ? "yes" : bf16);
 }
 
 /* A build only where the kernel can run: elsewhere the inline PTX would be
