@@ -208,6 +208,13 @@ gemm_mma_probe(__global float *out, __global const uint *in) {
   STAGE(a_tiles[st], BM, ax, a_rs, a_cs, a_rows_fast, i0, p0, m, k)           \
   STAGE(b_tiles[st], BN, bx, b_cs, b_rs, b_cols_fast, j0, p0, n, k)
 
+/* STMT for every accumulator (i, j, q): fragment (i, j), register q, in
+ * unrolled loops, so that acc stays in registers. */
+#define FOR_ACC(STMT)                                                          \
+  _Pragma("unroll") for (uint i = 0; i < MI; i++)                              \
+      _Pragma("unroll") for (uint j = 0; j < NI; j++)                          \
+          _Pragma("unroll") for (uint q = 0; q < 4; q++) STMT
+
 __kernel __attribute__((reqd_work_group_size(32, WARPS, 1))) void
 gemm_mma(GEMM_ARGS) {
   __local ushort a_tiles[STAGES][BM * LDS];
@@ -226,15 +233,8 @@ gemm_mma(GEMM_ARGS) {
   c += c_off + bt_ * c_batch;
   const bool a_rows_fast = a_rs == 1 && a_cs != 1;
   const bool b_cols_fast = b_cs == 1 && b_rs != 1;
-  /* Unrolled loops over fragments throughout: acc stays in registers. */
   float acc[MI][NI][4];
-#pragma unroll
-  for (uint i = 0; i < MI; i++)
-#pragma unroll
-    for (uint j = 0; j < NI; j++)
-#pragma unroll
-      for (uint q = 0; q < 4; q++)
-        acc[i][j][q] = 0.0f;
+  FOR_ACC(acc[i][j][q] = 0.0f);
   const uint stages = (k + BK - 1) / BK;
   LOAD_STAGE(0, 0)
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -282,14 +282,8 @@ gemm_mma(GEMM_ARGS) {
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-#pragma unroll
-  for (uint i = 0; i < MI; i++)
-#pragma unroll
-    for (uint j = 0; j < NI; j++)
-#pragma unroll
-      for (uint q = 0; q < 4; q++)
-        store_c(c, ldc, m, n, i0 + wm0 + i * 16 + lane / 4 + 8 * (q / 2),
-                j0 + wn0 + j * 8 + 2 * (lane % 4) + q % 2, acc[i][j][q],
-                EPILOGUE_ARGS);
+  FOR_ACC(store_c(c, ldc, m, n, i0 + wm0 + i * 16 + lane / 4 + 8 * (q / 2),
+                  j0 + wn0 + j * 8 + 2 * (lane % 4) + q % 2, acc[i][j][q],
+                  EPILOGUE_ARGS));
 }
 #endif

@@ -1,7 +1,8 @@
 /* The matrix-unit GEMM (cl_kernels/gemm_mma.cl, runtime/tune/space_mma.c)
  * without a GPU:
  *   - validation of its space refuses, with its reason, each kind of point
- *     the kernel or a device cannot run;
+ *     the kernel or a device cannot run, and the tuning API and an
+ *     override that does not fit behave as for every space;
  *   - where nothing turns the emulation on, a device that is not NVIDIA's
  *     never runs the kernel, says why (kiln_tuning_info's used), and its
  *     f16 and bf16 GEMMs stay right on the general-core kernel;
@@ -16,18 +17,7 @@
  *     family is forced through the profile on CPU devices, as in
  *     test_gemm_space.c; f32 operands still run gemm_gpu. */
 #include "gemm_test_util.h"
-#include "tune/tune.h"
-
-/* A device as NVIDIA's OpenCL describes an H100's limits. */
-static const kiln_device_info *gpu_like_info(void) {
-  static kiln_device_info info;
-  info.max_work_group_size = 1024;
-  info.max_work_item_sizes[0] = 1024;
-  info.max_work_item_sizes[1] = 1024;
-  info.max_work_item_sizes[2] = 64;
-  info.local_mem_bytes = 48 << 10;
-  return &info;
-}
+#include "space_test_util.h"
 
 static struct kiln__point point(unsigned bm, unsigned bn, unsigned bk,
                                 unsigned wm, unsigned wn, unsigned stages) {
@@ -41,37 +31,28 @@ static struct kiln__point point(unsigned bm, unsigned bn, unsigned bk,
   return p;
 }
 
-#define REJECTS(p, in_space, text)                                             \
-  do {                                                                         \
-    char why_[256] = "";                                                       \
-    assert_false(kiln__space_check(&kiln__gemm_mma_space, &(p),                \
-                                   gpu_like_info(), in_space, why_,            \
-                                   sizeof why_));                              \
-    if (strstr(why_, text) == NULL)                                            \
-      fail_msg("reason \"%s\" lacks \"%s\"", why_, text);                      \
-  } while (0)
-
 static void test_validation(void **state) {
   (void)state;
   char why[256];
   struct kiln__point p = point(64, 64, 32, 32, 32, 2);
-  assert_true(kiln__space_check(&kiln__gemm_mma_space, &p, gpu_like_info(),
-                                true, why, sizeof why));
+  assert_true(kiln__space_check(&kiln__gemm_mma_space, &p,
+                                space_gpu_like_info(), true, why,
+                                sizeof why));
   p = point(32, 64, 32, 64, 32, 2);
-  REJECTS(p, true, "must be multiples of WM 64");
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, space_gpu_like_info(), true, "must be multiples of WM 64");
   /* 4 x 16 x 4 accumulators (WN 128 is outside the listed values, which
    * stop at 128 accumulators). */
   p = point(128, 128, 64, 64, 128, 2);
-  REJECTS(p, false, "256 accumulators");
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, space_gpu_like_info(), false, "256 accumulators");
   /* Not a listed value: outside the space. */
   p = point(64, 64, 24, 32, 32, 2);
-  REJECTS(p, true, "BK 24");
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, space_gpu_like_info(), true, "BK 24");
   /* 2 x (128 + 128) x (64 + 8) x 2 bytes: 72 KiB. */
   p = point(128, 128, 64, 32, 64, 2);
-  REJECTS(p, true, "bytes of __local stages");
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, space_gpu_like_info(), true, "bytes of __local stages");
   /* 128 / 16 x 128 / 16 warps = 2048 work-items. */
   p = point(128, 128, 16, 16, 16, 1);
-  REJECTS(p, true, "work-groups of 32 x 64");
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, space_gpu_like_info(), true, "work-groups of 32 x 64");
   assert_kiln_ok(kiln_tuning_get_knob("gemm_mma", 5, &(kiln_tuning_knob){0}));
 }
 
@@ -80,17 +61,6 @@ static const char *verdict(kiln_context *ctx, kiln_dtype dtype) {
   const struct kiln__variant *v = NULL;
   assert_kiln_ok(kiln__variant_get(ctx, KILN__TUNED_GEMM_MMA, dtype, &v));
   return v->off;
-}
-
-/* Open device d with the GPU family (forced on CPU devices). */
-static void open_gpu_family(size_t d, kiln_context **ctx, kiln_queue **q) {
-  kiln_test_open(d, ctx, q);
-  if ((*ctx)->backend->tuning->family == KILN_FAMILY_CPU) {
-    kiln_test_close(*ctx, *q);
-    kiln_context_options opts = {.profile = "nvidia"};
-    assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, ctx));
-    assert_kiln_ok(kiln_queue_create(*ctx, KILN_QUEUE_PROFILING, q));
-  }
 }
 
 static const struct gcase cases[] = {
@@ -123,7 +93,7 @@ static void test_emulated(void **state) {
   FOR_EACH_TEST_DEVICE(d) {
     kiln_context *ctx = NULL;
     kiln_queue *q = NULL;
-    open_gpu_family(d, &ctx, &q);
+    space_open(&kiln__gemm_mma_space, d, &ctx, &q);
     const bool nvidia = ctx->device->info.vendor_id == 0x10de;
     /* Without the emulation: a device that is not NVIDIA's never runs
      * the kernel and says why; f32 never does. */
@@ -159,13 +129,34 @@ static void test_emulated(void **state) {
   }
 }
 
+/* An 8 x 8 x 8 bf16 GEMM: A and B in a (64 elements each), C in b. */
+static kiln_status gemm_8x8(kiln_queue *q, kiln_buffer *a, kiln_buffer *b) {
+  const kiln_matrix ma = {.buffer = a, .rows = 8, .cols = 8, .dtype = KILN_BF16};
+  const kiln_matrix mb = {.buffer = a, .offset = 64, .rows = 8, .cols = 8,
+                          .dtype = KILN_BF16};
+  const kiln_matrix mc = {.buffer = b, .rows = 8, .cols = 8, .dtype = KILN_F32};
+  return kiln_matmul(q, 1, &ma, &mb, &mc, NULL, 0, NULL, NULL);
+}
+
+/* The tuning API's view of the space; an override the device cannot run
+ * fails a bf16 GEMM before launch, naming the space. */
+static void test_api(void **state) {
+  (void)state;
+  const struct kiln__point broken = point(32, 64, 32, 64, 32, 2);
+  space_check_api(&kiln__gemm_mma_space,
+                  "BM=32 BN=64 BK=16 WM=16 WN=32 STAGES=1", NULL, NULL,
+                  &broken, gemm_8x8);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_validation),
+      cmocka_unit_test(test_api),
       cmocka_unit_test(test_emulated),
   };
   (void)run_all;
   (void)run_cpu_family;
+  (void)space_run_sample;
   const char *filter = getenv("KILN_TEST_FILTER");
   if (filter != NULL && filter[0] != '\0')
     cmocka_set_test_filter(filter);
