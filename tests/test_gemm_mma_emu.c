@@ -4,8 +4,9 @@
  *     the kernel or a device cannot run, and the tuning API and an
  *     override that does not fit behave as for every space;
  *   - where nothing turns the emulation on, a device that is not NVIDIA's
- *     never runs the kernel, says why (kiln_tuning_info's used), and its
- *     f16 and bf16 GEMMs stay right on the general-core kernel;
+ *     never runs the kernel (nor has kiln cache warm build it), says why
+ *     (kiln_tuning_info's used), and its f16 and bf16 GEMMs stay right on
+ *     the general-core kernel;
  *   - the kernel built with KILN_MMA_EMULATE (ldmatrix and mma.sync
  *     m16n8k16 in plain OpenCL C, same fragment layout) passes the GEMM
  *     checks of test_op_gemm.c (float64 reference, tolerance derived
@@ -81,6 +82,19 @@ static const struct gcase cases[] = {
        BATCH(3, 5), .share_b = true),
 };
 
+/* kiln cache warm's list (kiln__ops_warm_gemm): count gemm_mma's. */
+static void count_mma(void *user, const char *source, const char *options) {
+  (void)options;
+  if (strcmp(source, "gemm_mma") == 0)
+    (*(int *)user)++;
+}
+
+static int warmed_mma(kiln_context *ctx) {
+  int count = 0;
+  kiln__ops_warm_gemm(ctx, count_mma, &count);
+  return count;
+}
+
 static void test_emulated(void **state) {
   (void)state;
   /* Small, mixed and the default point: one and two stages, one and
@@ -107,10 +121,14 @@ static void test_emulated(void **state) {
       run_case(ctx, q, &cases[2], "gemm_gpu for bf16 (no matrix units)");
     }
     assert_non_null(strstr(verdict(ctx, KILN_F32), "f32 operands"));
+    if (!nvidia)
+      assert_int_equal(warmed_mma(ctx), 0);
 
     kiln__gemm_mma_emulate(true);
     assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm_mma", info));
     assert_string_equal(info->used, "yes, for f16 and bf16 GEMM");
+    /* kiln cache warm builds the kernel for f16 and bf16 where it runs. */
+    assert_int_equal(warmed_mma(ctx), 2);
     for (size_t s = 0; s < sizeof points / sizeof points[0]; s++) {
       kiln__space_set_override(&kiln__gemm_mma_space, &points[s]);
       assert_string_equal(verdict(ctx, KILN_F16), "");
