@@ -81,6 +81,11 @@
 #define NI (WN / 8)  /* and columns */
 #define LDS (BK + 8) /* elements per __local row */
 
+/* ldmatrix reads rows of 16 bytes at 16-byte aligned addresses: the tiles
+ * start so aligned (a ushort array alone is aligned to 2), and their rows
+ * (LDS elements) and the column offsets (multiples of 8) keep it. */
+#define MMA_ALIGN __attribute__((aligned(16)))
+
 #if DT == 1
 #define MMA_TYPES "f16.f16"
 #else
@@ -171,7 +176,7 @@
  * with this dtype (the gate then checks what they compute). */
 __kernel __attribute__((reqd_work_group_size(32, 1, 1))) void
 gemm_mma_probe(__global float *out, __global const uint *in) {
-  __local ushort tile[16 * LDS];
+  __local ushort tile[16 * LDS] MMA_ALIGN;
   MMA_SCRATCH
   const uint lane = get_local_id(0), warp = 0;
   for (uint i = lane; i < 16 * LDS; i += 32)
@@ -217,8 +222,8 @@ gemm_mma_probe(__global float *out, __global const uint *in) {
 
 __kernel __attribute__((reqd_work_group_size(32, WARPS, 1))) void
 gemm_mma(GEMM_ARGS) {
-  __local ushort a_tiles[STAGES][BM * LDS];
-  __local ushort b_tiles[STAGES][BN * LDS];
+  __local ushort a_tiles[STAGES][BM * LDS] MMA_ALIGN;
+  __local ushort b_tiles[STAGES][BN * LDS] MMA_ALIGN;
   MMA_SCRATCH
   const uint lane = get_local_id(0), warp = get_local_id(1);
   const uint lid = warp * 32 + lane;

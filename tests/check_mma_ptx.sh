@@ -8,8 +8,10 @@
 # .target and .version raised, which is what NVIDIA's driver does with
 # sm_80 code on Hopper). ptxas then checks every operand of every ldmatrix
 # and mma.sync the kernel contains, as NVIDIA's OpenCL compiler would hand
-# them on. A control run checks that the PTX really holds the instructions
-# (an emptied asm() would pass ptxas).
+# them on. The PTX must also hold the instructions (an emptied asm() would
+# pass ptxas) and declare its __local tiles 16-byte aligned (ldmatrix's
+# rule, which ptxas cannot check); a control run checks that ptxas
+# refuses a wrong mma.sync.
 #
 # Usage: tests/check_mma_ptx.sh CL_KERNELS_DIR
 # Exit 77 (skipped) without ptxas (PTXAS, else /usr/local/cuda/bin/ptxas or
@@ -62,6 +64,13 @@ for point in "64 64 32 32 32 2" "32 32 16 16 16 1" "128 128 32 64 64 2" probe; d
     ldsm=$(grep -c "ldmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16" "$ptx")
     if [ "$mma" -lt 1 ] || [ "$ldsm" -lt 1 ] || [ $((mma + ldsm)) -lt "$want" ]; then
       echo "FAIL $name: the PTX holds $mma mma.sync and $ldsm ldmatrix"
+      failed=1
+      continue
+    fi
+    # ldmatrix needs 16-byte aligned rows: every __local tile must be.
+    if grep -E "^\s*\.shared \.align" "$ptx" | grep -Evq "\.align (16|32|64|128) "; then
+      echo "FAIL $name: a __local array aligned to less than 16 bytes:"
+      grep -E "^\s*\.shared \.align" "$ptx"
       failed=1
       continue
     fi
