@@ -61,7 +61,7 @@
 #error "GEMM operands are f32, f16 or bf16 (DT 0, 1, 2)"
 #endif
 #include "common.clh"
-#include "gemm_epilogue.clh"
+#include "gemm_store.clh"
 
 #ifndef MWG
 #define MWG 16
@@ -260,35 +260,6 @@ float direct(__global const T *x, ulong rs, ulong ps, uint r, uint p, uint rn,
 #endif
 #define LOAD_STAGE(st, p0) LOAD_A(st, p0) LOAD_B(st, p0)
 #define USE_STAGE(st) USE_A(st) USE_B(st)
-
-/* Output (gi, gj) of C, when inside it, through the epilogue: alpha * acc,
- * plus beta C (read only when read_c, so NaNs in C do not leak when
- * beta == 0), plus the bias, through act. Both kernels store with it. */
-void store_c(__global float *c, ulong ldc, uint m, uint n, uint gi, uint gj,
-             float acc, float alpha, float beta, uint read_c, uint act,
-             uint use_bias, __global const float *bias, ulong bias_off,
-             ulong bias_rs, ulong bias_cs) {
-  if (gi < m && gj < n) {
-    __global float *cp = c + (ulong)gi * ldc + gj;
-    float v = alpha * acc;
-    v = read_c ? fma(beta, *cp, v) : v;
-    if (use_bias)
-      v += bias[bias_off + gi * bias_rs + gj * bias_cs];
-    *cp = gemm_act(v, act);
-  }
-}
-
-/* The arguments both kernels take (a_vec, b_vec unused by the direct one),
- * so the host sets one list. */
-#define GEMM_ARGS                                                              \
-  uint m, uint n, uint k, float alpha, float beta, uint read_c,                \
-      __global const T *a, ulong a_off, ulong a_batch, ulong a_rs,             \
-      ulong a_cs, __global const T *b, ulong b_off, ulong b_batch, ulong b_rs, \
-      ulong b_cs, __global float *c, ulong c_off, ulong c_batch, ulong ldc,    \
-      uint act, uint use_bias, __global const float *bias, ulong bias_off,     \
-      ulong bias_rs, ulong bias_cs, uint a_vec, uint b_vec
-#define EPILOGUE_ARGS                                                          \
-  alpha, beta, read_c, act, use_bias, bias, bias_off, bias_rs, bias_cs
 
 __kernel __attribute__((reqd_work_group_size(NDIMC, MDIMC, 1))) void
 gemm_gpu(GEMM_ARGS) {

@@ -208,8 +208,50 @@ static void test_compile_timeout(void **state) {
   assert_string_not_equal(r.best_params, h.slow);
 }
 
+/* The matrix units' gate (tune_gate_mma): where GEMM does not run the
+ * matrix-unit kernel it fails and says why (PoCL is not NVIDIA's); with the
+ * kernel's emulation (a test-only switch of the runtime, declared here as
+ * runtime/tune/tune.h does: that header's name is this one's) it passes on
+ * f16 and bf16, and a corrupted result fails it. */
+void kiln__gemm_mma_emulate(bool on);
+
+static void test_gate_mma(void **state) {
+  (void)state;
+  kiln_context *ctx = NULL;
+  kiln_queue *q = NULL;
+  kiln_context_options opts = {.profile = "nvidia"};
+  assert_kiln_ok(kiln_context_create(kiln_test_device(0), &opts, &ctx));
+  assert_kiln_ok(kiln_queue_create(ctx, 0, &q));
+  const char *point = "BM=32 BN=32 BK=16 WM=16 WN=16 STAGES=1";
+  assert_kiln_ok(kiln_tuning_set(ctx, "gemm_mma", point));
+  double seconds;
+  bool timed_out;
+  char why[512];
+  if (kiln_context_get_device_info(ctx)->vendor_id != 0x10de) {
+    assert_false(tune_gate_mma(ctx, q, point, NULL, 600, 0, &seconds,
+                               &timed_out, why, sizeof why));
+    assert_non_null(strstr(why, "the matrix units do not run: no: not an "
+                                "NVIDIA device"));
+  }
+  kiln__gemm_mma_emulate(true);
+  if (!tune_gate_mma(ctx, q, point, NULL, 600, 0, &seconds, &timed_out, why,
+                     sizeof why))
+    fail_msg("tune_gate_mma (emulated): %s", why);
+  struct hook_state h = {.corrupt = true};
+  snprintf(h.wrong, sizeof h.wrong, "%s", point);
+  tune_hooks hooks = {after_gemm, NULL, &h, NULL};
+  assert_false(tune_gate_mma(ctx, q, point, &hooks, 600, 0, &seconds,
+                             &timed_out, why, sizeof why));
+  assert_true(h.corrupted >= 1);
+  kiln__gemm_mma_emulate(false);
+  assert_kiln_ok(kiln_tuning_set(ctx, "gemm_mma", NULL));
+  assert_kiln_ok(kiln_queue_destroy(q));
+  destroy_when_idle(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gate_mma),
       cmocka_unit_test(test_gate_rejects_wrong),
       cmocka_unit_test(test_control_wins_when_correct),
       cmocka_unit_test(test_parallel_builds_same_verdicts),

@@ -3,7 +3,9 @@
  *
  * An op with a space ("gemm": the GPU-family GEMM kernel; "transpose",
  * "reduce" (every reduction) and "elementwise" (the maps, axpy, scale and
- * fill): the GPU-family kernels of those ops; "gemm_cpu" and
+ * fill): the GPU-family kernels of those ops; "gemm_mma": the GPU family's
+ * f16 and bf16 GEMM on NVIDIA's matrix units, run only where
+ * kiln_tuning_info's used says so; "gemm_cpu" and
  * "transpose_cpu": the CPU family's GEMM and transpose, which CPU-family
  * devices such as PoCL run) runs with the
  * parameters of, first that applies: kiln_tuning_set() in this process;
@@ -100,6 +102,12 @@ typedef struct kiln_tuning_info {
   /* The database row for op that matches the device, "PATTERN (kiln
    * VERSION)" (the kiln that measured it), or "" when none does. */
   char database[256];
+  /* Whether ops run the space's kernels on the device, and why not: "" for
+   * the spaces whose kernels always run on their family's devices;
+   * "gemm_mma" (NVIDIA's matrix units, f16 and bf16 GEMM) says "yes, ..."
+   * or "no: REASON" (not an NVIDIA device, the compile probe did not build,
+   * no point has passed kiln tune's correctness gate, ...). */
+  char used[512];
 } kiln_tuning_info;
 
 /* Fill *info for op on ctx. KILN_ERR_NOT_FOUND for an op without a space. */

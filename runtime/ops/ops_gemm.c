@@ -374,11 +374,19 @@ void kiln__ops_warm_gemm(const kiln_context *ctx, kiln__warm_add_fn add,
   const char *source;
   static const kiln_dtype dtypes[] = {KILN_F32, KILN_F16, KILN_BF16};
   if (kiln__ops_tuning(ctx)->family != KILN_FAMILY_CPU) {
-    /* The GPU family builds one program per dtype. */
-    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+    /* The GPU family builds one program per dtype, and the matrix units'
+     * for f16 and bf16 where they run (tune/space_mma.c). */
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
       if (family_program(ctx, dtypes[i], &source, options, sizeof options) ==
           KILN_OK)
         add(user, source, options);
+      const struct kiln__variant *v = NULL;
+      if (dtypes[i] != KILN_F32 &&
+          kiln__variant_get(ctx, KILN__TUNED_GEMM_MMA, dtypes[i], &v) ==
+              KILN_OK &&
+          v != NULL && v->off[0] == '\0')
+        add(user, "gemm_mma", v->options);
+    }
     return;
   }
   bool wide;

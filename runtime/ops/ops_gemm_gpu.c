@@ -1,6 +1,7 @@
-/* GEMM, GPU family: the launch of cl_kernels/gemm_gpu.cl with the
- * parameters of the context's variant (tune/tune.h: resolved once per
- * context from a test's override, kiln_tuning_set, the tuning file, the
+/* GEMM, GPU family: the launch of cl_kernels/gemm_gpu.cl, or for f16 and
+ * bf16 of cl_kernels/gemm_mma.cl where the matrix units passed their probe
+ * and gate (tune/space_mma.c), with the parameters of the context's
+ * variant (tune/tune.h: resolved once per context from a test's override, kiln_tuning_set, the tuning file, the
  * tuning database or the profile; the space is runtime/tune/space_gemm.c).
  */
 #include "ops_gemm.h"
@@ -33,12 +34,71 @@ static cl_uint vec_ok(const struct gemm_operand *x, unsigned vw) {
   return x->offset % vw == 0 && other % vw == 0 && x->batch_stride % vw == 0;
 }
 
+/* The arguments every kernel of the family takes (gemm_store.clh's
+ * GEMM_ARGS), then the launch. */
+static kiln_status launch(struct kiln__op *op, cl_kernel kernel,
+                          const struct gemm_problem *g, cl_uint a_vec,
+                          cl_uint b_vec, const size_t *global,
+                          const size_t *local) {
+  const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n, k32 = (cl_uint)g->k,
+                read_c = g->beta != 0.0f;
+  const cl_ulong a_off = g->a.offset, a_bs = g->a.batch_stride, a_rs = g->a.rs,
+                 a_cs = g->a.cs, b_off = g->b.offset, b_bs = g->b.batch_stride,
+                 b_rs = g->b.rs, b_cs = g->b.cs, c_off = g->c_offset,
+                 c_bs = g->c_stride, ldc = g->ldc;
+  cl_mem a_mem = g->a.mem, b_mem = g->b.mem, c_mem = g->c;
+  const struct gemm_epilogue_args e = kiln__gemm_epilogue_args(g);
+  kiln_status s = kiln__op_args(
+      op, kernel, 28, KILN__ARG(m32), KILN__ARG(n32), KILN__ARG(k32),
+      KILN__ARG(g->alpha), KILN__ARG(g->beta), KILN__ARG(read_c),
+      KILN__ARG(a_mem), KILN__ARG(a_off), KILN__ARG(a_bs), KILN__ARG(a_rs),
+      KILN__ARG(a_cs), KILN__ARG(b_mem), KILN__ARG(b_off), KILN__ARG(b_bs),
+      KILN__ARG(b_rs), KILN__ARG(b_cs), KILN__ARG(c_mem), KILN__ARG(c_off),
+      KILN__ARG(c_bs), KILN__ARG(ldc), KILN__ARG(e.act), KILN__ARG(e.use_bias),
+      KILN__ARG(e.bias), KILN__ARG(e.off), KILN__ARG(e.rs), KILN__ARG(e.cs),
+      KILN__ARG(a_vec), KILN__ARG(b_vec));
+  if (s == KILN_OK)
+    s = kiln__op_launch(op, kernel, 3, global, local);
+  return s;
+}
+
+/* f16 and bf16 on the matrix units (cl_kernels/gemm_mma.cl), where the
+ * context's variant says they run (tune/space_mma.c): *done false leaves
+ * the problem to gemm_gpu. */
+static kiln_status run_mma(struct kiln__op *op, const struct gemm_problem *g,
+                           bool *done) {
+  *done = false;
+  if (g->dtype != KILN_F16 && g->dtype != KILN_BF16)
+    return KILN_OK;
+  const struct kiln__variant *v = NULL;
+  kiln_status s =
+      kiln__variant_get(op->queue->ctx, KILN__TUNED_GEMM_MMA, g->dtype, &v);
+  if (s != KILN_OK || v == NULL || v->off[0] != '\0')
+    return s;
+  cl_kernel kernel;
+  s = kiln__queue_kernel_keyed(op->queue, v, "gemm_mma", v->options,
+                               "gemm_mma", &kernel);
+  if (s != KILN_OK)
+    return s;
+  const unsigned bm = v->point.v[KILN__MMA_BM], bn = v->point.v[KILN__MMA_BN];
+  const size_t warps =
+      (size_t)(bm / v->point.v[KILN__MMA_WM]) * (bn / v->point.v[KILN__MMA_WN]);
+  const size_t global[3] = {kiln__div_up(g->n, bn) * 32,
+                            kiln__div_up(g->m, bm) * warps, g->batch};
+  const size_t local[3] = {32, warps, 1};
+  *done = true;
+  return launch(op, kernel, g, 0, 0, global, local);
+}
+
 kiln_status kiln__gemm_run_gpu(struct kiln__op *op,
                                const struct gemm_problem *g) {
+  bool done;
+  kiln_status s = run_mma(op, g, &done);
+  if (s != KILN_OK || done)
+    return s;
   kiln_queue *queue = op->queue;
   const struct kiln__variant *v;
-  kiln_status s =
-      kiln__variant_get(queue->ctx, KILN__TUNED_GEMM, g->dtype, &v);
+  s = kiln__variant_get(queue->ctx, KILN__TUNED_GEMM, g->dtype, &v);
   if (s != KILN_OK)
     return s;
   const struct kiln__gemm_gpu_params p = v->gemm;
@@ -65,32 +125,11 @@ kiln_status kiln__gemm_run_gpu(struct kiln__op *op,
   }
   global[2] = g->batch;
   local[2] = 1;
-  const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n, k32 = (cl_uint)g->k,
-                read_c = g->beta != 0.0f;
-  const cl_ulong a_off = g->a.offset, a_bs = g->a.batch_stride, a_rs = g->a.rs,
-                 a_cs = g->a.cs, b_off = g->b.offset, b_bs = g->b.batch_stride,
-                 b_rs = g->b.rs, b_cs = g->b.cs, c_off = g->c_offset,
-                 c_bs = g->c_stride, ldc = g->ldc;
-  cl_mem a_mem = g->a.mem, b_mem = g->b.mem, c_mem = g->c;
-  const struct gemm_epilogue_args e = kiln__gemm_epilogue_args(g);
   /* The column-major reduction swaps the operands, so B's loads run along
    * its columns: mirror that in the alignment test with B's strides as
    * (columns, k). */
   const struct gemm_operand bt = {g->b.mem, g->b.offset, g->b.batch_stride,
                                   g->b.cs, g->b.rs};
-  const cl_uint a_vec = vec_ok(&g->a, p.vwm), b_vec = vec_ok(&bt, p.vwn);
-  s = kiln__op_args(op, kernel, 28, KILN__ARG(m32), KILN__ARG(n32),
-                    KILN__ARG(k32), KILN__ARG(g->alpha), KILN__ARG(g->beta),
-                    KILN__ARG(read_c), KILN__ARG(a_mem), KILN__ARG(a_off),
-                    KILN__ARG(a_bs), KILN__ARG(a_rs), KILN__ARG(a_cs),
-                    KILN__ARG(b_mem), KILN__ARG(b_off), KILN__ARG(b_bs),
-                    KILN__ARG(b_rs), KILN__ARG(b_cs), KILN__ARG(c_mem),
-                    KILN__ARG(c_off), KILN__ARG(c_bs), KILN__ARG(ldc),
-                    KILN__ARG(e.act), KILN__ARG(e.use_bias), KILN__ARG(e.bias),
-                    KILN__ARG(e.off), KILN__ARG(e.rs), KILN__ARG(e.cs),
-                    KILN__ARG(a_vec), KILN__ARG(b_vec));
-  if (s == KILN_OK)
-    s = kiln__op_launch(op, kernel, 3, global, local);
-  return s;
+  return launch(op, kernel, g, vec_ok(&g->a, p.vwm), vec_ok(&bt, p.vwn),
+                global, local);
 }
-

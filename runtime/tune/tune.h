@@ -91,6 +91,17 @@ enum {
   KILN__GEMM_CPU_NB
 };
 
+/* NVIDIA's matrix units (space_mma.c): the block tile, the k stage, the
+ * warp tile and the stages of cl_kernels/gemm_mma.cl. */
+enum {
+  KILN__MMA_BM,
+  KILN__MMA_BN,
+  KILN__MMA_BK,
+  KILN__MMA_WM,
+  KILN__MMA_WN,
+  KILN__MMA_STAGES
+};
+
 /* Whether p runs on info's device; in_space also requires every knob to
  * hold one of its listed values (tuned or imported points). false with a
  * one-line reason otherwise. */
@@ -179,6 +190,22 @@ extern const struct kiln__space kiln__reduce_space;
 extern const struct kiln__space kiln__elementwise_space;
 extern const struct kiln__space kiln__gemm_cpu_space;
 extern const struct kiln__space kiln__transpose_cpu_space;
+extern const struct kiln__space kiln__gemm_mma_space;
+
+/* Whether ctx runs gemm_mma for dtype's operands, the point's source being
+ * source (kiln__space_params's); false with the reason in why otherwise
+ * (space_mma.c lists the conditions: dtype, vendor, the compile probe,
+ * built here, and a gated source). */
+bool kiln__gemm_mma_usable(kiln_context *ctx, kiln_dtype dtype,
+                           const char *source, char *why, size_t size);
+/* Tests only: build gemm_mma with KILN_MMA_EMULATE, its matrix
+ * instructions emulated in plain OpenCL C, and run it for f16 and bf16 on
+ * any device whose GEMM runs the GPU family (forced through the profile on
+ * a CPU); false restores the real kernel and its conditions. Not exported
+ * by the shared library, so no user can turn it on. Process-wide, set
+ * between ops like the other test overrides; pair it with
+ * kiln__space_set_override(&kiln__gemm_mma_space, point). */
+void kiln__gemm_mma_emulate(bool on);
 
 /* The CPU GEMM point of a device whose preferred float vector width is vw
  * (rounded to 4, 8 or 16), with the tile mr x nr and the k block kc where
@@ -282,6 +309,11 @@ struct kiln__tuning_space {
    * that params runs, without running anything. params is checked. */
   kiln_status (*build)(const struct kiln__tuning_space *self,
                        kiln_context *ctx, const char *params);
+  /* Whether ops run the space's kernels on ctx, and why not, into text
+   * (kiln_tuning_info's used); NULL for spaces whose kernels always run on
+   * their family's devices. */
+  void (*used)(const struct kiln__tuning_space *self, const kiln_context *ctx,
+               char *text, size_t size);
 };
 
 extern const struct kiln__tuning_space kiln__gemm_tuning_space;
@@ -293,6 +325,8 @@ extern const struct kiln__tuning_space kiln__elementwise_tuning_space;
 /* The CPU family's (space_cpu.c). */
 extern const struct kiln__tuning_space kiln__gemm_cpu_tuning_space;
 extern const struct kiln__tuning_space kiln__transpose_cpu_tuning_space;
+/* NVIDIA's matrix units (space_mma.c). */
+extern const struct kiln__tuning_space kiln__gemm_mma_tuning_space;
 
 /* ---- tuning files (tuning_file.c) -------------------------------------------- */
 
@@ -359,6 +393,7 @@ enum kiln__tuned {
   KILN__TUNED_ELEMENTWISE,
   KILN__TUNED_GEMM_CPU,
   KILN__TUNED_TRANSPOSE_CPU,
+  KILN__TUNED_GEMM_MMA,
   KILN__TUNED_COUNT
 };
 
@@ -375,6 +410,9 @@ struct kiln__variant {
   struct kiln__gemm_gpu_params gemm; /* KILN__TUNED_GEMM */
   struct kiln__point point;          /* the small spaces */
   char options[320];
+  /* KILN__TUNED_GEMM_MMA: why ops do not run it ("" when they do:
+   * kiln__gemm_mma_usable). */
+  char off[400];
   /* The tuning generation (kiln__variants_stale) it was last found right
    * at: stale when the process's has moved on. */
   _Atomic unsigned long generation;

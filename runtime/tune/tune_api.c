@@ -14,6 +14,7 @@ static const struct kiln__tuning_space *const spaces[] = {
     &kiln__gemm_tuning_space,        &kiln__transpose_tuning_space,
     &kiln__reduce_tuning_space,      &kiln__elementwise_tuning_space,
     &kiln__gemm_cpu_tuning_space,    &kiln__transpose_cpu_tuning_space,
+    &kiln__gemm_mma_tuning_space,
 };
 #define SPACES (sizeof spaces / sizeof spaces[0])
 
@@ -161,6 +162,8 @@ KILN_API kiln_status kiln_tuning_get_info(const kiln_context *ctx,
   if (s != KILN_OK)
     return s;
   snprintf(info->source, sizeof info->source, "%s", source);
+  if (sp->used != NULL)
+    sp->used(sp, ctx, info->used, sizeof info->used);
   kiln__tuning_file_info(ctx, op, info);
   return KILN_OK;
 }

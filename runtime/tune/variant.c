@@ -68,6 +68,7 @@ static const struct kiln__space *const small_spaces[KILN__TUNED_COUNT] = {
     [KILN__TUNED_ELEMENTWISE] = &kiln__elementwise_space,
     [KILN__TUNED_GEMM_CPU] = &kiln__gemm_cpu_space,
     [KILN__TUNED_TRANSPOSE_CPU] = &kiln__transpose_cpu_space,
+    [KILN__TUNED_GEMM_MMA] = &kiln__gemm_mma_space,
 };
 
 /* v's point, source and options, from the sources in effect now. */
@@ -83,6 +84,11 @@ static kiln_status resolve(const kiln_context *ctx, struct kiln__variant *v) {
   kiln_status s = kiln__space_params(ctx, sp, &v->point, &v->source);
   if (s == KILN_OK)
     sp->options(&v->point, v->dtype, v->options, sizeof v->options);
+  /* Whether the matrix units run at all: the probe builds a program, which
+   * a context does under its const (the memo is a cache). */
+  if (s == KILN_OK && v->op == KILN__TUNED_GEMM_MMA)
+    kiln__gemm_mma_usable((kiln_context *)ctx, v->dtype, v->source, v->off,
+                          sizeof v->off);
   return s;
 }
 
@@ -90,7 +96,7 @@ static bool same(const struct kiln__variant *a, const struct kiln__variant *b) {
   return a->op == b->op && a->dtype == b->dtype && a->source == b->source &&
          memcmp(&a->gemm, &b->gemm, sizeof a->gemm) == 0 &&
          memcmp(&a->point, &b->point, sizeof a->point) == 0 &&
-         strcmp(a->options, b->options) == 0;
+         strcmp(a->options, b->options) == 0 && strcmp(a->off, b->off) == 0;
 }
 
 /* The slow path: resolve under the context's lock and publish. */

@@ -14,7 +14,7 @@
  * The profile (so the kernel family): KILN_PROFILE, as for every context.
  * RUN_OPS_ONLY and RUN_OPS_SKIP (comma-separated groups: probe, unary,
  * binary, axpy, cast, reduce, reduce_large, scan, rows, transpose, gemm,
- * gemm_space, spaces, train, conv)
+ * gemm_space, gemm_mma, spaces, train, conv)
  * choose what
  * runs, so a run can leave out a kernel a checking tool cannot handle.
  * Exit status 0 when every check passed, 1 otherwise. */
@@ -26,6 +26,7 @@
 #include "run_ops_train.h"
 #include "run_ops_conv.h"
 #include "run_ops_util.h"
+#include "tune/tune.h"
 
 /* ---- elementwise ----------------------------------------------------------- */
 
@@ -561,6 +562,39 @@ static void run_gemm_space(void) {
   CHECK_OK(kiln_tuning_set(ctx, "gemm", NULL));
 }
 
+/* The matrix-unit GEMM (cl_kernels/gemm_mma.cl) with its instructions
+ * emulated (KILN_MMA_EMULATE: a test-only switch of the runtime), so that
+ * Oclgrind checks its staging, fragment index arithmetic, exchanges through
+ * __local memory and epilogue, on two points (one stage of k 16 with 32 x
+ * 32 blocks of 16 x 16 warp tiles; the default, double buffered). Only
+ * where the GPU family runs, like gemm_space. */
+static void run_gemm_mma(void) {
+  static const unsigned points[][6] = {{32, 32, 16, 16, 16, 1},
+                                       {64, 64, 32, 32, 32, 2}};
+  kiln_tuning_info info;
+  CHECK_OK(kiln_tuning_get_info(ctx, "gemm", &info));
+  if (info.params[0] == '\0') {
+    printf("skip gemm_mma: the CPU family runs its own kernel\n");
+    return;
+  }
+  kiln__gemm_mma_emulate(true);
+  for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+    struct kiln__point p = {{0}};
+    for (size_t j = 0; j < 6; j++)
+      p.v[j] = points[i][j];
+    kiln__space_set_override(&kiln__gemm_mma_space, &p);
+    printf("# gemm_mma point %zu\n", i);
+    run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F16, 17, 13,
+             19, 0.5f, 1);
+    run_gemm(KILN_COL_MAJOR, KILN_TRANS, KILN_TRANS, KILN_BF16, 9, 21, 35,
+             0.0f, 2);
+    run_gemm(KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, KILN_BF16, 33, 40, 20,
+             1.0f, 1);
+  }
+  kiln__space_set_override(&kiln__gemm_mma_space, NULL);
+  kiln__gemm_mma_emulate(false);
+}
+
 /* Samples of the small spaces (kiln/kiln_tune.h: transpose, reduce,
  * elementwise) under the same checks: every knob off its default, vector
  * passes over several groups' worth of elements, misaligned offsets. Only
@@ -695,6 +729,8 @@ int main(void) {
 
   if (selected("gemm_space"))
     run_gemm_space();
+  if (selected("gemm_mma"))
+    run_gemm_mma();
   if (selected("spaces"))
     run_small_spaces();
 

@@ -288,13 +288,15 @@ static void print_props(FILE *out, int indent, const info_subject *subject) {
 }
 
 /* Each op's parameters a context on the device would use (the ops with a
- * space, kiln/kiln_tune.h), where they come from, and the tuning file (or
- * why it, or a database row, is ignored). */
+ * space, kiln/kiln_tune.h), where they come from, whether they run at all
+ * (the matrix units: why not), and the tuning file (or why it, or a
+ * database row, is ignored). */
 static void print_tuning(FILE *out, const kiln_device *kdev) {
   static const char *const ops[][2] = {{"gemm", "GEMM"},
                                        {"transpose", "Transpose"},
                                        {"reduce", "Reduce"},
                                        {"elementwise", "Elementwise"},
+                                       {"gemm_mma", "GEMM (matrix units)"},
                                        {"gemm_cpu", "GEMM (CPU)"},
                                        {"transpose_cpu", "Transpose (CPU)"}};
   kiln_context *ctx = NULL;
@@ -323,6 +325,11 @@ static void print_tuning(FILE *out, const kiln_device *kdev) {
     snprintf(label, sizeof label, "%s database", ops[i][1]);
     if (t->database[0] != '\0')
       print_row(out, 6, label, t->database);
+    /* Whether ops run the kernels at all, and why not (the matrix units:
+     * probe, vendor, gate). */
+    snprintf(label, sizeof label, "%s used", ops[i][1]);
+    if (t->used[0] != '\0')
+      print_row(out, 6, label, t->used);
   }
   /* The file and what was ignored are the device's, for every op; read
    * after every op's parameters, so that each op's rejection shows. */

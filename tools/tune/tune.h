@@ -77,6 +77,15 @@ bool tune_gate(kiln_context *ctx, kiln_queue *q, const char *params,
                double deadline, double *seconds, bool *timed_out, char *why,
                size_t why_size);
 
+/* The gate of the matrix units (op gemm_mma): false with why[] when GEMM
+ * does not run the matrix-unit kernel on ctx (kiln_tuning_info's used says
+ * why), else tune_gate's checks on f16 and bf16 cases, within 8 times its
+ * tolerance (tune_gate.c says why). */
+bool tune_gate_mma(kiln_context *ctx, kiln_queue *q, const char *params,
+                   const tune_hooks *hooks, double run_timeout_s,
+                   double deadline, double *seconds, bool *timed_out,
+                   char *why, size_t why_size);
+
 /* Wait for ev, at most timeout_s: true when it completed; false when it
  * failed (kiln_last_error()) or, with *timed_out set, still runs (the
  * device stays busy with it). */
@@ -92,6 +101,12 @@ double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
                       size_t k, int runs, double stop_above, double deadline,
                       double run_timeout_s, const tune_hooks *hooks,
                       const char *params);
+/* The same with A and B of dtype (f32, f16 or bf16; C f32). */
+double tune_time_gemm_dtype(kiln_context *ctx, kiln_queue *q,
+                            kiln_dtype dtype, size_t m, size_t n, size_t k,
+                            int runs, double stop_above, double deadline,
+                            double run_timeout_s, const tune_hooks *hooks,
+                            const char *params);
 
 /* ---- the ops (tune_ops.c) ------------------------------------------------ */
 

@@ -9,7 +9,16 @@
  * roundings, so |C - C_ref| <= 2 (k + 4) u (|alpha| sum |a||b| + |beta| |C|
  * + |bias|); ReLU passes that through. A wrong index or a lost term is off
  * by about |a||b|, far above it at these sizes. bf16 inputs are rounded on
- * the host first and the reference uses the rounded values. */
+ * the host first and the reference uses the rounded values; f16 inputs
+ * are multiples of 1/256 (exact in f16 and bf16).
+ *
+ * The matrix units' gate (tune_gate_mma, op gemm_mma) runs f16 and bf16
+ * cases only, first requiring that the matrix-unit kernel is what GEMM runs
+ * (kiln_tuning_info's used), with 8 times the tolerance: tensor cores align
+ * the terms of their sums by truncation rather than rounding (Fasi, Higham,
+ * Mikaitis and Pranesh, "Numerical behavior of NVIDIA tensor cores", 2021),
+ * a few units in the last place per k-step of 16 at most, still about 1000
+ * times below the error of a wrong index at these sizes. */
 #include "../commands.h"
 #include "tune.h"
 
@@ -34,6 +43,18 @@ struct gate_case {
   size_t pad, off; /* added to every leading dimension; offset of A, B, C */
   bool relu_bias;
 };
+static const struct gate_case mma_cases[] = {
+    {KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 1, 1, 1, 1.0f, 0.0f,
+     KILN_BF16, 0, 0, false},
+    {KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 37, 45, 29, 1.0f, 0.5f,
+     KILN_F16, 3, 1, true},
+    {KILN_COL_MAJOR, KILN_TRANS, KILN_TRANS, 61, 19, 131, -1.0f, 0.0f,
+     KILN_BF16, 1, 5, false},
+    {KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, 130, 67, 40, 0.5f, 1.0f,
+     KILN_F16, 8, 8, true},
+    {KILN_COL_MAJOR, KILN_NO_TRANS, KILN_TRANS, 133, 129, 70, 1.0f, 0.0f,
+     KILN_BF16, 2, 3, false},
+};
 static const struct gate_case cases[] = {
     {KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 1, 1, 1, 1.0f, 0.0f,
      KILN_F32, 0, 0, false},
@@ -52,13 +73,31 @@ static uint32_t lcg(uint32_t *s) {
   return *s >> 8;
 }
 
-/* A value in [-1, 1), rounded to bf16 when bf16 (then also as 16 bits). */
-static float draw(uint32_t *s, bool bf16, uint16_t *bits) {
+/* The f16 bits of v, a multiple of 1/256 in [-1, 1] (exact: at most 9
+ * significant bits, exponent at least -8). */
+static uint16_t f16_bits(float v) {
+  if (v == 0.0f)
+    return 0;
+  int e;
+  const float f = frexpf(fabsf(v), &e); /* |v| = f 2^e, f in [0.5, 1) */
+  const uint16_t mant = (uint16_t)((f * 2.0f - 1.0f) * 1024.0f);
+  return (uint16_t)((v < 0.0f ? 0x8000u : 0u) |
+                    (unsigned)(e - 1 + 15) << 10 | mant);
+}
+
+/* A value in [-1, 1) as dtype: rounded to bf16 when bf16, to a multiple of
+ * 1/256 when f16; its 16 bits in *bits (bf16's truncation otherwise). */
+static float draw(uint32_t *s, kiln_dtype dtype, uint16_t *bits) {
   float v = (float)lcg(s) / (float)(1u << 24) * 2.0f - 1.0f;
+  if (dtype == KILN_F16) {
+    v = floorf(v * 256.0f) / 256.0f;
+    *bits = f16_bits(v);
+    return v;
+  }
   uint32_t u;
   memcpy(&u, &v, 4);
   u &= 0xffff0000u; /* truncation: exact in bf16 */
-  if (bf16)
+  if (dtype == KILN_BF16)
     memcpy(&v, &u, 4);
   *bits = (uint16_t)(u >> 16);
   return v;
@@ -122,7 +161,8 @@ static kiln_status gate_matmul(kiln_queue *q, const struct gate_case *g,
 static bool run_case(kiln_context *ctx, kiln_queue *q,
                      const struct gate_case *g, const char *params,
                      const tune_hooks *hooks, double run_timeout_s,
-                     bool *timed_out, char *why, size_t size) {
+                     double tol_scale, bool *timed_out, char *why,
+                     size_t size) {
   const bool ta = g->ta == KILN_TRANS, tb = g->tb == KILN_TRANS;
   const bool row = g->layout == KILN_ROW_MAJOR;
   const size_t ar = ta ? g->k : g->m, ac = ta ? g->m : g->k;
@@ -132,9 +172,9 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
   const size_t na = g->off + (row ? ar : ac) * lda + 1,
                nb = g->off + (row ? br : bc) * ldb + 1,
                nc = g->off + (row ? g->m : g->n) * ldc + 1;
-  const bool bf16 = g->dtype == KILN_BF16;
+  const bool bf16 = g->dtype != KILN_F32; /* 16-bit operands */
   const size_t es = bf16 ? 2 : 4;
-  const kiln_dtype abt = bf16 ? KILN_BF16 : KILN_F32;
+  const kiln_dtype abt = g->dtype;
   float *a = malloc(na * 4), *b = malloc(nb * 4), *c = malloc(nc * 4),
         *bias = malloc(g->n * 4), *out = malloc(nc * 4);
   uint16_t *ah = malloc(na * 2), *bh = malloc(nb * 2);
@@ -147,13 +187,13 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
   uint32_t seed = (uint32_t)(g->m * 131 + g->n * 7 + g->k);
   uint16_t bits;
   for (size_t i = 0; i < na; i++)
-    a[i] = draw(&seed, bf16, &ah[i]);
+    a[i] = draw(&seed, g->dtype, &ah[i]);
   for (size_t i = 0; i < nb; i++)
-    b[i] = draw(&seed, bf16, &bh[i]);
+    b[i] = draw(&seed, g->dtype, &bh[i]);
   for (size_t i = 0; i < nc; i++)
-    c[i] = g->beta == 0.0f ? NAN : draw(&seed, false, &bits);
+    c[i] = g->beta == 0.0f ? NAN : draw(&seed, KILN_F32, &bits);
   for (size_t i = 0; i < g->n; i++)
-    bias[i] = draw(&seed, false, &bits);
+    bias[i] = draw(&seed, KILN_F32, &bits);
   kiln_event *ev = NULL;
   if (kiln_buffer_create(ctx, na * es, 0, &da) != KILN_OK ||
       kiln_buffer_create(ctx, nb * es, 0, &db) != KILN_OK ||
@@ -223,13 +263,13 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
       mag += fabs(bias[cc]);
       want = want < 0.0 ? 0.0 : want;
     }
-    const double tol = 2.0 * (double)(g->k + 4) * u * mag + 1e-30;
+    const double tol = tol_scale * 2.0 * (double)(g->k + 4) * u * mag + 1e-30;
     if (!(fabs(out[i] - want) <= tol)) {
       snprintf(why, size,
                "%s %c%c %zux%zux%zu %s: C[%zu][%zu] = %.9g, want %.9g "
                "(tolerance %.3g)",
                row ? "row" : "col", ta ? 'T' : 'N', tb ? 'T' : 'N', g->m,
-               g->n, g->k, bf16 ? "bf16" : "f32", r, cc, (double)out[i], want,
+               g->n, g->k, kiln_dtype_name(g->dtype), r, cc, (double)out[i], want,
                tol);
       goto done;
     }
@@ -250,22 +290,62 @@ done:
   return ok;
 }
 
+/* The cases in order, as tune_gate says. */
+static bool run_cases(kiln_context *ctx, kiln_queue *q,
+                      const struct gate_case *list, size_t count,
+                      double tol_scale, const char *params,
+                      const tune_hooks *hooks, double run_timeout_s,
+                      double deadline, bool *timed_out, char *why,
+                      size_t why_size) {
+  bool ok = true;
+  for (size_t i = 0; i < count && ok; i++) {
+    if (deadline > 0.0 && tools_now() >= deadline) {
+      why[0] = '\0';
+      return false;
+    }
+    ok = run_case(ctx, q, &list[i], params, hooks, run_timeout_s, tol_scale,
+                  timed_out, why, why_size);
+  }
+  return ok;
+}
+
 bool tune_gate(kiln_context *ctx, kiln_queue *q, const char *params,
                const tune_hooks *hooks, double run_timeout_s,
                double deadline, double *seconds, bool *timed_out, char *why,
                size_t why_size) {
   const double t0 = tools_now();
-  bool ok = true;
   *timed_out = false;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0] && ok; i++) {
-    if (deadline > 0.0 && tools_now() >= deadline) {
-      why[0] = '\0';
-      ok = false;
-      break;
-    }
-    ok = run_case(ctx, q, &cases[i], params, hooks, run_timeout_s, timed_out,
-                  why, why_size);
+  const bool ok = run_cases(ctx, q, cases, sizeof cases / sizeof cases[0],
+                            1.0, params, hooks, run_timeout_s, deadline,
+                            timed_out, why, why_size);
+  *seconds = tools_now() - t0;
+  return ok;
+}
+
+bool tune_gate_mma(kiln_context *ctx, kiln_queue *q, const char *params,
+                   const tune_hooks *hooks, double run_timeout_s,
+                   double deadline, double *seconds, bool *timed_out,
+                   char *why, size_t why_size) {
+  const double t0 = tools_now();
+  *timed_out = false;
+  *seconds = 0.0;
+  /* A gate passed by gemm_gpu would say nothing of the matrix units. */
+  kiln_tuning_info *t = malloc(sizeof *t);
+  if (t == NULL) {
+    snprintf(why, why_size, "out of host memory");
+    return false;
   }
+  const bool used = kiln_tuning_get_info(ctx, "gemm_mma", t) == KILN_OK &&
+                    strncmp(t->used, "yes", 3) == 0;
+  if (!used)
+    snprintf(why, why_size, "the matrix units do not run: %.400s", t->used);
+  free(t);
+  if (!used)
+    return false;
+  const bool ok = run_cases(ctx, q, mma_cases,
+                            sizeof mma_cases / sizeof mma_cases[0], 8.0,
+                            params, hooks, run_timeout_s, deadline, timed_out,
+                            why, why_size);
   *seconds = tools_now() - t0;
   return ok;
 }
@@ -274,16 +354,29 @@ double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
                       size_t k, int runs, double stop_above, double deadline,
                       double run_timeout_s, const tune_hooks *hooks,
                       const char *params) {
+  return tune_time_gemm_dtype(ctx, q, KILN_F32, m, n, k, runs, stop_above,
+                              deadline, run_timeout_s, hooks, params);
+}
+
+double tune_time_gemm_dtype(kiln_context *ctx, kiln_queue *q,
+                            kiln_dtype dtype, size_t m, size_t n, size_t k,
+                            int runs, double stop_above, double deadline,
+                            double run_timeout_s, const tune_hooks *hooks,
+                            const char *params) {
   kiln_buffer *a = NULL, *b = NULL, *c = NULL;
   double best = -1.0;
+  /* 0.5 as an f32, or the 16 bits of 0.5 in f16 (0x3800) and bf16. */
   const float one = 0.5f;
-  if (kiln_buffer_create(ctx, m * k * 4, 0, &a) != KILN_OK ||
-      kiln_buffer_create(ctx, k * n * 4, 0, &b) != KILN_OK ||
+  const uint16_t half_bits = dtype == KILN_F16 ? 0x3800u : 0x3f00u;
+  const size_t es = dtype == KILN_F32 ? 4 : 2;
+  const void *pattern = es == 4 ? (const void *)&one : (const void *)&half_bits;
+  if (kiln_buffer_create(ctx, m * k * es, 0, &a) != KILN_OK ||
+      kiln_buffer_create(ctx, k * n * es, 0, &b) != KILN_OK ||
       kiln_buffer_create(ctx, m * n * 4, 0, &c) != KILN_OK ||
-      kiln_buffer_fill(q, &one, 4, &(kiln_range){a, 0, m * k, KILN_F32}, 0, NULL, NULL) !=
-          KILN_OK ||
-      kiln_buffer_fill(q, &one, 4, &(kiln_range){b, 0, k * n, KILN_F32}, 0, NULL, NULL) !=
-          KILN_OK ||
+      kiln_buffer_fill(q, pattern, es, &(kiln_range){a, 0, m * k, dtype}, 0,
+                       NULL, NULL) != KILN_OK ||
+      kiln_buffer_fill(q, pattern, es, &(kiln_range){b, 0, k * n, dtype}, 0,
+                       NULL, NULL) != KILN_OK ||
       kiln_queue_finish(q) != KILN_OK)
     goto done;
   /* One warm-up run (kernel build and first-touch costs), then timed runs. */
@@ -299,9 +392,9 @@ double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
     const bool ran =
         kiln_matmul(q, 1,
                     &(kiln_matrix){
-                        .buffer = a, .rows = m, .cols = k, .dtype = KILN_F32},
+                        .buffer = a, .rows = m, .cols = k, .dtype = dtype},
                     &(kiln_matrix){
-                        .buffer = b, .rows = k, .cols = n, .dtype = KILN_F32},
+                        .buffer = b, .rows = k, .cols = n, .dtype = dtype},
                     &(kiln_matrix){
                         .buffer = c, .rows = m, .cols = n, .dtype = KILN_F32},
                     NULL, 0, NULL, &ev) == KILN_OK &&

@@ -552,6 +552,14 @@ static double time_gemm(kiln_context *ctx, kiln_queue *q, const size_t *z,
   return tune_time_gemm(ctx, q, z[0], z[1], z[2], runs, stop_above, deadline,
                         run_timeout_s, hooks, params);
 }
+static double time_gemm_mma(kiln_context *ctx, kiln_queue *q,
+                            const size_t *z, int runs, double stop_above,
+                            double deadline, double run_timeout_s,
+                            const tune_hooks *hooks, const char *params) {
+  return tune_time_gemm_dtype(ctx, q, KILN_BF16, z[0], z[1], z[2], runs,
+                              stop_above, deadline, run_timeout_s, hooks,
+                              params);
+}
 static double time_transpose(kiln_context *ctx, kiln_queue *q,
                              const size_t *z, int runs, double stop_above,
                              double deadline, double run_timeout_s,
@@ -598,6 +606,9 @@ static const tune_op ops[] = {
     {"elementwise", "axpy,scale", "f32 axpy and scale of N", "GB/s",
      "4194304,16777216", 1u << 30, 1, gate_elementwise, time_elementwise,
      work_elementwise, "GPU", NULL},
+    {"gemm_mma", "", "bf16 C = A B on NVIDIA's matrix units", "GFLOP/s",
+     "1024,4096", 16384, 3, tune_gate_mma, time_gemm_mma, work_gemm, "GPU",
+     NULL},
     {"gemm_cpu", "", "f32 C = A B", "GFLOP/s", "512,1024", 16384, 3,
      tune_gate, time_gemm, work_gemm, "CPU", "gemm"},
     {"transpose_cpu", "", "f32 N x N transpose", "GB/s", "1024,4096", 32768,

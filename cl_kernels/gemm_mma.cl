@@ -1,0 +1,294 @@
+/* GEMM on NVIDIA's matrix units (tensor cores), GPU family: C = act(alpha *
+ * op(A) * op(B) + beta * C + bias) for f16 or bf16 A and B (-DDT=1 or 2),
+ * f32 accumulation and an f32 C, storing through the family's epilogue
+ * (gemm_store.clh). The kernel argument list is gemm_gpu.cl's (GEMM_ARGS).
+ *
+ * The matrix instructions are inline PTX, which NVIDIA's OpenCL compiler
+ * takes through asm() (as Leela Zero's half-precision GEMM does):
+ *   ldmatrix.sync.aligned.m8n8.x4.shared.b16   four 8x8 tiles of 16-bit
+ *       elements from __local memory into the fragments of a warp's 32
+ *       lanes (lanes 8j..8j+7 give the row addresses of tile j; lane l
+ *       gets, of every tile j, row l/4, columns 2(l%4) and 2(l%4)+1 in one
+ *       32-bit register);
+ *   mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32   D = A B + C for a
+ *       16x16 A, a 16x8 B and 16x8 f32 C and D, in the fragment layout of
+ *       the PTX ISA (g = lane / 4, t = lane % 4): A's four registers hold
+ *       (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..); B's two
+ *       (k 2t..2t+1, n g), (k 2t+8.., n g); C's four (g, 2t), (g, 2t+1),
+ *       (g+8, 2t), (g+8, 2t+1).
+ * Both __local tiles are stored with k contiguous (A as [row][k], B as
+ * [column][k]), so both operands' fragments come from plain (not .trans)
+ * ldmatrix: the staging loop transposes where an operand's unit stride
+ * runs along m or n, whatever its layout and transpose.
+ *
+ * Blocking: a work-group of WARPS = (BM / WM) x (BN / WN) warps computes a
+ * BM x BN tile of C; local size (32, WARPS), so that dimension 0 is the
+ * lane within a warp (NVIDIA forms warps from consecutive work-items).
+ * Each warp computes a WM x WN tile: (WM / 16) x (WN / 8) mma fragments,
+ * walking k BK at a time through STAGES __local stages (2: double
+ * buffered, the next stage loaded while the current one is multiplied, one
+ * barrier per stage). Every row of a __local tile has BK + 8 elements: rows
+ * stay 16-byte aligned (ldmatrix's rule) and the 8 rows one ldmatrix tile
+ * reads fall in different banks.
+ *
+ * Edges: elements of op(A) and op(B) outside the matrices are staged as 0
+ * (whose products add nothing), and outputs outside C are not stored, so
+ * every m, n, k, offset and stride runs.
+ *
+ * KILN_MMA_EMULATE (tests only: runtime/tune/space_mma.c says how it is
+ * kept from users) replaces the two instructions with plain OpenCL C that
+ * gives every lane the same registers, exchanging them through __local
+ * memory: the kernel's own index arithmetic, staging and epilogue then run
+ * on PoCL and Oclgrind. KILN_MMA_PROBE builds only gemm_mma_probe, the
+ * compile probe: one of each instruction, as the kernel writes them. */
+#ifndef DT
+#define DT 2
+#endif
+#if DT != 1 && DT != 2
+#error "the matrix-unit GEMM takes f16 or bf16 operands (DT 1 or 2)"
+#endif
+#include "common.clh"
+#include "gemm_store.clh"
+
+#ifndef BM
+#define BM 64
+#endif
+#ifndef BN
+#define BN 64
+#endif
+#ifndef BK
+#define BK 32
+#endif
+#ifndef WM
+#define WM 32
+#endif
+#ifndef WN
+#define WN 32
+#endif
+#ifndef STAGES
+#define STAGES 2
+#endif
+
+#if BM % WM != 0 || BN % WN != 0 || WM % 16 != 0 || WN % 16 != 0 ||          \
+    BK % 16 != 0 || STAGES < 1 || STAGES > 2
+#error "BM, BN multiples of WM, WN; WM, WN, BK multiples of 16; STAGES 1, 2"
+#endif
+
+#define WARPS_M (BM / WM)
+#define WARPS ((BM / WM) * (BN / WN))
+#define WGS (32 * WARPS)
+#define MI (WM / 16) /* mma fragments along a warp's rows */
+#define NI (WN / 8)  /* and columns */
+#define LDS (BK + 8) /* elements per __local row */
+
+/* ldmatrix reads rows of 16 bytes at 16-byte aligned addresses: the tiles
+ * start so aligned (a ushort array alone is aligned to 2), and their rows
+ * (LDS elements) and the column offsets (multiples of 8) keep it. */
+#define MMA_ALIGN __attribute__((aligned(16)))
+
+#if DT == 1
+#define MMA_TYPES "f16.f16"
+#else
+#define MMA_TYPES "bf16.bf16"
+#endif
+
+/* ---- the two instructions ------------------------------------------------ */
+
+#ifdef KILN_MMA_EMULATE
+/* One 16-bit element as f32. */
+#if DT == 1
+#define MMA_ELEM(bits) kiln_f16_to_f32((ushort)(bits))
+#else
+#define MMA_ELEM(bits) kiln_bf16_to_f32((ushort)(bits))
+#endif
+/* Half h of register r of lane l of the warp's exchanged registers x. */
+#define MMA_HALF(x, l, r, h) MMA_ELEM((x)[l][r] >> (16 * (h)))
+/* The warp's exchange area (declared once per kernel): 6 registers per
+ * lane, A's four and B's two, or ldmatrix's row address in the first. */
+#define MMA_SCRATCH __local uint mma_x_[WARPS][32][6];
+/* ldmatrix .x4: every lane publishes its row's offset into tile, then
+ * reads the two elements it owns of each of the four 8x8 tiles. Barriers
+ * bracket the exchange: the work-group's warps run it together, in
+ * uniform control flow. */
+#define LDSM_X4(d, tile, off)                                                  \
+  {                                                                            \
+    mma_x_[warp][lane][0] = (off);                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                              \
+    for (uint j_ = 0; j_ < 4; j_++) {                                          \
+      const uint src_ = mma_x_[warp][8 * j_ + lane / 4][0] + 2 * (lane % 4);    \
+      (d)[j_] = (uint)(tile)[src_] | (uint)(tile)[src_ + 1] << 16;             \
+    }                                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                              \
+  }
+/* mma m16n8k16: every lane publishes its A and B registers; each computes
+ * its four outputs from the whole warp's, in f32 with one rounding per
+ * product-sum (the hardware's order of summation is its own: the tests'
+ * tolerance allows for any). Element (r, kk) of A is half kk % 2 of
+ * register r / 8 + 2 (kk / 8) of lane 4 (r % 8) + (kk % 8) / 2; element
+ * (kk, c) of B half kk % 2 of register kk / 8 of lane 4 c + (kk % 8) / 2. */
+#define MMA_16816(acc, a, b)                                                   \
+  {                                                                            \
+    for (uint r_ = 0; r_ < 4; r_++)                                            \
+      mma_x_[warp][lane][r_] = (a)[r_];                                        \
+    mma_x_[warp][lane][4] = (b)[0];                                            \
+    mma_x_[warp][lane][5] = (b)[1];                                            \
+    barrier(CLK_LOCAL_MEM_FENCE);                                              \
+    for (uint q_ = 0; q_ < 4; q_++) {                                          \
+      const uint row_ = lane / 4 + 8 * (q_ / 2), col_ = 2 * (lane % 4) + q_ % 2; \
+      float s_ = (acc)[q_];                                                    \
+      for (uint kk_ = 0; kk_ < 16; kk_++)                                      \
+        s_ = fma(MMA_HALF(mma_x_[warp], 4 * (row_ % 8) + (kk_ % 8) / 2,        \
+                          row_ / 8 + 2 * (kk_ / 8), kk_ % 2),                  \
+                 MMA_HALF(mma_x_[warp], 4 * col_ + (kk_ % 8) / 2,             \
+                          4 + kk_ / 8, kk_ % 2),                               \
+                 s_);                                                          \
+      (acc)[q_] = s_;                                                          \
+    }                                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                              \
+  }
+#else
+#define MMA_SCRATCH
+/* A __local pointer as the 32-bit .shared address ldmatrix takes (the
+ * conversion gives the offset in the shared window, as CUTLASS's
+ * __cvta_generic_to_shared does). "memory": it reads what the staging
+ * stored, which the compiler must not move across. */
+#define LDSM_X4(d, tile, off)                                                  \
+  {                                                                            \
+    const uint addr_ = (uint)(size_t)((tile) + (off));                         \
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "                   \
+                 "{%0, %1, %2, %3}, [%4];"                                     \
+                 : "=r"((d)[0]), "=r"((d)[1]), "=r"((d)[2]), "=r"((d)[3])      \
+                 : "r"(addr_)                                                  \
+                 : "memory");                                                  \
+  }
+#define MMA_16816(acc, a, b)                                                   \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPES ".f32 "      \
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "                \
+               "{%0, %1, %2, %3};"                                             \
+               : "+f"((acc)[0]), "+f"((acc)[1]), "+f"((acc)[2]),               \
+                 "+f"((acc)[3])                                                \
+               : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]),           \
+                 "r"((b)[0]), "r"((b)[1]))
+#endif
+
+#ifdef KILN_MMA_PROBE
+/* The compile probe: a driver that builds this takes both instructions
+ * with this dtype (the gate then checks what they compute). */
+__kernel __attribute__((reqd_work_group_size(32, 1, 1))) void
+gemm_mma_probe(__global float *out, __global const uint *in) {
+  __local ushort tile[16 * LDS] MMA_ALIGN;
+  MMA_SCRATCH
+  const uint lane = get_local_id(0), warp = 0;
+  for (uint i = lane; i < 16 * LDS; i += 32)
+    tile[i] = (ushort)in[i];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint a[4], b[2] = {in[lane], in[lane + 32]};
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  LDSM_X4(a, tile, (lane % 16) * LDS + (lane / 16) * 8);
+  MMA_16816(acc, a, b);
+  (void)warp;
+  for (uint q = 0; q < 4; q++)
+    out[lane * 4 + q] = acc[q];
+}
+#else
+
+/* ---- staging ------------------------------------------------------------- */
+
+/* Stage TR rows x BK steps of an operand into tile[row * LDS + kk] as raw
+ * 16-bit elements, 0 outside the matrix. x: the batch entry; element
+ * (row, step) at x[row * x_rs + step * x_ks]; r0, p0: the tile's first row
+ * and step; rn, kn: the extents. Consecutive work-items take consecutive
+ * elements along the operand's unit stride (rows_fast: along the rows). */
+#define STAGE(tile, TR, x, x_rs, x_ks, rows_fast, r0, p0, rn, kn)            \
+  for (uint e_ = lid; e_ < (TR) * BK; e_ += WGS) {                             \
+    const uint ar_ = (rows_fast) ? e_ % (TR) : e_ / BK;                        \
+    const uint ak_ = (rows_fast) ? e_ / (TR) : e_ % BK;                        \
+    const uint gr_ = (r0) + ar_, gp_ = (p0) + ak_;                             \
+    (tile)[ar_ * LDS + ak_] =                                                  \
+        gr_ < (rn) && gp_ < (kn)                                               \
+            ? (x)[(ulong)gr_ * (x_rs) + (ulong)gp_ * (x_ks)]                   \
+            : (ushort)0;                                                       \
+  }
+#define LOAD_STAGE(st, p0)                                                     \
+  STAGE(a_tiles[st], BM, ax, a_rs, a_cs, a_rows_fast, i0, p0, m, k)           \
+  STAGE(b_tiles[st], BN, bx, b_cs, b_rs, b_cols_fast, j0, p0, n, k)
+
+/* STMT for every accumulator (i, j, q): fragment (i, j), register q, in
+ * unrolled loops, so that acc stays in registers. */
+#define FOR_ACC(STMT)                                                          \
+  _Pragma("unroll") for (uint i = 0; i < MI; i++)                              \
+      _Pragma("unroll") for (uint j = 0; j < NI; j++)                          \
+          _Pragma("unroll") for (uint q = 0; q < 4; q++) STMT
+
+__kernel __attribute__((reqd_work_group_size(32, WARPS, 1))) void
+gemm_mma(GEMM_ARGS) {
+  __local ushort a_tiles[STAGES][BM * LDS] MMA_ALIGN;
+  __local ushort b_tiles[STAGES][BN * LDS] MMA_ALIGN;
+  MMA_SCRATCH
+  const uint lane = get_local_id(0), warp = get_local_id(1);
+  const uint lid = warp * 32 + lane;
+  const uint wm0 = (warp % WARPS_M) * WM, wn0 = (warp / WARPS_M) * WN;
+  const uint i0 = get_group_id(1) * BM, j0 = get_group_id(0) * BN;
+  const ulong bt_ = get_global_id(2);
+  /* The operands as raw 16-bit elements (T is half for f16). */
+  __global const ushort *ax =
+      (__global const ushort *)a + a_off + bt_ * a_batch;
+  __global const ushort *bx =
+      (__global const ushort *)b + b_off + bt_ * b_batch;
+  c += c_off + bt_ * c_batch;
+  const bool a_rows_fast = a_rs == 1 && a_cs != 1;
+  const bool b_cols_fast = b_cs == 1 && b_rs != 1;
+  float acc[MI][NI][4];
+  FOR_ACC(acc[i][j][q] = 0.0f);
+  const uint stages = (k + BK - 1) / BK;
+  LOAD_STAGE(0, 0)
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = 0; s < stages; s++) {
+    const uint p0 = s * BK;
+    if (STAGES == 2 && s + 1 < stages) {
+      /* The other buffer was last read before the previous barrier. */
+      LOAD_STAGE((s + 1) % STAGES, p0 + BK)
+    }
+    {
+      __local const ushort *at = a_tiles[s % STAGES];
+      __local const ushort *bt = b_tiles[s % STAGES];
+      for (uint kk = 0; kk < BK; kk += 16) {
+        uint af[MI][4], bf[NI][2];
+        /* A: tiles (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15,
+         * 8-15) are registers 0-3: lane l gives row l % 16, k (l / 16) 8. */
+#pragma unroll
+        for (uint i = 0; i < MI; i++)
+          LDSM_X4(af[i], at, (wm0 + i * 16 + lane % 16) * LDS + kk +
+                                 (lane / 16) * 8);
+        /* B, 16 columns at a time: tiles (columns 0-7, k 0-7), (0-7,
+         * 8-15), (8-15, 0-7), (8-15, 8-15) are the two registers of
+         * fragments j and j + 1: lane l gives column l % 8 + (l / 16) 8,
+         * k ((l / 8) % 2) 8. */
+#pragma unroll
+        for (uint j = 0; j < NI; j += 2) {
+          uint r[4];
+          LDSM_X4(r, bt, (wn0 + j * 8 + lane % 8 + (lane / 16) * 8) * LDS +
+                             kk + ((lane / 8) % 2) * 8);
+          bf[j][0] = r[0];
+          bf[j][1] = r[1];
+          bf[j + 1][0] = r[2];
+          bf[j + 1][1] = r[3];
+        }
+#pragma unroll
+        for (uint i = 0; i < MI; i++)
+#pragma unroll
+          for (uint j = 0; j < NI; j++)
+            MMA_16816(acc[i][j], af[i], bf[j]);
+      }
+    }
+    if (STAGES == 1 && s + 1 < stages) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      LOAD_STAGE(0, p0 + BK)
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  FOR_ACC(store_c(c, ldc, m, n, i0 + wm0 + i * 16 + lane / 4 + 8 * (q / 2),
+                  j0 + wn0 + j * 8 + 2 * (lane % 4) + q % 2, acc[i][j][q],
+                  EPILOGUE_ARGS));
+}
+#endif

@@ -1,0 +1,226 @@
+/* GEMM on NVIDIA's matrix units: the parameter space of cl_kernels/
+ * gemm_mma.cl (a small space, space.c's machinery), and whether a context
+ * runs that kernel at all.
+ *
+ * The GPU family's GEMM (ops_gemm_gpu.c) runs f16 and bf16 operands on
+ * gemm_mma instead of gemm_gpu only where all of these hold, checked once
+ * per context, dtype and tuning change (variant.c), the first failing one
+ * being the reason kiln_tuning_get_info and `kiln info` show:
+ *   - the operands are f16 or bf16 (mma.sync takes no f32 here);
+ *   - the device is NVIDIA's (vendor id 0x10de): the kernel is inline PTX,
+ *     which no other OpenCL compiler takes, and no other compiler is handed
+ *     it (one that crashed on it would take the process along);
+ *   - the compile probe (gemm_mma.cl with KILN_MMA_PROBE: one ldmatrix and
+ *     one mma.sync of the dtype, written as the kernel writes them) builds
+ *     on the device: drivers or GPUs without them (before sm_80) fail here;
+ *   - the point comes from kiln tune's correctness gate: a tuning file or a
+ *     database row (which kiln tune writes only after its gate passed on
+ *     the device), or kiln_tuning_set (what kiln tune gates a candidate
+ *     through). The profile's default alone is never run: it is only the
+ *     tuner's first candidate.
+ * Otherwise gemm_gpu runs, as it did before this kernel existed.
+ *
+ * The emulation (KILN_MMA_EMULATE, gemm_mma.cl) is for the test suite
+ * only: it is turned on by kiln__gemm_mma_emulate, an internal function
+ * that the shared library does not export (tests/abi/kiln.symbols lists
+ * every exported symbol; the abi_symbols test fails on a new one), and by
+ * nothing else: no knob of the space, no environment variable, no tuning
+ * file or database row can name it, and kiln_tuning_build never builds it.
+ */
+#include "tune.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define NVIDIA_VENDOR_ID 0x10deu
+
+static _Atomic bool emulate;
+
+void kiln__gemm_mma_emulate(bool on) {
+  atomic_store(&emulate, on);
+  kiln__variants_stale();
+}
+
+/* The kernel's rules (its #error line) and the device's limits. */
+static bool mma_check(const struct kiln__point *p,
+                      const kiln_device_info *info, char *reason,
+                      size_t size) {
+  const unsigned bm = p->v[KILN__MMA_BM], bn = p->v[KILN__MMA_BN],
+                 bk = p->v[KILN__MMA_BK], wm = p->v[KILN__MMA_WM],
+                 wn = p->v[KILN__MMA_WN], st = p->v[KILN__MMA_STAGES];
+  if (bm % wm || bn % wn) {
+    snprintf(reason, size,
+             "BM %u and BN %u must be multiples of WM %u and WN %u", bm, bn,
+             wm, wn);
+    return false;
+  }
+  if (wm % 16 || wn % 16 || bk % 16 || st < 1 || st > 2) {
+    snprintf(reason, size,
+             "WM %u, WN %u and BK %u must be multiples of 16 and STAGES %u 1 "
+             "or 2",
+             wm, wn, bk, st);
+    return false;
+  }
+  /* Accumulators per lane: (WM / 16) x (WN / 8) fragments of 4 floats. */
+  const unsigned regs = (wm / 16) * (wn / 8) * 4;
+  if (regs > 128) {
+    snprintf(reason, size,
+             "%u accumulators per lane (WM / 16 x WN / 8 x 4) exceed 128: "
+             "they would spill out of registers",
+             regs);
+    return false;
+  }
+  const size_t warps = (size_t)(bm / wm) * (bn / wn), items = 32 * warps;
+  if (items > info->max_work_group_size || info->max_work_item_sizes[0] < 32 ||
+      warps > info->max_work_item_sizes[1]) {
+    snprintf(reason, size,
+             "work-groups of 32 x %zu work-items (a warp per WM x WN tile) "
+             "exceed the device's %zu (%zu x %zu)",
+             warps, info->max_work_group_size, info->max_work_item_sizes[0],
+             info->max_work_item_sizes[1]);
+    return false;
+  }
+  const size_t local = (size_t)st * (bm + bn) * (bk + 8) * 2;
+  if (local > info->local_mem_bytes) {
+    snprintf(reason, size,
+             "%zu bytes of __local stages (STAGES x (BM + BN) x (BK + 8) x "
+             "2) exceed the device's %llu",
+             local, (unsigned long long)info->local_mem_bytes);
+    return false;
+  }
+  return true;
+}
+
+/* 64 x 64 blocks of four 32 x 32 warp tiles, k 32 at a time, double
+ * buffered: 20 KiB of __local memory, 128 work-items. */
+static void mma_defaults(const kiln_context *ctx, struct kiln__point *p) {
+  (void)ctx;
+  p->v[KILN__MMA_BM] = 64;
+  p->v[KILN__MMA_BN] = 64;
+  p->v[KILN__MMA_BK] = 32;
+  p->v[KILN__MMA_WM] = 32;
+  p->v[KILN__MMA_WN] = 32;
+  p->v[KILN__MMA_STAGES] = 2;
+}
+
+/* The knobs and the dtype (f16 gives DT 1; every other dtype bf16's DT 2,
+ * so that the f32 build the small spaces' machinery asks for is a program
+ * that exists), and the emulation when the tests turned it on. */
+static void mma_options(const struct kiln__point *p, kiln_dtype dtype,
+                        char *buf, size_t size) {
+  buf[0] = '\0';
+  kiln__space_options(&kiln__gemm_mma_space, p, buf, size);
+  const size_t used = strlen(buf);
+  snprintf(buf + used, size - used, " -DDT=%d%s", dtype == KILN_F16 ? 1 : 2,
+           atomic_load(&emulate) ? " -DKILN_MMA_EMULATE=1" : "");
+}
+
+const struct kiln__space kiln__gemm_mma_space = {
+    .name = "gemm_mma",
+    .family = KILN_FAMILY_GPU,
+    .count = 6,
+    .knob = {{"BM", "rows of C per work-group", 3, {32, 64, 128}},
+             {"BN", "columns of C per work-group", 3, {32, 64, 128}},
+             {"BK", "steps of k per __local stage", 3, {16, 32, 64}},
+             {"WM", "rows of C per warp", 3, {16, 32, 64}},
+             {"WN", "columns of C per warp", 3, {16, 32, 64}},
+             {"STAGES", "__local stages (2: double buffered)", 2, {1, 2}}},
+    .check = mma_check,
+    .defaults = mma_defaults,
+    .program = "gemm_mma",
+    .options = mma_options,
+};
+
+bool kiln__gemm_mma_usable(kiln_context *ctx, kiln_dtype dtype,
+                           const char *source, char *why, size_t size) {
+  if (dtype != KILN_F16 && dtype != KILN_BF16) {
+    snprintf(why, size, "%s operands: the matrix units take f16 and bf16",
+             kiln_dtype_name(dtype));
+    return false;
+  }
+  if (atomic_load(&emulate)) {
+    why[0] = '\0';
+    return true;
+  }
+  if (kiln__ops_tuning(ctx)->family != KILN_FAMILY_GPU) {
+    snprintf(why, size, "the device runs the CPU family's kernels");
+    return false;
+  }
+  if (ctx->device->info.vendor_id != NVIDIA_VENDOR_ID) {
+    snprintf(why, size,
+             "not an NVIDIA device (vendor id 0x%x): the kernel is inline "
+             "PTX, which only NVIDIA's OpenCL compiler takes",
+             (unsigned)ctx->device->info.vendor_id);
+    return false;
+  }
+  char options[32];
+  snprintf(options, sizeof options, "-DKILN_MMA_PROBE=1 -DDT=%d",
+           dtype == KILN_F16 ? 1 : 2);
+  cl_program program; /* owned by ctx's memo */
+  if (kiln__op_program(ctx, "gemm_mma", options, &program) != KILN_OK) {
+    snprintf(why, size,
+             "the compile probe (inline PTX ldmatrix and mma.sync m16n8k16 "
+             "%s) did not build: %.300s",
+             kiln_dtype_name(dtype), kiln_last_error());
+    return false;
+  }
+  if (strcmp(source, "profile") == 0) {
+    snprintf(why, size,
+             "the probe builds, but no point has passed kiln tune's "
+             "correctness gate on this device (kiln tune --op gemm_mma)");
+    return false;
+  }
+  why[0] = '\0';
+  return true;
+}
+
+/* ---- the space, for the tuning API (tune_api.c) ----------------------- */
+
+/* Where ops run the kernel (kiln_tuning_info's used): f16's verdict, and
+ * bf16's when it differs (they differ only in the probe). Decided here as
+ * variant.c decides (kiln__gemm_mma_usable with the point's source), not
+ * read from the variants: the variants call this module. */
+static void mma_used(const struct kiln__tuning_space *self,
+                     const kiln_context *ctx, char *text, size_t size) {
+  struct kiln__point p;
+  const char *source = "profile";
+  if (kiln__space_params(ctx, self->small, &p, &source) != KILN_OK) {
+    snprintf(text, size, "no: %.400s", kiln_last_error());
+    return;
+  }
+  char f16[400], bf16[400];
+  kiln_context *c = (kiln_context *)ctx; /* the probe's program: a cache */
+  const bool on16 = kiln__gemm_mma_usable(c, KILN_F16, source, f16, sizeof f16);
+  const bool onb16 =
+      kiln__gemm_mma_usable(c, KILN_BF16, source, bf16, sizeof bf16);
+  if (on16 && onb16)
+    snprintf(text, size, "yes, for f16 and bf16 GEMM");
+  else if (strcmp(f16, bf16) == 0)
+    snprintf(text, size, "no: %s", f16);
+  else
+    snprintf(text, size, "f16: %.200s; bf16: %.200s", on16 ? "yes" : f16,
+             onb16 ? "yes" : bf16);
+}
+
+/* A build only where the kernel can run: elsewhere the inline PTX would be
+ * handed to a compiler that does not take it. */
+static kiln_status mma_build(const struct kiln__tuning_space *self,
+                             kiln_context *ctx, const char *params) {
+  char why[400];
+  if (!kiln__gemm_mma_usable(ctx, KILN_BF16, "set", why, sizeof why))
+    return kiln__fail(KILN_ERR_UNSUPPORTED, "gemm_mma: %s", why);
+  return kiln__space_build(self, ctx, params);
+}
+
+const struct kiln__tuning_space kiln__gemm_mma_tuning_space = {
+    .op = "gemm_mma",
+    .summary = "the GPU family's f16 and bf16 GEMM on NVIDIA's matrix units "
+               "(cl_kernels/gemm_mma.cl)",
+    .knobs = 6,
+    .small = &kiln__gemm_mma_space,
+    .knob = kiln__space_knob,
+    .check = kiln__space_check_params,
+    .in_effect = kiln__space_in_effect,
+    .build = mma_build,
+    .used = mma_used,
+};

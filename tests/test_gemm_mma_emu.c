@@ -1,0 +1,182 @@
+/* The matrix-unit GEMM (cl_kernels/gemm_mma.cl, runtime/tune/space_mma.c)
+ * without a GPU:
+ *   - validation of its space refuses, with its reason, each kind of point
+ *     the kernel or a device cannot run, and the tuning API and an
+ *     override that does not fit behave as for every space;
+ *   - where nothing turns the emulation on, a device that is not NVIDIA's
+ *     never runs the kernel (nor has kiln cache warm build it), says why
+ *     (kiln_tuning_info's used), and its f16 and bf16 GEMMs stay right on
+ *     the general-core kernel;
+ *   - the kernel built with KILN_MMA_EMULATE (ldmatrix and mma.sync
+ *     m16n8k16 in plain OpenCL C, same fragment layout) passes the GEMM
+ *     checks of test_op_gemm.c (float64 reference, tolerance derived
+ *     there) for f16 and bf16 on three points of the space: m, n and k of
+ *     1, primes and non-multiples of every tile, both layouts, every
+ *     transpose, operands described in the other layout, offsets and padded
+ *     leading dimensions with guards around them (run_case checks every
+ *     element outside C), batches, beta over NaN and the epilogue. The GPU
+ *     family is forced through the profile on CPU devices, as in
+ *     test_gemm_space.c; f32 operands still run gemm_gpu. */
+#include "gemm_test_util.h"
+#include "space_test_util.h"
+
+static struct kiln__point point(unsigned bm, unsigned bn, unsigned bk,
+                                unsigned wm, unsigned wn, unsigned stages) {
+  struct kiln__point p = {{0}};
+  p.v[KILN__MMA_BM] = bm;
+  p.v[KILN__MMA_BN] = bn;
+  p.v[KILN__MMA_BK] = bk;
+  p.v[KILN__MMA_WM] = wm;
+  p.v[KILN__MMA_WN] = wn;
+  p.v[KILN__MMA_STAGES] = stages;
+  return p;
+}
+
+static void test_validation(void **state) {
+  (void)state;
+  char why[256];
+  struct kiln__point p = point(64, 64, 32, 32, 32, 2);
+  assert_true(kiln__space_check(&kiln__gemm_mma_space, &p,
+                                space_gpu_like_info(), true, why,
+                                sizeof why));
+  p = point(32, 64, 32, 64, 32, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, space_gpu_like_info(), true, "must be multiples of WM 64");
+  /* 4 x 16 x 4 accumulators (WN 128 is outside the listed values, which
+   * stop at 128 accumulators). */
+  p = point(128, 128, 64, 64, 128, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, space_gpu_like_info(), false, "256 accumulators");
+  /* Not a listed value: outside the space. */
+  p = point(64, 64, 24, 32, 32, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, space_gpu_like_info(), true, "BK 24");
+  /* 2 x (128 + 128) x (64 + 8) x 2 bytes: 72 KiB. */
+  p = point(128, 128, 64, 32, 64, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, space_gpu_like_info(), true, "bytes of __local stages");
+  /* 128 / 16 x 128 / 16 warps = 2048 work-items. */
+  p = point(128, 128, 16, 16, 16, 1);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, space_gpu_like_info(), true, "work-groups of 32 x 64");
+  assert_kiln_ok(kiln_tuning_get_knob("gemm_mma", 5, &(kiln_tuning_knob){0}));
+}
+
+/* gemm_mma's verdict on ctx for dtype. */
+static const char *verdict(kiln_context *ctx, kiln_dtype dtype) {
+  const struct kiln__variant *v = NULL;
+  assert_kiln_ok(kiln__variant_get(ctx, KILN__TUNED_GEMM_MMA, dtype, &v));
+  return v->off;
+}
+
+static const struct gcase cases[] = {
+    GC(ROW, N, N, 1, 1, 1, 1.0f, 0.0f, KILN_BF16),
+    GC(COL, T, N, 1, 1, 1, 1.0f, 0.0f, KILN_F16),
+    GC(ROW, N, N, 37, 45, 29, 1.0f, 0.5f, KILN_BF16, PADS(3, 5, 7, 1, 2, 3),
+       EPI(RELU, true, 2)),
+    GC(ROW, T, T, 61, 19, 131, -1.0f, 0.0f, KILN_F16, PADS(1, 2, 0, 5, 0, 1)),
+    GC(COL, N, T, 67, 70, 41, 0.5f, 1.0f, KILN_BF16, PADS(4, 7, 2, 0, 8, 0),
+       EPI(GELU, true, 0)),
+    GC(COL, T, T, 130, 33, 70, 1.0f, 0.0f, KILN_F16, PADS(2, 0, 1, 3, 1, 0)),
+    GC(ROW, T, N, 5, 131, 17, 1.0f, 0.0f, KILN_BF16, PADS(0, 3, 0, 0, 0, 7)),
+    GC(COL, N, N, 131, 3, 33, 2.0f, 0.0f, KILN_F16),
+    /* Operands described in the layout other than C's; a batch with gaps
+     * and a shared B. */
+    GC(ROW, N, T, 23, 29, 47, 1.0f, 0.0f, KILN_F16, .mix = true),
+    GC(COL, N, N, 19, 17, 23, 1.0f, 0.5f, KILN_BF16, PADS(1, 1, 1, 2, 2, 2),
+       BATCH(3, 5), .share_b = true),
+};
+
+/* kiln cache warm's list (kiln__ops_warm_gemm): count gemm_mma's. */
+static void count_mma(void *user, const char *source, const char *options) {
+  (void)options;
+  if (strcmp(source, "gemm_mma") == 0)
+    (*(int *)user)++;
+}
+
+static int warmed_mma(kiln_context *ctx) {
+  int count = 0;
+  kiln__ops_warm_gemm(ctx, count_mma, &count);
+  return count;
+}
+
+static void test_emulated(void **state) {
+  (void)state;
+  /* Small, mixed and the default point: one and two stages, one and
+   * several warps per dimension, BK 16 to 64. */
+  const struct kiln__point points[] = {
+      point(32, 32, 16, 16, 16, 1),
+      point(128, 32, 64, 64, 16, 2),
+      point(64, 64, 32, 32, 32, 2),
+  };
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx = NULL;
+    kiln_queue *q = NULL;
+    space_open(&kiln__gemm_mma_space, d, &ctx, &q);
+    const bool nvidia = ctx->device->info.vendor_id == 0x10de;
+    /* Without the emulation: a device that is not NVIDIA's never runs
+     * the kernel and says why; f32 never does. */
+    kiln_tuning_info *info = calloc(1, sizeof *info);
+    assert_non_null(info);
+    assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm_mma", info));
+    fprintf(stderr, "# device %zu gemm_mma used: %s\n", d, info->used);
+    if (!nvidia) {
+      assert_non_null(strstr(info->used, "no: not an NVIDIA device"));
+      assert_non_null(strstr(verdict(ctx, KILN_BF16), "not an NVIDIA"));
+      run_case(ctx, q, &cases[2], "gemm_gpu for bf16 (no matrix units)");
+    }
+    assert_non_null(strstr(verdict(ctx, KILN_F32), "f32 operands"));
+    if (!nvidia)
+      assert_int_equal(warmed_mma(ctx), 0);
+
+    kiln__gemm_mma_emulate(true);
+    assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm_mma", info));
+    assert_string_equal(info->used, "yes, for f16 and bf16 GEMM");
+    /* kiln cache warm builds the kernel for f16 and bf16 where it runs. */
+    assert_int_equal(warmed_mma(ctx), 2);
+    for (size_t s = 0; s < sizeof points / sizeof points[0]; s++) {
+      kiln__space_set_override(&kiln__gemm_mma_space, &points[s]);
+      assert_string_equal(verdict(ctx, KILN_F16), "");
+      assert_string_equal(verdict(ctx, KILN_BF16), "");
+      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char tag[96];
+        snprintf(tag, sizeof tag, "device %zu emulated point %zu case %zu", d,
+                 s, i);
+        run_case(ctx, q, &cases[i], tag);
+      }
+    }
+    kiln__space_set_override(&kiln__gemm_mma_space, NULL);
+    kiln__gemm_mma_emulate(false);
+    free(info);
+    kiln_test_close(ctx, q);
+  }
+}
+
+/* An 8 x 8 x 8 bf16 GEMM: A and B in a (64 elements each), C in b. */
+static kiln_status gemm_8x8(kiln_queue *q, kiln_buffer *a, kiln_buffer *b) {
+  const kiln_matrix ma = {.buffer = a, .rows = 8, .cols = 8, .dtype = KILN_BF16};
+  const kiln_matrix mb = {.buffer = a, .offset = 64, .rows = 8, .cols = 8,
+                          .dtype = KILN_BF16};
+  const kiln_matrix mc = {.buffer = b, .rows = 8, .cols = 8, .dtype = KILN_F32};
+  return kiln_matmul(q, 1, &ma, &mb, &mc, NULL, 0, NULL, NULL);
+}
+
+/* The tuning API's view of the space; an override the device cannot run
+ * fails a bf16 GEMM before launch, naming the space. */
+static void test_api(void **state) {
+  (void)state;
+  const struct kiln__point broken = point(32, 64, 32, 64, 32, 2);
+  space_check_api(&kiln__gemm_mma_space,
+                  "BM=32 BN=64 BK=16 WM=16 WN=32 STAGES=1", NULL, NULL,
+                  &broken, gemm_8x8);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_validation),
+      cmocka_unit_test(test_api),
+      cmocka_unit_test(test_emulated),
+  };
+  (void)run_all;
+  (void)run_cpu_family;
+  (void)space_run_sample;
+  const char *filter = getenv("KILN_TEST_FILTER");
+  if (filter != NULL && filter[0] != '\0')
+    cmocka_set_test_filter(filter);
+  return KILN_TEST_RUN("gemm_mma_emu", tests, true);
+}
