@@ -12,6 +12,7 @@ and message (``kiln_last_error()``). See docs/python.md.
 """
 
 import builtins as _builtins
+import operator as _operator
 import threading as _threading
 
 import numpy as _np
@@ -193,7 +194,9 @@ def _queue_of(device=None, queue=None):
 def _shape_tuple(shape):
     if isinstance(shape, (int, _np.integer)):
         return (int(shape),)
-    return tuple(int(s) for s in shape)
+    if isinstance(shape, (str, bytes)):
+        raise TypeError("shape must be an int or a sequence of ints, not %s" % type(shape).__name__)
+    return tuple(_operator.index(s) for s in shape)
 
 
 class Array(_kiln.ArrayBase):

@@ -193,22 +193,24 @@ def _copy_new(x):
 
 def copy(x, out=None, *, wait=None, event=False):
     """A device copy of x (any view: made contiguous); into out when given
-    (same size and dtype)."""
+    (same shape and dtype; out may be a view too). 2-D views go through
+    kiln_transpose, which takes any leading dimension."""
     if out is None:
         out = _new(x, x.shape)
     if x.is_contiguous and out.is_contiguous:
         return _ret(out, _kiln.copy(x, out, wait, event))
     if x.ndim == 2 and out.ndim == 2 and x.shape == out.shape:
-        # A transposed view is its transpose's data: kiln_transpose moves it.
-        xs, os_ = x.strides, out.strides
-        if xs[0] == 1 and os_[1] == 1:
+        x_row = x.strides[1] == 1 or x.shape[1] == 1
+        o_row = out.strides[1] == 1 or out.shape[1] == 1
+        if not x_row and not o_row:
+            return copy(x.T, out.T, wait=wait, event=event)
+        if not x_row:  # a column-major x is its transpose, row-major
             return _ret(out, _kiln.transpose(x.T, out, wait, event))
-        if xs[1] == 1 and os_[1] == 1:
-            # Row-major with padding (row slices of a wider matrix): rows one by one
-            # would be slow; go through the transpose twice instead.
-            t = _kiln.empty(x.queue, (x.shape[1], x.shape[0]), x._dtype_code)
-            _kiln.transpose(x, t, wait)
-            return _ret(out, _kiln.transpose(t, out, None, event))
+        if not o_row:
+            return _ret(out, _kiln.transpose(x, out.T, wait, event))
+        t = _kiln.empty(x.queue, (x.shape[1], x.shape[0]), x._dtype_code)
+        _kiln.transpose(x, t, wait)
+        return _ret(out, _kiln.transpose(t, out, None, event))
     raise ValueError("copy: kiln copies contiguous arrays and 2-D views; got strides %s -> %s"
                      % (x.strides, out.strides))
 
