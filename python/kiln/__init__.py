@@ -533,12 +533,15 @@ def from_dlpack(x, *, device=None, queue=None):
     device; OpenCL tensors of the same context share memory (a cl_mem of
     another context raises WrongContextError). dtypes: float32, float16,
     bfloat16, int32, uint32."""
-    q = _queue_of(device, queue)
     if isinstance(x, Array):
+        if device is None and queue is None:
+            return x
+        q = _queue_of(device, queue)
         if x.context is not q.context:
-            raise WrongContextError("from_dlpack: the array belongs to another context "
-                                    "than the target device; copy it through the host")
-        return x if (device is None and queue is None) else x.with_queue(q)
+            _kiln.fail(-21, "from_dlpack: the array belongs to another context than the "
+                       "target device; copy it through the host")
+        return x.with_queue(q)
+    q = _queue_of(device, queue)
     if hasattr(x, "__dlpack__"):
         try:
             cap = x.__dlpack__(max_version=(1, 0))

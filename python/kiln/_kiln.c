@@ -2260,6 +2260,21 @@ static PyObject *mod_last_error(PyObject *self, PyObject *unused) {
   return Py_BuildValue("(ss)", kiln_status_name(kiln_last_status()), kiln_last_error());
 }
 
+/* fail(status, message): raise the status's exception as kiln's own calls
+ * do (it becomes this thread's kiln_last_error() too), for refusals that
+ * the Python layer makes. */
+static PyObject *mod_fail(PyObject *self, PyObject *args) {
+  int st;
+  const char *msg;
+  if (!PyArg_ParseTuple(args, "is", &st, &msg))
+    return NULL;
+  if (st >= 0 || st <= -32) {
+    PyErr_SetString(PyExc_ValueError, "fail: not an error status");
+    return NULL;
+  }
+  return raise_with((kiln_status)st, msg);
+}
+
 static PyObject *mod_set_array_class(PyObject *self, PyObject *cls) {
   if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &ArrayType)) {
     PyErr_SetString(PyExc_TypeError, "expected a subclass of ArrayBase");
@@ -2314,6 +2329,7 @@ static PyMethodDef module_methods[] = {
     {"dlpack", mod_dlpack, METH_VARARGS, "DLPack capsule of an array."},
     {"from_capsule", mod_from_capsule, METH_VARARGS, "Array from a DLPack capsule."},
     {"last_error", mod_last_error, METH_NOARGS, "(status name, message) of this thread."},
+    {"fail", mod_fail, METH_VARARGS, "Raise a status's exception with a message."},
     {"set_array_class", mod_set_array_class, METH_O, "The class new arrays get."},
     {"version", mod_version, METH_NOARGS, "kiln_version() of the loaded library."},
     {"convert", mod_convert, METH_VARARGS, "host f32 <-> bf16/f16 conversion."},
