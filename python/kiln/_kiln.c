@@ -1348,9 +1348,9 @@ static PyObject *Kernel_call(KernelObject *self, PyObject *args, PyObject *kw) {
                             "pass the offset as an int",
                             idx);
       st = kiln_kernel_set_arg_buffer(self->kernel, idx, a->buf->buf);
-    } else if (PyFloat_Check(o)) {
+    } else if (PyFloat_CheckExact(o)) {
       st = kiln_kernel_set_arg_f32(self->kernel, idx, (float)PyFloat_AS_DOUBLE(o));
-    } else if (PyLong_Check(o)) {
+    } else if (PyLong_CheckExact(o)) {
       long v = PyLong_AsLong(o);
       if ((v == -1 && PyErr_Occurred()) || v < INT32_MIN || v > INT32_MAX) {
         PyErr_Clear();
