@@ -1929,42 +1929,52 @@ enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4 };
 #define DLPACK_FLAG_BITMASK_IS_COPIED (1ull << 1)
 
 /* One allocation per exported tensor: both managed structs' shapes and the
- * owner (an Array for device tensors) or the host copy. */
+ * owner (an Array for device tensors) or the host copy. Two references,
+ * the capsule's and the managed tensor's (its deleter), taken and dropped
+ * under the GIL: a consumer that calls the deleter but leaves the capsule
+ * unrenamed (PyTorch 2.15 does, when it refuses an OpenCL tensor) must not
+ * make the capsule's destructor delete it twice. */
 typedef struct {
   DLManagedTensor legacy;
   DLManagedTensorVersioned versioned;
   int64_t shape[MAX_DIMS], strides[MAX_DIMS];
   PyObject *owner;
   void *host;
+  int refs;
+  int deleted;
 } Export;
 
-static void export_free(Export *x) {
-  if (x->owner) {
-    PyGILState_STATE g = PyGILState_Ensure();
-    Py_DECREF(x->owner);
-    PyGILState_Release(g);
-  }
-  free(x->host);
-  free(x);
-}
-static void legacy_deleter(DLManagedTensor *t) { export_free((Export *)t->manager_ctx); }
-static void versioned_deleter(DLManagedTensorVersioned *t) {
-  export_free((Export *)t->manager_ctx);
+static void export_unref(Export *x) {
+  if (--x->refs == 0)
+    free(x);
 }
 
-static void capsule_legacy_destructor(PyObject *cap) {
-  if (PyCapsule_IsValid(cap, "dltensor")) {
-    DLManagedTensor *t = PyCapsule_GetPointer(cap, "dltensor");
-    if (t && t->deleter)
-      t->deleter(t);
+static void export_delete(Export *x) {
+  PyGILState_STATE g = PyGILState_Ensure();
+  if (!x->deleted) {
+    x->deleted = 1;
+    Py_CLEAR(x->owner);
+    free(x->host);
+    x->host = NULL;
+    export_unref(x);
   }
+  PyGILState_Release(g);
 }
-static void capsule_versioned_destructor(PyObject *cap) {
-  if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
-    DLManagedTensorVersioned *t = PyCapsule_GetPointer(cap, "dltensor_versioned");
-    if (t && t->deleter)
-      t->deleter(t);
-  }
+static void legacy_deleter(DLManagedTensor *t) { export_delete((Export *)t->manager_ctx); }
+static void versioned_deleter(DLManagedTensorVersioned *t) {
+  export_delete((Export *)t->manager_ctx);
+}
+
+/* Unconsumed (name unchanged, deleter not called): delete; then drop the
+ * capsule's reference. */
+static void capsule_destructor(PyObject *cap) {
+  Export *x = PyCapsule_GetContext(cap);
+  if (!x)
+    return;
+  const char *name = PyCapsule_GetName(cap);
+  if (name && strncmp(name, "used_", 5) != 0)
+    export_delete(x);
+  export_unref(x);
 }
 
 static DLDataType dl_dtype(kiln_dtype d) {
@@ -2034,29 +2044,37 @@ static PyObject *mod_dlpack(PyObject *self, PyObject *args) {
       return raise_status(st);
     }
     t.data = (void *)kiln_buffer_get_cl_mem(a->buf->buf);
+    /* (the owner reference is taken below, once nothing can fail) */
     t.byte_offset = (uint64_t)a->offset * es;
     t.device = (DLDevice){kDLOpenCL, (int32_t)a->queue->ctx->list_index};
-    x->owner = ao;
-    Py_INCREF(ao);
   }
   PyObject *cap;
+  x->refs = 2;
   if (versioned) {
     x->versioned.version = (DLPackVersion){1, 0};
     x->versioned.manager_ctx = x;
     x->versioned.deleter = versioned_deleter;
     x->versioned.flags = to_cpu ? DLPACK_FLAG_BITMASK_IS_COPIED : 0;
     x->versioned.dl_tensor = t;
-    cap = PyCapsule_New(&x->versioned, "dltensor_versioned", capsule_versioned_destructor);
+    cap = PyCapsule_New(&x->versioned, "dltensor_versioned", capsule_destructor);
   } else {
     x->legacy.manager_ctx = x;
     x->legacy.deleter = legacy_deleter;
     x->legacy.dl_tensor = t;
-    cap = PyCapsule_New(&x->legacy, "dltensor", capsule_legacy_destructor);
+    cap = PyCapsule_New(&x->legacy, "dltensor", capsule_destructor);
   }
-  if (!cap) {
-    Py_XDECREF(x->owner);
-    x->owner = NULL;
-    export_free(x);
+  if (!cap || PyCapsule_SetContext(cap, x) < 0) {
+    if (cap) {
+      PyCapsule_SetDestructor(cap, NULL);
+      Py_DECREF(cap);
+    }
+    free(x->host);
+    free(x);
+    return NULL;
+  }
+  if (!to_cpu) { /* the capsule's data is the array's cl_mem: keep it alive */
+    x->owner = ao;
+    Py_INCREF(ao);
   }
   return cap;
 }

@@ -115,3 +115,28 @@ def test_torch(dev, rng):
     back = kiln.from_dlpack(tb, device=dev)
     assert back.dtype == "bfloat16"
     np.testing.assert_array_equal(back.numpy(), bf.numpy())
+
+
+def test_deleter_called_without_rename(dev):
+    """A consumer that calls the deleter but leaves the capsule's name (as
+    PyTorch does when it refuses an OpenCL tensor) must not make the capsule
+    delete it twice."""
+    import ctypes
+    import gc
+    import sys
+    a = kiln.zeros(3, device=dev)
+    before = sys.getrefcount(a)
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    for versioned, name, off in ((False, b"dltensor", 56), (True, b"dltensor_versioned", 16)):
+        cap = a.__dlpack__(max_version=(1, 0) if versioned else None)
+        assert sys.getrefcount(a) == before + 1
+        p = get(cap, name)
+        deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(ctypes.c_void_p.from_address(p + off).value)
+        deleter(p)
+        assert sys.getrefcount(a) == before
+        del cap
+        gc.collect()
+        assert sys.getrefcount(a) == before
+    np.testing.assert_array_equal(a.numpy(), [0, 0, 0])
