@@ -389,13 +389,13 @@ static PyObject *Context_get_index(ContextObject *self, void *unused) {
 static PyMethodDef Context_methods[] = {
     {"close", (PyCFunction)Context_close, METH_NOARGS,
      "Refuse new queues, programs and arrays from now on."},
-    {NULL}};
+    {0}};
 
 static PyGetSetDef Context_getset[] = {
     {"info", (getter)Context_get_info, NULL, "device facts (dict)", NULL},
     {"closed", (getter)Context_get_closed, NULL, "whether close() was called", NULL},
     {"index", (getter)Context_get_index, NULL, "index in kiln's device list", NULL},
-    {NULL}};
+    {0}};
 
 /* ---- Queue ------------------------------------------------------------------- */
 
@@ -544,12 +544,12 @@ static PyMethodDef Queue_methods[] = {
      "The statistics of the queue's memory pool (dict)."},
     {"trim", (PyCFunction)Queue_trim, METH_NOARGS,
      "Give the pool's cached blocks back to the driver; returns the bytes released."},
-    {NULL}};
+    {0}};
 
 static PyGetSetDef Queue_getset[] = {
     {"context", (getter)Queue_get_context, NULL, "the Context", NULL},
     {"closed", (getter)Queue_get_closed, NULL, "whether close() was called", NULL},
-    {NULL}};
+    {0}};
 
 /* ---- Buffer ------------------------------------------------------------------ */
 
@@ -1120,12 +1120,12 @@ static PyMethodDef Event_methods[] = {
     {"wait", (PyCFunction)Event_wait, METH_NOARGS, "Block until the command has completed."},
     {"profiling", (PyCFunction)Event_profiling, METH_NOARGS,
      "(start_ns, end_ns) device timestamps; needs a profiling queue."},
-    {NULL}};
+    {0}};
 
 static PyGetSetDef Event_getset[] = {
     {"state", (getter)Event_get_state, NULL,
      "'queued', 'submitted', 'running', 'complete' or 'failed'", NULL},
-    {NULL}};
+    {0}};
 
 static PyObject *mod_wait_all(PyObject *self, PyObject *args) {
   PyObject *seq_in;
@@ -1231,13 +1231,13 @@ static PyObject *Program_get_build_log(ProgramObject *self, void *u) {
 static PyMethodDef Program_methods[] = {
     {"kernel", (PyCFunction)Program_kernel, METH_VARARGS,
      "kernel(name) -> Kernel for the __kernel function name (NotFoundError if none)."},
-    {NULL}};
+    {0}};
 
 static PyGetSetDef Program_getset[] = {
     {"from_cache", (getter)Program_get_from_cache, NULL,
      "whether the build came from kiln's persistent cache", NULL},
     {"build_log", (getter)Program_get_build_log, NULL, "the full build log", NULL},
-    {NULL}};
+    {0}};
 
 static void Kernel_dealloc(KernelObject *self) {
   if (self->kernel)
@@ -1409,11 +1409,11 @@ static PyObject *Kernel_get_num_args(KernelObject *self, void *u) {
 
 static PyMethodDef Kernel_methods[] = {
     {"info", (PyCFunction)Kernel_info, METH_NOARGS, "What the driver says of the kernel (dict)."},
-    {NULL}};
+    {0}};
 
 static PyGetSetDef Kernel_getset[] = {
     {"num_args", (getter)Kernel_get_num_args, NULL, "number of declared arguments", NULL},
-    {NULL}};
+    {0}};
 
 /* ---- ops -----------------------------------------------------------------------------
  * One function per C op. The pattern: parse descriptors with the converters,
@@ -2387,12 +2387,12 @@ static PyMethodDef module_methods[] = {
     OPM(grad_norm, "kiln_grad_norm"),
     OPM(clip_grad_norm, "kiln_clip_grad_norm"),
     OPM(has_nonfinite, "kiln_has_nonfinite"),
-    {NULL}};
+    {0}};
 
 static PyMethodDef Array_methods[] = {
     {"_view", (PyCFunction)Array_view, METH_VARARGS,
      "_view(offset, shape, strides[, queue]) -> Array over the same buffer"},
-    {NULL}};
+    {0}};
 
 static PyGetSetDef Array_getset[] = {
     {"shape", (getter)Array_get_shape, NULL, "tuple of extents", NULL},
@@ -2408,7 +2408,7 @@ static PyGetSetDef Array_getset[] = {
     {"buffer_nbytes", (getter)Array_get_buffer_nbytes, NULL, "bytes of the underlying buffer",
      NULL},
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
-    {NULL}};
+    {0}};
 
 static PyObject *no_new(PyTypeObject *t, PyObject *a, PyObject *k) {
   PyErr_Format(PyExc_TypeError, "cannot create '%s' directly", t->tp_name);
