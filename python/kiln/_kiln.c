@@ -941,6 +941,41 @@ static PyObject *call_finish(Call *c, kiln_status st) {
 
 /* ---- transfers ---------------------------------------------------------------- */
 
+/* The end of a transfer between host memory `view` and a buffer, enqueued
+ * with status st as ev. Blocking: wait, let go of view, return None (or
+ * the Event when asked). Non-blocking: return the Event, which holds view
+ * until it is waited for or freed (the command still uses the memory). */
+static PyObject *transfer_finish(Call *c, kiln_status st, kiln_event *ev, Py_buffer *view,
+                                 int blocking) {
+  if (st == KILN_OK && blocking)
+    st = wait_nogil(ev);
+  if (st != KILN_OK || blocking) {
+    PyBuffer_Release(view);
+    if (st != KILN_OK) {
+      kiln_event_release(ev); /* NULL when the enqueue failed */
+      return raise_status(st);
+    }
+    if (!c->want_event) {
+      kiln_event_release(ev);
+      Py_RETURN_NONE;
+    }
+    return (PyObject *)event_wrap(ev, c->q->ctx);
+  }
+  EventObject *e = PyObject_New(EventObject, &EventType);
+  if (!e) {
+    wait_nogil(ev);
+    kiln_event_release(ev);
+    PyBuffer_Release(view);
+    return NULL;
+  }
+  e->event = ev;
+  e->ctx = c->q->ctx;
+  Py_INCREF(e->ctx);
+  e->hold = *view;
+  e->holding = 1;
+  return (PyObject *)e;
+}
+
 /* write(array, host, blocking, wait=None, event=False): host is any
  * C-contiguous buffer of the array's size in bytes. Non-blocking: the
  * returned Event holds the host buffer until it is waited for or freed. */
@@ -969,32 +1004,7 @@ static PyObject *mod_write(PyObject *self, PyObject *args, PyObject *kw) {
   }
   kiln_event *ev = NULL;
   kiln_status st = kiln_buffer_write(c.q->queue, view.buf, dst.p, c.nwait, c.waits, &ev);
-  if (st != KILN_OK) {
-    PyBuffer_Release(&view);
-    return raise_status(st);
-  }
-  if (blocking) {
-    st = wait_nogil(ev);
-    PyBuffer_Release(&view);
-    if (st != KILN_OK) {
-      kiln_event_release(ev);
-      return raise_status(st);
-    }
-    if (!c.want_event) {
-      kiln_event_release(ev);
-      Py_RETURN_NONE;
-    }
-    return (PyObject *)event_wrap(ev, c.q->ctx);
-  }
-  EventObject *e = event_wrap(ev, c.q->ctx);
-  if (!e) {
-    /* The command still reads view: wait before letting go of it. */
-    PyBuffer_Release(&view);
-    return NULL;
-  }
-  e->hold = view;
-  e->holding = 1;
-  return (PyObject *)e;
+  return transfer_finish(&c, st, ev, &view, blocking);
 }
 
 /* read(array_span_lo, count, array, host, blocking, wait, event): copy count
@@ -1033,31 +1043,7 @@ static PyObject *mod_read(PyObject *self, PyObject *args, PyObject *kw) {
   kiln_range r = {a->buf->buf, (size_t)lo, (size_t)count, a->dtype};
   kiln_event *ev = NULL;
   kiln_status st = kiln_buffer_read(c.q->queue, &r, view.buf, c.nwait, c.waits, &ev);
-  if (st != KILN_OK) {
-    PyBuffer_Release(&view);
-    return raise_status(st);
-  }
-  if (blocking) {
-    st = wait_nogil(ev);
-    PyBuffer_Release(&view);
-    if (st != KILN_OK) {
-      kiln_event_release(ev);
-      return raise_status(st);
-    }
-    if (!c.want_event) {
-      kiln_event_release(ev);
-      Py_RETURN_NONE;
-    }
-    return (PyObject *)event_wrap(ev, c.q->ctx);
-  }
-  EventObject *e = event_wrap(ev, c.q->ctx);
-  if (!e) {
-    PyBuffer_Release(&view);
-    return NULL;
-  }
-  e->hold = view;
-  e->holding = 1;
-  return (PyObject *)e;
+  return transfer_finish(&c, st, ev, &view, blocking);
 }
 
 static PyObject *op_copy(PyObject *self, PyObject *args, PyObject *kw) {
