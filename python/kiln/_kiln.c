@@ -84,12 +84,19 @@ typedef struct {
   ContextObject *ctx;
 } QueueObject;
 
+#define MAX_FOREIGN 4
+
 typedef struct {
   PyObject_HEAD
   kiln_buffer *buf;
   QueueObject *home;      /* the queue whose pool it came from */
   PyObject *keep;         /* a DLPack capsule it wraps, else NULL */
   size_t nbytes;
+  int pooled;             /* from home's pool */
+  /* Other queues that ran commands on it: the pool may reuse the block
+   * only after them too (kiln_pool_release_after), so they are held. */
+  int nforeign;
+  QueueObject *foreign[MAX_FOREIGN];
 } BufferObject;
 
 typedef struct {
@@ -554,8 +561,22 @@ static PyGetSetDef Queue_getset[] = {
 /* ---- Buffer ------------------------------------------------------------------ */
 
 static void Buffer_dealloc(BufferObject *self) {
-  if (self->buf)
+  kiln_event *after[MAX_FOREIGN];
+  size_t n = 0;
+  for (int i = 0; i < self->nforeign; i++) {
+    /* A closed queue finished its commands when it was destroyed. */
+    if (self->foreign[i]->queue &&
+        kiln_queue_marker(self->foreign[i]->queue, 0, NULL, &after[n]) == KILN_OK)
+      n++;
+  }
+  if (self->buf && (!self->pooled || n == 0 ||
+                    kiln_pool_release_after(self->home->pool, self->buf, n, after, NULL) !=
+                        KILN_OK))
     kiln_buffer_destroy(self->buf);
+  for (size_t i = 0; i < n; i++)
+    kiln_event_release(after[i]);
+  for (int i = 0; i < self->nforeign; i++)
+    Py_DECREF(self->foreign[i]);
   Py_XDECREF(self->keep);
   Py_XDECREF(self->home);
   Py_TYPE(self)->tp_free((PyObject *)self);
@@ -578,6 +599,8 @@ static BufferObject *buffer_alloc(QueueObject *q, size_t nbytes) {
   Py_INCREF(q);
   self->keep = NULL;
   self->nbytes = nbytes;
+  self->pooled = 1;
+  self->nforeign = 0;
   return self;
 }
 
@@ -771,13 +794,20 @@ static PyObject *Array_view(ArrayObject *self, PyObject *args) {
  * kiln_matrix (2-D or batched 3-D, row- or column-major) or kiln_image
  * (4-D, NCHW contiguous). The _opt forms take None as NULL. */
 
+typedef struct Call Call;
+
+/* Each converted operand's buffer is noted in its call (when the
+ * descriptor's .call is set, as OPERAND does), so that the queue the call
+ * enqueues on is recorded in the buffer (see BufferObject.foreign). */
 typedef struct {
+  Call *call;
   kiln_range r;
   const kiln_range *p; /* &r, or NULL for None */
   ArrayObject *a;
 } RangeArg;
 
 typedef struct {
+  Call *call;
   kiln_matrix m;
   const kiln_matrix *p;
   ArrayObject *a;
@@ -785,9 +815,12 @@ typedef struct {
 } MatrixArg;
 
 typedef struct {
+  Call *call;
   kiln_image im;
   ArrayObject *a;
 } ImageArg;
+
+static void call_touch(Call *c, BufferObject *b);
 
 static int check_array(PyObject *o, const char *what) {
   if (!PyObject_TypeCheck(o, &ArrayType)) {
@@ -811,6 +844,7 @@ static int conv_range(PyObject *o, void *out) {
   r->r = (kiln_range){a->buf->buf, (size_t)a->offset, (size_t)array_size(a), a->dtype};
   r->p = &r->r;
   r->a = a;
+  call_touch(r->call, a->buf);
   return 1;
 }
 
@@ -856,6 +890,7 @@ static int conv_matrix(PyObject *o, void *out) {
   m->m.batch_stride = d ? (size_t)a->strides[0] : 0;
   m->p = &m->m;
   m->a = a;
+  call_touch(m->call, a->buf);
   return 1;
 }
 
@@ -876,21 +911,50 @@ static int conv_image(PyObject *o, void *out) {
                         (size_t)a->shape[1], (size_t)a->shape[2], (size_t)a->shape[3],
                         a->dtype, KILN_NCHW};
   im->a = a;
+  call_touch(im->call, a->buf);
   return 1;
 }
 
 /* What every enqueueing call shares: the queue, the wait list and whether
  * an Event is wanted back. */
-typedef struct {
+#define MAX_TOUCH 64
+
+struct Call {
   PyObject *wait;   /* None or a sequence of Events */
   int want_event;
   QueueObject *q;
   size_t nwait;
   kiln_event *waits[MAX_WAIT];
   kiln_event *ev;
-} Call;
+  int ntouched;
+  BufferObject *touched[MAX_TOUCH]; /* borrowed: the arguments hold them */
+};
 
-#define CALL_INIT {Py_None, 0, NULL, 0, {0}, NULL}
+#define CALL_INIT {Py_None, 0, NULL, 0, {0}, NULL, 0, {0}}
+/* An operand descriptor whose buffer is noted in call c. */
+#define OPERAND {.call = &c}
+
+static void call_touch(Call *c, BufferObject *b) {
+  if (c && c->ntouched < MAX_TOUCH)
+    c->touched[c->ntouched++] = b;
+}
+
+/* After a successful enqueue on c->q: remember c->q in every operand's
+ * buffer that came from another queue's pool, so that the buffer's block
+ * is reused only once c->q's commands are done. Beyond MAX_FOREIGN queues
+ * (or MAX_TOUCH operands) nothing more is noted. */
+static void call_note(Call *c) {
+  for (int i = 0; i < c->ntouched; i++) {
+    BufferObject *b = c->touched[i];
+    int known = b->home == c->q || !b->pooled;
+    for (int k = 0; !known && k < b->nforeign; k++)
+      known = b->foreign[k] == c->q;
+    if (!known && b->nforeign < MAX_FOREIGN) {
+      Py_INCREF(c->q);
+      b->foreign[b->nforeign++] = c->q;
+    }
+  }
+}
 
 /* Resolve the queue (q, else the given array's) and the wait list. */
 static int call_prepare(Call *c, QueueObject *q, ArrayObject *a) {
@@ -931,6 +995,7 @@ static int call_prepare(Call *c, QueueObject *q, ArrayObject *a) {
 static PyObject *call_finish(Call *c, kiln_status st) {
   if (st != KILN_OK)
     return raise_status(st);
+  call_note(c);
   if (!c->want_event)
     Py_RETURN_NONE;
   return (PyObject *)event_wrap(c->ev, c->q->ctx);
@@ -947,6 +1012,8 @@ static PyObject *call_finish(Call *c, kiln_status st) {
  * until it is waited for or freed (the command still uses the memory). */
 static PyObject *transfer_finish(Call *c, kiln_status st, kiln_event *ev, Py_buffer *view,
                                  int blocking) {
+  if (st == KILN_OK)
+    call_note(c);
   if (st == KILN_OK && blocking)
     st = wait_nogil(ev);
   if (st != KILN_OK || blocking) {
@@ -982,7 +1049,7 @@ static PyObject *transfer_finish(Call *c, kiln_status st, kiln_event *ev, Py_buf
 static PyObject *mod_write(PyObject *self, PyObject *args, PyObject *kw) {
   static char *kwl[] = {"dst", "src", "blocking", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeArg dst;
+  RangeArg dst = OPERAND;
   PyObject *src;
   int blocking = 1;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O|pOp", kwl, conv_range, &dst, &src, &blocking,
@@ -1041,6 +1108,7 @@ static PyObject *mod_read(PyObject *self, PyObject *args, PyObject *kw) {
     Py_RETURN_NONE;
   }
   kiln_range r = {a->buf->buf, (size_t)lo, (size_t)count, a->dtype};
+  call_touch(&c, a->buf);
   kiln_event *ev = NULL;
   kiln_status st = kiln_buffer_read(c.q->queue, &r, view.buf, c.nwait, c.waits, &ev);
   return transfer_finish(&c, st, ev, &view, blocking);
@@ -1049,7 +1117,7 @@ static PyObject *mod_read(PyObject *self, PyObject *args, PyObject *kw) {
 static PyObject *op_copy(PyObject *self, PyObject *args, PyObject *kw) {
   static char *kwl[] = {"src", "dst", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeArg x, y;
+  RangeArg x = OPERAND, y = OPERAND;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&|Op", kwl, conv_range, &x, conv_range, &y,
                                    &c.wait, &c.want_event) ||
       !call_prepare(&c, NULL, y.a))
@@ -1334,6 +1402,7 @@ static PyObject *Kernel_call(KernelObject *self, PyObject *args, PyObject *kw) {
                             "pass the offset as an int",
                             idx);
       st = kiln_kernel_set_arg_buffer(self->kernel, idx, a->buf->buf);
+      call_touch(&c, a->buf);
     } else if (PyFloat_CheckExact(o)) {
       st = kiln_kernel_set_arg_f32(self->kernel, idx, (float)PyFloat_AS_DOUBLE(o));
     } else if (PyLong_CheckExact(o)) {
@@ -1417,7 +1486,7 @@ OP_DEF(unary) {
   static const char *kwl[] = {"op", "x", "y", CALL_KW, NULL};
   Call c = CALL_INIT;
   int op;
-  RangeArg x, y;
+  RangeArg x = OPERAND, y = OPERAND;
   OP_PARSE("iO&O&", &op, conv_range, &x, conv_range, &y);
   if (!call_prepare(&c, NULL, y.a))
     return NULL;
@@ -1428,7 +1497,7 @@ OP_DEF(binary) {
   static const char *kwl[] = {"op", "a", "b", "y", CALL_KW, NULL};
   Call c = CALL_INIT;
   int op;
-  RangeArg a, b, y;
+  RangeArg a = OPERAND, b = OPERAND, y = OPERAND;
   OP_PARSE("iO&O&O&", &op, conv_range, &a, conv_range, &b, conv_range, &y);
   if (!call_prepare(&c, NULL, y.a))
     return NULL;
@@ -1440,7 +1509,7 @@ OP_DEF(binary_scalar) {
   Call c = CALL_INIT;
   int op;
   float s;
-  RangeArg a, y;
+  RangeArg a = OPERAND, y = OPERAND;
   OP_PARSE("iO&O&f", &op, conv_range, &a, conv_range, &y, &s);
   if (!call_prepare(&c, NULL, y.a))
     return NULL;
@@ -1451,7 +1520,7 @@ OP_DEF(axpy) {
   static const char *kwl[] = {"x", "y", "alpha", CALL_KW, NULL};
   Call c = CALL_INIT;
   float alpha;
-  RangeArg x, y;
+  RangeArg x = OPERAND, y = OPERAND;
   OP_PARSE("O&O&f", conv_range, &x, conv_range, &y, &alpha);
   if (!call_prepare(&c, NULL, y.a))
     return NULL;
@@ -1462,7 +1531,7 @@ OP_DEF(scale) {
   static const char *kwl[] = {"x", "alpha", CALL_KW, NULL};
   Call c = CALL_INIT;
   float alpha;
-  RangeArg x;
+  RangeArg x = OPERAND;
   OP_PARSE("O&f", conv_range, &x, &alpha);
   if (!call_prepare(&c, NULL, x.a))
     return NULL;
@@ -1473,7 +1542,7 @@ OP_DEF(scale) {
 OP_DEF(fill) {
   static const char *kwl[] = {"y", "value", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeArg y;
+  RangeArg y = OPERAND;
   Py_buffer v;
   OP_PARSE("O&y*", conv_range, &y, &v);
   if (!call_prepare(&c, NULL, y.a)) {
@@ -1493,7 +1562,7 @@ OP_DEF(fill) {
 OP_DEF(cast) {
   static const char *kwl[] = {"x", "y", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeArg x, y;
+  RangeArg x = OPERAND, y = OPERAND;
   OP_PARSE("O&O&", conv_range, &x, conv_range, &y);
   if (!call_prepare(&c, NULL, y.a))
     return NULL;
@@ -1504,7 +1573,7 @@ OP_DEF(reduce) {
   static const char *kwl[] = {"op", "x", "result", CALL_KW, NULL};
   Call c = CALL_INIT;
   int op;
-  RangeArg x, r;
+  RangeArg x = OPERAND, r = OPERAND;
   OP_PARSE("iO&O&", &op, conv_range, &x, conv_range, &r);
   if (!call_prepare(&c, NULL, r.a))
     return NULL;
@@ -1514,7 +1583,7 @@ OP_DEF(reduce) {
 OP_DEF(dot) {
   static const char *kwl[] = {"x", "y", "result", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeArg x, y, r;
+  RangeArg x = OPERAND, y = OPERAND, r = OPERAND;
   OP_PARSE("O&O&O&", conv_range, &x, conv_range, &y, conv_range, &r);
   if (!call_prepare(&c, NULL, r.a))
     return NULL;
@@ -1525,8 +1594,8 @@ OP_DEF(reduce_rows) {
   static const char *kwl[] = {"op", "x", "result", CALL_KW, NULL};
   Call c = CALL_INIT;
   int op;
-  MatrixArg x;
-  RangeArg r;
+  MatrixArg x = OPERAND;
+  RangeArg r = OPERAND;
   OP_PARSE("iO&O&", &op, conv_matrix, &x, conv_range, &r);
   if (!call_prepare(&c, NULL, r.a))
     return NULL;
@@ -1537,8 +1606,8 @@ OP_DEF(reduce_cols) {
   static const char *kwl[] = {"op", "x", "result", CALL_KW, NULL};
   Call c = CALL_INIT;
   int op;
-  MatrixArg x;
-  RangeArg r;
+  MatrixArg x = OPERAND;
+  RangeArg r = OPERAND;
   OP_PARSE("iO&O&", &op, conv_matrix, &x, conv_range, &r);
   if (!call_prepare(&c, NULL, r.a))
     return NULL;
@@ -1549,7 +1618,7 @@ OP_DEF(scan) {
   static const char *kwl[] = {"kind", "x", "y", CALL_KW, NULL};
   Call c = CALL_INIT;
   int kind;
-  RangeArg x, y;
+  RangeArg x = OPERAND, y = OPERAND;
   OP_PARSE("iO&O&", &kind, conv_range, &x, conv_range, &y);
   if (!call_prepare(&c, NULL, y.a))
     return NULL;
@@ -1559,7 +1628,7 @@ OP_DEF(scan) {
 OP_DEF(softmax_rows) {
   static const char *kwl[] = {"x", "y", CALL_KW, NULL};
   Call c = CALL_INIT;
-  MatrixArg x, y;
+  MatrixArg x = OPERAND, y = OPERAND;
   OP_PARSE("O&O&", conv_matrix, &x, conv_matrix, &y);
   if (!call_prepare(&c, NULL, y.a))
     return NULL;
@@ -1569,8 +1638,8 @@ OP_DEF(softmax_rows) {
 OP_DEF(layernorm_rows) {
   static const char *kwl[] = {"x", "scale", "bias", "y", "eps", CALL_KW, NULL};
   Call c = CALL_INIT;
-  MatrixArg x, y;
-  RangeArg s, b;
+  MatrixArg x = OPERAND, y = OPERAND;
+  RangeArg s = OPERAND, b = OPERAND;
   float eps;
   OP_PARSE("O&O&O&O&f", conv_matrix, &x, conv_range_opt, &s, conv_range_opt, &b, conv_matrix,
            &y, &eps);
@@ -1582,7 +1651,7 @@ OP_DEF(layernorm_rows) {
 OP_DEF(transpose) {
   static const char *kwl[] = {"x", "y", CALL_KW, NULL};
   Call c = CALL_INIT;
-  MatrixArg x, y;
+  MatrixArg x = OPERAND, y = OPERAND;
   OP_PARSE("O&O&", conv_matrix, &x, conv_matrix, &y);
   if (!call_prepare(&c, NULL, y.a))
     return NULL;
@@ -1592,8 +1661,8 @@ OP_DEF(transpose) {
 OP_DEF(matmul) {
   static const char *kwl[] = {"a", "b", "c", "alpha", "beta", "bias", "activation", CALL_KW, NULL};
   Call c = CALL_INIT;
-  MatrixArg a, b, cm;
-  RangeArg bias;
+  MatrixArg a = OPERAND, b = OPERAND, cm = OPERAND;
+  RangeArg bias = OPERAND;
   kiln_epilogue e = KILN_EPILOGUE_INIT;
   int act = 0;
   OP_PARSE("O&O&O&ffO&i", conv_matrix, &a, conv_matrix, &b, conv_matrix, &cm, &e.alpha, &e.beta,
@@ -1611,8 +1680,8 @@ OP_DEF(binary_broadcast) {
   static const char *kwl[] = {"op", "broadcast", "a", "b", "y", CALL_KW, NULL};
   Call c = CALL_INIT;
   int op, bc;
-  MatrixArg a, y;
-  RangeArg b;
+  MatrixArg a = OPERAND, y = OPERAND;
+  RangeArg b = OPERAND;
   OP_PARSE("iiO&O&O&", &op, &bc, conv_matrix, &a, conv_range, &b, conv_matrix, &y);
   if (!call_prepare(&c, NULL, y.a))
     return NULL;
@@ -1624,7 +1693,7 @@ OP_DEF(unary_backward) {
   static const char *kwl[] = {"op", "grad_from", "xy", "dy", "dx", CALL_KW, NULL};
   Call c = CALL_INIT;
   int op, from;
-  RangeArg xy, dy, dx;
+  RangeArg xy = OPERAND, dy = OPERAND, dx = OPERAND;
   OP_PARSE("iiO&O&O&", &op, &from, conv_range, &xy, conv_range, &dy, conv_range, &dx);
   if (!call_prepare(&c, NULL, dx.a))
     return NULL;
@@ -1635,8 +1704,8 @@ OP_DEF(unary_backward) {
 OP_DEF(softmax_cross_entropy) {
   static const char *kwl[] = {"logits", "labels", "loss", "mean", CALL_KW, NULL};
   Call c = CALL_INIT;
-  MatrixArg lg;
-  RangeArg lb, loss, mean;
+  MatrixArg lg = OPERAND;
+  RangeArg lb = OPERAND, loss = OPERAND, mean = OPERAND;
   OP_PARSE("O&O&O&O&", conv_matrix, &lg, conv_range, &lb, conv_range_opt, &loss, conv_range_opt,
            &mean);
   if (!call_prepare(&c, NULL, mean.a ? mean.a : loss.a ? loss.a : lg.a))
@@ -1647,8 +1716,8 @@ OP_DEF(softmax_cross_entropy) {
 OP_DEF(softmax_cross_entropy_backward) {
   static const char *kwl[] = {"logits", "labels", "dlogits", "scale", CALL_KW, NULL};
   Call c = CALL_INIT;
-  MatrixArg lg, dl;
-  RangeArg lb;
+  MatrixArg lg = OPERAND, dl = OPERAND;
+  RangeArg lb = OPERAND;
   float scale;
   OP_PARSE("O&O&O&f", conv_matrix, &lg, conv_range, &lb, conv_matrix, &dl, &scale);
   if (!call_prepare(&c, NULL, dl.a))
@@ -1660,8 +1729,8 @@ OP_DEF(softmax_cross_entropy_backward) {
 OP_DEF(accuracy_count) {
   static const char *kwl[] = {"logits", "labels", "count", "accumulate", CALL_KW, NULL};
   Call c = CALL_INIT;
-  MatrixArg lg;
-  RangeArg lb, cnt;
+  MatrixArg lg = OPERAND;
+  RangeArg lb = OPERAND, cnt = OPERAND;
   int acc;
   OP_PARSE("O&O&O&p", conv_matrix, &lg, conv_range, &lb, conv_range, &cnt, &acc);
   if (!call_prepare(&c, NULL, cnt.a))
@@ -1672,7 +1741,7 @@ OP_DEF(accuracy_count) {
 OP_DEF(softmax_rows_backward) {
   static const char *kwl[] = {"y", "dy", "dx", CALL_KW, NULL};
   Call c = CALL_INIT;
-  MatrixArg y, dy, dx;
+  MatrixArg y = OPERAND, dy = OPERAND, dx = OPERAND;
   OP_PARSE("O&O&O&", conv_matrix, &y, conv_matrix, &dy, conv_matrix, &dx);
   if (!call_prepare(&c, NULL, dx.a))
     return NULL;
@@ -1682,8 +1751,8 @@ OP_DEF(softmax_rows_backward) {
 OP_DEF(layernorm_rows_backward) {
   static const char *kwl[] = {"x", "scale", "dy", "dx", "dscale", "dbias", "eps", CALL_KW, NULL};
   Call c = CALL_INIT;
-  MatrixArg x, dy, dx;
-  RangeArg s, ds, db;
+  MatrixArg x = OPERAND, dy = OPERAND, dx = OPERAND;
+  RangeArg s = OPERAND, ds = OPERAND, db = OPERAND;
   float eps;
   OP_PARSE("O&O&O&O&O&O&f", conv_matrix, &x, conv_range_opt, &s, conv_matrix, &dy, conv_matrix,
            &dx, conv_range_opt, &ds, conv_range_opt, &db, &eps);
@@ -1696,8 +1765,8 @@ OP_DEF(layernorm_rows_backward) {
 OP_DEF(gather_rows) {
   static const char *kwl[] = {"table", "indices", "y", CALL_KW, NULL};
   Call c = CALL_INIT;
-  MatrixArg t, y;
-  RangeArg ix;
+  MatrixArg t = OPERAND, y = OPERAND;
+  RangeArg ix = OPERAND;
   OP_PARSE("O&O&O&", conv_matrix, &t, conv_range, &ix, conv_matrix, &y);
   if (!call_prepare(&c, NULL, y.a))
     return NULL;
@@ -1707,8 +1776,8 @@ OP_DEF(gather_rows) {
 OP_DEF(scatter_add_rows) {
   static const char *kwl[] = {"x", "indices", "table", CALL_KW, NULL};
   Call c = CALL_INIT;
-  MatrixArg x, t;
-  RangeArg ix;
+  MatrixArg x = OPERAND, t = OPERAND;
+  RangeArg ix = OPERAND;
   OP_PARSE("O&O&O&", conv_matrix, &x, conv_range, &ix, conv_matrix, &t);
   if (!call_prepare(&c, NULL, t.a))
     return NULL;
@@ -1718,7 +1787,7 @@ OP_DEF(scatter_add_rows) {
 OP_DEF(random_bits) {
   static const char *kwl[] = {"y", "seed", "offset", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeArg y;
+  RangeArg y = OPERAND;
   unsigned long long seed, off;
   OP_PARSE("O&KK", conv_range, &y, &seed, &off);
   if (!call_prepare(&c, NULL, y.a))
@@ -1729,7 +1798,7 @@ OP_DEF(random_bits) {
 OP_DEF(random_uniform) {
   static const char *kwl[] = {"y", "seed", "offset", "lo", "hi", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeArg y;
+  RangeArg y = OPERAND;
   unsigned long long seed, off;
   float lo, hi;
   OP_PARSE("O&KKff", conv_range, &y, &seed, &off, &lo, &hi);
@@ -1741,7 +1810,7 @@ OP_DEF(random_uniform) {
 OP_DEF(random_normal) {
   static const char *kwl[] = {"y", "seed", "offset", "mean", "stddev", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeArg y;
+  RangeArg y = OPERAND;
   unsigned long long seed, off;
   float mean, sd;
   OP_PARSE("O&KKff", conv_range, &y, &seed, &off, &mean, &sd);
@@ -1753,7 +1822,7 @@ OP_DEF(random_normal) {
 OP_DEF(dropout_mask) {
   static const char *kwl[] = {"mask", "seed", "offset", "p", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeArg m;
+  RangeArg m = OPERAND;
   unsigned long long seed, off;
   float p;
   OP_PARSE("O&KKf", conv_range, &m, &seed, &off, &p);
@@ -1765,7 +1834,7 @@ OP_DEF(dropout_mask) {
 OP_DEF(dropout) {
   static const char *kwl[] = {"x", "y", "seed", "offset", "p", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeArg x, y;
+  RangeArg x = OPERAND, y = OPERAND;
   unsigned long long seed, off;
   float p;
   OP_PARSE("O&O&KKf", conv_range, &x, conv_range, &y, &seed, &off, &p);
@@ -1778,7 +1847,7 @@ OP_DEF(sgd_step) {
   static const char *kwl[] = {"grad", "skip", "w", "velocity", "w_copy", "lr", "momentum",
                               "weight_decay", "nesterov", "grad_scale", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeArg g, sk, w, v, wc;
+  RangeArg g = OPERAND, sk = OPERAND, w = OPERAND, v = OPERAND, wc = OPERAND;
   kiln_sgd_params p = {0};
   int nesterov;
   OP_PARSE("O&O&O&O&O&fffpf", conv_range, &g, conv_range_opt, &sk, conv_range, &w,
@@ -1794,7 +1863,7 @@ OP_DEF(adamw_step) {
   static const char *kwl[] = {"grad", "skip", "w", "m", "v", "w_copy", "lr", "beta1", "beta2",
                               "eps", "weight_decay", "step", "grad_scale", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeArg g, sk, w, m, v, wc;
+  RangeArg g = OPERAND, sk = OPERAND, w = OPERAND, m = OPERAND, v = OPERAND, wc = OPERAND;
   kiln_adamw_params p = {0};
   unsigned long long step;
   OP_PARSE("O&O&O&O&O&O&fffffKf", conv_range, &g, conv_range_opt, &sk, conv_range, &w,
@@ -1808,6 +1877,7 @@ OP_DEF(adamw_step) {
 
 /* A sequence of Arrays as kiln_range[]. */
 typedef struct {
+  Call *call;
   kiln_range *r;
   size_t n;
 } RangeList;
@@ -1830,7 +1900,7 @@ static int conv_range_list(PyObject *o, void *out) {
     return 0;
   }
   for (Py_ssize_t i = 0; i < n; i++) {
-    RangeArg ra;
+    RangeArg ra = {.call = l->call};
     if (!conv_range(PySequence_Fast_GET_ITEM(seq, i), &ra)) {
       PyMem_Free(l->r);
       l->r = NULL;
@@ -1846,8 +1916,8 @@ static int conv_range_list(PyObject *o, void *out) {
 OP_DEF(grad_norm) {
   static const char *kwl[] = {"ranges", "norm", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeList l = {0};
-  RangeArg norm;
+  RangeList l = {.call = &c};
+  RangeArg norm = OPERAND;
   OP_PARSE("O&O&", conv_range_list, &l, conv_range, &norm);
   PyObject *res = NULL;
   if (call_prepare(&c, NULL, norm.a))
@@ -1859,8 +1929,8 @@ OP_DEF(grad_norm) {
 OP_DEF(clip_grad_norm) {
   static const char *kwl[] = {"norm", "ranges", "max_norm", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeList l = {0};
-  RangeArg norm;
+  RangeList l = {.call = &c};
+  RangeArg norm = OPERAND;
   float mx;
   OP_PARSE("O&O&f", conv_range, &norm, conv_range_list, &l, &mx);
   PyObject *res = NULL;
@@ -1873,8 +1943,8 @@ OP_DEF(clip_grad_norm) {
 OP_DEF(has_nonfinite) {
   static const char *kwl[] = {"ranges", "flag", CALL_KW, NULL};
   Call c = CALL_INIT;
-  RangeList l = {0};
-  RangeArg flag;
+  RangeList l = {.call = &c};
+  RangeArg flag = OPERAND;
   OP_PARSE("O&O&", conv_range_list, &l, conv_range, &flag);
   PyObject *res = NULL;
   if (call_prepare(&c, NULL, flag.a))
@@ -2234,6 +2304,8 @@ static PyObject *mod_from_capsule(PyObject *self, PyObject *args) {
     b->home = q;
     Py_INCREF(q);
     b->nbytes = kiln_buffer_get_size(kb);
+    b->pooled = 0;
+    b->nforeign = 0;
     b->keep = (PyObject *)held;
     Py_INCREF(held);
     ArrayObject *a = array_make(b, q, dt, t->ndim, shape, strides, (Py_ssize_t)(t->byte_offset / es));

@@ -188,3 +188,26 @@ def test_array_keeps_context_alive(dev):
     del d  # the Device object goes; the array keeps its context and queue
     np.testing.assert_array_equal(kiln.add(a, a).numpy(), [6.0] * 8)
     assert ctx.info["name"] == dev.name
+
+
+def test_pooled_buffer_used_on_another_queue(dev):
+    """An array from one queue's pool, read by ops on another queue and
+    dropped at once: its block is not handed out again before that queue's
+    commands have run (the binding orders the release after them)."""
+    q2 = dev.new_queue()
+    n = 1 << 20
+    outs = []
+    for i in range(24):
+        x = kiln.full(n, float(i), device=dev)            # dev.queue's pool
+        dev.sync()
+        big = kiln.empty((256, 256), queue=q2)
+        kiln.matmul(big, big, kiln.empty((256, 256), queue=q2))  # keep q2 busy
+        outs.append(kiln.add(x, 0.0, out=kiln.empty(n, queue=q2)))  # reads x on q2
+        del x                                                # dropped before q2 ran
+        y = kiln.full(n, -1.0, device=dev)                   # would take x's block
+        dev.sync()
+        del y
+    q2.sync()
+    for i, o in enumerate(outs):
+        got = o.numpy()
+        assert got[0] == i and got[-1] == i, (i, got[0], got[-1])
