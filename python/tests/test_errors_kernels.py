@@ -202,3 +202,54 @@ def test_reference_cycles_free_in_order(dev):
     ev.wait()
     del q
     np.testing.assert_array_equal(a.numpy(), np.zeros(8))
+
+
+def test_program_cache(dev):
+    """A second build of the same source on a new context comes from kiln's
+    program cache (the meson test gives it its own KILN_CACHE_DIR)."""
+    src = "__kernel void k_cache_probe(__global float *x) { x[get_global_id(0)] *= 3.0f; }"
+    d1 = kiln.Device(dev.info["selector"])
+    p1 = kiln.Program(src, device=d1)
+    a = kiln.full(4, 1.0, device=d1)
+    p1.kernel("k_cache_probe")(d1.queue, 4, a)  # PoCL saves the binary after a launch
+    d1.sync()
+    del p1
+    gc.collect()
+    d2 = kiln.Device(dev.info["selector"])
+    p2 = kiln.Program(src, device=d2)
+    b = kiln.full(4, 2.0, device=d2)
+    p2.kernel("k_cache_probe")(d2.queue, 4, b)
+    np.testing.assert_array_equal(b.numpy(), [6.0] * 4)
+    import os
+    if os.environ.get("KILN_CACHE", "1") not in ("0", "off", "no", "false"):
+        assert p2.from_cache
+
+
+def test_threads_own_queues(dev, rng):
+    """Contexts, programs and arrays are shared between threads; each thread
+    uses its own queue (the C library's rule)."""
+    import threading
+    x = rng.standard_normal(4096).astype(np.float32)
+    shared = kiln.asarray(x, device=dev)
+    dev.sync()
+    errors, results = [], {}
+
+    def work(t):
+        try:
+            q = dev.new_queue()
+            out = kiln.empty(4096, queue=q)
+            for _ in range(50):
+                kiln.multiply(shared, float(t), out=out)
+                kiln.exp(out, out=out)
+            results[t] = out.numpy()
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    for t in range(4):
+        np.testing.assert_allclose(results[t], np.exp(x.astype(np.float64) * t), rtol=1e-5)
