@@ -12,7 +12,9 @@
 3. The Fashion-MNIST MLP step (examples/train_fashion_mnist.py) against the
    C trainer (build/examples/train_fashion_mnist), same arguments, median
    step time of each, run alternately.
-Medians of 7 repetitions; run on an otherwise idle machine for figures.
+Each comparison alternates its two sides for several rounds and reports
+the median of the per-round figures and ratios, since the load of a shared
+machine moves between rounds more than within one.
 """
 
 import argparse
@@ -29,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 
 
-def median_of(fn, reps=7):
+def median_of(fn, reps=3):
     ts = []
     for _ in range(reps):
         ts.append(fn())
@@ -130,7 +132,7 @@ def transfers(kiln, dev, reps=9):
     return rows
 
 
-def mlp(dev_sel, build, steps):
+def mlp(dev_sel, build, steps, rounds):
     args = ["--steps", str(steps), "--limit", str(256 * steps), "--test-limit", "256"]
     if dev_sel:
         args += ["--device", dev_sel]
@@ -138,12 +140,13 @@ def mlp(dev_sel, build, steps):
     py = [sys.executable, os.path.join(ROOT, "examples", "train_fashion_mnist.py")]
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
     res = {"c": [], "python": []}
-    for _ in range(3):
+    for _ in range(rounds):
         for name, cmd in (("c", [c_exe]), ("python", py)):
             out = subprocess.run(cmd + args, capture_output=True, text=True, env=env, check=True)
             ms = float(re.search(r"median step ([0-9.]+) ms", out.stdout).group(1))
             res[name].append(ms)
-    return float(np.median(res["c"])), float(np.median(res["python"]))
+    ratio = float(np.median(np.array(res["python"]) / np.array(res["c"])))
+    return float(np.median(res["c"])), float(np.median(res["python"])), ratio
 
 
 def main():
@@ -152,23 +155,38 @@ def main():
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--mlp-steps", type=int, default=30)
+    p.add_argument("--rounds", type=int, default=5)
     o = p.parse_args()
     sys.path.insert(0, os.path.join(o.build, "python"))
     import kiln
     dev = kiln.Device(o.device)
     print("device: %s; Python %s, NumPy %s" % (dev.name, sys.version.split()[0], np.__version__))
-    c = json.loads(subprocess.run([os.path.join(o.build, "python", "bench", "axpy_call"),
-                                   dev.info["selector"], str(o.calls)],
-                                  capture_output=True, text=True, check=True).stdout)
-    pe, pw = axpy_python(kiln, dev, o.calls)
-    ocl = axpy_pyopencl(o.calls)
-    print("\n| 16-element axpy, warm | enqueue (us/call) | call + wait (us/call) |")
+    axpy_c = [os.path.join(o.build, "python", "bench", "axpy_call"), dev.info["selector"],
+              str(o.calls), "3"]
+    rounds = {"c_e": [], "c_w": [], "py_e": [], "py_w": [], "ocl_e": [], "ocl_w": []}
+    for _ in range(o.rounds):
+        c = json.loads(subprocess.run(axpy_c, capture_output=True, text=True,
+                                      check=True).stdout)
+        pe, pw = axpy_python(kiln, dev, o.calls)
+        rounds["c_e"].append(c["enqueue_us"])
+        rounds["c_w"].append(c["wait_us"])
+        rounds["py_e"].append(pe)
+        rounds["py_w"].append(pw)
+        ocl = axpy_pyopencl(o.calls)
+        if ocl:
+            rounds["ocl_e"].append(ocl[0])
+            rounds["ocl_w"].append(ocl[1])
+    med = {k: float(np.median(v)) if v else None for k, v in rounds.items()}
+    ratio_e = float(np.median(np.array(rounds["py_e"]) / np.array(rounds["c_e"])))
+    ratio_w = float(np.median(np.array(rounds["py_w"]) / np.array(rounds["c_w"])))
+    print("\n| 16-element axpy, warm (%d rounds) | enqueue (us/call) | call + wait (us/call) |"
+          % o.rounds)
     print("| --- | --- | --- |")
-    print("| C, kiln_axpy | %.2f | %.2f |" % (c["enqueue_us"], c["wait_us"]))
-    print("| Python, kiln.axpy | %.2f | %.2f |" % (pe, pw))
-    print("| Python / C | %.2f | %.2f |" % (pe / c["enqueue_us"], pw / c["wait_us"]))
-    if ocl:
-        print("| PyOpenCL, same kernel | %.2f | %.2f |" % ocl)
+    print("| C, kiln_axpy | %.2f | %.2f |" % (med["c_e"], med["c_w"]))
+    print("| Python, kiln.axpy | %.2f | %.2f |" % (med["py_e"], med["py_w"]))
+    print("| Python / C (median of the rounds' ratios) | %.2f | %.2f |" % (ratio_e, ratio_w))
+    if med["ocl_e"] is not None:
+        print("| PyOpenCL, same kernel | %.2f | %.2f |" % (med["ocl_e"], med["ocl_w"]))
     else:
         print("| PyOpenCL | not installed | not installed |")
     print("\n| 64 MiB float32 | ms | x.copy() alongside, ms | x.copy() time / this |")
@@ -176,12 +194,13 @@ def main():
     for name, t, c, r in transfers(kiln, dev):
         print("| %s | %.2f | %.2f | %.2f |" % (name, t * 1e3, c * 1e3, r))
     if o.mlp_steps:
-        cm, pm = mlp(dev.info["selector"], o.build, o.mlp_steps)
-        print("\n| MLP step (784-1024-1024-10, batch 256) | median ms |")
+        cm, pm, ratio = mlp(dev.info["selector"], o.build, o.mlp_steps, o.rounds)
+        print("\n| MLP step (784-1024-1024-10, batch 256; %d rounds of %d steps) | median ms |"
+              % (o.rounds, o.mlp_steps))
         print("| --- | --- |")
         print("| C trainer | %.2f |" % cm)
         print("| Python (examples/train_fashion_mnist.py) | %.2f |" % pm)
-        print("| Python / C | %.3f |" % (pm / cm))
+        print("| Python / C (median of the rounds' ratios) | %.3f |" % ratio)
     return 0
 
 
