@@ -502,14 +502,16 @@ def asarray(obj, dtype=None, *, device=None, queue=None, blocking=True):
     is when it already lives on that queue with that dtype.
     blocking=False starts the upload and returns (array, event); the source
     is held until the event completes."""
-    q = _queue_of(device, queue)
     if isinstance(obj, Array):
+        q = obj.queue if queue is None and device is None else _queue_of(device, queue)
+        if obj.context is not q.context:
+            _kiln.fail(-21, "asarray: the array belongs to another context than the target "
+                       "device; copy it through the host (numpy())")
+        a = obj if obj.queue is q else obj.with_queue(q)
         if dtype is None or dtype_code(dtype) == obj._dtype_code:
-            if obj.queue is q or (queue is None and device is None):
-                return obj
-            if obj.context is q.context:
-                return obj.with_queue(q)
-        return cast(obj, dtype) if dtype is not None else obj
+            return a
+        return cast(a, dtype)
+    q = _queue_of(device, queue)
     a = _np.asarray(obj)
     if dtype is None:
         if a.dtype.name not in _FROM_NP:

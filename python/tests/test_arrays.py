@@ -211,3 +211,17 @@ def test_pooled_buffer_used_on_another_queue(dev):
     for i, o in enumerate(outs):
         got = o.numpy()
         assert got[0] == i and got[-1] == i, (i, got[0], got[-1])
+
+
+def test_asarray_of_an_array(dev):
+    a = kiln.full(3, 2.0, device=dev)
+    assert kiln.asarray(a) is a
+    assert kiln.asarray(a, device=dev) is a
+    q = dev.new_queue()
+    b = kiln.asarray(a, queue=q)
+    assert b.queue is q and b.numpy().tolist() == [2.0] * 3
+    h = kiln.asarray(a, "float16")
+    assert h.dtype == "float16" and h.numpy().tolist() == [2.0] * 3
+    other = kiln.Device(dev.info["selector"])
+    with pytest.raises(kiln.WrongContextError, match="another context"):
+        kiln.asarray(a, device=other)
