@@ -116,6 +116,7 @@ typedef struct {
   PyObject_HEAD
   kiln_event *event;
   ContextObject *ctx;
+  QueueObject *queue;     /* the queue of its command: flushed before a wait */
   Py_buffer hold;         /* host memory a pending transfer uses */
   int holding;
 } EventObject;
@@ -189,22 +190,28 @@ static void array_span(const ArrayObject *a, Py_ssize_t *lo, Py_ssize_t *hi) {
   *hi = end;
 }
 
-static EventObject *event_wrap(kiln_event *ev, ContextObject *ctx) {
+static EventObject *event_wrap(kiln_event *ev, QueueObject *q) {
   EventObject *e = PyObject_New(EventObject, &EventType);
   if (!e) {
     kiln_event_release(ev);
     return NULL;
   }
   e->event = ev;
-  e->ctx = ctx;
-  Py_INCREF(ctx);
+  e->ctx = q->ctx;
+  Py_INCREF(e->ctx);
+  e->queue = q;
+  Py_INCREF(q);
   e->holding = 0;
   return e;
 }
 
-/* Wait for ev without the GIL. */
-static kiln_status wait_nogil(kiln_event *ev) {
+/* Wait for ev without the GIL, after flushing q (when open), the queue of
+ * ev's command: some drivers start nothing until a queue is flushed, and
+ * a wait does not flush it (Mesa 22.3 rusticl waits for ever). */
+static kiln_status flush_wait(QueueObject *q, kiln_event *ev) {
   kiln_status st;
+  if (q && q->queue)
+    kiln_queue_flush(q->queue);
   Py_BEGIN_ALLOW_THREADS
   st = kiln_event_wait(ev);
   Py_END_ALLOW_THREADS
@@ -440,11 +447,11 @@ static PyObject *Queue_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   return (PyObject *)self;
 }
 
-static kiln_status queue_sync(kiln_queue *q) {
+static kiln_status queue_sync(QueueObject *q) {
   kiln_event *ev = NULL;
-  kiln_status st = kiln_queue_marker(q, 0, NULL, &ev);
+  kiln_status st = kiln_queue_marker(q->queue, 0, NULL, &ev);
   if (st == KILN_OK) {
-    st = wait_nogil(ev);
+    st = flush_wait(q, ev);
     kiln_event_release(ev);
   }
   return st;
@@ -465,7 +472,7 @@ static void Queue_dealloc(QueueObject *self) {
 static PyObject *Queue_sync(QueueObject *self, PyObject *unused) {
   if (!queue_open(self))
     return NULL;
-  kiln_status st = queue_sync(self->queue);
+  kiln_status st = queue_sync(self);
   if (st != KILN_OK)
     return raise_status(st);
   Py_RETURN_NONE;
@@ -501,7 +508,7 @@ static PyObject *Queue_marker(QueueObject *self, PyObject *unused) {
   kiln_status st = kiln_queue_marker(self->queue, 0, NULL, &ev);
   if (st != KILN_OK)
     return raise_status(st);
-  return (PyObject *)event_wrap(ev, self->ctx);
+  return (PyObject *)event_wrap(ev, self);
 }
 
 static PyObject *Queue_pool_stats(QueueObject *self, PyObject *unused) {
@@ -998,7 +1005,7 @@ static PyObject *call_finish(Call *c, kiln_status st) {
   call_note(c);
   if (!c->want_event)
     Py_RETURN_NONE;
-  return (PyObject *)event_wrap(c->ev, c->q->ctx);
+  return (PyObject *)event_wrap(c->ev, c->q);
 }
 
 #define WAITS c.nwait, c.waits, (c.want_event ? &c.ev : NULL)
@@ -1015,7 +1022,7 @@ static PyObject *transfer_finish(Call *c, kiln_status st, kiln_event *ev, Py_buf
   if (st == KILN_OK)
     call_note(c);
   if (st == KILN_OK && blocking)
-    st = wait_nogil(ev);
+    st = flush_wait(c->q, ev);
   if (st != KILN_OK || blocking) {
     PyBuffer_Release(view);
     if (st != KILN_OK) {
@@ -1026,11 +1033,11 @@ static PyObject *transfer_finish(Call *c, kiln_status st, kiln_event *ev, Py_buf
       kiln_event_release(ev);
       Py_RETURN_NONE;
     }
-    return (PyObject *)event_wrap(ev, c->q->ctx);
+    return (PyObject *)event_wrap(ev, c->q);
   }
   EventObject *e = PyObject_New(EventObject, &EventType);
   if (!e) {
-    wait_nogil(ev);
+    flush_wait(c->q, ev);
     kiln_event_release(ev);
     PyBuffer_Release(view);
     return NULL;
@@ -1038,6 +1045,8 @@ static PyObject *transfer_finish(Call *c, kiln_status st, kiln_event *ev, Py_buf
   e->event = ev;
   e->ctx = c->q->ctx;
   Py_INCREF(e->ctx);
+  e->queue = c->q;
+  Py_INCREF(e->queue);
   e->hold = *view;
   e->holding = 1;
   return (PyObject *)e;
@@ -1132,16 +1141,17 @@ static PyObject *op_copy(PyObject *self, PyObject *args, PyObject *kw) {
 static void Event_dealloc(EventObject *self) {
   if (self->holding) {
     /* A pending transfer still uses the host memory: wait before freeing. */
-    wait_nogil(self->event);
+    flush_wait(self->queue, self->event);
     PyBuffer_Release(&self->hold);
   }
   kiln_event_release(self->event);
+  Py_XDECREF(self->queue);
   Py_XDECREF(self->ctx);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *Event_wait(EventObject *self, PyObject *unused) {
-  kiln_status st = wait_nogil(self->event);
+  kiln_status st = flush_wait(self->queue, self->event);
   if (self->holding) {
     self->holding = 0;
     PyBuffer_Release(&self->hold);
@@ -1205,6 +1215,9 @@ static PyObject *mod_wait_all(PyObject *self, PyObject *args) {
       return PyErr_Format(PyExc_TypeError, "events[%zd] is not a kiln.Event", i);
     }
     evs[i] = ((EventObject *)e)->event;
+    QueueObject *eq = ((EventObject *)e)->queue;
+    if (eq && eq->queue)
+      kiln_queue_flush(eq->queue);
   }
   kiln_status st;
   Py_BEGIN_ALLOW_THREADS
@@ -2083,7 +2096,7 @@ static PyObject *mod_dlpack(PyObject *self, PyObject *args) {
       kiln_event *ev = NULL;
       st = kiln_buffer_read(a->queue->queue, &r, x->host, 0, NULL, &ev);
       if (st == KILN_OK) {
-        st = wait_nogil(ev);
+        st = flush_wait(a->queue, ev);
         kiln_event_release(ev);
       }
       if (st != KILN_OK) {
@@ -2095,7 +2108,7 @@ static PyObject *mod_dlpack(PyObject *self, PyObject *args) {
     t.data = x->host;
     t.device = (DLDevice){kDLCPU, 0};
   } else {
-    if ((st = queue_sync(a->queue->queue)) != KILN_OK) {
+    if ((st = queue_sync(a->queue)) != KILN_OK) {
       free(x);
       return raise_status(st);
     }
@@ -2272,7 +2285,7 @@ static PyObject *mod_from_capsule(PyObject *self, PyObject *args) {
       kiln_event *ev = NULL;
       st = kiln_buffer_write(q->queue, base, &r, 0, NULL, &ev);
       if (st == KILN_OK) {
-        st = wait_nogil(ev);
+        st = flush_wait(q, ev);
         kiln_event_release(ev);
       }
     }
