@@ -269,7 +269,9 @@ class Array(_kiln.ArrayBase):
         return self._view(self.offset, shape, strides[::-1])
 
     def with_queue(self, queue):
-        """The same data with its work on another queue of its context."""
+        """The same data with its work on another queue of its context;
+        that queue's later commands follow what was enqueued on the data's
+        queue so far."""
         return self._view(self.offset, self.shape, self.strides, queue)
 
     def __getitem__(self, key):

@@ -572,9 +572,13 @@ static void Buffer_dealloc(BufferObject *self) {
   size_t n = 0;
   for (int i = 0; i < self->nforeign; i++) {
     /* A closed queue finished its commands when it was destroyed. */
+    /* Flushed: the pool's marker on the home queue waits for it, and some
+     * drivers start nothing on a queue until it is flushed. */
     if (self->foreign[i]->queue &&
-        kiln_queue_marker(self->foreign[i]->queue, 0, NULL, &after[n]) == KILN_OK)
+        kiln_queue_marker(self->foreign[i]->queue, 0, NULL, &after[n]) == KILN_OK) {
+      kiln_queue_flush(self->foreign[i]->queue);
       n++;
+    }
   }
   if (self->buf && (!self->pooled || n == 0 ||
                     kiln_pool_release_after(self->home->pool, self->buf, n, after, NULL) !=
@@ -793,6 +797,22 @@ static PyObject *Array_view(ArrayObject *self, PyObject *args) {
   }
   if (size && end > cap)
     return raise_with(KILN_ERR_OUT_OF_RANGE, "view: reaches past the end of the array's buffer");
+  if (q != self->queue && self->queue->queue) {
+    /* The new queue's later commands follow what the old one has enqueued
+     * on the data so far (a marker there, waited for by a marker here; a
+     * closed queue finished its commands when it closed). */
+    if (!queue_open(q))
+      return NULL;
+    kiln_event *before = NULL;
+    kiln_status st2 = kiln_queue_marker(self->queue->queue, 0, NULL, &before);
+    if (st2 == KILN_OK) {
+      kiln_queue_flush(self->queue->queue);
+      st2 = kiln_queue_marker(q->queue, 1, &before, NULL);
+      kiln_event_release(before);
+    }
+    if (st2 != KILN_OK)
+      return raise_status(st2);
+  }
   return (PyObject *)array_make(self->buf, q, self->dtype, ndim, dims, st, offset);
 }
 
@@ -991,6 +1011,11 @@ static int call_prepare(Call *c, QueueObject *q, ArrayObject *a) {
       }
       /* The Events stay alive through the list until the call returns. */
       c->waits[i] = ((EventObject *)e)->event;
+      /* A command waiting for another queue's event waits for ever on
+       * drivers that start nothing until a queue is flushed (rusticl). */
+      QueueObject *eq = ((EventObject *)e)->queue;
+      if (eq && eq != c->q && eq->queue)
+        kiln_queue_flush(eq->queue);
     }
     c->nwait = (size_t)n;
     Py_DECREF(seq); /* the caller's sequence still holds them */

@@ -197,7 +197,7 @@ def test_pooled_buffer_used_on_another_queue(dev):
     q2 = dev.new_queue()
     n = 1 << 20
     outs = []
-    for i in range(24):
+    for i in range(12):
         x = kiln.full(n, float(i), device=dev)            # dev.queue's pool
         dev.sync()
         big = kiln.empty((256, 256), queue=q2)

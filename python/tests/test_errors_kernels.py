@@ -23,6 +23,8 @@ __kernel void local_sum(__global float *out, __local float *tmp) {
     out[get_group_id(0)] = s;
   }
 }
+"""
+WIDE = """#pragma OPENCL EXTENSION cl_khr_fp64 : enable
 __kernel void wide(__global ulong *out, ulong v, double d) { out[0] = v + (ulong)d; }
 """
 
@@ -114,14 +116,15 @@ def test_kernels(dev, rng):
     ev = k(dev.queue, 1024, ky, kx, np.float32(2.0), np.int32(n), event=True)
     ev.wait()
     np.testing.assert_allclose(ky.numpy(), 2 * x + y, rtol=1e-6, atol=1e-6)
-    k(dev.queue, (1024,), ky, kx, -2.0, n, local_size=(64,), wait=[ev])
+    k(dev.queue, (1024,), ky, kx, -2.0, n, local_size=(16,), wait=[ev])
     np.testing.assert_allclose(ky.numpy(), y, rtol=1e-5, atol=1e-5)
     out = kiln.zeros(4, device=dev)
     prog.kernel("local_sum")(dev.queue, 32, out, kiln.LocalMemory(8 * 4), local_size=8)
     np.testing.assert_array_equal(out.numpy(), [28.0] * 4)
     if dev.info["fp64"]:
         w = kiln.empty(2, "uint32", device=dev)  # 8 bytes: one ulong
-        prog.kernel("wide")(dev.queue, 1, w, np.uint64(1 << 33), np.float64(5.0))
+        kiln.Program(WIDE, device=dev).kernel("wide")(dev.queue, 1, w, np.uint64(1 << 33),
+                                                      np.float64(5.0))
         assert int(w.numpy().view(np.uint64)[0]) == (1 << 33) + 5
     with pytest.raises(kiln.NotFoundError, match="nope"):
         prog.kernel("nope")
