@@ -4,7 +4,9 @@
  * kiln's handles, and each op is one small function that converts Arrays
  * into kiln_range / kiln_matrix / kiln_image descriptors with the shared
  * converters below and calls the C op. Adding an op is: one function here
- * (the pattern of op_axpy), one line in the method table, a Python wrapper
+ * (the pattern of op_axpy: descriptors declared `= OPERAND`, parsed with
+ * OP_PARSE, the queue taken from the output by call_prepare, the result by
+ * call_finish), one line in the method table, a Python wrapper
  * in kiln/_ops.py if it should allocate its output, and a line in the stub.
  *
  * Lifetimes: every object holds a strong reference to what it was made
