@@ -33,13 +33,13 @@ __all__ = [
 ]
 
 
-def _kiln_pkg():
-    from . import Array, empty_like, dtype_code  # late: the package imports us
-    return Array, empty_like, dtype_code
+def _dtype_code(dtype):
+    from . import dtype_code  # late: the package imports this module
+    return dtype_code(dtype)
 
 
 def _new(like, shape=None, dtype=None):
-    from . import _queue_of  # noqa: F401
+    """A new array on like's queue: like's shape and dtype unless given."""
     code = like._dtype_code if dtype is None else dtype
     return _kiln.empty(like.queue, like.shape if shape is None else shape, code)
 
@@ -182,8 +182,7 @@ def fill(y, value, *, wait=None, event=False):
 def cast(x, dtype, out=None, *, wait=None, event=False):
     """x converted to dtype (float32, float16, bfloat16), rounding to
     nearest even."""
-    _, _, dtype_code = _kiln_pkg()
-    out = _new(x, None, dtype_code(dtype)) if out is None else out
+    out = _new(x, None, _dtype_code(dtype)) if out is None else out
     return _ret(out, _kiln.cast(x, out, wait, event))
 
 
