@@ -129,7 +129,7 @@ stage_asan() {
         # them under PoCL's thread pool at exit, a fault of the leak checker,
         # not of the test.
         case $name in
-          space_* | gemm_space_*) heavy+=("$name") ;;
+          space_* | gemm_space_* | gemm_mma_*) heavy+=("$name") ;;
           *) light+=("$name") ;;
         esac ;;
     esac
