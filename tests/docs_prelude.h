@@ -8,6 +8,7 @@
 extern kiln_context *ctx;
 extern kiln_queue *q, *qa, *qb, *queue;
 extern kiln_kernel *kernel;
+extern kiln_event *done;
 extern kiln_buffer *abuf, *bbuf, *cbuf, *gbuf, *hbuf, *ibuf, *sbuf, *wbuf,
     *xbuf, *ybuf, *zbuf, *lbuf, *lossbuf, *params, *grads, *adam_m, *adam_v,
     *grad_buf;
