@@ -23,15 +23,10 @@
  *   |xhat| err(dgamma) / m) + 6 u |gamma rstd| (|dy| + mean|dy| + |xhat|
  *   mean|dy xhat|).
  * f16/bf16 outputs add the store's rounding (util_storage_tol). */
-#include "train_test_util.h"
+#include "image_test_util.h"
 
-static const double U = 0x1p-24;
-
-static double *doubles(size_t n) {
-  double *p = calloc(n ? n : 1, sizeof *p);
-  assert_non_null(p);
-  return p;
-}
+#define U IMG_U
+#define doubles img_doubles
 
 /* ---- host references ---------------------------------------------------- */
 
@@ -99,24 +94,6 @@ static void ref_pool(kiln_pool_op op, bool exclude, const struct pool_case *pc,
             y[o] = s / div;
         }
       }
-}
-
-/* Batch statistics per channel: mean and biased variance over n h w. */
-static void ref_bn_stats(size_t n, size_t c, size_t hw, const double *x,
-                         double *mean, double *var) {
-  for (size_t ch = 0; ch < c; ch++) {
-    double s = 0, q = 0, m = (double)(n * hw);
-    for (size_t i = 0; i < n; i++)
-      for (size_t e = 0; e < hw; e++)
-        s += x[(i * c + ch) * hw + e];
-    for (size_t i = 0; i < n; i++)
-      for (size_t e = 0; e < hw; e++) {
-        double d = x[(i * c + ch) * hw + e] - s / m;
-        q += d * d;
-      }
-    mean[ch] = s / m;
-    var[ch] = q / m;
-  }
 }
 
 /* y = (x - mean) rstd gamma + beta (gamma, beta NULL: 1, 0). */
@@ -188,7 +165,7 @@ static double bn_loss_at(const double *x, const double *gamma,
   size_t count = g_n * g_c * g_hw;
   double *mean = doubles(g_c), *var = doubles(g_c), *rstd = doubles(g_c);
   double *y = doubles(count), t = 0;
-  ref_bn_stats(g_n, g_c, g_hw, x, mean, var);
+  bn_stats(g_n, g_c, g_hw, x, mean, var);
   for (size_t ch = 0; ch < g_c; ch++)
     rstd[ch] = 1 / sqrt(var[ch] + g_eps);
   ref_bn_apply(g_n, g_c, g_hw, x, mean, rstd, gamma, beta, y);
@@ -277,7 +254,7 @@ static void test_reference_gradients(void **state) {
   g_gamma = gamma;
   g_beta = beta;
   g_x = x;
-  ref_bn_stats(g_n, g_c, g_hw, x, mean, var);
+  bn_stats(g_n, g_c, g_hw, x, mean, var);
   for (int ch = 0; ch < 2; ch++)
     rstd[ch] = 1 / sqrt(var[ch] + g_eps);
   ref_bn_backward(g_n, g_c, g_hw, x, gamma, mean, rstd, w, dx, dg, db);
@@ -345,12 +322,6 @@ static double *download_at(kiln_queue *q, kiln_buffer *b, kiln_dtype dt,
   return v;
 }
 
-static kiln_image image_at(kiln_buffer *b, size_t off, size_t n, size_t c,
-                           size_t h, size_t w, kiln_dtype dt) {
-  return (kiln_image){.buffer = b, .offset = off, .n = n, .c = c, .h = h,
-                      .w = w, .dtype = dt};
-}
-
 static void pool_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
   size_t ndt;
   const kiln_dtype *dts = util_float_dtypes(&ndt);
@@ -396,18 +367,13 @@ static void pool_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
         double div = (double)(p.kh * p.kw);
         double cover = (double)(((p.kh + p.sh - 1) / p.sh) *
                                 ((p.kw + p.sw - 1) / p.sw));
-        for (size_t i = 0; i < oc; i++) {
-          /* |x| < 2: sum|x| / divisor <= 2 kh kw / 1 */
-          double tol = op == KILN_POOL_MAX ? 0
-                                           : (div + 2) * U * 2 * div +
-                                                 util_storage_tol(dt, ry[i]);
-          UTIL_CLOSE(y[i], ry[i], tol, "%s y[%zu]", what, i);
-        }
-        for (size_t i = 0; i < count; i++) {
-          double tol = (cover + 2) * U * cover * div +
-                       util_storage_tol(dt, rdx[i]);
-          UTIL_CLOSE(dx[i], rdx[i], tol, "%s dx[%zu]", what, i);
-        }
+        for (size_t i = 0; i < oc; i++)
+          UTIL_CLOSE(y[i], ry[i],
+                     pool_tol_y(op == KILN_POOL_MAX, div, 2, dt, ry[i]),
+                     "%s y[%zu]", what, i);
+        for (size_t i = 0; i < count; i++)
+          UTIL_CLOSE(dx[i], rdx[i], pool_tol_dx(cover, 1, dt, rdx[i]),
+                     "%s dx[%zu]", what, i);
         free(x);
         free(dy);
         free(y);
@@ -497,28 +463,6 @@ static void f32_to_doubles(const float *f, double *d, size_t n) {
     d[i] = f[i];
 }
 
-/* Tolerances of the batch statistics of channel ch (header comment). */
-struct bn_tol {
-  double mean, var, rstd_rel;
-};
-static struct bn_tol bn_tolerance(size_t n, size_t c, size_t hw,
-                                  const double *x, size_t ch, double mean,
-                                  double var, double eps) {
-  double shift = x[ch * hw], m = (double)(n * hw), sa = 0, sa2 = 0;
-  for (size_t i = 0; i < n; i++)
-    for (size_t e = 0; e < hw; e++) {
-      double a = x[(i * c + ch) * hw + e] - shift;
-      sa += fabs(a);
-      sa2 += a * a;
-    }
-  struct bn_tol t;
-  double ed = m * U * sa / m + U * fabs(mean - shift);
-  t.mean = ed + 2 * U * fabs(mean);
-  t.var = 3 * m * U * sa2 / m + 2 * fabs(mean - shift) * ed + 2 * U * var;
-  t.rstd_rel = t.var / (2 * (var + eps)) + 4 * U;
-  return t;
-}
-
 static void bn_train_body(kiln_context *ctx, kiln_queue *q,
                           const char *profile) {
   size_t ndt;
@@ -582,7 +526,7 @@ static void bn_train_body(kiln_context *ctx, kiln_queue *q,
         util_check_guard(KILN_F32, vinit, v, VOFF + 2 * c, 4 * c,
                          VOFF + 6 * c + GUARD, what);
         double mean[64], var[64], rstd[64];
-        ref_bn_stats(n, c, hw, x, mean, var);
+        bn_stats(n, c, hw, x, mean, var);
         double *ry = doubles(count);
         for (size_t ch = 0; ch < c; ch++) {
           rstd[ch] = 1 / sqrt(var[ch] + prm.eps);
@@ -616,11 +560,9 @@ static void bn_train_body(kiln_context *ctx, kiln_queue *q,
           struct bn_tol t =
               bn_tolerance(n, c, hw, x, ch, mean[ch], var[ch], prm.eps);
           double ga = affine ? fabs(g[ch]) : 1, be = affine ? fabs(b[ch]) : 0;
-          double tol = ga * (rstd[ch] * t.mean +
-                             fabs(x[i] - mean[ch]) * rstd[ch] * t.rstd_rel) +
-                       4 * U * (fabs(ry[i]) + be) +
-                       util_storage_tol(dt, ry[i]);
-          UTIL_CLOSE(y[i], ry[i], tol, "%s y[%zu]", what, i);
+          UTIL_CLOSE(y[i], ry[i],
+                     bn_tol_y(&t, ga, be, rstd[ch], x[i], mean[ch], ry[i], dt),
+                     "%s y[%zu]", what, i);
         }
         free(x);
         free(y);
@@ -772,9 +714,9 @@ static void bn_backward_body(kiln_context *ctx, kiln_queue *q,
           sdyx[ch] += fabs(dy[i] * (x[i] - mean[ch]) * rstd[ch]);
         }
         for (size_t ch = 0; ch < c; ch++) {
-          UTIL_CLOSE(v[4 * c + ch], rdb[ch], m * U * sdy[ch] + FLT_MIN,
+          UTIL_CLOSE(v[4 * c + ch], rdb[ch], bn_tol_dbeta(m, sdy[ch]),
                      "%s dbeta[%zu]", what, ch);
-          UTIL_CLOSE(v[3 * c + ch], rdg[ch], (m + 4) * U * sdyx[ch] + FLT_MIN,
+          UTIL_CLOSE(v[3 * c + ch], rdg[ch], bn_tol_dgamma(m, sdyx[ch]),
                      "%s dgamma[%zu]", what, ch);
         }
         if (variant != 1) {
@@ -784,12 +726,10 @@ static void bn_backward_body(kiln_context *ctx, kiln_queue *q,
             size_t ch = (i / hw) % c;
             double k = fabs((affine ? g[ch] : 1) * rstd[ch]);
             double xh = fabs((x[i] - mean[ch]) * rstd[ch]);
-            double tol = k * (U * sdy[ch] + xh * (m + 4) * U * sdyx[ch] / m) +
-                         6 * U * k *
-                             (fabs(dy[i]) + sdy[ch] / m + xh * sdyx[ch] / m +
-                              xh) +
-                         util_storage_tol(dt, rdx[i]);
-            UTIL_CLOSE(dx[i], rdx[i], tol, "%s dx[%zu]", what, i);
+            UTIL_CLOSE(dx[i], rdx[i],
+                       bn_tol_dx(m, sdy[ch], sdyx[ch], k, xh, dy[i], rdx[i],
+                                 dt),
+                       "%s dx[%zu]", what, i);
           }
           free(dx);
         }
