@@ -162,6 +162,14 @@ __kernel void bn_partial(__global const T *x, ulong xo, __global const T *dy,
   }
 }
 
+/* The P parts of channel ch, both sums, added in order. */
+float2 sum_parts(__global const float *parts, ulong ch, ulong P) {
+  float2 s = (float2)(0.0f, 0.0f);
+  for (ulong k = 0; k < P; k++)
+    s += vload2(ch * P + k, parts);
+  return s;
+}
+
 /* One work-item per channel: the parts summed in order, then the mean and
  * rstd into stats (mean at [so + ch], rstd at [so + C + ch]) and, with
  * has_running, the running statistics updated. */
@@ -175,11 +183,8 @@ __kernel void bn_finish_forward(__global const T *x, ulong xo,
   size_t ch = get_global_id(0);
   if (ch >= C)
     return;
-  float s1 = 0.0f, s2 = 0.0f;
-  for (ulong k = 0; k < P; k++) {
-    s1 += parts[2 * (ch * P + k)];
-    s2 += parts[2 * (ch * P + k) + 1];
-  }
+  float2 s = sum_parts(parts, ch, P);
+  float s1 = s.x, s2 = s.y;
   float d = s1 / m;
   float var = fmax(s2 / m - d * d, 0.0f);
   float mean = LOAD(x + xo, ch * HW) + d;
@@ -204,11 +209,8 @@ __kernel void bn_finish_backward(__global const float *parts, ulong C, ulong P,
   size_t ch = get_global_id(0);
   if (ch >= C)
     return;
-  float s1 = 0.0f, s2 = 0.0f;
-  for (ulong k = 0; k < P; k++) {
-    s1 += parts[2 * (ch * P + k)];
-    s2 += parts[2 * (ch * P + k) + 1];
-  }
+  float2 s = sum_parts(parts, ch, P);
+  float s1 = s.x, s2 = s.y;
   sums[wo + ch] = s1;
   sums[wo + C + ch] = s2;
   if (has_dbeta)

@@ -23,6 +23,23 @@ static inline double *img_doubles(size_t n) {
   return p;
 }
 
+/* Read back n elements at off of b (off + n + guard in all, the others
+ * compared with before, the buffer's host image before the op); returns the
+ * n values as doubles. */
+static inline double *img_download(kiln_queue *q, size_t guard,
+                                   kiln_buffer *b, kiln_dtype dt, size_t off,
+                                   size_t n, const void *before,
+                                   const char *what) {
+  size_t total = off + n + guard;
+  void *after = util_download(q, b, dt, total);
+  util_check_guard(dt, before, after, off, n, total, what);
+  double *v = img_doubles(n);
+  for (size_t i = 0; i < n; i++)
+    v[i] = util_get(dt, after, off + i);
+  free(after);
+  return v;
+}
+
 /* Batch statistics per channel: mean and biased variance over n h w. */
 static inline void bn_stats(size_t n, size_t c, size_t hw, const double *x,
                             double *mean, double *var) {

@@ -307,21 +307,6 @@ static kiln_buffer *upload_at(kiln_context *ctx, kiln_queue *q, kiln_dtype dt,
   return b;
 }
 
-/* Read back n elements at off of b (total off + n + GUARD), checking the
- * guards against before; returns the n values as doubles. */
-static double *download_at(kiln_queue *q, kiln_buffer *b, kiln_dtype dt,
-                           size_t off, size_t n, const void *before,
-                           const char *what) {
-  size_t total = off + n + GUARD;
-  void *after = util_download(q, b, dt, total);
-  util_check_guard(dt, before, after, off, n, total, what);
-  double *v = doubles(n);
-  for (size_t i = 0; i < n; i++)
-    v[i] = util_get(dt, after, off + i);
-  free(after);
-  return v;
-}
-
 static void pool_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
   size_t ndt;
   const kiln_dtype *dts = util_float_dtypes(&ndt);
@@ -360,8 +345,8 @@ static void pool_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
         char what[120];
         snprintf(what, sizeof what, "%s pool %d %s case %zu", profile, mode,
                  kiln_dtype_name(dt), ci);
-        double *y = download_at(q, yb, dt, YOFF, oc, yraw, what);
-        double *dx = download_at(q, dxb, dt, YOFF, count, dxraw, what);
+        double *y = img_download(q, GUARD, yb, dt, YOFF, oc, yraw, what);
+        double *dx = img_download(q, GUARD, dxb, dt, YOFF, count, dxraw, what);
         double *ry = doubles(oc), *rdx = doubles(count);
         ref_pool(op, mode == 2, &p, x, ry, dy, rdx);
         double div = (double)(p.kh * p.kw);
@@ -521,7 +506,7 @@ static void bn_train_body(kiln_context *ctx, kiln_queue *q,
         snprintf(what, sizeof what, "%s batchnorm %s %zux%zux%zux%zu step %d",
                  profile, kiln_dtype_name(dt), n, c, bn_shapes[si][2],
                  bn_shapes[si][3], step);
-        double *y = download_at(q, yb, dt, YOFF, count, yraw, what);
+        double *y = img_download(q, GUARD, yb, dt, YOFF, count, yraw, what);
         float *v = util_download(q, vb, KILN_F32, VOFF + 6 * c + GUARD);
         util_check_guard(KILN_F32, vinit, v, VOFF + 2 * c, 4 * c,
                          VOFF + 6 * c + GUARD, what);
@@ -612,7 +597,7 @@ static void bn_inference_body(kiln_context *ctx, kiln_queue *q,
         char what[120];
         snprintf(what, sizeof what, "%s batchnorm inference %s shape %zu",
                  profile, kiln_dtype_name(dt), si);
-        double *y = download_at(q, xb, dt, XOFF, count, raw, what);
+        double *y = img_download(q, GUARD, xb, dt, XOFF, count, raw, what);
         double g[8], b[8], mean[8], rstd[8];
         for (size_t ch = 0; ch < c; ch++) {
           g[ch] = vec[ch];
@@ -720,7 +705,7 @@ static void bn_backward_body(kiln_context *ctx, kiln_queue *q,
                      "%s dgamma[%zu]", what, ch);
         }
         if (variant != 1) {
-          double *dx = download_at(q, dxb, dt, YOFF, count,
+          double *dx = img_download(q, GUARD, dxb, dt, YOFF, count,
                                    in_place ? graw : dxraw, what);
           for (size_t i = 0; i < count; i++) {
             size_t ch = (i / hw) % c;

@@ -73,19 +73,6 @@ static kiln_buffer *upload(kiln_context *ctx, kiln_queue *q, kiln_dtype dt,
   return b;
 }
 
-/* a's values as they were after the op (checking the guards). */
-static double *download(kiln_queue *q, kiln_buffer *b, kiln_dtype dt,
-                        size_t count, const void *before, const char *what) {
-  size_t total = OFF + count + 4;
-  void *after = util_download(q, b, dt, total);
-  util_check_guard(dt, before, after, OFF, count, total, what);
-  double *v = img_doubles(count);
-  for (size_t i = 0; i < count; i++)
-    v[i] = util_get(dt, after, OFF + i);
-  free(after);
-  return v;
-}
-
 static kiln_image image_of(kiln_buffer *b, const struct npy_array *a,
                            kiln_dtype dt) {
   assert_int_equal(a->ndim, 4);
@@ -143,8 +130,8 @@ static void pool_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
       char what[120];
       snprintf(what, sizeof what, "%s %s %s vs torch", profile, p->name,
                kiln_dtype_name(dt));
-      double *gy = download(q, yb, dt, y.count, yraw, what);
-      double *gdx = download(q, dxb, dt, dx.count, dxraw, what);
+      double *gy = img_download(q, 4, yb, dt, OFF, y.count, yraw, what);
+      double *gdx = img_download(q, 4, dxb, dt, OFF, dx.count, dxraw, what);
       for (size_t i = 0; i < y.count; i++)
         UTIL_CLOSE(gy[i], y.data[i],
                    pool_tol_y(p->op == KILN_POOL_MAX, (double)(p->kh * p->kw),
@@ -250,7 +237,7 @@ static void bn_train_case(kiln_context *ctx, kiln_queue *q,
         &yi, VEC(2, c), VEC(3, c), VEC(4, 2 * c), &prm, 0, NULL, NULL));
     snprintf(what, sizeof what, "%s %s %s step %d vs torch", profile, nm,
              kiln_dtype_name(dt), step + 1);
-    double *y = download(q, yb, dt, count, yraw, what);
+    double *y = img_download(q, 4, yb, dt, OFF, count, yraw, what);
     assert_kiln_ok(kiln_buffer_read_sync(q, VEC(0, 8 * c), v));
     bn_stats(n, c, hw, xs[step].data, mean, var);
     for (size_t i = 0; i < count; i++) {
@@ -298,7 +285,7 @@ static void bn_train_case(kiln_context *ctx, kiln_queue *q,
       VEC(6, c), VEC(7, c), 0, NULL, NULL));
   snprintf(what, sizeof what, "%s %s %s backward vs torch", profile, nm,
            kiln_dtype_name(dt));
-  double *gdx = download(q, dxb, dt, count, dxraw, what);
+  double *gdx = img_download(q, 4, dxb, dt, OFF, count, dxraw, what);
   assert_kiln_ok(kiln_buffer_read_sync(q, VEC(0, 8 * c), v));
   double *sdy = img_doubles(c), *sdyx = img_doubles(c);
   for (size_t i = 0; i < count; i++) {
@@ -386,7 +373,7 @@ static void bn_eval_case(kiln_context *ctx, kiln_queue *q, const char *profile,
   char what[120];
   snprintf(what, sizeof what, "%s %s %s vs torch", profile, nm,
            kiln_dtype_name(dt));
-  double *gy = download(q, yb, dt, y.count, yraw, what);
+  double *gy = img_download(q, 4, yb, dt, OFF, y.count, yraw, what);
   for (size_t i = 0; i < y.count; i++) {
     size_t ch = (i / hw) % c;
     double ga = b->affine ? fabs(gamma.data[ch]) : 1;

@@ -327,6 +327,31 @@ static kiln_status bn_plan(struct kiln__op *o, const struct img *x,
   return KILN_OK;
 }
 
+/* Begin a batch-normalisation op: the wait list, and the trace's record
+ * (name, moving passes times x's bytes, flops per element). */
+static kiln_status bn_begin(struct kiln__op *o, kiln_queue *queue,
+                            const char *fn, const char *name,
+                            const struct img *x, double passes, double flops,
+                            size_t num_wait, kiln_event *const *wait_list,
+                            kiln_event **out_event) {
+  kiln_status s = kiln__op_begin(o, queue, fn, num_wait, wait_list, out_event);
+  if (s != KILN_OK)
+    return s;
+  size_t shape[3] = {x->n, x->c, x->h * x->w};
+  kiln__op_describe(o, name, x->dt, 3, shape,
+                    passes * (double)kiln_dtype_size(x->dt) * (double)x->count,
+                    flops * (double)x->count);
+  return KILN_OK;
+}
+
+/* The plan of the statistics and the workspace that holds their parts. */
+static kiln_status bn_work(struct kiln__op *o, const struct img *x,
+                           struct bn_plan *b, cl_mem *work) {
+  kiln_status s = bn_plan(o, x, b);
+  KILN__CHECK(s, kiln__op_workspace(o, b->work_bytes, work));
+  return s;
+}
+
 /* bn_partial over every (channel, part) group. */
 static kiln_status bn_partial(struct kiln__op *o, const struct bn_plan *b,
                               const struct img *x, cl_mem dy, cl_ulong go,
@@ -436,17 +461,13 @@ KILN_API kiln_status kiln_batchnorm_train(
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
-  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+  if ((s = bn_begin(&o, queue, fn, "batchnorm_train", &x, 3, 5, num_wait,
+                    wait_list, out_event)))
     return s;
-  size_t shape[3] = {x.n, x.c, x.h * x.w};
-  kiln__op_describe(&o, "batchnorm_train", x.dt, 3, shape,
-                    3.0 * (double)kiln_dtype_size(x.dt) * (double)x.count,
-                    5.0 * (double)x.count);
   if (x.count > 0) {
     struct bn_plan b;
     cl_mem work = NULL;
-    KILN__CHECK(s, bn_plan(&o, &x, &b));
-    KILN__CHECK(s, kiln__op_workspace(&o, b.work_bytes, &work));
+    KILN__CHECK(s, bn_work(&o, &x, &b, &work));
     cl_mem stats = saved != NULL ? saved->buffer->cl : work;
     cl_ulong so = saved != NULL ? saved->offset : 2 * (cl_ulong)b.groups;
     KILN__CHECK(s, bn_partial(&o, &b, &x, x.b->cl, 0, work, 0, false, work));
@@ -507,12 +528,9 @@ KILN_API kiln_status kiln_batchnorm_inference(
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
-  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+  if ((s = bn_begin(&o, queue, fn, "batchnorm_inference", &x, 2, 2, num_wait,
+                    wait_list, out_event)))
     return s;
-  size_t shape[3] = {x.n, x.c, x.h * x.w};
-  kiln__op_describe(&o, "batchnorm_inference", x.dt, 3, shape,
-                    2.0 * (double)kiln_dtype_size(x.dt) * (double)x.count,
-                    2.0 * (double)x.count);
   if (x.count > 0) {
     struct kiln__train_rows p;
     kiln__train_rows_params(queue->ctx, x.dt, &p);
@@ -568,17 +586,13 @@ KILN_API kiln_status kiln_batchnorm_backward(
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
-  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+  if ((s = bn_begin(&o, queue, fn, "batchnorm_backward", &x, 5, 9, num_wait,
+                    wait_list, out_event)))
     return s;
-  size_t shape[3] = {x.n, x.c, x.h * x.w};
-  kiln__op_describe(&o, "batchnorm_backward", x.dt, 3, shape,
-                    5.0 * (double)kiln_dtype_size(x.dt) * (double)x.count,
-                    9.0 * (double)x.count);
   if (x.count > 0) {
     struct bn_plan b;
     cl_mem work = NULL;
-    KILN__CHECK(s, bn_plan(&o, &x, &b));
-    KILN__CHECK(s, kiln__op_workspace(&o, b.work_bytes, &work));
+    KILN__CHECK(s, bn_work(&o, &x, &b, &work));
     cl_mem st = saved->buffer->cl;
     cl_ulong so = saved->offset, wo = 2 * (cl_ulong)b.groups, C = c;
     KILN__CHECK(s, bn_partial(&o, &b, &x, dy.b->cl, dy.off, st, so, true,
