@@ -9,12 +9,17 @@
  *   -DDT=n   storage type of the images (common.clh): 0 f32, 1 f16, 2 bf16;
  *            per-channel vectors and partial sums are f32
  *   -DWG=n   work-group size of bn_partial, a power of two
+ *   -DFAMILY=n  how bn_partial's items split a part: 0 GPU (strided), 1 CPU
+ *            (contiguous spans); the other kernels are the same on both
  * A plane is one image's channel: h * w elements, plane index n * c + ch. */
 #ifndef DT
 #define DT 0
 #endif
 #ifndef WG
 #define WG 64
+#endif
+#ifndef FAMILY
+#define FAMILY 1
 #endif
 #include "common.clh"
 #include "group_reduce.clh"
@@ -55,26 +60,43 @@ long window_argmax(__global const T *p, ulong W, long h0, long h1, long w0,
 #define POOL_DIVISOR(exclude)                                                  \
   ((exclude) ? (float)((h1 - h0) * (w1 - w0)) : (float)(KH * KW))
 
+/* y[o] for output o: loops of the kernel's full size (the same for every
+ * work-item, so PoCL can run a group's items as vector lanes), positions
+ * outside the image masked rather than skipped; the same comparisons in the
+ * same order as window_argmax. */
+void pool_one(__global const T *x, __global T *y, size_t o, int is_max,
+              int exclude, POOL_ARGS) {
+  ulong ow = o % OW, t = o / OW, oh = t % OH, plane = t / OH;
+  __global const T *p = x + plane * H * W;
+  long hs = (long)(oh * SH) - (long)PH, ws = (long)(ow * SW) - (long)PW;
+  float m = -INFINITY, s = 0.0f;
+  int seen = 0, cnt = 0;
+  for (long kh = 0; kh < (long)KH; kh++) {
+    long ih = hs + kh;
+    int okh = ih >= 0 && ih < (long)H;
+    long ihc = clamp(ih, 0L, (long)H - 1);
+    for (long kw = 0; kw < (long)KW; kw++) {
+      long iw = ws + kw;
+      int ok = okh && iw >= 0 && iw < (long)W;
+      float v = LOAD(p, ihc * (long)W + clamp(iw, 0L, (long)W - 1));
+      int take = ok && (!seen || v > m || (isnan(v) && !isnan(m)));
+      m = take ? v : m;
+      seen |= ok;
+      s += ok ? v : 0.0f;
+      cnt += ok;
+    }
+  }
+  float div = exclude ? (float)cnt : (float)(KH * KW);
+  STORE(y, o, is_max ? m : s / div);
+}
+
+#define POOL_PASS H, W, OH, OW, KH, KW, SH, SW, PH, PW
+
 __kernel void pool_forward(__global const T *x, ulong xo, __global T *y,
                            ulong yo, int is_max, int exclude, ulong total,
                            POOL_ARGS) {
-  size_t o = get_global_id(0);
-  if (o >= total)
-    return;
-  ulong ow = o % OW, t = o / OW, oh = t % OH, plane = t / OH;
-  __global const T *p = x + xo + plane * H * W;
-  POOL_WINDOW(oh, ow)
-  float r;
-  if (is_max) {
-    r = LOAD(p, window_argmax(p, W, h0, h1, w0, w1));
-  } else {
-    float s = 0.0f;
-    for (long ih = h0; ih < h1; ih++)
-      for (long iw = w0; iw < w1; iw++)
-        s += LOAD(p, ih * (long)W + iw);
-    r = s / POOL_DIVISOR(exclude);
-  }
-  STORE(y + yo, o, r);
+  FOR_ELEMENT(o, total,
+              pool_one(x + xo, y + yo, o, is_max, exclude, POOL_PASS))
 }
 
 /* dx for one input element: the windows covering (ih, iw) are outputs oh in
@@ -108,12 +130,50 @@ __kernel void pool_backward(__global const T *x, ulong xo, __global const T *dy,
   STORE(dx + dxo, i, s);
 }
 
+/* The backward pass when windows do not overlap (stride >= kernel in both
+ * dimensions): one work-item per output writes its window's part of dx (max:
+ * dy at the argmax, 0 elsewhere; mean: dy / divisor), the same values the
+ * gather above gives, with a read of the window instead of one per covering
+ * window and element. Elements outside every window are zeroed first
+ * (image_zero) unless the windows tile the image. */
+__kernel void pool_backward_tiled(__global const T *x, ulong xo,
+                                  __global const T *dy, ulong go,
+                                  __global T *dx, ulong dxo, int is_max,
+                                  int exclude, ulong total, POOL_ARGS) {
+  size_t o = get_global_id(0);
+  if (o >= total)
+    return;
+  ulong ow = o % OW, t = o / OW, oh = t % OH, plane = t / OH;
+  __global const T *p = x + xo + plane * H * W;
+  __global T *d = dx + dxo + plane * H * W;
+  POOL_WINDOW(oh, ow)
+  float gv = LOAD(dy + go, o);
+  long best = is_max ? window_argmax(p, W, h0, h1, w0, w1) : -1;
+  float share = is_max ? 0.0f : gv / POOL_DIVISOR(exclude);
+  for (long ih = h0; ih < h1; ih++)
+    for (long iw = w0; iw < w1; iw++) {
+      long e = ih * (long)W + iw;
+      STORE(d, e, e == best ? gv : share);
+    }
+}
+
+__kernel void image_zero(__global T *y, ulong yo, ulong total) {
+  size_t i = get_global_id(0);
+  if (i < total)
+    STORE(y + yo, i, 0.0f);
+}
+
 /* ---- batch normalisation ------------------------------------------------- */
 /* A channel's m = n * hw elements are visited as j = 0 .. m-1, element j at
  * plane (j / hw) * c + ch, position j % hw. Work-group g of bn_partial sums
- * part g % parts of channel g / parts: elements j = part * WG + lane + k *
- * parts * WG, then a fixed tree over the group; parts[2g], parts[2g + 1]
- * receive its two sums. */
+ * part g % parts of channel g / parts, each of its WG items some of the
+ * part's elements, then a fixed tree over the group; parts[2g], parts[2g + 1]
+ * receive its two sums. Which elements an item takes depends on the family:
+ * GPU (FAMILY 0): j = part * WG + lane + k * parts * WG, so that neighbouring
+ * items read neighbouring elements; CPU (FAMILY 1): one contiguous span of
+ * ceil(m / (parts * WG)) elements per item, which PoCL runs as a sequential
+ * loop (the strided form would make each item of a group stream every cache
+ * line of the part). */
 
 /* Forward (backward 0): sums of x - s and (x - s)^2, s = the channel's
  * first element. Backward (1): sums of dy and dy * xhat, with the saved
@@ -124,8 +184,13 @@ __kernel void bn_partial(__global const T *x, ulong xo, __global const T *dy,
                          ulong HW, ulong P) {
   __local float buf[WG];
   size_t grp = get_group_id(0), lane = get_local_id(0);
-  ulong ch = grp / P, part = grp % P;
-  ulong j = part * WG + lane, step = P * WG, m = N * HW;
+  ulong ch = grp / P, part = grp % P, m = N * HW;
+#if FAMILY == 1
+  ulong span = (m + P * WG - 1) / (P * WG);
+  ulong j = (part * WG + lane) * span, end = min(j + span, m), step = 1;
+#else
+  ulong j = part * WG + lane, end = m, step = P * WG;
+#endif
   ulong n = j / HW, q = j % HW, dn = step / HW, dq = step % HW;
   float shift = 0.0f, mean = 0.0f, rstd = 0.0f;
   if (!backward)
@@ -135,7 +200,7 @@ __kernel void bn_partial(__global const T *x, ulong xo, __global const T *dy,
     rstd = stats[so + C + ch];
   }
   float s1 = 0.0f, s2 = 0.0f;
-  for (; j < m; j += step) {
+  for (; j < end; j += step) {
     ulong e = (n * C + ch) * HW + q;
     float v = LOAD(x + xo, e);
     if (!backward) {
@@ -219,42 +284,57 @@ __kernel void bn_finish_backward(__global const float *parts, ulong C, ulong P,
     dgamma[dgo + ch] = s2;
 }
 
+/* Run STMT for position q of the row (plane) when q < HW, over a 2-D range
+ * whose dimension 0 is rounded up to whole groups: as FOR_ELEMENT
+ * (common.clh), a group-uniform branch so that PoCL can vectorise the
+ * groups that need no check. */
+#define FOR_POSITION(q, HW, STMT)                                              \
+  size_t q = get_global_id(0);                                                 \
+  if (get_group_id(0) + 1 < get_num_groups(0)) {                               \
+    STMT;                                                                      \
+  } else if (q < (HW)) {                                                       \
+    STMT;                                                                      \
+  }
+
 /* y = (x - mean) * rstd * gamma + beta over a 2-D range: dimension 0 the
  * plane's HW positions, dimension 1 the planes. rstd is read from
- * sd[sdo + ch], or (from_var) computed as 1 / sqrt(sd[sdo + ch] + eps). */
+ * sd[sdo + ch], or (from_var) computed as 1 / sqrt(sd[sdo + ch] + eps). The
+ * channel's values are the same for the whole row, computed before it. */
 __kernel void bn_apply(__global const T *x, ulong xo, __global T *y, ulong yo,
                        __global const float *mean, ulong mo,
                        __global const float *sd, ulong sdo, int from_var,
                        float eps, __global const float *gamma, ulong gmo,
                        int has_gamma, __global const float *beta, ulong bo,
                        int has_beta, ulong C, ulong HW) {
-  size_t q = get_global_id(0), plane = get_global_id(1);
-  if (q >= HW)
-    return;
-  ulong ch = plane % C, e = plane * HW + q;
+  size_t plane = get_global_id(1);
+  ulong ch = plane % C;
   float rstd = from_var ? 1.0f / sqrt(sd[sdo + ch] + eps) : sd[sdo + ch];
   float scale = has_gamma ? gamma[gmo + ch] * rstd : rstd;
-  float shift = has_beta ? beta[bo + ch] : 0.0f;
-  STORE(y + yo, e, fma(LOAD(x + xo, e) - mean[mo + ch], scale, shift));
+  float shift = has_beta ? beta[bo + ch] : 0.0f, mu = mean[mo + ch];
+  __global const T *xp = x + xo + plane * HW;
+  __global T *yp = y + yo + plane * HW;
+  FOR_POSITION(q, HW, STORE(yp, q, fma(LOAD(xp, q) - mu, scale, shift)))
 }
 
 /* dx = gamma * rstd * (dy - dbeta / m - xhat * dgamma / m), with dbeta and
- * dgamma in sums ([wo + ch], [wo + C + ch]) and the saved mean and rstd in stats;
- * the same 2-D range as bn_apply. */
+ * dgamma in sums ([wo + ch], [wo + C + ch]) and the saved mean and rstd in
+ * stats; the same 2-D range as bn_apply. */
 __kernel void bn_dx(__global const T *x, ulong xo, __global const T *dy,
                     ulong go, __global T *dx, ulong dxo,
                     __global const float *stats, ulong so,
                     __global const float *sums, ulong wo,
-                    __global const float *gamma,
-                    ulong gmo, int has_gamma, float inv_m, ulong C, ulong HW) {
-  size_t q = get_global_id(0), plane = get_global_id(1);
-  if (q >= HW)
-    return;
-  ulong ch = plane % C, e = plane * HW + q;
+                    __global const float *gamma, ulong gmo, int has_gamma,
+                    float inv_m, ulong C, ulong HW) {
+  size_t plane = get_global_id(1);
+  ulong ch = plane % C;
   float mean = stats[so + ch], rstd = stats[so + C + ch];
   float k = has_gamma ? gamma[gmo + ch] * rstd : rstd;
-  float xh = (LOAD(x + xo, e) - mean) * rstd;
-  float v = LOAD(dy + go, e) - sums[wo + ch] * inv_m -
-            xh * (sums[wo + C + ch] * inv_m);
-  STORE(dx + dxo, e, k * v);
+  float db = sums[wo + ch] * inv_m, dg = sums[wo + C + ch] * inv_m;
+  __global const T *xp = x + xo + plane * HW;
+  __global const T *gp = dy + go + plane * HW;
+  __global T *dp = dx + dxo + plane * HW;
+  FOR_POSITION(q, HW,
+               STORE(dp, q,
+                     k * (LOAD(gp, q) - db -
+                          (LOAD(xp, q) - mean) * rstd * dg)))
 }

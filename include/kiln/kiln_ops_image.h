@@ -78,10 +78,12 @@ typedef struct kiln_pool2d_params {
  * right) wins a tie; a NaN in the window is the result (the first NaN), as
  * in PyTorch. The argmax is not stored: kiln_pool2d_backward recomputes it
  * from x with the same comparisons, so it is the same element. Storing it
- * would cost a 4-byte index per output written here and read back there,
- * while the backward pass, a gather with one work-item per input element
- * (no atomics, hence deterministic), reads each covering window's
- * kernel_h * kernel_w elements from cache instead. */
+ * would cost a 4-byte index per output written here and read back there;
+ * recomputing reads the window's kernel_h * kernel_w elements, which the
+ * backward pass reads from cache: with disjoint windows (stride >= kernel,
+ * the usual 2x2 stride 2) one work-item per window writes its part of dx,
+ * with overlapping ones one work-item per input element gathers from the
+ * windows that cover it (no atomics either way, hence deterministic). */
 KILN_API kiln_status kiln_pool2d(kiln_queue *queue, kiln_pool_op op,
                                  const kiln_image *x, const kiln_image *y,
                                  const kiln_pool2d_params *params,

@@ -292,11 +292,29 @@ KILN_API kiln_status kiln_pool2d_backward(
       (double)kiln_dtype_size(dx.dt) *
           (double)(dx.count * (has_x ? 2 : 1) + dy.count),
       (double)dy.count * (double)(g.kh * g.kw));
+  /* Windows that do not overlap: one work-item per window scatters, after
+   * zeroing dx unless the windows tile it. Else a gather per element. */
+  bool disjoint = g.sh >= g.kh && g.sw >= g.kw;
+  bool tiles = disjoint && g.sh == g.kh && g.sw == g.kw && g.ph == 0 &&
+               g.pw == 0 && g.oh * g.kh == dx.h && g.ow * g.kw == dx.w;
+  cl_mem xm = has_x ? x.b->cl : dy.b->cl;
+  cl_ulong xo = has_x ? x.off : 0;
+  if (dx.count > 0 && disjoint && !tiles) {
+    struct kiln__train_rows p;
+    kiln__train_rows_params(queue->ctx, dx.dt, &p);
+    cl_ulong total = dx.count;
+    cl_kernel k = NULL;
+    s = kiln__op_kernel(&o, "image", p.options, "image_zero", &k, 3,
+                        KILN__ARG(dx.b->cl), KILN__ARG(dx.off),
+                        KILN__ARG(total));
+    KILN__CHECK(s, kiln__train_launch_elems(&o, k, dx.count));
+  }
   if (dx.count > 0)
-    s = pool_launch(&o, "pool_backward", dx.dt, true,
-                    has_x ? x.b->cl : dy.b->cl, has_x ? x.off : 0, dy.b->cl,
-                    dy.off, dx.b->cl, dx.off, op, params->exclude_padding, &dx,
-                    &g, dx.count);
+    KILN__CHECK(s, pool_launch(&o, disjoint ? "pool_backward_tiled"
+                                            : "pool_backward",
+                               dx.dt, true, xm, xo, dy.b->cl, dy.off,
+                               dx.b->cl, dx.off, op, params->exclude_padding,
+                               &dx, &g, disjoint ? dy.count : dx.count));
   return kiln__op_end(&o, s, out_event);
 }
 

@@ -15,23 +15,30 @@
   (&(kiln_image){.buffer = (b), .offset = (off), .n = (n_), .c = (c_),        \
                  .h = (h_), .w = (w_), .dtype = (dt)})
 
-/* 2 x 3 x 5 x 6 images, 3x3 windows, stride 2, padding 1: 3 x 3 outputs. */
-enum { N = 2, C = 3, H = 5, W = 6, K = 3, S = 2, P = 1, OH = 3, OW = 3 };
+/* 2 x 3 x 5 x 6 images. */
+enum { N = 2, C = 3, H = 5, W = 6 };
 
-static void run_pool(kiln_pool_op op, bool exclude, kiln_dtype dt) {
-  const size_t count = N * C * H * W, oc = N * C * OH * OW;
+/* k x k windows, stride s, padding p: overlapping windows (s < k) take the
+ * gather kernel, disjoint ones the scatter (pool_backward_tiled), after
+ * image_zero where they leave elements out. */
+static void run_pool(kiln_pool_op op, bool exclude, kiln_dtype dt, int K,
+                     int S, int P) {
+  const int OH = (H + 2 * P - K) / S + 1, OW = (W + 2 * P - K) / S + 1;
+  const size_t count = N * C * H * W, oc = (size_t)(N * C * OH * OW);
   void *xh, *gh;
   kiln_buffer *x = input(dt, 3, count, 401, &xh);
   kiln_buffer *g = input(dt, 1, oc, 402, &gh);
   kiln_buffer *y = output(dt, oc), *dx = output(dt, count);
-  kiln_pool2d_params prm = {K, K, S, S, P, P, exclude};
+  kiln_pool2d_params prm = {(size_t)K, (size_t)K, (size_t)S, (size_t)S,
+                            (size_t)P, (size_t)P, exclude};
   CHECK_OK(kiln_pool2d(q, op, IMAGE(x, 3, N, C, H, W, dt),
                        IMAGE(y, 0, N, C, OH, OW, dt), &prm, 0, NULL, NULL));
   CHECK_OK(kiln_pool2d_backward(q, op, IMAGE(x, 3, N, C, H, W, dt),
                                 IMAGE(g, 1, N, C, OH, OW, dt),
                                 IMAGE(dx, 0, N, C, H, W, dt), &prm, 0, NULL,
                                 NULL));
-  double want_y[N * C * OH * OW], want_dx[N * C * H * W];
+  double *want_y = malloc(oc * sizeof *want_y);
+  double want_dx[N * C * H * W];
   memset(want_dx, 0, sizeof want_dx);
   for (size_t p = 0; p < N * C; p++)
     for (int oh = 0; oh < OH; oh++)
@@ -67,7 +74,7 @@ static void run_pool(kiln_pool_op op, bool exclude, kiln_dtype dt) {
   free(got);
   got = download(dx, dt, 0, count);
   expect("pool2d backward", dt, got, want_dx, count, 1e-5);
-  free(got), free(xh), free(gh);
+  free(got), free(xh), free(gh), free(want_y);
   kiln_buffer_destroy(x), kiln_buffer_destroy(g);
   kiln_buffer_destroy(y), kiln_buffer_destroy(dx);
 }
@@ -174,10 +181,12 @@ static void run_batchnorm(kiln_dtype dt, size_t n, size_t c, size_t h,
 }
 
 void run_image(void) {
-  run_pool(KILN_POOL_MAX, false, KILN_F32);
-  run_pool(KILN_POOL_MAX, false, KILN_BF16);
-  run_pool(KILN_POOL_MEAN, false, KILN_F16);
-  run_pool(KILN_POOL_MEAN, true, KILN_F32);
+  run_pool(KILN_POOL_MAX, false, KILN_F32, 3, 2, 1);
+  run_pool(KILN_POOL_MAX, false, KILN_BF16, 3, 2, 1);
+  run_pool(KILN_POOL_MEAN, false, KILN_F16, 3, 2, 1);
+  run_pool(KILN_POOL_MEAN, true, KILN_F32, 3, 2, 1);
+  run_pool(KILN_POOL_MAX, false, KILN_F32, 2, 2, 0);  /* row 5 left out */
+  run_pool(KILN_POOL_MEAN, true, KILN_BF16, 2, 3, 1); /* stride > window */
   run_batchnorm(KILN_F32, N, C, H, W);
   run_batchnorm(KILN_BF16, N, C, H, W);
   /* over 1024 values per channel: several partial sums per channel on the
