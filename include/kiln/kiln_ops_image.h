@@ -22,9 +22,12 @@
  *   only on the sizes and the device's profile, so two runs on one device
  *   give the same bits.
  * - One generic kernel family: the kernels are the same on the CPU and the
- *   GPU family (pooling is a gather per output or input element; the batch
- *   statistics are a two-level reduction whose work-group size comes from
- *   the profile's reduction group size).
+ *   GPU family (pooling: one work-item per output, and backward one per
+ *   window or, for overlapping windows, per input element; batch
+ *   statistics: a two-level reduction in work-groups of the profile's
+ *   reduction group size), except that a work-item of the statistics sums
+ *   a contiguous span on the CPU family and a strided one on the GPU family
+ *   (the order, so the bits, is fixed per family and size).
  * - Workspace: batch normalisation keeps its per-channel partial sums in
  *   the queue's op workspace (kiln/kiln_ops.h): 8 bytes per partial, at
  *   most 64 partials per channel, plus 8 bytes per channel. Pooling needs
