@@ -74,6 +74,7 @@
 #include "kiln/kiln_sequence.h"
 #include "kiln/kiln_ops_train.h"
 #include "kiln/kiln_ops_conv.h"
+#include "kiln/kiln_ops_image.h"
 
 #undef KILN_H_INSIDE
 

@@ -299,5 +299,8 @@ void kiln__ops_warm_train_index(const kiln_context *ctx, kiln__warm_add_fn add,
 /* The convolution (ops_conv.c). */
 void kiln__ops_warm_conv(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user);
+/* The image ops (ops_image.c). */
+void kiln__ops_warm_image(const kiln_context *ctx, kiln__warm_add_fn add,
+                          void *user);
 
 #endif
