@@ -1,4 +1,4 @@
-/* kiln's pooling and batch normalisation against PyTorch: the float64
+/* kiln's convolution, pooling and batch normalisation against PyTorch: the float64
  * inputs, outputs and gradients that tests/fixtures/make_cnn_fixtures.py
  * wrote with torch (tests/fixtures/cnn/CASE.FIELD.npy, described in
  * tests/fixtures/README.md), on every device, both kernel families and
@@ -6,8 +6,9 @@
  * dtype stores exactly (checked here), so the error bounds are those of
  * test_op_image.c (tests/image_test_util.h): kiln's f32 arithmetic and the
  * output's store. Each case's parameters are also checked against the line
- * cases.txt gives it, so this table and the script cannot drift apart. The
- * conv2d fixtures are for the convolution's own test. */
+ * cases.txt gives it, so this table and the script cannot drift apart.
+ * The convolutions (kiln_ops_conv.h) are checked on the same fixtures,
+ * exactly (see conv_fx). */
 #include "image_test_util.h"
 #include "npy.h"
 
@@ -48,10 +49,10 @@ static void expect_case_line(const char *line) {
              path, line, __FILE__);
 }
 
-/* A buffer holding a's values as dt from element OFF, with guards of -5
- * around them; an input's values (raw NULL) must be stored exactly. An
- * output's buffer (raw not NULL: it receives the host image, for the guard
- * check) starts with the values rounded. */
+/* A buffer of a's count of dt from element OFF, with guards of -5 around:
+ * an input's (raw NULL) holds a's values, which must be stored exactly; an
+ * output's (raw not NULL: it receives the host image, for the guard check)
+ * holds NaN, so an element the op does not write cannot pass. */
 static kiln_buffer *upload(kiln_context *ctx, kiln_queue *q, kiln_dtype dt,
                            const struct npy_array *a, void **raw) {
   size_t total = OFF + a->count + 4;
@@ -60,7 +61,7 @@ static kiln_buffer *upload(kiln_context *ctx, kiln_queue *q, kiln_dtype dt,
   for (size_t i = 0; i < total; i++)
     util_set(dt, h, i, -5);
   for (size_t i = 0; i < a->count; i++) {
-    util_set(dt, h, OFF + i, a->data[i]);
+    util_set(dt, h, OFF + i, raw != NULL ? NAN : a->data[i]);
     if (raw == NULL && util_get(dt, h, OFF + i) != a->data[i])
       fail_msg("fixture value %.17g is not exact in %s", a->data[i],
                kiln_dtype_name(dt));
@@ -78,6 +79,111 @@ static kiln_image image_of(kiln_buffer *b, const struct npy_array *a,
   assert_int_equal(a->ndim, 4);
   return image_at(b, OFF, a->shape[0], a->shape[1], a->shape[2], a->shape[3],
                   dt);
+}
+
+/* ---- convolution ------------------------------------------------------------- */
+
+/* The inputs are multiples of 1/16 of magnitude at most 4, so every product
+ * is a multiple of 1/256 of at most 16 and every sum these cases form (a few
+ * hundred terms at most) stays below 2^16 on the same grid: exact in f32 in
+ * any order. kiln's convolutions must then give PyTorch's float64 results
+ * exactly, whatever the family, the dtype or the chunking. */
+static const struct conv_fx {
+  const char *name;
+  size_t sh, sw, ph, pw, dh, dw, groups;
+  bool bias;
+} convs[] = {
+    {"conv_basic", 1, 1, 1, 1, 1, 1, 1, true},
+    {"conv_stride", 2, 3, 1, 0, 1, 1, 1, true},
+    {"conv_dilation", 1, 1, 2, 2, 2, 2, 1, true},
+    {"conv_groups", 1, 1, 1, 1, 1, 1, 2, true},
+    {"conv_depthwise", 2, 2, 1, 1, 1, 1, 3, true},
+    {"conv_pointwise", 1, 1, 0, 0, 1, 1, 1, false},
+    {"conv_whole", 1, 1, 0, 0, 1, 1, 1, true},
+    {"conv_1x1_image", 1, 1, 1, 1, 1, 1, 1, true},
+};
+
+static void expect_exact(kiln_queue *q, kiln_buffer *b,
+                         const struct npy_array *want, void *raw,
+                         const char *what, const char *field) {
+  double *got = img_download(q, 4, b, KILN_F32, OFF, want->count, raw, what);
+  for (size_t i = 0; i < want->count; i++)
+    UTIL_CLOSE(got[i], want->data[i], 0, "%s %s[%zu]", what, field, i);
+  free(got);
+}
+
+static void conv_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
+  size_t ndt;
+  const kiln_dtype *dts = util_float_dtypes(&ndt);
+  for (size_t ci = 0; ci < sizeof convs / sizeof convs[0]; ci++) {
+    const struct conv_fx *c = &convs[ci];
+    char line[200];
+    snprintf(line, sizeof line,
+             "%s conv2d stride=%zu,%zu padding=%zu,%zu dilation=%zu,%zu "
+             "groups=%zu bias=%d",
+             c->name, c->sh, c->sw, c->ph, c->pw, c->dh, c->dw, c->groups,
+             c->bias);
+    expect_case_line(line);
+    struct npy_array x = load(c->name, "x"), w = load(c->name, "w");
+    struct npy_array y = load(c->name, "y"), dy = load(c->name, "dy");
+    struct npy_array dx = load(c->name, "dx"), dw = load(c->name, "dw");
+    struct npy_array b = {0}, db = {0};
+    if (c->bias) {
+      b = load(c->name, "b");
+      db = load(c->name, "db");
+    }
+    const kiln_conv2d_params prm = {c->sh, c->sw, c->ph, c->pw,
+                                    c->dh, c->dw, c->groups};
+    for (size_t d = 0; d < ndt; d++) {
+      const kiln_dtype dt = dts[d];
+      void *yraw, *dxraw, *dwraw, *dbraw = NULL;
+      kiln_buffer *xb = upload(ctx, q, dt, &x, NULL);
+      kiln_buffer *wb = upload(ctx, q, dt, &w, NULL);
+      kiln_buffer *gb = upload(ctx, q, dt, &dy, NULL);
+      kiln_buffer *yb = upload(ctx, q, KILN_F32, &y, &yraw);
+      kiln_buffer *dxb = upload(ctx, q, KILN_F32, &dx, &dxraw);
+      kiln_buffer *dwb = upload(ctx, q, KILN_F32, &dw, &dwraw);
+      kiln_buffer *bb = c->bias ? upload(ctx, q, KILN_F32, &b, NULL) : NULL;
+      kiln_buffer *dbb = c->bias ? upload(ctx, q, KILN_F32, &db, &dbraw) : NULL;
+      const kiln_image xi = image_of(xb, &x, dt), wi = image_of(wb, &w, dt);
+      const kiln_image gi = image_of(gb, &dy, dt);
+      const kiln_image yi = image_of(yb, &y, KILN_F32);
+      const kiln_image dxi = image_of(dxb, &dx, KILN_F32);
+      const kiln_image dwi = image_of(dwb, &dw, KILN_F32);
+      const kiln_range br = {bb, OFF, b.count, KILN_F32};
+      const kiln_range dbr = {dbb, OFF, db.count, KILN_F32};
+      kiln_epilogue e = KILN_EPILOGUE_INIT;
+      e.bias = c->bias ? &br : NULL;
+      assert_kiln_ok(kiln_conv2d(q, &xi, &wi, &yi, &prm, &e, 0, NULL, NULL));
+      assert_kiln_ok(
+          kiln_conv2d_backward_data(q, &gi, &wi, &dxi, &prm, 0, NULL, NULL));
+      assert_kiln_ok(kiln_conv2d_backward_weights(
+          q, &xi, &gi, &dwi, c->bias ? &dbr : NULL, &prm, 0, NULL, NULL));
+      char what[120];
+      snprintf(what, sizeof what, "%s %s %s vs torch", profile, c->name,
+               kiln_dtype_name(dt));
+      expect_exact(q, yb, &y, yraw, what, "y");
+      expect_exact(q, dxb, &dx, dxraw, what, "dx");
+      expect_exact(q, dwb, &dw, dwraw, what, "dw");
+      if (c->bias)
+        expect_exact(q, dbb, &db, dbraw, what, "db");
+      free(yraw);
+      free(dxraw);
+      free(dwraw);
+      free(dbraw);
+      kiln_buffer *all[] = {xb, wb, gb, yb, dxb, dwb, bb, dbb};
+      for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        kiln_buffer_destroy(all[i]);
+    }
+    struct npy_array *arrays[] = {&x, &w, &y, &dy, &dx, &dw, &b, &db};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+      free(arrays[i]->data);
+  }
+}
+
+static void test_conv_torch(void **state) {
+  (void)state;
+  train_each_profile(conv_body);
 }
 
 /* ---- pooling ------------------------------------------------------------------ */
@@ -445,6 +551,7 @@ static void test_npy_reader(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_npy_reader),
+      cmocka_unit_test(test_conv_torch),
       cmocka_unit_test(test_pool_torch),
       cmocka_unit_test(test_batchnorm_torch),
   };
