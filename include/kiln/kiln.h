@@ -73,6 +73,7 @@
 #include "kiln/kiln_multi.h"
 #include "kiln/kiln_sequence.h"
 #include "kiln/kiln_ops_train.h"
+#include "kiln/kiln_ops_attention.h"
 
 #undef KILN_H_INSIDE
 

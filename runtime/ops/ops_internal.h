@@ -287,5 +287,8 @@ void kiln__ops_warm_train_random(const kiln_context *ctx,
                                  kiln__warm_add_fn add, void *user);
 void kiln__ops_warm_train_index(const kiln_context *ctx, kiln__warm_add_fn add,
                                 void *user);
+/* The attention ops (ops_attention.c). */
+void kiln__ops_warm_attention(const kiln_context *ctx, kiln__warm_add_fn add,
+                              void *user);
 
 #endif
