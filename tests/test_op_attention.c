@@ -25,9 +25,9 @@
  * outputs add the store's rounding (util_storage_tol). The inputs of the
  * reference are the stored (rounded) inputs, so the storage formats add
  * nothing else. */
+#include "attention_ref.h"
 #include "train_test_util.h"
 
-static const double U = 0x1p-24;
 
 struct shape {
   size_t batch, heads, t, hs;
@@ -73,147 +73,17 @@ static double *doubles(size_t n) {
   return p;
 }
 
-/* ---- the float64 reference ----------------------------------------------- */
-
-/* One problem: q, k, v of every (b, h) as doubles, [b][h][t][c]. */
-struct prob {
-  size_t B, H, T, d;
-  bool causal;
-  double scale;
-  double *q, *k, *v, *dout;
-};
-#define IX(p, b, h, t, c) ((((b) * (p)->H + (h)) * (p)->T + (t)) * (p)->d + (c))
-
-static size_t nkeys(const struct prob *p, size_t i) {
-  return p->causal ? i + 1 : p->T;
-}
-
-/* out, lse exactly; tol_o, tol_l the bounds above. Any output may be NULL. */
-static void ref_forward(const struct prob *p, double *out, double *lse,
-                        double *tol_o, double *tol_l) {
-  double *s = doubles(p->T);
-  for (size_t b = 0; b < p->B; b++)
-    for (size_t h = 0; h < p->H; h++)
-      for (size_t i = 0; i < p->T; i++) {
-        size_t n = nkeys(p, i);
-        double m = -INFINITY, sabs = 0, l = 0;
-        for (size_t j = 0; j < n; j++) {
-          double acc = 0, aa = 0;
-          for (size_t c = 0; c < p->d; c++) {
-            acc += p->q[IX(p, b, h, i, c)] * p->k[IX(p, b, h, j, c)];
-            aa += fabs(p->q[IX(p, b, h, i, c)] * p->k[IX(p, b, h, j, c)]);
-          }
-          s[j] = acc * p->scale;
-          sabs = fmax(sabs, aa * p->scale);
-          m = fmax(m, s[j]);
-        }
-        for (size_t j = 0; j < n; j++)
-          l += exp(s[j] - m);
-        double rel = 2 * ((double)p->d + 2) * U * sabs +
-                     (2 * (double)n + 16) * U;
-        size_t row = (b * p->H + h) * p->T + i;
-        if (lse)
-          lse[row] = m + log(l);
-        if (tol_l)
-          tol_l[row] = 2 * (((double)p->d + 2) * U * sabs +
-                            ((double)n + 8) * U + U * fabs(m + log(l)));
-        for (size_t c = 0; c < p->d; c++) {
-          double o = 0, a = 0;
-          for (size_t j = 0; j < n; j++) {
-            double pj = exp(s[j] - m) / l;
-            o += pj * p->v[IX(p, b, h, j, c)];
-            a += pj * fabs(p->v[IX(p, b, h, j, c)]);
-          }
-          if (out)
-            out[IX(p, b, h, i, c)] = o;
-          if (tol_o)
-            tol_o[IX(p, b, h, i, c)] = 2 * rel * a;
-        }
-      }
-  free(s);
-}
-
-/* Gradients dq, dk, dv of L = sum dout . out, exactly, and their bounds
- * (tol_o: the forward's bound on out as stored, storage rounding included;
- * tol_l on lse). */
-static void ref_backward(const struct prob *p, const double *tol_o,
-                         const double *tol_l, double *dq, double *dk,
-                         double *dv, double *tq, double *tk, double *tv) {
-  size_t T = p->T, d = p->d;
-  double *out = doubles(p->B * p->H * T * d), *lse = doubles(p->B * p->H * T);
-  ref_forward(p, out, lse, NULL, NULL);
-  size_t n4 = p->B * p->H * T * d;
-  memset(dq, 0, n4 * sizeof *dq);
-  memset(dk, 0, n4 * sizeof *dk);
-  memset(dv, 0, n4 * sizeof *dv);
-  memset(tq, 0, n4 * sizeof *tq);
-  memset(tk, 0, n4 * sizeof *tk);
-  memset(tv, 0, n4 * sizeof *tv);
-  for (size_t b = 0; b < p->B; b++)
-    for (size_t h = 0; h < p->H; h++)
-      for (size_t i = 0; i < T; i++) {
-        size_t row = (b * p->H + h) * T + i, n = nkeys(p, i);
-        double D = 0, dD = 0;
-        for (size_t c = 0; c < d; c++) {
-          double g = p->dout[IX(p, b, h, i, c)], o = out[IX(p, b, h, i, c)];
-          D += g * o;
-          dD += fabs(g) * tol_o[IX(p, b, h, i, c)] +
-                ((double)d + 2) * U * fabs(g * o);
-        }
-        double sabs = 0;
-        for (size_t j = 0; j < n; j++) {
-          double aa = 0;
-          for (size_t c = 0; c < d; c++)
-            aa += fabs(p->q[IX(p, b, h, i, c)] * p->k[IX(p, b, h, j, c)]);
-          sabs = fmax(sabs, aa * p->scale);
-        }
-        double prel = 2 * ((double)d + 2) * U * sabs + tol_l[row] + 4 * U;
-        for (size_t j = 0; j < n; j++) {
-          double s = 0, dp = 0, adp = 0;
-          for (size_t c = 0; c < d; c++) {
-            s += p->q[IX(p, b, h, i, c)] * p->k[IX(p, b, h, j, c)];
-            dp += p->dout[IX(p, b, h, i, c)] * p->v[IX(p, b, h, j, c)];
-            adp += fabs(p->dout[IX(p, b, h, i, c)] * p->v[IX(p, b, h, j, c)]);
-          }
-          double pj = exp(s * p->scale - lse[row]);
-          double ds = pj * (dp - D);
-          double eds = pj * (prel * (fabs(dp) + fabs(D)) +
-                             ((double)d + 2) * U * adp + dD);
-          double cn = ((double)n + 2) * U, cm = ((double)T + 2) * U;
-          for (size_t c = 0; c < d; c++) {
-            double qc = p->q[IX(p, b, h, i, c)], kc = p->k[IX(p, b, h, j, c)];
-            double gc = p->dout[IX(p, b, h, i, c)];
-            dq[IX(p, b, h, i, c)] += p->scale * ds * kc;
-            tq[IX(p, b, h, i, c)] +=
-                p->scale * fabs(kc) * (eds + cn * fabs(ds));
-            dk[IX(p, b, h, j, c)] += p->scale * ds * qc;
-            tk[IX(p, b, h, j, c)] +=
-                p->scale * fabs(qc) * (eds + cm * fabs(ds));
-            dv[IX(p, b, h, j, c)] += pj * gc;
-            tv[IX(p, b, h, j, c)] += fabs(gc) * pj * (prel + cm);
-          }
-        }
-      }
-  for (size_t e = 0; e < n4; e++) {
-    tq[e] *= 2;
-    tk[e] *= 2;
-    tv[e] *= 2;
-  }
-  free(out);
-  free(lse);
-}
-
 /* L = sum dout . attention(x), x = q, k, v concatenated: for the finite
  * differences. */
-static struct prob g_p;
+static struct aref_prob g_p;
 static double loss_of(const double *x) {
-  struct prob p = g_p;
+  struct aref_prob p = g_p;
   size_t n4 = p.B * p.H * p.T * p.d;
   p.q = (double *)x;
   p.k = (double *)x + n4;
   p.v = (double *)x + 2 * n4;
   double *out = doubles(n4), l = 0;
-  ref_forward(&p, out, NULL, NULL, NULL);
+  aref_forward(&p, out, NULL, NULL, NULL);
   for (size_t e = 0; e < n4; e++)
     l += p.dout[e] * out[e];
   free(out);
@@ -272,7 +142,7 @@ static void attention_body(kiln_context *ctx, kiln_queue *q,
       void *x = util_download(q, bx, dt, nx);
       float *l = util_download(q, bl, KILN_F32, nl + loff + 3);
 
-      struct prob p = {B, H, T, d, sh->causal, (float)(1.0 / sqrt((double)d)),
+      struct aref_prob p = {B, H, T, d, sh->causal, (float)(1.0 / sqrt((double)d)),
                        NULL, NULL, NULL, NULL};
       size_t n4 = B * H * T * d;
       double *xin = doubles(3 * n4);
@@ -284,7 +154,7 @@ static void attention_body(kiln_context *ctx, kiln_queue *q,
         for (size_t hh = 0; hh < H; hh++)
           for (size_t t = 0; t < T; t++)
             for (size_t c = 0; c < d; c++) {
-              size_t e = IX(&p, b, hh, t, c);
+              size_t e = AREF_IX(&p, b, hh, t, c);
               p.q[e] = util_get(dt, qkv, at(&lq, b, t, hh * d + c));
               p.k[e] = util_get(dt, qkv, at(&lq, b, t, C + hh * d + c));
               p.v[e] = util_get(dt, qkv, at(&lq, b, t, 2 * C + hh * d + c));
@@ -292,7 +162,7 @@ static void attention_body(kiln_context *ctx, kiln_queue *q,
             }
       double *ro = doubles(n4), *rl = doubles(nl), *to = doubles(n4),
              *tl = doubles(nl);
-      ref_forward(&p, ro, rl, to, tl);
+      aref_forward(&p, ro, rl, to, tl);
       char what[64];
       snprintf(what, sizeof what, "%s %s B%zu H%zu T%zu hs%zu %s", profile,
                kiln_dtype_name(dt), B, H, T, d,
@@ -306,7 +176,7 @@ static void attention_body(kiln_context *ctx, kiln_queue *q,
                        row);
             wl[loff + row] = true;
             for (size_t c = 0; c < d; c++) {
-              size_t e = IX(&p, b, hh, t, c), oe = at(&lo, b, t, hh * d + c);
+              size_t e = AREF_IX(&p, b, hh, t, c), oe = at(&lo, b, t, hh * d + c);
               /* The bound on out as stored, for the backward's D. */
               to[e] += util_storage_tol(dt, ro[e]);
               UTIL_CLOSE(util_get(dt, o, oe), ro[e], to[e],
@@ -318,7 +188,7 @@ static void attention_body(kiln_context *ctx, kiln_queue *q,
       check_written(KILN_F32, l0, l, wl, nl + loff + 3, what);
 
       double *g = doubles(3 * n4), *tg = doubles(3 * n4);
-      ref_backward(&p, to, tl, g, g + n4, g + 2 * n4, tg, tg + n4, tg + 2 * n4);
+      aref_backward(&p, to, tl, g, g + n4, g + 2 * n4, tg, tg + n4, tg + 2 * n4);
       /* The host gradient against finite differences of the host forward
        * (f32 pass only: it does not depend on the device). */
       double *fd = NULL;
@@ -335,7 +205,7 @@ static void attention_body(kiln_context *ctx, kiln_queue *q,
           for (size_t hh = 0; hh < H; hh++)
             for (size_t t = 0; t < T; t++)
               for (size_t c = 0; c < d; c++) {
-                size_t e = part * n4 + IX(&p, b, hh, t, c);
+                size_t e = part * n4 + AREF_IX(&p, b, hh, t, c);
                 size_t xe = at(&lx, b, t, part * C + hh * d + c);
                 double want = g[e];
                 double tol = tg[e] + util_storage_tol(dt, want);
@@ -516,7 +386,7 @@ static void scale_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
                      .batch_stride = T * C, .dtype = KILN_F32},
       NULL, &params, 0, NULL, NULL));
   float *o = util_download(q, bo, KILN_F32, B * T * C);
-  struct prob p = {B, H, T, d, false, 0.7f, NULL, NULL, NULL, NULL};
+  struct aref_prob p = {B, H, T, d, false, 0.7f, NULL, NULL, NULL, NULL};
   size_t n4 = B * H * T * d;
   double *x = doubles(3 * n4), *ro = doubles(n4), *to = doubles(n4);
   p.q = x;
@@ -527,16 +397,16 @@ static void scale_body(kiln_context *ctx, kiln_queue *q, const char *profile) {
       for (size_t t = 0; t < T; t++)
         for (size_t c = 0; c < d; c++)
           for (size_t part = 0; part < 3; part++)
-            x[part * n4 + IX(&p, b, h, t, c)] =
+            x[part * n4 + AREF_IX(&p, b, h, t, c)] =
                 qkv[(b * T + t) * 3 * C + part * C + h * d + c];
-  ref_forward(&p, ro, NULL, to, NULL);
+  aref_forward(&p, ro, NULL, to, NULL);
   for (size_t b = 0; b < B; b++)
     for (size_t h = 0; h < H; h++)
       for (size_t t = 0; t < T; t++)
         for (size_t c = 0; c < d; c++)
-          UTIL_CLOSE(o[(b * T + t) * C + h * d + c], ro[IX(&p, b, h, t, c)],
-                     to[IX(&p, b, h, t, c)] + FLT_MIN, "%s scale 0.7 at %zu",
-                     profile, IX(&p, b, h, t, c));
+          UTIL_CLOSE(o[(b * T + t) * C + h * d + c], ro[AREF_IX(&p, b, h, t, c)],
+                     to[AREF_IX(&p, b, h, t, c)] + FLT_MIN, "%s scale 0.7 at %zu",
+                     profile, AREF_IX(&p, b, h, t, c));
   free(qkv);
   free(o);
   free(x);
