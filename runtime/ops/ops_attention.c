@@ -234,7 +234,7 @@ KILN_API kiln_status kiln_attention_forward(
   if (s == KILN_OK)
     bh = batch * heads;
   if (s == KILN_OK && lse != NULL) {
-    size_t n;
+    size_t n = 0;
     s = kiln__ops_check_dtype(fn, "lse dtype", lse->dtype, KILN__DT(KILN_F32));
     if (s == KILN_OK && kiln__mul_overflows(bh, t, &n))
       s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: batch x heads x T overflows",
@@ -411,31 +411,52 @@ static kiln_status check_caches(const char *fn, const kiln_queue *queue,
   return s;
 }
 
+/* What the cache calls share: the rows x (named xn: append's k, decode's
+ * q; n x C per batch entry, its dtype the call's) and y (yn: append's v,
+ * read; decode's out, written) with heads dividing C, and the two caches
+ * of x's dtype (written by append). sp receives x's, y's and the caches'
+ * spans; *hs and *bh the head size and batch x heads. */
+static kiln_status check_cache_call(const char *fn, const kiln_queue *queue,
+                                    size_t batch, size_t heads, const char *xn,
+                                    const kiln_matrix *x, const char *yn,
+                                    const kiln_matrix *y, bool y_write,
+                                    const kiln_matrix *kc,
+                                    const kiln_matrix *vc, bool caches_write,
+                                    size_t *hs, size_t *bh,
+                                    struct span sp[4]) {
+  kiln_status s = kiln__ops_check_queue(fn, queue);
+  KILN__CHECK(s, kiln__train_need(fn, xn, x));
+  if (s != KILN_OK)
+    return s;
+  char what[32];
+  snprintf(what, sizeof what, "n (%s's rows)", xn);
+  KILN__CHECK(s, check_length(fn, what, x->rows));
+  snprintf(what, sizeof what, "%s's cols", xn);
+  KILN__CHECK(s, check_heads(fn, batch, heads, x->cols, what, hs));
+  KILN__CHECK(s, check_operand(fn, queue, xn, x, x->rows, x->cols, xn, batch,
+                               x->dtype, NULL, false, &sp[0]));
+  KILN__CHECK(s, check_operand(fn, queue, yn, y, x->rows, x->cols, xn, batch,
+                               x->dtype, xn, y_write, &sp[1]));
+  if (s == KILN_OK)
+    *bh = batch * heads;
+  KILN__CHECK(s, check_caches(fn, queue, kc, vc, *hs, *bh, x->dtype, xn,
+                              caches_write, &sp[2], &sp[3]));
+  return s;
+}
+
 KILN_API kiln_status kiln_attention_cache_append(
     kiln_queue *queue, size_t batch, size_t heads, size_t pos,
     const kiln_matrix *k, const kiln_matrix *v, const kiln_matrix *k_cache,
     const kiln_matrix *v_cache, size_t num_wait, kiln_event *const *wait_list,
     kiln_event **out_event) {
   static const char fn[] = "kiln_attention_cache_append";
-  kiln_status s = kiln__ops_check_queue(fn, queue);
-  KILN__CHECK(s, kiln__train_need(fn, "k", k));
-  KILN__CHECK(s, kiln__train_need(fn, "v", v));
-  if (s != KILN_OK)
-    return s;
-  const size_t n = k->rows, c = k->cols;
   size_t hs = 0, bh = 0;
-  struct span sk, sv, skc, svc;
-  KILN__CHECK(s, check_length(fn, "n (k's rows)", n));
-  KILN__CHECK(s, check_heads(fn, batch, heads, c, "k's cols", &hs));
-  const kiln_dtype dtype = k->dtype;
-  KILN__CHECK(s, check_operand(fn, queue, "k", k, n, c, "k", batch, dtype,
-                               NULL, false, &sk));
-  KILN__CHECK(s, check_operand(fn, queue, "v", v, n, c, "k", batch, dtype,
-                               "k", false, &sv));
-  if (s == KILN_OK)
-    bh = batch * heads;
-  KILN__CHECK(s, check_caches(fn, queue, k_cache, v_cache, hs, bh, dtype, "k",
-                              true, &skc, &svc));
+  struct span sp[4] = {{0}};
+  kiln_status s = check_cache_call(fn, queue, batch, heads, "k", k, "v", v,
+                                   false, k_cache, v_cache, true, &hs, &bh, sp);
+  const struct span sk = sp[0], sv = sp[1], skc = sp[2], svc = sp[3];
+  const size_t n = s == KILN_OK ? k->rows : 0;
+  const kiln_dtype dtype = s == KILN_OK ? k->dtype : KILN_F32;
   if (s == KILN_OK && (pos > k_cache->rows || n > k_cache->rows - pos))
     s = kiln__fail(KILN_ERR_OUT_OF_RANGE,
                    "%s: pos %zu + %zu new rows exceeds the caches' %zu rows",
@@ -488,25 +509,14 @@ KILN_API kiln_status kiln_attention_decode(
     const kiln_attention_params *params, size_t num_wait,
     kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_attention_decode";
-  kiln_status s = kiln__ops_check_queue(fn, queue);
-  KILN__CHECK(s, kiln__train_need(fn, "q", q));
-  if (s != KILN_OK)
-    return s;
-  const size_t n = q->rows, c = q->cols;
   size_t hs = 0, bh = 0;
-  struct span sq, so, skc, svc;
-  KILN__CHECK(s, check_length(fn, "n (q's rows)", n));
+  struct span sp[4] = {{0}};
+  kiln_status s = check_cache_call(fn, queue, batch, heads, "q", q, "out", out,
+                                   true, k_cache, v_cache, false, &hs, &bh, sp);
+  const struct span sq = sp[0], so = sp[1], skc = sp[2], svc = sp[3];
+  const size_t n = s == KILN_OK ? q->rows : 0;
+  const kiln_dtype dtype = s == KILN_OK ? q->dtype : KILN_F32;
   KILN__CHECK(s, check_length(fn, "t", t));
-  KILN__CHECK(s, check_heads(fn, batch, heads, c, "q's cols", &hs));
-  const kiln_dtype dtype = q->dtype;
-  KILN__CHECK(s, check_operand(fn, queue, "q", q, n, c, "q", batch, dtype,
-                               NULL, false, &sq));
-  KILN__CHECK(s, check_operand(fn, queue, "out", out, n, c, "q", batch, dtype,
-                               "q", true, &so));
-  if (s == KILN_OK)
-    bh = batch * heads;
-  KILN__CHECK(s, check_caches(fn, queue, k_cache, v_cache, hs, bh, dtype, "q",
-                              false, &skc, &svc));
   if (s == KILN_OK && t > k_cache->rows)
     s = kiln__fail(KILN_ERR_OUT_OF_RANGE,
                    "%s: t %zu exceeds the caches' %zu rows", fn, t,
