@@ -44,6 +44,53 @@
 #define BK (2048 / DMAX)
 #endif
 
+/* The row operations of every kernel: DOT(a, tile, x, base, ld, j0, r) is
+ * the dot product of the private row a with row r of a tile (staged, GPU)
+ * or of rows from j0 (CPU); AXPY(y, alpha, ...) adds alpha times that row
+ * to the private row y. The GPU family goes element by element (its
+ * parallelism is across rows); the CPU family keeps 16 partial sums in a
+ * float16, which breaks the one serial fma chain LLVM would otherwise keep
+ * (it does not reassociate float sums) into vector operations, then adds
+ * the 16 lanes in a fixed tree and the d % 16 tail in order. */
+#if FAMILY == 0
+float dot_tile(const float *a, __local const float *t, uint d) {
+  float s = 0.0f;
+  for (uint c = 0; c < d; c++)
+    s = fma(a[c], t[c], s);
+  return s;
+}
+void axpy_tile(float *y, float alpha, __local const float *t, uint d) {
+  for (uint c = 0; c < d; c++)
+    y[c] = fma(alpha, t[c], y[c]);
+}
+#define DOT(a, t, x, base, ld, j0, r) dot_tile((a), (t) + (r) * DMAX, d)
+#define AXPY(y, alpha, t, x, base, ld, j0, r)                                  \
+  axpy_tile((y), (alpha), (t) + (r) * DMAX, d)
+#else
+float dot_row(const float *a, __global const T *x, ulong at, uint d) {
+  float16 acc = (float16)0.0f;
+  uint c = 0;
+  for (; c + 16 <= d; c += 16)
+    acc = fma(vload16(0, a + c), LOAD16(x + at + c), acc);
+  float s = KILN_HTREE16(acc, KILN_ADD);
+  for (; c < d; c++)
+    s = fma(a[c], LOAD(x, at + c), s);
+  return s;
+}
+void axpy_row(float *y, float alpha, __global const T *x, ulong at, uint d) {
+  uint c = 0;
+  for (; c + 16 <= d; c += 16)
+    vstore16(fma((float16)alpha, LOAD16(x + at + c), vload16(0, y + c)), 0,
+             y + c);
+  for (; c < d; c++)
+    y[c] = fma(alpha, LOAD(x, at + c), y[c]);
+}
+#define DOT(a, t, x, base, ld, j0, r)                                          \
+  dot_row((a), (x), (base) + (ulong)((j0) + (r)) * (ld), d)
+#define AXPY(y, alpha, t, x, base, ld, j0, r)                                  \
+  axpy_row((y), (alpha), (x), (base) + (ulong)((j0) + (r)) * (ld), d)
+#endif
+
 #if FAMILY == 0
 /* Stage rows [j0, j0 + n) of a (row stride ld from base) as f32 in t:
  * BQ work-items share the n d elements. Barriers on both sides. */
@@ -52,11 +99,8 @@
     uint r_ = e_ / (d), c_ = e_ % (d);                                         \
     (t)[r_ * DMAX + c_] = LOAD(a, (base) + (ulong)((j0) + r_) * (ld) + c_);    \
   }
-#define TILE(t, a, base, ld, j0, r, c) ((t)[(r) * DMAX + (c)])
 #define SYNC() barrier(CLK_LOCAL_MEM_FENCE)
 #else
-#define TILE(t, a, base, ld, j0, r, c)                                         \
-  LOAD(a, (base) + (ulong)((j0) + (r)) * (ld) + (c))
 #define SYNC()
 #endif
 
@@ -106,11 +150,8 @@ attn_fwd(__global const T *q, ulong q_off, ulong q_ld, ulong q_bs,
     float s[BK];
     float mt = m;
     for (uint r = 0; r < lim; r++) {
-      float acc_s = 0.0f;
-      for (uint c = 0; c < d; c++)
-        acc_s = fma(qr[c], TILE(kt, k, kb, k_ld, j0, r, c), acc_s);
-      s[r] = acc_s;
-      mt = fmax(mt, acc_s);
+      s[r] = DOT(qr, kt, k, kb, k_ld, j0, r);
+      mt = fmax(mt, s[r]);
     }
     if (lim > 0) {
       const float corr = exp(m - mt);
@@ -120,8 +161,7 @@ attn_fwd(__global const T *q, ulong q_off, ulong q_ld, ulong q_bs,
       for (uint r = 0; r < lim; r++) {
         const float p = exp(s[r] - mt);
         l += p;
-        for (uint c = 0; c < d; c++)
-          acc[c] = fma(p, TILE(vt, v, vb, v_ld, j0, r, c), acc[c]);
+        AXPY(acc, p, vt, v, vb, v_ld, j0, r);
       }
       m = mt;
     }
@@ -186,14 +226,10 @@ attn_bwd_dq(__global const T *x, ulong q_off, ulong k_off, ulong v_off,
 #endif
     const uint lim = !active || mine <= j0 ? 0 : min(n, mine - j0);
     for (uint r = 0; r < lim; r++) {
-      float s = 0.0f, dp = 0.0f;
-      for (uint c = 0; c < d; c++) {
-        s = fma(qr[c], TILE(kt, x, kb, x_ld, j0, r, c), s);
-        dp = fma(dor[c], TILE(vt, x, vb, x_ld, j0, r, c), dp);
-      }
+      const float s = DOT(qr, kt, x, kb, x_ld, j0, r);
+      const float dp = DOT(dor, vt, x, vb, x_ld, j0, r);
       const float ds = exp(s - li) * (dp - dd);
-      for (uint c = 0; c < d; c++)
-        dq[c] = fma(ds, TILE(kt, x, kb, x_ld, j0, r, c), dq[c]);
+      AXPY(dq, ds, kt, x, kb, x_ld, j0, r);
     }
   }
   if (!active)
@@ -258,17 +294,12 @@ attn_bwd_dkdv(__global const T *x, ulong q_off, ulong k_off, ulong v_off,
     /* Rows i0 + r < j are masked (causal): start past them. */
     const uint r0 = !active ? n : causal && jj > i0 ? min(n, jj - i0) : 0;
     for (uint r = r0; r < n; r++) {
-      float s = 0.0f, dp = 0.0f;
-      for (uint c = 0; c < d; c++) {
-        s = fma(kr[c], TILE(qt, x, qb, x_ld, i0, r, c), s);
-        dp = fma(vr[c], TILE(gt, dout, dob, do_ld, i0, r, c), dp);
-      }
+      const float s = DOT(kr, qt, x, qb, x_ld, i0, r);
+      const float dp = DOT(vr, gt, dout, dob, do_ld, i0, r);
       const float p = exp(s - LSE(r));
       const float ds = p * (dp - DSUM(r));
-      for (uint c = 0; c < d; c++) {
-        dv[c] = fma(p, TILE(gt, dout, dob, do_ld, i0, r, c), dv[c]);
-        dk[c] = fma(ds, TILE(qt, x, qb, x_ld, i0, r, c), dk[c]);
-      }
+      AXPY(dv, p, gt, dout, dob, do_ld, i0, r);
+      AXPY(dk, ds, qt, x, qb, x_ld, i0, r);
     }
 #undef LSE
 #undef DSUM
