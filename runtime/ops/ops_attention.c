@@ -136,7 +136,8 @@ static kiln_status resolve_params(const char *fn,
 /* ---- kernels --------------------------------------------------------------- */
 
 struct cfg {
-  size_t bq;
+  size_t bq;   /* local size of dimension 0 */
+  size_t rows; /* rows per work-item */
   char options[96];
 };
 
@@ -145,20 +146,22 @@ static unsigned bucket(size_t hs) { return hs <= 32 ? 32 : hs <= 64 ? 64 : 128; 
 static void make_cfg(const kiln_context *ctx, kiln_dtype dtype, unsigned dmax,
                      struct cfg *c) {
   bool cpu = kiln__train_cpu(ctx);
-  /* GPU: a group of 64 query rows shares each staged tile; CPU: 16 rows
-   * per group, one per work-item, which PoCL runs as a loop it can
-   * vectorise across rows. */
-  c->bq = kiln__ops_local_size(ctx, cpu ? 16 : 64);
+  /* GPU: a group of 64 query rows shares each staged tile. CPU: a
+   * work-item per 16 rows, one per float16 lane, alone in its group (PoCL
+   * would otherwise run a group's items one after another anyway). */
+  c->bq = cpu ? 1 : kiln__ops_local_size(ctx, 64);
+  c->rows = cpu ? 16 : 1;
   snprintf(c->options, sizeof c->options,
            "-DDT=%d -DFAMILY=%d -DDMAX=%u -DBQ=%zu -DBK=%u", (int)dtype,
            cpu ? 1 : 0, dmax, c->bq, 2048 / dmax);
 }
 
-/* rows rounded up to the group's rows, times the batch x heads pairs. */
+/* rows (in blocks of c->rows) rounded up to the group's size, times the
+ * batch x heads pairs. */
 static kiln_status launch_rows(struct kiln__op *op, const struct cfg *c,
                                cl_kernel k, size_t rows, size_t bh) {
   size_t global[2] = {0, bh}, local[2] = {c->bq, 1};
-  if (!kiln__ops_round_up(rows, c->bq, &global[0]))
+  if (!kiln__ops_round_up(kiln__div_up(rows, c->rows), c->bq, &global[0]))
     return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: %zu rows is too many",
                       op->fn, rows);
   return kiln__op_launch(op, k, 2, global, local);
