@@ -420,22 +420,37 @@ attn_bwd_dkdv(__global const T *x, ulong q_off, ulong k_off, ulong v_off,
     dk[c] = (float16)0.0f;
     dv[c] = (float16)0.0f;
   }
-  /* Query i sees lane r's key j0 + r when j0 + r <= i (causal). */
+  /* Query i sees lane r's key j0 + r when j0 + r <= i (causal). Two
+   * queries per pass share the loads of kt, vt, dk and dv; the updates
+   * still add query i before i + 1, so the sums keep their order. */
   const int16 pos = (int16)(int)j0 + lane_id;
-  for (uint i = causal ? j0 : 0; i < t; i++) {
-    const ulong qr = qb + (ulong)i * x_ld, gr = gb + (ulong)i * do_ld;
-    float16 s = (float16)0.0f, dp = (float16)0.0f;
+  for (uint i = causal ? j0 : 0; i < t; i += 2) {
+    const uint i1 = min(i + 1, t - 1); /* a lone last query: i1 = i, p1 = 0 */
+    const ulong q0 = qb + (ulong)i * x_ld, g0 = gb + (ulong)i * do_ld;
+    const ulong q1 = qb + (ulong)i1 * x_ld, g1 = gb + (ulong)i1 * do_ld;
+    float16 s0 = (float16)0.0f, dp0 = (float16)0.0f;
+    float16 s1 = (float16)0.0f, dp1 = (float16)0.0f;
     for (uint c = 0; c < d; c++) {
-      s = fma(kt[c], (float16)LOAD(x, qr + c), s);
-      dp = fma(vt[c], (float16)LOAD(dout, gr + c), dp);
+      s0 = fma(kt[c], (float16)LOAD(x, q0 + c), s0);
+      dp0 = fma(vt[c], (float16)LOAD(dout, g0 + c), dp0);
+      s1 = fma(kt[c], (float16)LOAD(x, q1 + c), s1);
+      dp1 = fma(vt[c], (float16)LOAD(dout, g1 + c), dp1);
     }
-    float16 p = exp(s - lse[lse_off + (ulong)bh * t + i]);
-    if (causal)
-      p = select(p, (float16)0.0f, pos > (int16)(int)i);
-    const float16 ds = p * (dp - dsum[(ulong)bh * t + i]);
+    const ulong l0 = lse_off + (ulong)bh * t, d0 = (ulong)bh * t;
+    float16 p0 = exp(s0 - lse[l0 + i]), p1 = exp(s1 - lse[l0 + i1]);
+    if (causal) {
+      p0 = select(p0, (float16)0.0f, pos > (int16)(int)i);
+      p1 = select(p1, (float16)0.0f, pos > (int16)(int)i1);
+    }
+    if (i1 == i)
+      p1 = (float16)0.0f;
+    const float16 ds0 = p0 * (dp0 - dsum[d0 + i]);
+    const float16 ds1 = p1 * (dp1 - dsum[d0 + i1]);
     for (uint c = 0; c < d; c++) {
-      dv[c] = fma(p, (float16)LOAD(dout, gr + c), dv[c]);
-      dk[c] = fma(ds, (float16)LOAD(x, qr + c), dk[c]);
+      dv[c] = fma(p1, (float16)LOAD(dout, g1 + c),
+                  fma(p0, (float16)LOAD(dout, g0 + c), dv[c]));
+      dk[c] = fma(ds1, (float16)LOAD(x, q1 + c),
+                  fma(ds0, (float16)LOAD(x, q0 + c), dk[c]));
     }
   }
   const ulong ko = ROW(dk_off, dx_bs, d, dx_ld, b, h, j0);
