@@ -307,15 +307,23 @@ attn_fwd(__global const T *q, ulong q_off, ulong q_ld, ulong q_bs,
     const uint n = min((uint)BK, kend - j0);
     float16 s[BK];
     float16 mt = m;
-    for (uint r = 0; r < n; r++) {
-      const ulong kr = kb + (ulong)(j0 + r) * k_ld;
-      float16 a = (float16)0.0f;
-      for (uint c = 0; c < d; c++)
-        a = fma(qt[c], (float16)LOAD(k, kr + c), a);
-      if (causal)
-        a = select(a, (float16)(-INFINITY), (int16)(int)(j0 + r) > pos);
-      s[r] = a;
-      mt = fmax(mt, a);
+    /* Two keys per pass share the loads of qt (and below of acc). */
+    for (uint r = 0; r < n; r += 2) {
+      const uint r1 = min(r + 1, n - 1);
+      const ulong k0 = kb + (ulong)(j0 + r) * k_ld;
+      const ulong k1 = kb + (ulong)(j0 + r1) * k_ld;
+      float16 a0 = (float16)0.0f, a1 = (float16)0.0f;
+      for (uint c = 0; c < d; c++) {
+        a0 = fma(qt[c], (float16)LOAD(k, k0 + c), a0);
+        a1 = fma(qt[c], (float16)LOAD(k, k1 + c), a1);
+      }
+      if (causal) {
+        a0 = select(a0, (float16)(-INFINITY), (int16)(int)(j0 + r) > pos);
+        a1 = select(a1, (float16)(-INFINITY), (int16)(int)(j0 + r1) > pos);
+      }
+      s[r] = a0;
+      s[r1] = a1;
+      mt = fmax(mt, fmax(a0, a1));
     }
     /* Key 0 is visible to every lane, so mt is finite from the first tile
      * on and exp(m - mt) is 0 there, 1 for a lane the tile leaves alone. */
@@ -323,12 +331,17 @@ attn_fwd(__global const T *q, ulong q_off, ulong q_ld, ulong q_bs,
     l *= corr;
     for (uint c = 0; c < d; c++)
       acc[c] *= corr;
-    for (uint r = 0; r < n; r++) {
-      const float16 p = exp(s[r] - mt);
-      const ulong vr = vb + (ulong)(j0 + r) * v_ld;
-      l += p;
+    for (uint r = 0; r < n; r += 2) {
+      const uint r1 = min(r + 1, n - 1);
+      const float16 p0 = exp(s[r] - mt);
+      const float16 p1 = r1 == r ? (float16)0.0f : exp(s[r1] - mt);
+      const ulong v0 = vb + (ulong)(j0 + r) * v_ld;
+      const ulong v1 = vb + (ulong)(j0 + r1) * v_ld;
+      l += p0;
+      l += p1;
       for (uint c = 0; c < d; c++)
-        acc[c] = fma(p, (float16)LOAD(v, vr + c), acc[c]);
+        acc[c] = fma(p1, (float16)LOAD(v, v1 + c),
+                     fma(p0, (float16)LOAD(v, v0 + c), acc[c]));
     }
     m = mt;
   }
@@ -375,19 +388,31 @@ attn_bwd_dq(__global const T *x, ulong q_off, ulong k_off, ulong v_off,
   const float16 li = vload16(0, lt);
   const int16 pos = (int16)(int)i0 + lane_id;
   const uint kend = causal ? min(t, i0 + 16) : t;
-  for (uint j = 0; j < kend; j++) {
-    const ulong kr = kb + (ulong)j * x_ld, vr = vb + (ulong)j * x_ld;
-    float16 s = (float16)0.0f, dp = (float16)0.0f;
+  /* Two keys per pass share the loads of qt, gt and dq; key j is added
+   * before j + 1, so the sums keep their order. */
+  for (uint j = 0; j < kend; j += 2) {
+    const uint j1 = min(j + 1, kend - 1); /* a lone last key: p1 = 0 */
+    const ulong k0 = kb + (ulong)j * x_ld, v0 = vb + (ulong)j * x_ld;
+    const ulong k1 = kb + (ulong)j1 * x_ld, v1 = vb + (ulong)j1 * x_ld;
+    float16 s0 = (float16)0.0f, dp0 = (float16)0.0f;
+    float16 s1 = (float16)0.0f, dp1 = (float16)0.0f;
     for (uint c = 0; c < d; c++) {
-      s = fma(qt[c], (float16)LOAD(x, kr + c), s);
-      dp = fma(gt[c], (float16)LOAD(x, vr + c), dp);
+      s0 = fma(qt[c], (float16)LOAD(x, k0 + c), s0);
+      dp0 = fma(gt[c], (float16)LOAD(x, v0 + c), dp0);
+      s1 = fma(qt[c], (float16)LOAD(x, k1 + c), s1);
+      dp1 = fma(gt[c], (float16)LOAD(x, v1 + c), dp1);
     }
-    float16 p = exp(s - li);
-    if (causal)
-      p = select(p, (float16)0.0f, (int16)(int)j > pos);
-    const float16 ds = p * (dp - dd);
+    float16 p0 = exp(s0 - li), p1 = exp(s1 - li);
+    if (causal) {
+      p0 = select(p0, (float16)0.0f, (int16)(int)j > pos);
+      p1 = select(p1, (float16)0.0f, (int16)(int)j1 > pos);
+    }
+    if (j1 == j)
+      p1 = (float16)0.0f;
+    const float16 ds0 = p0 * (dp0 - dd), ds1 = p1 * (dp1 - dd);
     for (uint c = 0; c < d; c++)
-      dq[c] = fma(ds, (float16)LOAD(x, kr + c), dq[c]);
+      dq[c] = fma(ds1, (float16)LOAD(x, k1 + c),
+                  fma(ds0, (float16)LOAD(x, k0 + c), dq[c]));
   }
   float tmp[16];
   vstore16(dd, 0, tmp);
