@@ -25,8 +25,9 @@
  * f16 or bf16 (storage; all arithmetic in f32, results rounded to nearest
  * even once); lse is f32. hs is at most 128. Both kernel families: the GPU
  * family stages tiles of K and V (of Q and dO in the backward pass) in
- * local memory for a work-group of query (key) rows; the CPU family reads
- * them straight from its caches, one work-item per row, no barriers.
+ * local memory for a work-group of query (key) rows; the CPU family gives
+ * a work-item 16 rows, one per vector lane, and reads the other operand
+ * straight from its caches, no barriers.
  * Sums run in a fixed order: the same bits on every run on one device. The
  * conventions of docs/conventions.md hold: asynchronous on the queue,
  * argument errors leave nothing enqueued; a dtype or a size that disagrees
