@@ -75,6 +75,7 @@
 #include "kiln/kiln_ops_train.h"
 #include "kiln/kiln_ops_conv.h"
 #include "kiln/kiln_ops_image.h"
+#include "kiln/kiln_ops_attention.h"
 
 #undef KILN_H_INSIDE
 

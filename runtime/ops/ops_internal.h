@@ -302,5 +302,8 @@ void kiln__ops_warm_conv(const kiln_context *ctx, kiln__warm_add_fn add,
 /* The image ops (ops_image.c). */
 void kiln__ops_warm_image(const kiln_context *ctx, kiln__warm_add_fn add,
                           void *user);
+/* The attention ops (ops_attention.c). */
+void kiln__ops_warm_attention(const kiln_context *ctx, kiln__warm_add_fn add,
+                              void *user);
 
 #endif

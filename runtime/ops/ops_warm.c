@@ -20,7 +20,7 @@ static void (*const op_modules[])(const kiln_context *ctx,
     kiln__ops_warm_train_elementwise, kiln__ops_warm_train_loss,
     kiln__ops_warm_train_optim,       kiln__ops_warm_train_random,
     kiln__ops_warm_train_index,       kiln__ops_warm_conv,
-    kiln__ops_warm_image,
+    kiln__ops_warm_image,             kiln__ops_warm_attention,
 };
 
 /* The (embedded source, options) pairs the op library builds on ctx: call

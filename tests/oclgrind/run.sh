@@ -45,7 +45,7 @@ if ! command -v oclgrind > /dev/null; then
   echo "oclgrind: the oclgrind command is missing (apt-get install oclgrind)" >&2
   exit 1
 fi
-groups=${*:-probe unary binary axpy cast reduce reduce_large scan rows transpose gemm gemm_space gemm_mma spaces train conv image}
+groups=${*:-probe unary binary axpy cast reduce reduce_large scan rows transpose gemm gemm_space gemm_mma spaces train conv image attention}
 timeout_s=${OCLGRIND_TIMEOUT:-600}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

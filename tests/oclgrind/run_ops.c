@@ -14,7 +14,7 @@
  * The profile (so the kernel family): KILN_PROFILE, as for every context.
  * RUN_OPS_ONLY and RUN_OPS_SKIP (comma-separated groups: probe, unary,
  * binary, axpy, cast, reduce, reduce_large, scan, rows, transpose, gemm,
- * gemm_space, gemm_mma, spaces, train, conv, image)
+ * gemm_space, gemm_mma, spaces, train, conv, image, attention)
  * choose what
  * runs, so a run can leave out a kernel a checking tool cannot handle.
  * Exit status 0 when every check passed, 1 otherwise. */
@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run_ops_attention.h"
 #include "run_ops_image.h"
 #include "run_ops_train.h"
 #include "run_ops_conv.h"
@@ -729,6 +730,8 @@ int main(void) {
     run_conv();
   if (selected("image"))
     run_image();
+  if (selected("attention"))
+    run_attention();
 
   if (selected("gemm_space"))
     run_gemm_space();
