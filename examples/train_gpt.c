@@ -21,7 +21,15 @@
  * learning rate warms up linearly over --warmup steps, then follows a
  * cosine down to a tenth of --lr at --steps.
  *
- * Build: cc train_gpt.c gpt.c $(pkg-config --cflags --libs kiln) -lm */
+ * Data-parallel mode (train_dp.h): train_gpt_mpi, the same source built
+ * with -DKILN_TRAIN_MPI and train_mpi.c, runs under `mpirun -np N`: each
+ * rank takes B/N of every batch's sequences (--batch a multiple of N), the
+ * gradients are averaged over the ranks (one allreduce) before the clip and
+ * the step, the losses likewise; rank 0 prints and saves, and at the end the
+ * ranks check that their models are bit-identical.
+ *
+ * Build: cc train_gpt.c gpt.c $(pkg-config --cflags --libs kiln) -lm
+ *   (data-parallel: mpicc -DKILN_TRAIN_MPI ... train_mpi.c, and kiln-mpi) */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -37,6 +45,7 @@
 #include <kiln/kiln.h>
 
 #include "gpt.h"
+#include "train_dp.h"
 
 static const char *const PROG = "train_gpt";
 static const int32_t TOKENS_MAGIC = 20240520;
@@ -369,22 +378,28 @@ out:
   return rc;
 }
 
-/* Upload a batch and run the forward pass with the loss; the loss read
- * back (a blocking read: the step's one synchronisation). */
-static kiln_status step_loss(gpt *m, const tokens *t, size_t *pos, size_t B,
-                             size_t T, uint32_t *in, uint32_t *target,
-                             bool backward, float *loss) {
-  const size_t bt = B * T;
-  next_batch(t, pos, bt, in, target);
+/* Upload this rank's rows (sequences row0.. of the m->B it holds) of the
+ * next batch of B sequences and run the forward pass with the loss (and the
+ * backward pass); the loss, averaged over the ranks, read back (a blocking
+ * read: the step's one synchronisation). */
+static kiln_status step_loss(gpt *m, dp *par, const tokens *t, size_t *pos,
+                             size_t B, size_t row0, size_t T, uint32_t *in,
+                             uint32_t *target, bool backward, float *loss) {
+  const size_t rows = m->B, bt = rows * T;
+  next_batch(t, pos, B * T, in, target);
   kiln_status st = kiln_buffer_write_sync(
-      m->queue, in, &(kiln_range){m->tokens, 0, bt, KILN_U32});
+      m->queue, in + row0 * T, &(kiln_range){m->tokens, 0, bt, KILN_U32});
   if (st == KILN_OK)
-    st = kiln_buffer_write_sync(m->queue, target,
+    st = kiln_buffer_write_sync(m->queue, target + row0 * T,
                                 &(kiln_range){m->targets, 0, bt, KILN_U32});
   if (st == KILN_OK)
-    st = gpt_forward(m, B, T, true);
+    st = gpt_forward(m, rows, T, true);
   if (st == KILN_OK && backward)
-    st = gpt_backward(m, B, T);
+    st = gpt_backward(m, rows, T);
+  if (st == KILN_OK && backward)
+    st = dp_average_grads(par, m->queue, m->grads, m->nparams);
+  if (st == KILN_OK)
+    st = dp_average_losses(par, m->queue, m->scalars, 1);
   if (st == KILN_OK)
     st = kiln_buffer_read_sync(m->queue,
                                &(kiln_range){m->scalars, 0, 1, KILN_F32}, loss);
@@ -396,6 +411,11 @@ int main(int argc, char **argv) {
   int rc = parse_args(argc, argv, &o);
   if (rc)
     return rc < 0 ? 0 : rc;
+  dp *par = NULL; /* data-parallel hooks; no-ops in the one-process build */
+  if (dp_init(&argc, &argv, &par) != 0)
+    return EXIT_FAILURE;
+  const bool root = dp_rank(par) == 0; /* the rank that prints and saves */
+  size_t row0 = 0, rows = 0;           /* this rank's sequences of a batch */
   char err[4400];
   tokens train = {0}, val = {0};
   kiln_context *ctx = NULL;
@@ -448,15 +468,17 @@ int main(int argc, char **argv) {
       goto out;
     }
   }
+  if (dp_slice(par, B, &row0, &rows) != KILN_OK)
+    goto kiln_fail;
   in = malloc(B * T * sizeof *in);
   target = malloc(B * T * sizeof *target);
   if (!in || !target) {
     fprintf(stderr, "%s: out of host memory\n", PROG);
     goto out;
   }
-  if (kiln_context_create_default(o.device, &ctx) != KILN_OK ||
+  if (dp_context(par, o.device, &ctx) != KILN_OK ||
       kiln_queue_create(ctx, 0, &q) != KILN_OK ||
-      gpt_create(ctx, q, &o.cfg, B, T, &m) != KILN_OK)
+      gpt_create(ctx, q, &o.cfg, rows, T, &m) != KILN_OK)
     goto kiln_fail;
   size_t pos = 0, val_pos = 0;
   if (ckpt) {
@@ -466,14 +488,14 @@ int main(int argc, char **argv) {
   } else if (gpt_init(m, o.seed) != KILN_OK) {
     goto kiln_fail;
   }
-  if (!o.print_losses)
+  if (!o.print_losses && root)
     printf("%s: %s, GPT-2 L %zu, heads %zu, C %zu, context %zu, vocab %zu "
            "(%zu parameters), batch %zu x %zu, %zu training and %zu validation "
            "tokens, %zu steps from step %lu\n",
            PROG, kiln_context_get_device_info(ctx)->name, o.cfg.layers,
            o.cfg.heads, o.cfg.channels, o.cfg.max_seq, o.cfg.vocab, m->nparams,
            B, T, train.n, val.n, o.steps, m->steps);
-  const bool bar = !o.print_losses && isatty(STDERR_FILENO);
+  const bool bar = root && !o.print_losses && isatty(STDERR_FILENO);
   double total_s = 0.0;
   size_t timed = 0;
   float loss = NAN;
@@ -484,7 +506,8 @@ int main(int argc, char **argv) {
   for (size_t k = 0; k < todo; k++) {
     const size_t step = m->steps; /* the global step (resumes continue it) */
     const double t0 = now_s();
-    if (step_loss(m, &train, &pos, B, T, in, target, true, &loss) != KILN_OK ||
+    if (step_loss(m, par, &train, &pos, B, row0, T, in, target, true,
+                  &loss) != KILN_OK ||
         gpt_update(m, lr_at(&o, step), 0.9f, 0.95f, 1e-8f, o.weight_decay,
                    o.clip) != KILN_OK ||
         kiln_queue_finish(q) != KILN_OK)
@@ -494,9 +517,9 @@ int main(int argc, char **argv) {
       total_s += dt;
       timed++;
     }
-    if (o.print_losses) {
+    if (root && o.print_losses) {
       printf("step %zu loss %.9g\n", step + 1, (double)loss);
-    } else {
+    } else if (root) {
       if (bar)
         fprintf(stderr, "\r%*s\r", 78, "");
       printf("step %zu/%zu: loss %.6f, lr %.3g, %.1f ms, %.0f tokens/s\n",
@@ -507,14 +530,15 @@ int main(int argc, char **argv) {
       double sum = 0.0;
       for (size_t v = 0; v < o.val_batches; v++) {
         float vl;
-        if (step_loss(m, &val, &val_pos, B, T, in, target, false, &vl) !=
-            KILN_OK)
+        if (step_loss(m, par, &val, &val_pos, B, row0, T, in, target, false,
+                      &vl) != KILN_OK)
           goto kiln_fail;
         sum += vl;
       }
       val_pos = 0; /* every validation sees the same batches */
-      printf("step %zu: validation loss %.6f\n", step + 1,
-             sum / (double)o.val_batches);
+      if (root)
+        printf("step %zu: validation loss %.6f\n", step + 1,
+               sum / (double)o.val_batches);
     }
     if (bar) {
       int done = (int)(40 * (k + 1) / todo);
@@ -528,10 +552,13 @@ int main(int argc, char **argv) {
   }
   if (bar)
     fprintf(stderr, "\r%*s\r", 78, "");
-  if (o.save && (gpt_save(m, o.save, err, sizeof err) != 0 ||
-                 save_state(m, o.save, pos, err, sizeof err) != 0))
+  if (dp_check_params(par, q, m->params, m->nparams) != KILN_OK)
+    goto kiln_fail;
+  if (o.save && root &&
+      (gpt_save(m, o.save, err, sizeof err) != 0 ||
+       save_state(m, o.save, pos, err, sizeof err) != 0))
     goto io_fail;
-  if (!o.print_losses)
+  if (!o.print_losses && root)
     printf("summary: steps %zu, mean step %.3f ms, %.0f tokens/s, loss %.6f\n",
            todo, timed ? total_s / (double)timed * 1e3 : 0.0,
            timed ? (double)(B * T * timed) / total_s : 0.0, (double)loss);
@@ -550,5 +577,6 @@ out:
   free(val.v);
   free(in);
   free(target);
+  dp_finish(par, rc == EXIT_SUCCESS);
   return rc;
 }
