@@ -5,7 +5,7 @@
  *
  *   generate_gpt --load CKPT [--prompt TEXT] [--tokens N] [--temperature X]
  *                [--top-k K] [--seed N] [--batch B] [--tokenizer FILE]
- *                [--device SEL]
+ *                [--precision f32|bf16] [--device SEL]
  *
  * A byte-level model (vocabulary 256, as train_gpt makes from text) prints
  * text; another prints token ids, or text through llm.c's tokenizer file
@@ -36,6 +36,7 @@ typedef struct options {
   const char *load, *prompt, *tokenizer, *device;
   size_t tokens, top_k, batch;
   float temperature;
+  kiln_dtype precision;
   uint64_t seed;
 } options;
 
@@ -53,6 +54,7 @@ static int usage(FILE *to, const char *why) {
           "  --seed N           sampling seed (default 1)\n"
           "  --batch B          continuations sampled at once, 1..64 (default 1)\n"
           "  --tokenizer FILE   llm.c tokenizer file, to print text\n"
+          "  --precision P      f32, or bf16 GEMMs and attention (default f32)\n"
           "  --device SEL       kiln device selector\n"
           "  --help             this text\n",
           PROG);
@@ -61,7 +63,7 @@ static int usage(FILE *to, const char *why) {
 
 static int parse_args(int argc, char **argv, options *o) {
   *o = (options){.prompt = "\n", .tokens = 64, .top_k = 40, .batch = 1,
-                 .temperature = 1.0f, .seed = 1};
+                 .temperature = 1.0f, .seed = 1, .precision = KILN_F32};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h"))
@@ -77,6 +79,10 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--prompt")) o->prompt = v;
     else if (!strcmp(a, "--tokenizer")) o->tokenizer = v;
     else if (!strcmp(a, "--device")) o->device = v;
+    else if (!strcmp(a, "--precision") && !strcmp(v, "f32"))
+      o->precision = KILN_F32;
+    else if (!strcmp(a, "--precision") && !strcmp(v, "bf16"))
+      o->precision = KILN_BF16;
     else if (!strcmp(a, "--temperature") && number) o->temperature = (float)d;
     else if (!strcmp(a, "--tokens") && number && d >= 1) o->tokens = (size_t)d;
     else if (!strcmp(a, "--top-k") && number) o->top_k = (size_t)d;
@@ -266,7 +272,7 @@ int main(int argc, char **argv) {
   }
   if (kiln_context_create_default(o.device, &ctx) != KILN_OK ||
       kiln_queue_create(ctx, 0, &q) != KILN_OK ||
-      gpt_create(ctx, q, &cfg, B, T, &m) != KILN_OK)
+      gpt_create(ctx, q, &cfg, B, T, o.precision, &m) != KILN_OK)
     goto kiln_fail;
   if (gpt_load(m, o.load, err, sizeof err) != 0)
     goto io_fail;

@@ -52,7 +52,8 @@ static kiln_status make(kiln_context *ctx, size_t elems, kiln_buffer **out) {
 }
 
 kiln_status gpt_create(kiln_context *ctx, kiln_queue *queue,
-                       const gpt_config *cfg, size_t B, size_t T, gpt **out) {
+                       const gpt_config *cfg, size_t B, size_t T,
+                       kiln_dtype dtype, gpt **out) {
   kiln_status st = KILN_OK;
   gpt *m = calloc(1, sizeof *m);
   if (!m)
@@ -62,6 +63,7 @@ kiln_status gpt_create(kiln_context *ctx, kiln_queue *queue,
   m->queue = queue;
   m->B = B;
   m->T = T;
+  m->dt = dtype;
   m->nparams = gpt_param_count(cfg, m->sizes);
   for (int i = 1; i < GPT_NUM_TENSORS; i++)
     m->offsets[i] = m->offsets[i - 1] + m->sizes[i - 1];
@@ -89,6 +91,14 @@ kiln_status gpt_create(kiln_context *ctx, kiln_queue *queue,
   TRY(make(ctx, m->nparams, &m->opt_v));
   TRY(make(ctx, total, &m->acts));
   TRY(make(ctx, gtotal, &m->grad_acts));
+  if (dtype != KILN_F32) {
+    /* bf16 shadows: the weights, and every activation and gradient a GEMM
+     * or the attention reads, at the offsets of their f32 originals. */
+    TRY(kiln_buffer_create(ctx, m->nparams * 2, KILN_MEM_READ_WRITE,
+                           &m->params_lp));
+    TRY(kiln_buffer_create(ctx, total * 2, KILN_MEM_READ_WRITE, &m->acts_lp));
+    TRY(kiln_buffer_create(ctx, gtotal * 2, KILN_MEM_READ_WRITE, &m->grad_lp));
+  }
   TRY(make(ctx, BT, &m->tokens));
   TRY(make(ctx, BT, &m->targets));
   TRY(make(ctx, 4, &m->scalars));
@@ -109,7 +119,8 @@ void gpt_destroy(gpt *m) {
     return;
   kiln_buffer *all[] = {m->params,    m->grads,  m->opt_m,   m->opt_v,
                         m->acts,      m->grad_acts, m->tokens, m->targets,
-                        m->scalars,   m->kv_cache};
+                        m->scalars,   m->kv_cache, m->params_lp, m->acts_lp,
+                        m->grad_lp};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     kiln_buffer_destroy(all[i]);
   free(m);
@@ -127,6 +138,7 @@ static kiln_range grad(const gpt *m, int tensor, size_t layer,
                       per_layer, KILN_F32};
 }
 
+/* Zero the AdamW state and refresh the bf16 weights from the f32 ones. */
 static kiln_status reset_optimizer(gpt *m) {
   const float zero = 0.0f;
   kiln_status st = kiln_fill(
@@ -135,6 +147,10 @@ static kiln_status reset_optimizer(gpt *m) {
   if (st == KILN_OK)
     st = kiln_fill(m->queue, &(kiln_range){m->opt_v, 0, m->nparams, KILN_F32},
                    &zero, 0, NULL, NULL);
+  if (st == KILN_OK && m->params_lp)
+    st = kiln_cast(m->queue, &(kiln_range){m->params, 0, m->nparams, KILN_F32},
+                   &(kiln_range){m->params_lp, 0, m->nparams, m->dt}, 0, NULL,
+                   NULL);
   m->steps = 0;
   return st;
 }
@@ -323,42 +339,72 @@ static kiln_range as_range(const kiln_matrix *x) {
   return (kiln_range){x->buffer, x->offset, x->rows * x->cols, x->dtype};
 }
 
-/* y = x W^T + b (+ y when accumulate): W out x in at tensor's layer slice. */
+/* x as the GEMMs and the attention read it: itself in f32, its bf16 shadow
+ * (same offset in acts_lp or grad_lp) otherwise. */
+static kiln_matrix lp_of(const gpt *m, const kiln_matrix *x) {
+  kiln_matrix v = *x;
+  if (m->dt != KILN_F32 && x->dtype == KILN_F32) {
+    v.buffer = x->buffer == m->acts ? m->acts_lp : m->grad_lp;
+    v.dtype = m->dt;
+  }
+  return v;
+}
+
+/* lp_of(x), after casting x into it where that is a copy. */
+static kiln_status to_lp(gpt *m, const kiln_matrix *x, kiln_matrix *out) {
+  *out = lp_of(m, x);
+  if (out->buffer == x->buffer)
+    return KILN_OK;
+  const kiln_range from = as_range(x), to = as_range(out);
+  return kiln_cast(m->queue, &from, &to, 0, NULL, NULL);
+}
+
+/* Weight tensor w's layer slice, out x in, as the GEMMs read it. */
+static kiln_matrix weight(const gpt *m, int w, size_t layer, size_t out,
+                          size_t in) {
+  return (kiln_matrix){.buffer = m->dt == KILN_F32 ? m->params : m->params_lp,
+                       .offset = m->offsets[w] + layer * in * out,
+                       .rows = out,
+                       .cols = in,
+                       .dtype = m->dt};
+}
+
+/* y = x W^T + b (+ y when accumulate), x in the GEMMs' dtype (lp_of), y
+ * f32: W out x in at tensor's layer slice. */
 static kiln_status linear(gpt *m, const kiln_matrix *x, int w_tensor,
                           int b_tensor, size_t layer, const kiln_matrix *y,
                           bool accumulate) {
   const size_t in = x->cols, out = y->cols;
-  const kiln_matrix w = {.buffer = m->params,
-                         .offset = m->offsets[w_tensor] + layer * in * out,
-                         .rows = out,
-                         .cols = in,
-                         .dtype = KILN_F32,
-                         .trans = KILN_TRANS};
+  kiln_matrix w = weight(m, w_tensor, layer, out, in);
+  w.trans = KILN_TRANS;
   const kiln_range b = param(m, b_tensor, layer, out);
   const kiln_epilogue e = {1.0f, accumulate ? 1.0f : 0.0f, &b, KILN_ACT_NONE};
   return kiln_matmul(m->queue, 1, x, &w, y, &e, 0, NULL, NULL);
 }
 
-/* From dy (rows x out): dW = dy^T x, db = the column sums of dy (both
- * overwritten) and dx = dy W (overwritten). */
+/* From dy (rows x out; f32, or already in the GEMMs' dtype): dW = dy^T x,
+ * db = the column sums of dy (both f32, overwritten) and dx = dy W (f32,
+ * overwritten); x as linear() took it. */
 static kiln_status linear_backward(gpt *m, const kiln_matrix *x, int w_tensor,
                                    int b_tensor, size_t layer,
                                    const kiln_matrix *dy,
                                    const kiln_matrix *dx) {
   const size_t in = x->cols, out = dy->cols;
-  kiln_matrix dy_t = *dy;
+  kiln_matrix dyg;
+  kiln_status st = to_lp(m, dy, &dyg);
+  kiln_matrix dy_t = dyg;
   dy_t.trans = KILN_TRANS;
-  const size_t w_off = m->offsets[w_tensor] + layer * in * out;
-  const kiln_matrix dw = {.buffer = m->grads, .offset = w_off, .rows = out,
-                          .cols = in, .dtype = KILN_F32};
-  const kiln_matrix w = {.buffer = m->params, .offset = w_off, .rows = out,
-                         .cols = in, .dtype = KILN_F32};
+  const kiln_matrix dw = {.buffer = m->grads,
+                          .offset = m->offsets[w_tensor] + layer * in * out,
+                          .rows = out, .cols = in, .dtype = KILN_F32};
+  const kiln_matrix w = weight(m, w_tensor, layer, out, in);
   const kiln_range db = grad(m, b_tensor, layer, out);
-  kiln_status st = kiln_matmul(m->queue, 1, &dy_t, x, &dw, NULL, 0, NULL, NULL);
+  if (st == KILN_OK)
+    st = kiln_matmul(m->queue, 1, &dy_t, x, &dw, NULL, 0, NULL, NULL);
   if (st == KILN_OK)
     st = kiln_reduce_cols(m->queue, KILN_REDUCE_SUM, dy, &db, 0, NULL, NULL);
   if (st == KILN_OK)
-    st = kiln_matmul(m->queue, 1, dy, &w, dx, NULL, 0, NULL, NULL);
+    st = kiln_matmul(m->queue, 1, &dyg, &w, dx, NULL, 0, NULL, NULL);
   return st;
 }
 
@@ -375,15 +421,18 @@ static kiln_matrix layer_input(const gpt *m, size_t l, size_t BT) {
                 : act_mat(m, A_RES3, l - 1, BT, C);
 }
 
-/* The attention operands of layer l as kiln_attention_* take them. */
+/* The attention operands of layer l as kiln_attention_* take them, in the
+ * GEMMs' dtype (the attention reads and writes bf16 in bf16). */
 static void attention_views(const gpt *m, size_t l, size_t B, size_t T,
                             kiln_matrix *qkv, kiln_matrix *atty,
                             kiln_range *lse) {
   const size_t C = m->cfg.channels, BT = B * T;
-  *qkv = act_mat(m, A_QKV, l, BT, 3 * C);
+  const kiln_matrix qkv_flat = act_mat(m, A_QKV, l, BT, 3 * C);
+  const kiln_matrix atty_flat = act_mat(m, A_ATTY, l, BT, C);
+  *qkv = lp_of(m, &qkv_flat);
   qkv->rows = T;
   qkv->batch_stride = T * 3 * C;
-  *atty = act_mat(m, A_ATTY, l, BT, C);
+  *atty = lp_of(m, &atty_flat);
   atty->rows = T;
   atty->batch_stride = T * C;
   const size_t nl = B * m->cfg.heads * T;
@@ -422,8 +471,14 @@ static kiln_status block_qkv(gpt *m, size_t slot, size_t l, size_t rows,
   kiln_status st = kiln_layernorm_rows(m->queue, res, &ln1w, &ln1b, &ln1,
                                        LN_EPS, 0, NULL, NULL);
   const kiln_matrix qkv = act_mat(m, A_QKV, slot, rows, 3 * C);
+  kiln_matrix x, unused;
   if (st == KILN_OK)
-    st = linear(m, &ln1, QKVW, QKVB, l, &qkv, false);
+    st = to_lp(m, &ln1, &x);
+  if (st == KILN_OK)
+    st = linear(m, &x, QKVW, QKVB, l, &qkv, false);
+  /* The attention reads qkv in the GEMMs' dtype. */
+  if (st == KILN_OK)
+    st = to_lp(m, &qkv, &unused);
   return st;
 }
 
@@ -435,7 +490,9 @@ static kiln_status block_rest(gpt *m, size_t slot, size_t l, size_t rows,
   const size_t C = m->cfg.channels;
   /* residual2 = res + atty W^T + b: the GEMM accumulates onto a copy. */
   const kiln_matrix res2 = act_mat(m, A_RES2, slot, rows, C);
-  const kiln_matrix atty = act_mat(m, A_ATTY, slot, rows, C);
+  const kiln_matrix atty_f32 = act_mat(m, A_ATTY, slot, rows, C);
+  const kiln_matrix atty = lp_of(m, &atty_f32); /* the attention wrote it */
+  kiln_matrix x;
   TRY(copy(m, res, &res2));
   TRY(linear(m, &atty, ATTPROJW, ATTPROJB, l, &res2, true));
   const kiln_matrix ln2 = act_mat(m, A_LN2, slot, rows, C);
@@ -444,12 +501,14 @@ static kiln_status block_rest(gpt *m, size_t slot, size_t l, size_t rows,
                           NULL));
   const kiln_matrix fch = act_mat(m, A_FCH, slot, rows, 4 * C);
   const kiln_matrix gelu = act_mat(m, A_GELU, slot, rows, 4 * C);
-  TRY(linear(m, &ln2, FCW, FCB, l, &fch, false));
+  TRY(to_lp(m, &ln2, &x));
+  TRY(linear(m, &x, FCW, FCB, l, &fch, false));
   const kiln_range fch_r = as_range(&fch), gelu_r = as_range(&gelu);
   TRY(kiln_unary(m->queue, KILN_UNARY_GELU, &fch_r, &gelu_r, 0, NULL, NULL));
   const kiln_matrix res3 = act_mat(m, A_RES3, slot, rows, C);
   TRY(copy(m, &res2, &res3));
-  TRY(linear(m, &gelu, FCPROJW, FCPROJB, l, &res3, true));
+  TRY(to_lp(m, &gelu, &x));
+  TRY(linear(m, &x, FCPROJW, FCPROJB, l, &res3, true));
 done:
   return st;
 }
@@ -462,12 +521,13 @@ static kiln_status head(gpt *m, size_t rows, const kiln_matrix *last) {
   const kiln_range lnfw = param(m, LNFW, 0, C), lnfb = param(m, LNFB, 0, C);
   kiln_status st = kiln_layernorm_rows(m->queue, last, &lnfw, &lnfb, &lnf,
                                        LN_EPS, 0, NULL, NULL);
-  const kiln_matrix wte_t = {.buffer = m->params, .offset = m->offsets[WTE],
-                             .rows = m->cfg.vocab, .cols = C,
-                             .dtype = KILN_F32, .trans = KILN_TRANS};
+  kiln_matrix wte_t = weight(m, WTE, 0, m->cfg.vocab, C), x;
+  wte_t.trans = KILN_TRANS;
   const kiln_matrix logits = act_mat(m, A_LOGITS, 0, rows, m->cfg.vocab);
   if (st == KILN_OK)
-    st = kiln_matmul(m->queue, 1, &lnf, &wte_t, &logits, NULL, 0, NULL, NULL);
+    st = to_lp(m, &lnf, &x);
+  if (st == KILN_OK)
+    st = kiln_matmul(m->queue, 1, &x, &wte_t, &logits, NULL, 0, NULL, NULL);
   return st;
 }
 
@@ -506,7 +566,7 @@ static void cache_views(const gpt *m, size_t l, size_t B, kiln_matrix *k,
   const size_t per_layer = B * m->cfg.heads * tmax * hs;
   *k = (kiln_matrix){.buffer = m->kv_cache, .offset = 2 * l * per_layer,
                      .rows = tmax, .cols = hs, .batch_stride = tmax * hs,
-                     .dtype = KILN_F32};
+                     .dtype = m->dt};
   *v = *k;
   v->offset += per_layer;
 }
@@ -525,8 +585,10 @@ kiln_status gpt_decode(gpt *m, size_t B, size_t pos, size_t n) {
     return kiln_set_last_error(KILN_ERR_OUT_OF_RANGE, why);
   }
   if (!m->kv_cache) {
-    TRY(make(m->ctx, 2 * m->cfg.layers * B * m->cfg.max_seq * C,
-             &m->kv_cache));
+    TRY(kiln_buffer_create(m->ctx,
+                           2 * m->cfg.layers * B * m->cfg.max_seq * C *
+                               kiln_dtype_size(m->dt),
+                           KILN_MEM_READ_WRITE, &m->kv_cache));
     m->cache_batch = B;
   }
   TRY(embed(m, B, n, pos));
@@ -535,10 +597,11 @@ kiln_status gpt_decode(gpt *m, size_t B, size_t pos, size_t n) {
     const kiln_matrix res = l == 0 ? act_mat(m, A_ENCODED, 0, rows, C)
                                    : act_mat(m, A_RES3, 0, rows, C);
     TRY(block_qkv(m, 0, l, rows, &res));
-    const kiln_matrix qkv = act_mat(m, A_QKV, 0, rows, 3 * C);
-    kiln_matrix q = {.buffer = m->acts, .offset = qkv.offset, .rows = n,
+    const kiln_matrix qkv_f32 = act_mat(m, A_QKV, 0, rows, 3 * C);
+    const kiln_matrix qkv = lp_of(m, &qkv_f32);
+    kiln_matrix q = {.buffer = qkv.buffer, .offset = qkv.offset, .rows = n,
                      .cols = C, .ld = 3 * C, .batch_stride = n * 3 * C,
-                     .dtype = KILN_F32};
+                     .dtype = qkv.dtype};
     kiln_matrix k = q, v = q;
     k.offset += C;
     v.offset += 2 * C;
@@ -546,7 +609,8 @@ kiln_status gpt_decode(gpt *m, size_t B, size_t pos, size_t n) {
     cache_views(m, l, B, &kc, &vc);
     TRY(kiln_attention_cache_append(m->queue, B, m->cfg.heads, pos, &k, &v,
                                     &kc, &vc, 0, NULL, NULL));
-    kiln_matrix out = act_mat(m, A_ATTY, 0, rows, C);
+    const kiln_matrix out_f32 = act_mat(m, A_ATTY, 0, rows, C);
+    kiln_matrix out = lp_of(m, &out_f32);
     out.rows = n;
     out.batch_stride = n * C;
     TRY(kiln_attention_decode(m->queue, B, m->cfg.heads, pos + n, &q, &kc, &vc,
@@ -586,17 +650,19 @@ kiln_status gpt_backward(gpt *m, size_t B, size_t T) {
                                           1.0f / (float)BT, 0, NULL, NULL));
   /* The tied embedding's gradient from the output projection (overwrite),
    * to which the input embedding's scatter-add is added at the end. */
-  const kiln_matrix lnf = act_mat(m, A_LNF, 0, BT, C);
-  kiln_matrix dlogits_t = dlogits;
-  dlogits_t.trans = KILN_TRANS;
+  const kiln_matrix lnf_f32 = act_mat(m, A_LNF, 0, BT, C);
+  const kiln_matrix lnf = lp_of(m, &lnf_f32); /* as the forward pass cast it */
+  kiln_matrix dl;
+  TRY(to_lp(m, &dlogits, &dl));
+  kiln_matrix dl_t = dl;
+  dl_t.trans = KILN_TRANS;
   const kiln_matrix dwte = {.buffer = m->grads, .offset = m->offsets[WTE],
                             .rows = V, .cols = C, .dtype = KILN_F32};
-  const kiln_matrix wte = {.buffer = m->params, .offset = m->offsets[WTE],
-                           .rows = V, .cols = C, .dtype = KILN_F32};
-  TRY(kiln_matmul(q, 1, &dlogits_t, &lnf, &dwte, NULL, 0, NULL, NULL));
+  const kiln_matrix wte = weight(m, WTE, 0, V, C);
+  TRY(kiln_matmul(q, 1, &dl_t, &lnf, &dwte, NULL, 0, NULL, NULL));
   const kiln_matrix dtmp = grad_mat(m, G_TMP, BT, C);
   const kiln_matrix dres = grad_mat(m, G_RES, BT, C);
-  TRY(kiln_matmul(q, 1, &dlogits, &wte, &dtmp, NULL, 0, NULL, NULL));
+  TRY(kiln_matmul(q, 1, &dl, &wte, &dtmp, NULL, 0, NULL, NULL));
   /* dres starts as the final layer norm's input gradient. */
   const float zero = 0.0f;
   const kiln_range dres_r = as_range(&dres);
@@ -607,24 +673,30 @@ kiln_status gpt_backward(gpt *m, size_t B, size_t T) {
   const kiln_matrix dbig2 = grad_mat(m, G_BIG2, BT, 4 * C);
   for (size_t l = m->cfg.layers; l-- > 0;) {
     /* residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))) */
-    const kiln_matrix gelu = act_mat(m, A_GELU, l, BT, 4 * C);
+    /* The GEMMs' inputs as the forward pass cast them (lp_of). */
+    const kiln_matrix gelu_f32 = act_mat(m, A_GELU, l, BT, 4 * C);
+    const kiln_matrix gelu = lp_of(m, &gelu_f32);
     const kiln_matrix fch = act_mat(m, A_FCH, l, BT, 4 * C);
     TRY(linear_backward(m, &gelu, FCPROJW, FCPROJB, l, &dres, &dbig1));
     const kiln_range fch_r = as_range(&fch), d1 = as_range(&dbig1),
                      d2 = as_range(&dbig2);
     TRY(kiln_unary_backward(q, KILN_UNARY_GELU, KILN_GRAD_FROM_X, &fch_r, &d1,
                             &d2, 0, NULL, NULL));
-    const kiln_matrix ln2 = act_mat(m, A_LN2, l, BT, C);
+    const kiln_matrix ln2_f32 = act_mat(m, A_LN2, l, BT, C);
+    const kiln_matrix ln2 = lp_of(m, &ln2_f32);
     TRY(linear_backward(m, &ln2, FCW, FCB, l, &dbig2, &dtmp));
     const kiln_matrix res2 = act_mat(m, A_RES2, l, BT, C);
     TRY(layernorm_backward(m, &res2, LN2W, LN2B, l, &dtmp, &dres));
     /* residual2 = res + attproj(attention(qkv(ln1(res)))) */
-    const kiln_matrix atty_flat = act_mat(m, A_ATTY, l, BT, C);
+    const kiln_matrix atty_f32 = act_mat(m, A_ATTY, l, BT, C);
+    const kiln_matrix atty_flat = lp_of(m, &atty_f32);
     TRY(linear_backward(m, &atty_flat, ATTPROJW, ATTPROJB, l, &dres, &dtmp));
-    kiln_matrix qkv, atty;
+    kiln_matrix qkv, atty, datty;
     kiln_range lse;
     attention_views(m, l, B, T, &qkv, &atty, &lse);
-    kiln_matrix datty = dtmp, dqkv = grad_mat(m, G_QKV, BT, 3 * C);
+    TRY(to_lp(m, &dtmp, &datty));
+    const kiln_matrix dqkv_f32 = grad_mat(m, G_QKV, BT, 3 * C);
+    kiln_matrix dqkv = lp_of(m, &dqkv_f32);
     datty.rows = T;
     datty.batch_stride = T * C;
     const kiln_matrix dqkv_flat = dqkv;
@@ -632,7 +704,8 @@ kiln_status gpt_backward(gpt *m, size_t B, size_t T) {
     dqkv.batch_stride = T * 3 * C;
     TRY(kiln_attention_backward(q, B, m->cfg.heads, &qkv, &atty, &datty, &lse,
                                 &dqkv, NULL, 0, NULL, NULL));
-    const kiln_matrix ln1 = act_mat(m, A_LN1, l, BT, C);
+    const kiln_matrix ln1_f32 = act_mat(m, A_LN1, l, BT, C);
+    const kiln_matrix ln1 = lp_of(m, &ln1_f32);
     TRY(linear_backward(m, &ln1, QKVW, QKVB, l, &dqkv_flat, &dtmp));
     const kiln_matrix res = layer_input(m, l, BT);
     TRY(layernorm_backward(m, &res, LN1W, LN1B, l, &dtmp, &dres));
@@ -672,8 +745,9 @@ kiln_status gpt_update(gpt *m, float lr, float beta1, float beta2, float eps,
   const kiln_adamw_params p = {.lr = lr, .beta1 = beta1, .beta2 = beta2,
                                .eps = eps, .weight_decay = weight_decay,
                                .step = m->steps, .grad_scale = 1.0f};
-  TRY(kiln_adamw_step(m->queue, &g, NULL, &w, &mo, &vo, NULL, &p, 0, NULL,
-                      NULL));
+  const kiln_range copy_lp = {m->params_lp, 0, m->nparams, m->dt};
+  TRY(kiln_adamw_step(m->queue, &g, NULL, &w, &mo, &vo,
+                      m->params_lp ? &copy_lp : NULL, &p, 0, NULL, NULL));
 done:
   return st;
 }

@@ -41,10 +41,14 @@ typedef struct gpt {
   kiln_context *ctx;
   kiln_queue *queue;
   size_t B, T;          /* the batch and sequence length buffers hold */
+  kiln_dtype dt;        /* the GEMMs' and the attention's dtype */
   size_t sizes[GPT_NUM_TENSORS], offsets[GPT_NUM_TENSORS];
   size_t nparams;
   unsigned long steps;
   kiln_buffer *params, *grads, *opt_m, *opt_v;
+  /* bf16 only: the weights' copy that AdamW refreshes, and the bf16
+   * shadows of the activations and gradients the GEMMs read. */
+  kiln_buffer *params_lp, *acts_lp, *grad_lp;
   kiln_buffer *acts;      /* every activation of the forward pass, f32 */
   kiln_buffer *grad_acts; /* the backward pass's scratch, f32 */
   kiln_buffer *tokens, *targets; /* u32, B x T */
@@ -58,10 +62,14 @@ typedef struct gpt {
 /* Parameter count and tensor sizes of cfg (no device needed). */
 size_t gpt_param_count(const gpt_config *cfg, size_t sizes[GPT_NUM_TENSORS]);
 
-/* Buffers for batches of B sequences of T <= cfg->max_seq tokens (f32
- * storage and arithmetic). */
+/* Buffers for batches of B sequences of T <= cfg->max_seq tokens. dtype
+ * KILN_F32, or KILN_BF16 for mixed precision: the GEMMs and the attention
+ * read bf16 copies of the weights and of their inputs and accumulate in
+ * f32; the residual stream, layer norms, softmax, gradients' sums and the
+ * f32 master weights that AdamW updates stay f32. */
 kiln_status gpt_create(kiln_context *ctx, kiln_queue *queue,
-                       const gpt_config *cfg, size_t B, size_t T, gpt **out);
+                       const gpt_config *cfg, size_t B, size_t T,
+                       kiln_dtype dtype, gpt **out);
 void gpt_destroy(gpt *m);
 
 /* GPT-2's initialisation from seed alone: weights normal(0, 0.02), the

@@ -56,6 +56,7 @@ typedef struct options {
   gpt_config cfg;
   size_t batch, seq, steps, run_steps, warmup, val_every, val_batches;
   float lr, weight_decay, clip;
+  kiln_dtype precision;
   uint64_t seed;
   bool print_losses;
 } options;
@@ -84,6 +85,7 @@ static const struct option_help {
     {"--val-every N", "validation loss every N steps; 0: never (default 20)"},
     {"--val-batches N", "batches per validation (default 4)"},
     {"--seed N", "initialisation seed (default 1337)"},
+    {"--precision P", "f32, or bf16: bf16 GEMMs and attention, f32 master weights (default f32)"},
     {"--device SEL", "kiln device selector (default: KILN_DEVICE or the first)"},
     {"--print-losses", "one line 'step N loss X' per step, nothing else per step"},
     {"--help", "this text"},
@@ -123,7 +125,7 @@ static int parse_args(int argc, char **argv, options *o) {
                          .layers = 4, .heads = 4, .channels = 128},
                  .batch = 8, .steps = 100, .warmup = 10, .val_every = 20,
                  .val_batches = 4, .lr = 3e-4f, .weight_decay = 0.1f,
-                 .clip = 1.0f, .seed = 1337};
+                 .clip = 1.0f, .seed = 1337, .precision = KILN_F32};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h"))
@@ -146,6 +148,9 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--resume")) o->resume = v;
     else if (!strcmp(a, "--save")) o->save = v;
     else if (!strcmp(a, "--device")) o->device = v;
+    else if (!strcmp(a, "--precision"))
+      o->precision = !strcmp(v, "bf16") ? KILN_BF16 : KILN_F32,
+      ok = !strcmp(v, "bf16") || !strcmp(v, "f32");
     else if (!strcmp(a, "--lr")) ok = parse_float(v, &o->lr) && o->lr > 0;
     else if (!strcmp(a, "--weight-decay")) ok = parse_float(v, &o->weight_decay);
     else if (!strcmp(a, "--clip")) ok = parse_float(v, &o->clip);
@@ -478,7 +483,7 @@ int main(int argc, char **argv) {
   }
   if (dp_context(par, o.device, &ctx) != KILN_OK ||
       kiln_queue_create(ctx, 0, &q) != KILN_OK ||
-      gpt_create(ctx, q, &o.cfg, rows, T, &m) != KILN_OK)
+      gpt_create(ctx, q, &o.cfg, rows, T, o.precision, &m) != KILN_OK)
     goto kiln_fail;
   size_t pos = 0, val_pos = 0;
   if (ckpt) {
@@ -489,10 +494,11 @@ int main(int argc, char **argv) {
     goto kiln_fail;
   }
   if (!o.print_losses && root)
-    printf("%s: %s, GPT-2 L %zu, heads %zu, C %zu, context %zu, vocab %zu "
+    printf("%s: %s, %s, GPT-2 L %zu, heads %zu, C %zu, context %zu, vocab %zu "
            "(%zu parameters), batch %zu x %zu, %zu training and %zu validation "
            "tokens, %zu steps from step %lu\n",
-           PROG, kiln_context_get_device_info(ctx)->name, o.cfg.layers,
+           PROG, kiln_context_get_device_info(ctx)->name,
+           kiln_dtype_name(o.precision), o.cfg.layers,
            o.cfg.heads, o.cfg.channels, o.cfg.max_seq, o.cfg.vocab, m->nparams,
            B, T, train.n, val.n, o.steps, m->steps);
   const bool bar = root && !o.print_losses && isatty(STDERR_FILENO);
