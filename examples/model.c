@@ -6,7 +6,7 @@
 #include <string.h>
 
 const model_kind *model_kind_find(const char *name) {
-  static const model_kind *const kinds[] = {&mlp_kind};
+  static const model_kind *const kinds[] = {&mlp_kind, &cnn_kind};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     if (!strcmp(kinds[i]->name, name))
       return kinds[i];

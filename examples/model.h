@@ -80,6 +80,7 @@ struct model {
 };
 
 extern const model_kind mlp_kind; /* mlp.c */
+extern const model_kind cnn_kind; /* cnn.c */
 
 /* The kind named name ("mlp", "cnn"), or NULL. */
 const model_kind *model_kind_find(const char *name);

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""Train the Fashion-MNIST MLP of examples/train_fashion_mnist.c in kiln and in
-PyTorch (CPU) side by side, from the same initial weights, in the same batch
-order, with the same hyperparameters, and print one table:
+"""Train a Fashion-MNIST network of examples/train_fashion_mnist.c (--model
+mlp, the default, or cnn) in kiln and in PyTorch (CPU) side by side, from the
+same initial weights, in the same batch order, with the same hyperparameters,
+and print one table:
 
-- one step: the max difference of the weights after the first update
+- one step (MLP only: the CNN's dropout masks come from kiln's Philox stream,
+  which PyTorch does not draw; tests/test_cnn_step.c checks that step against
+  a PyTorch fixture instead): the max difference of the weights after the first update
   (normwise per tensor: max|w_kiln - w_torch| / max|w_torch|, and
   elementwise max |w_kiln - w_torch| / |w_torch| over elements above 1e-3 of
   the tensor's largest);
 - training: median step time, epoch time, final mean training loss and test
   accuracy after --epochs epochs;
-- inference (--bench-infer RUNS): median latency at batch 1 and 256 (kiln:
+- inference (--bench-infer RUNS): median latency at batch 1 and the training
+  batch (kiln:
   upload, forward, read of the logits; PyTorch: model(x) under no_grad on a
   tensor already in memory).
 
@@ -20,7 +24,8 @@ uses --threads threads (default: every core, as PoCL does). Needs torch
 and exits 77. It never runs in the test suite: speed is measured here, by
 hand, on an otherwise idle machine.
 
-usage: examples/torch_side_by_side.py [--trainer PATH] [--device SEL] [--epochs N]
+usage: examples/torch_side_by_side.py [--model mlp|cnn] [--batch N]
+         [--trainer PATH] [--device SEL] [--epochs N]
          [--optimizer adamw|sgd] [--lr X] [--weight-decay X] [--limit N]
          [--threads N] [--bench-infer RUNS] [--precision f32|bf16] [--data DIR]
 """
@@ -67,9 +72,30 @@ def read_u32(path):
         return torch.frombuffer(bytearray(f.read()), dtype=torch.int32).long()
 
 
-def make_model(flat):
+def make_cnn(flat):
+    """examples/cnn.h's network, loaded from its layout: PyTorch's state_dict
+    order less the batch norms' running statistics."""
+    import torch
+    nn = torch.nn
+    net = nn.Sequential(
+        nn.Conv2d(1, 32, 3, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+        nn.Conv2d(32, 64, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
+        nn.Linear(9216, 128), nn.ReLU(), nn.Linear(128, 10))
+    off = 0
+    with torch.no_grad():
+        for p in net.parameters():
+            p.copy_(flat[off:off + p.numel()].reshape(p.shape))
+            off += p.numel()
+    assert off == flat.numel(), "weight file does not match the model"
+    return net
+
+
+def make_model(flat, kind="mlp"):
     """nn.Linear layers loaded from kiln's layout: W1, b1, W2, b2, W3, b3."""
     import torch
+    if kind == "cnn":
+        return make_cnn(flat)
     layers, off = [], 0
     for i in range(3):
         lin = torch.nn.Linear(WIDTHS[i], WIDTHS[i + 1])
@@ -101,7 +127,8 @@ def make_optimizer(model, args):
 
 
 def run_kiln(args, out_dir, extra):
-    cmd = [args.trainer, "--device", args.device, "--optimizer", args.optimizer,
+    cmd = [args.trainer, "--model", args.model, "--batch", str(args.batch),
+           "--device", args.device, "--optimizer", args.optimizer,
            "--lr", repr(args.lr), "--weight-decay", repr(args.weight_decay),
            "--precision", args.precision, "--data", args.data,
            "--export", out_dir] + extra
@@ -118,13 +145,13 @@ def run_kiln(args, out_dir, extra):
 def one_step_difference(args, x, y):
     import torch
     with tempfile.TemporaryDirectory() as d:
-        run_kiln(args, d, ["--steps", "1", "--test-limit", "256"])
+        run_kiln(args, d, ["--steps", "1", "--test-limit", str(args.batch)])
         init = read_f32(os.path.join(d, "init.f32"))
         final = read_f32(os.path.join(d, "final.f32"))
         order = read_u32(os.path.join(d, "order.u32"))
-    model = make_model(init)
+    model = make_model(init, args.model)
     opt = make_optimizer(model, args)
-    idx = order[:256]
+    idx = order[:args.batch]
     loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
     opt.zero_grad()
     loss.backward()
@@ -144,16 +171,17 @@ def one_step_difference(args, x, y):
 
 def torch_train(args, init, order, x, y, tx, ty, epochs, steps_per_epoch):
     import torch
-    model = make_model(init)
+    model = make_model(init, args.model)
     opt = make_optimizer(model, args)
     step_ms, epoch_s, losses = [], 0.0, []
+    batch = args.batch
     for e in range(epochs):
         t0 = time.perf_counter()
         losses = []
         for k in range(steps_per_epoch):
             s0 = time.perf_counter()
-            base = (e * steps_per_epoch + k) * 256
-            idx = order[base:base + 256]
+            base = (e * steps_per_epoch + k) * batch
+            idx = order[base:base + batch]
             loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -162,9 +190,10 @@ def torch_train(args, init, order, x, y, tx, ty, epochs, steps_per_epoch):
             if k > 0:
                 step_ms.append((time.perf_counter() - s0) * 1e3)
         epoch_s = time.perf_counter() - t0
+    model.eval()
     with torch.no_grad():
-        correct = sum((model(tx[i:i + 256]).argmax(1) == ty[i:i + 256]).sum().item()
-                      for i in range(0, len(ty), 256))
+        correct = sum((model(tx[i:i + batch]).argmax(1) == ty[i:i + batch]).sum().item()
+                      for i in range(0, len(ty), batch))
     return (model, statistics.median(step_ms), epoch_s,
             sum(losses) / len(losses), 100.0 * correct / len(ty))
 
@@ -187,6 +216,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trainer", default=os.path.join(
         here, "..", "build", "examples", "train_fashion_mnist"))
+    ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    ap.add_argument("--batch", type=int, default=None,
+                    help="batch size (default 256 for mlp, 128 for cnn)")
     ap.add_argument("--device", default="pocl")
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
@@ -198,6 +230,8 @@ def main():
     ap.add_argument("--bench-infer", type=int, default=0)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     args = ap.parse_args()
+    if args.batch is None:
+        args.batch = 128 if args.model == "cnn" else 256
     if args.lr is None:
         args.lr = 0.05 if args.optimizer == "sgd" else 1e-3
     try:
@@ -210,8 +244,11 @@ def main():
     torch.manual_seed(0)
     x, y = load_split(args.data, "train", args.limit)
     tx, ty = load_split(args.data, "t10k", 0)
-
-    normwise, elementwise = one_step_difference(args, x, y)
+    if args.model == "cnn":
+        x, tx = x.reshape(-1, 1, 28, 28), tx.reshape(-1, 1, 28, 28)
+        normwise = elementwise = None
+    else:
+        normwise, elementwise = one_step_difference(args, x, y)
 
     extra = ["--epochs", str(args.epochs)]
     if args.bench_infer:
@@ -230,7 +267,8 @@ def main():
     device = re.search(r"train_fashion_mnist: ([^,]+),", out).group(1)
     print(f"kiln on {device} ({args.precision}) vs PyTorch {torch.__version__} CPU "
           f"({args.threads} threads, f32); {args.optimizer} lr {args.lr}, "
-          f"batch 256, {args.epochs} epoch(s) of {steps_per_epoch} steps")
+          f"{args.model}, batch {args.batch}, {args.epochs} epoch(s) of "
+          f"{steps_per_epoch} steps")
     print("| measure | kiln | PyTorch | kiln / PyTorch |")
     print("| --- | --- | --- | --- |")
     print(f"| median step time | {k_step:.1f} ms | {t_step:.1f} ms | {k_step / t_step:.2f} |")
@@ -241,11 +279,12 @@ def main():
         inf = re.search(r"inference: batch 1 ([\d.]+) ms, batch \d+ ([\d.]+) ms", out)
         k1, k256 = float(inf.group(1)), float(inf.group(2))
         t1 = torch_infer(model, tx, 1, args.bench_infer)
-        t256 = torch_infer(model, tx, 256, args.bench_infer)
+        t256 = torch_infer(model, tx, args.batch, args.bench_infer)
         print(f"| inference, batch 1 | {k1:.3f} ms | {t1:.3f} ms | {k1 / t1:.2f} |")
-        print(f"| inference, batch 256 | {k256:.3f} ms | {t256:.3f} ms | {k256 / t256:.2f} |")
-    print(f"| weights after one step: max rel. difference | normwise {normwise:.2e} "
-          f"| elementwise {elementwise:.2e} | |")
+        print(f"| inference, batch {args.batch} | {k256:.3f} ms | {t256:.3f} ms | {k256 / t256:.2f} |")
+    if normwise is not None:
+        print(f"| weights after one step: max rel. difference | normwise {normwise:.2e} "
+              f"| elementwise {elementwise:.2e} | |")
     return 0
 
 

@@ -1,8 +1,9 @@
-/* train_dp.h: the data-parallel hooks of train_fashion_mnist.c.
+/* train_dp.h: the data-parallel hooks of train_fashion_mnist.c and
+ * train_gpt.c.
  *
- * The trainer is built twice from the same source: train_fashion_mnist
- * (one process, the inline no-ops below) and, where libkiln_mpi is built,
- * train_fashion_mnist_mpi (-DKILN_TRAIN_MPI, train_mpi.c). Under
+ * Each trainer is built twice from the same source: one process (the inline
+ * no-ops below) and, where libkiln_mpi is built, an _mpi build
+ * (-DKILN_TRAIN_MPI, train_mpi.c). Under
  * `mpirun -np N` every rank walks the same global batch order, takes rows
  * [r*B/N, (r+1)*B/N) of each batch of B, computes the gradient of the mean
  * loss over its rows, and averages the gradients over the ranks (one
@@ -18,8 +19,6 @@
 
 #include <kiln/kiln.h>
 
-#include "model.h"
-
 typedef struct dp dp;
 
 #ifdef KILN_TRAIN_MPI
@@ -34,15 +33,18 @@ kiln_status dp_slice(const dp *d, size_t batch, size_t *row0, size_t *rows);
 /* A context on this rank's device: kiln_mpi_select_device (node-local rank
  * modulo the devices that selector takes). */
 kiln_status dp_context(dp *d, const char *selector, kiln_context **out);
-/* Average m->grads over the ranks, in place (between the model's gradients and
- * model_step). */
-kiln_status dp_average_grads(dp *d, model *m);
+/* Average the count f32 gradients at the start of grads over the ranks, in
+ * place (between the gradients and the optimizer step). */
+kiln_status dp_average_grads(dp *d, kiln_queue *q, kiln_buffer *grads,
+                             size_t count);
 /* Average count f32 losses at the start of losses over the ranks. */
 kiln_status dp_average_losses(dp *d, kiln_queue *q, kiln_buffer *losses,
                               size_t count);
-/* Compare a checksum of m->params across the ranks: KILN_ERR_SHAPE_MISMATCH
- * (and the checksums printed) when any rank's model differs. */
-kiln_status dp_check_params(dp *d, model *m);
+/* Compare a checksum of the count f32 parameters at the start of params
+ * across the ranks: KILN_ERR_SHAPE_MISMATCH (and the checksums printed)
+ * when any rank's model differs. */
+kiln_status dp_check_params(dp *d, kiln_queue *q, kiln_buffer *params,
+                            size_t count);
 /* kiln_mpi_destroy and MPI_Finalize; after a failure (ok false) on several
  * ranks, MPI_Abort instead, so the other ranks do not wait for this one in a
  * collective. */
@@ -68,9 +70,12 @@ static inline kiln_status dp_context(dp *d, const char *selector,
   (void)d;
   return kiln_context_create_default(selector, out);
 }
-static inline kiln_status dp_average_grads(dp *d, model *m) {
+static inline kiln_status dp_average_grads(dp *d, kiln_queue *q,
+                                           kiln_buffer *grads, size_t count) {
   (void)d;
-  (void)m;
+  (void)q;
+  (void)grads;
+  (void)count;
   return KILN_OK;
 }
 static inline kiln_status dp_average_losses(dp *d, kiln_queue *q,
@@ -82,9 +87,12 @@ static inline kiln_status dp_average_losses(dp *d, kiln_queue *q,
   (void)count;
   return KILN_OK;
 }
-static inline kiln_status dp_check_params(dp *d, model *m) {
+static inline kiln_status dp_check_params(dp *d, kiln_queue *q,
+                                          kiln_buffer *params, size_t count) {
   (void)d;
-  (void)m;
+  (void)q;
+  (void)params;
+  (void)count;
   return KILN_OK;
 }
 static inline void dp_finish(dp *d, int ok) {

@@ -569,7 +569,8 @@ int main(int argc, char **argv) {
       TRY(r.model->kind->gradients(r.model, rows, r.x[s], 0, r.labels[s], 0,
                                    r.losses, k, 1, &up[s]),
           kiln_fail);
-      TRY(dp_average_grads(par, r.model), kiln_fail);
+      TRY(dp_average_grads(par, r.q, r.model->grads, r.model->nparams),
+          kiln_fail);
       TRY(model_step(r.model, &o.hyper), kiln_fail);
       kiln_event_release(up[s]);
       up[s] = NULL;
@@ -637,7 +638,8 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   double median_step = median(step_ms, timed);
-  TRY(dp_check_params(par, r.model), kiln_fail);
+  TRY(dp_check_params(par, r.q, r.model->params, r.model->nparams),
+      kiln_fail);
   if (o.export_dir && root) {
     TRY(kiln_buffer_read_sync(r.q, &(kiln_range){r.model->params, 0, r.model->nparams, KILN_F32}, weights),
         kiln_fail);

@@ -1,5 +1,5 @@
-/* train_mpi.c: the MPI side of train_fashion_mnist_mpi (train_dp.h says
- * what each hook does; train_fashion_mnist.c calls them).
+/* train_mpi.c: the MPI side of train_fashion_mnist_mpi and train_gpt_mpi
+ * (train_dp.h says what each hook does; the trainers call them).
  *
  *   mpirun -np N train_fashion_mnist_mpi [the trainer's options]
  *
@@ -32,13 +32,15 @@ struct dp {
 
 int dp_init(int *argc, char ***argv, dp **out) {
   *out = NULL;
+  const char *slash = strrchr((*argv)[0], '/');
+  const char *prog = slash ? slash + 1 : (*argv)[0];
   if (MPI_Init(argc, argv) != MPI_SUCCESS) {
-    fprintf(stderr, "train_fashion_mnist_mpi: MPI_Init failed\n");
+    fprintf(stderr, "%s: MPI_Init failed\n", prog);
     return -1;
   }
   dp *d = calloc(1, sizeof *d);
   if (!d) {
-    fprintf(stderr, "train_fashion_mnist_mpi: out of host memory\n");
+    fprintf(stderr, "%s: out of host memory\n", prog);
     MPI_Abort(MPI_COMM_WORLD, 1);
     return -1;
   }
@@ -47,7 +49,7 @@ int dp_init(int *argc, char ***argv, dp **out) {
    * seconds instead of hanging; far above any step. */
   kiln_mpi_options opt = {.timeout_s = 300.0};
   if (kiln_mpi_create(MPI_COMM_WORLD, &opt, &d->mpi) != KILN_OK) {
-    fprintf(stderr, "train_fashion_mnist_mpi: %s\n", kiln_last_error());
+    fprintf(stderr, "%s: %s\n", prog, kiln_last_error());
     free(d);
     MPI_Abort(MPI_COMM_WORLD, 1);
     return -1;
@@ -63,8 +65,8 @@ int dp_init(int *argc, char ***argv, dp **out) {
   else if (fault && !strcmp(fault, "local"))
     d->local = 1;
   else if (fault && *fault) {
-    fprintf(stderr, "train_fashion_mnist_mpi: KILN_TRAIN_DP_FAULT=%s: "
-            "expected sum, slice or local\n", fault);
+    fprintf(stderr, "%s: KILN_TRAIN_DP_FAULT=%s: expected sum, slice or "
+            "local\n", prog, fault);
     dp_finish(d, 0);
     return -1;
   }
@@ -101,10 +103,12 @@ kiln_status dp_context(dp *d, const char *selector, kiln_context **out) {
   return st;
 }
 
-kiln_status dp_average_grads(dp *d, model *m) {
+kiln_status dp_average_grads(dp *d, kiln_queue *q, kiln_buffer *grads,
+                             size_t count) {
   if (d->local)
     return KILN_OK;
-  return kiln_mpi_allreduce(d->mpi, m->queue, &(kiln_range){m->grads, 0, m->nparams, KILN_F32}, d->grad_op, 0, NULL, NULL);
+  return kiln_mpi_allreduce(d->mpi, q, &(kiln_range){grads, 0, count, KILN_F32},
+                            d->grad_op, 0, NULL, NULL);
 }
 
 kiln_status dp_average_losses(dp *d, kiln_queue *q, kiln_buffer *losses,
@@ -123,8 +127,9 @@ static uint64_t fnv1a(const unsigned char *p, size_t n) {
   return h;
 }
 
-kiln_status dp_check_params(dp *d, model *m) {
-  size_t bytes = m->nparams * sizeof(float);
+kiln_status dp_check_params(dp *d, kiln_queue *q, kiln_buffer *params,
+                            size_t count) {
+  size_t bytes = count * sizeof(float);
   unsigned char *host = malloc(bytes);
   uint64_t *all = malloc((size_t)d->size * sizeof *all);
   kiln_status st = KILN_ERR_OUT_OF_HOST_MEMORY;
@@ -132,7 +137,8 @@ kiln_status dp_check_params(dp *d, model *m) {
     kiln_set_last_error(st, "out of host memory for the model checksum");
     goto done;
   }
-  st = kiln_buffer_read_sync(m->queue, &(kiln_range){m->params, 0, m->nparams, KILN_F32}, host);
+  st = kiln_buffer_read_sync(q, &(kiln_range){params, 0, count, KILN_F32},
+                             host);
   if (st != KILN_OK)
     goto done;
   uint64_t mine = fnv1a(host, bytes);
@@ -148,7 +154,7 @@ kiln_status dp_check_params(dp *d, model *m) {
   for (int r = 0; r < d->size; r++)
     same &= all[r] == all[0];
   if (d->rank == 0) {
-    printf("model checksum (FNV-1a of the %zu parameters):", m->nparams);
+    printf("model checksum (FNV-1a of the %zu parameters):", count);
     for (int r = 0; r < d->size; r++)
       printf(" rank %d %016" PRIx64, r, all[r]);
     printf("%s\n", same ? ", identical on every rank" : ", DIFFERENT");
