@@ -305,17 +305,8 @@ static kiln_status cnn_gradients(model *mm, size_t rows, kiln_buffer *x,
   kiln_buffer *w = lp ? mm->params_lp : mm->params;
   kiln_status st = KILN_OK;
   TRY(cnn_forward(mm, rows, x, x_offset, true, num_wait, wait_list), done);
-  const kiln_matrix logits = {
-      .buffer = mm->logits, .rows = rows, .cols = CLASSES, .dtype = KILN_F32};
-  kiln_matrix dlogits = logits;
-  dlogits.buffer = m->dsmall;
-  const kiln_range label_r = range(labels, labels_offset, rows, KILN_U32);
-  const kiln_range mean = range(loss, loss_offset, 1, KILN_F32);
-  TRY(kiln_softmax_cross_entropy(q, &logits, &label_r, NULL, &mean, 0, NULL,
-                                 NULL),
-      done);
-  TRY(kiln_softmax_cross_entropy_backward(q, &logits, &label_r, &dlogits,
-                                          1.0f / (float)rows, 0, NULL, NULL),
+  TRY(model_loss(mm, rows, labels, labels_offset, loss, loss_offset,
+                 m->dsmall),
       done);
   /* The dense layers: fc2 (dz in dsmall, dh3 into dsmall2), fc1's ReLU,
    * fc1 (dz in dsmall, the pooled map's gradient into dbig). */

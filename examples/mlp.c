@@ -169,19 +169,9 @@ static kiln_status mlp_gradients(model *mm, size_t rows, kiln_buffer *x,
   kiln_queue *q = mm->queue;
   const int last = MLP_LAYERS - 1;
   TRY(mlp_forward(mm, rows, x, x_offset, true, num_wait, wait_list), done);
-  kiln_matrix logits = {
-      .buffer = mm->logits, .rows = rows, .cols = CLASSES, .dtype = KILN_F32};
-  kiln_matrix dlogits = logits;
-  dlogits.buffer = m->dz;
-  kiln_range label_r = {labels, labels_offset, rows, KILN_U32};
-  kiln_range mean = {loss, loss_offset, 1, KILN_F32};
-  TRY(kiln_softmax_cross_entropy(q, &logits, &label_r, NULL, &mean, 0, NULL,
-                                 NULL),
-      done);
   /* d(mean loss)/d(logits) into dz; then down the layers, dz always holds
    * the gradient of layer l's pre-activation output. */
-  TRY(kiln_softmax_cross_entropy_backward(q, &logits, &label_r, &dlogits,
-                                          1.0f / (float)rows, 0, NULL, NULL),
+  TRY(model_loss(mm, rows, labels, labels_offset, loss, loss_offset, m->dz),
       done);
   for (int l = last; l >= 0; l--) {
     const mlp_layer *ly = &m->layer[l];

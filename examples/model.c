@@ -125,6 +125,24 @@ kiln_status model_dense_backward(model *m, const model_dense *ly, size_t rows,
   return kiln_matmul(q, 1, &dzm, &wm, &da, NULL, 0, NULL, NULL);
 }
 
+kiln_status model_loss(model *m, size_t rows, kiln_buffer *labels,
+                       size_t labels_offset, kiln_buffer *loss,
+                       size_t loss_offset, kiln_buffer *dlogits) {
+  const kiln_matrix logits = {
+      .buffer = m->logits, .rows = rows, .cols = CLASSES, .dtype = KILN_F32};
+  kiln_matrix d = logits;
+  d.buffer = dlogits;
+  const kiln_range label_r = {labels, labels_offset, rows, KILN_U32};
+  const kiln_range mean = {loss, loss_offset, 1, KILN_F32};
+  kiln_status st = kiln_softmax_cross_entropy(m->queue, &logits, &label_r,
+                                              NULL, &mean, 0, NULL, NULL);
+  /* d(mean loss)/d(logits): the rows' gradients scaled by 1 / rows. */
+  if (st == KILN_OK)
+    st = kiln_softmax_cross_entropy_backward(m->queue, &logits, &label_r, &d,
+                                             1.0f / (float)rows, 0, NULL, NULL);
+  return st;
+}
+
 kiln_status model_step(model *m, const model_hyper *hp) {
   m->steps++;
   kiln_range w = {m->params, 0, m->nparams, KILN_F32};

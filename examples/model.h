@@ -116,6 +116,13 @@ kiln_status model_dense_backward(model *m, const model_dense *ly, size_t rows,
                                  kiln_buffer *dz, kiln_buffer *dz_lp,
                                  kiln_buffer *dx);
 
+/* The mean cross-entropy of m->logits (rows x 10, after forward) against
+ * labels (rows u32) into loss[loss_offset], and its gradient to the logits
+ * (f32, rows x 10) into dlogits. */
+kiln_status model_loss(model *m, size_t rows, kiln_buffer *labels,
+                       size_t labels_offset, kiln_buffer *loss,
+                       size_t loss_offset, kiln_buffer *dlogits);
+
 /* One optimizer step over every parameter from m->grads. */
 kiln_status model_step(model *m, const model_hyper *hyper);
 
