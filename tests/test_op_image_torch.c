@@ -22,7 +22,7 @@ static const char *fixture_dir(void) {
 }
 
 static struct npy_array load(const char *name, const char *field) {
-  char path[512], err[512];
+  char path[512], err[640]; /* room for the path and the reason */
   snprintf(path, sizeof path, "%s/%s.%s.npy", fixture_dir(), name, field);
   struct npy_array a;
   if (npy_read(path, &a, err, sizeof err) != 0)
@@ -536,7 +536,7 @@ static void test_batchnorm_torch(void **state) {
 static void test_npy_reader(void **state) {
   (void)state;
   struct npy_array a;
-  char err[512];
+  char err[640];
   assert_int_equal(npy_read("/nonexistent/x.npy", &a, err, sizeof err), -1);
   char path[512];
   snprintf(path, sizeof path, "%s/cases.txt", fixture_dir());
