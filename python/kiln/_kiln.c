@@ -846,6 +846,7 @@ typedef struct {
 typedef struct {
   Call *call;
   kiln_image im;
+  const kiln_image *p; /* &im, or NULL for None (the _opt form) */
   ArrayObject *a;
 } ImageArg;
 
@@ -923,10 +924,7 @@ static int conv_matrix(PyObject *o, void *out) {
   return 1;
 }
 
-/* For the image ops (convolution, pooling) as they land. */
-#if defined(__GNUC__)
-__attribute__((unused))
-#endif
+/* The image ops' operands (convolution, pooling, batch normalisation). */
 static int conv_image(PyObject *o, void *out) {
   ImageArg *im = out;
   if (!check_array(o, "an image operand"))
@@ -939,8 +937,22 @@ static int conv_image(PyObject *o, void *out) {
   im->im = (kiln_image){a->buf->buf, (size_t)a->offset, (size_t)a->shape[0],
                         (size_t)a->shape[1], (size_t)a->shape[2], (size_t)a->shape[3],
                         a->dtype, KILN_NCHW};
+  im->p = &im->im;
   im->a = a;
   call_touch(im->call, a->buf);
+  return 1;
+}
+
+static int conv_image_opt(PyObject *o, void *out) {
+  ImageArg *im = out;
+  if (o == Py_None) {
+    im->p = NULL;
+    im->a = NULL;
+    return 1;
+  }
+  if (!conv_image(o, out))
+    return 0;
+  im->p = &im->im;
   return 1;
 }
 
@@ -2435,6 +2447,240 @@ static PyObject *mod_convert(PyObject *self, PyObject *args) {
 #define KW (PyCFunction)(void (*)(void))
 #define OPM(name, doc) {#name, KW op_##name, METH_VARARGS | METH_KEYWORDS, doc}
 
+/* -- convolution, pooling, batch normalisation (kiln_ops_conv.h,
+ * kiln_ops_image.h) and attention (kiln_ops_attention.h) -- */
+
+#define CONV_PARAMS_FMT "nnnnnnn"
+#define CONV_PARAMS_ARGS(p)                                                    \
+  &p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &p[6]
+
+/* The seven geometry numbers as kiln_conv2d_params; negatives refused. */
+static int conv_params(const Py_ssize_t v[7], kiln_conv2d_params *p) {
+  for (int i = 0; i < 7; i++)
+    if (v[i] < 0) {
+      PyErr_SetString(PyExc_ValueError, "convolution sizes must not be negative");
+      return 0;
+    }
+  *p = (kiln_conv2d_params){(size_t)v[0], (size_t)v[1], (size_t)v[2], (size_t)v[3],
+                            (size_t)v[4], (size_t)v[5], (size_t)v[6]};
+  return 1;
+}
+
+OP_DEF(conv2d) {
+  static const char *kwl[] = {"x", "w", "y", "stride_h", "stride_w", "pad_h", "pad_w",
+                              "dilation_h", "dilation_w", "groups", "alpha", "beta",
+                              "bias", "activation", CALL_KW, NULL};
+  Call c = CALL_INIT;
+  ImageArg x = OPERAND, w = OPERAND, y = OPERAND;
+  RangeArg bias = OPERAND;
+  Py_ssize_t v[7];
+  kiln_conv2d_params p;
+  kiln_epilogue e = KILN_EPILOGUE_INIT;
+  int act = 0;
+  OP_PARSE("O&O&O&" CONV_PARAMS_FMT "ffO&i", conv_image, &x, conv_image, &w, conv_image, &y,
+           CONV_PARAMS_ARGS(v), &e.alpha, &e.beta, conv_range_opt, &bias, &act);
+  if (!conv_params(v, &p) || !call_prepare(&c, NULL, y.a))
+    return NULL;
+  e.bias = bias.p;
+  e.activation = (kiln_activation)act;
+  return call_finish(&c, kiln_conv2d(c.q->queue, x.p, w.p, y.p, &p, &e, WAITS));
+}
+
+OP_DEF(conv2d_backward_data) {
+  static const char *kwl[] = {"dy", "w", "dx", "stride_h", "stride_w", "pad_h", "pad_w",
+                              "dilation_h", "dilation_w", "groups", CALL_KW, NULL};
+  Call c = CALL_INIT;
+  ImageArg dy = OPERAND, w = OPERAND, dx = OPERAND;
+  Py_ssize_t v[7];
+  kiln_conv2d_params p;
+  OP_PARSE("O&O&O&" CONV_PARAMS_FMT, conv_image, &dy, conv_image, &w, conv_image, &dx,
+           CONV_PARAMS_ARGS(v));
+  if (!conv_params(v, &p) || !call_prepare(&c, NULL, dx.a))
+    return NULL;
+  return call_finish(&c, kiln_conv2d_backward_data(c.q->queue, dy.p, w.p, dx.p, &p, WAITS));
+}
+
+OP_DEF(conv2d_backward_weights) {
+  static const char *kwl[] = {"x", "dy", "dw", "db", "stride_h", "stride_w", "pad_h",
+                              "pad_w", "dilation_h", "dilation_w", "groups", CALL_KW, NULL};
+  Call c = CALL_INIT;
+  ImageArg x = OPERAND, dy = OPERAND, dw = OPERAND;
+  RangeArg db = OPERAND;
+  Py_ssize_t v[7];
+  kiln_conv2d_params p;
+  OP_PARSE("O&O&O&O&" CONV_PARAMS_FMT, conv_image, &x, conv_image, &dy, conv_image, &dw,
+           conv_range_opt, &db, CONV_PARAMS_ARGS(v));
+  if (!conv_params(v, &p) || !call_prepare(&c, NULL, dw.a))
+    return NULL;
+  return call_finish(&c, kiln_conv2d_backward_weights(c.q->queue, x.p, dy.p, dw.p, db.p, &p,
+                                                      WAITS));
+}
+
+/* kernel, stride and padding as kiln_pool2d_params; negatives refused. */
+static int pool_params(const Py_ssize_t v[6], int exclude, kiln_pool2d_params *p) {
+  for (int i = 0; i < 6; i++)
+    if (v[i] < 0) {
+      PyErr_SetString(PyExc_ValueError, "pooling sizes must not be negative");
+      return 0;
+    }
+  *p = (kiln_pool2d_params){(size_t)v[0], (size_t)v[1], (size_t)v[2],
+                            (size_t)v[3], (size_t)v[4], (size_t)v[5], exclude != 0};
+  return 1;
+}
+
+OP_DEF(pool2d) {
+  static const char *kwl[] = {"op", "x", "y", "kernel_h", "kernel_w", "stride_h",
+                              "stride_w", "pad_h", "pad_w", "exclude_padding", CALL_KW, NULL};
+  Call c = CALL_INIT;
+  int op, exclude;
+  ImageArg x = OPERAND, y = OPERAND;
+  Py_ssize_t v[6];
+  kiln_pool2d_params p;
+  OP_PARSE("iO&O&nnnnnnp", &op, conv_image, &x, conv_image, &y, &v[0], &v[1], &v[2], &v[3],
+           &v[4], &v[5], &exclude);
+  if (!pool_params(v, exclude, &p) || !call_prepare(&c, NULL, y.a))
+    return NULL;
+  return call_finish(&c, kiln_pool2d(c.q->queue, (kiln_pool_op)op, x.p, y.p, &p, WAITS));
+}
+
+OP_DEF(pool2d_backward) {
+  static const char *kwl[] = {"op", "x", "dy", "dx", "kernel_h", "kernel_w", "stride_h",
+                              "stride_w", "pad_h", "pad_w", "exclude_padding", CALL_KW, NULL};
+  Call c = CALL_INIT;
+  int op, exclude;
+  ImageArg x = OPERAND, dy = OPERAND, dx = OPERAND;
+  Py_ssize_t v[6];
+  kiln_pool2d_params p;
+  OP_PARSE("iO&O&O&nnnnnnp", &op, conv_image_opt, &x, conv_image, &dy, conv_image, &dx,
+           &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &exclude);
+  if (!pool_params(v, exclude, &p) || !call_prepare(&c, NULL, dx.a))
+    return NULL;
+  return call_finish(&c, kiln_pool2d_backward(c.q->queue, (kiln_pool_op)op, x.p, dy.p, dx.p,
+                                              &p, WAITS));
+}
+
+OP_DEF(batchnorm_train) {
+  static const char *kwl[] = {"x", "gamma", "beta", "y", "running_mean", "running_var",
+                              "saved", "eps", "momentum", CALL_KW, NULL};
+  Call c = CALL_INIT;
+  ImageArg x = OPERAND, y = OPERAND;
+  RangeArg g = OPERAND, b = OPERAND, rm = OPERAND, rv = OPERAND, sv = OPERAND;
+  kiln_batchnorm_params p;
+  OP_PARSE("O&O&O&O&O&O&O&ff", conv_image, &x, conv_range_opt, &g, conv_range_opt, &b,
+           conv_image, &y, conv_range_opt, &rm, conv_range_opt, &rv, conv_range_opt, &sv,
+           &p.eps, &p.momentum);
+  if (!call_prepare(&c, NULL, y.a))
+    return NULL;
+  return call_finish(&c, kiln_batchnorm_train(c.q->queue, x.p, g.p, b.p, y.p, rm.p, rv.p,
+                                              sv.p, &p, WAITS));
+}
+
+OP_DEF(batchnorm_inference) {
+  static const char *kwl[] = {"x", "gamma", "beta", "running_mean", "running_var", "y",
+                              "eps", CALL_KW, NULL};
+  Call c = CALL_INIT;
+  ImageArg x = OPERAND, y = OPERAND;
+  RangeArg g = OPERAND, b = OPERAND, rm = OPERAND, rv = OPERAND;
+  kiln_batchnorm_params p = KILN_BATCHNORM_PARAMS_INIT;
+  OP_PARSE("O&O&O&O&O&O&f", conv_image, &x, conv_range_opt, &g, conv_range_opt, &b,
+           conv_range, &rm, conv_range, &rv, conv_image, &y, &p.eps);
+  if (!call_prepare(&c, NULL, y.a))
+    return NULL;
+  return call_finish(&c, kiln_batchnorm_inference(c.q->queue, x.p, g.p, b.p, rm.p, rv.p, y.p,
+                                                  &p, WAITS));
+}
+
+OP_DEF(batchnorm_backward) {
+  static const char *kwl[] = {"x", "gamma", "saved", "dy", "dx", "dgamma", "dbeta",
+                              CALL_KW, NULL};
+  Call c = CALL_INIT;
+  ImageArg x = OPERAND, dy = OPERAND, dx = OPERAND;
+  RangeArg g = OPERAND, sv = OPERAND, dg = OPERAND, db = OPERAND;
+  OP_PARSE("O&O&O&O&O&O&O&", conv_image, &x, conv_range_opt, &g, conv_range, &sv, conv_image,
+           &dy, conv_image_opt, &dx, conv_range_opt, &dg, conv_range_opt, &db);
+  ArrayObject *first = dx.a ? dx.a : dg.a ? dg.a : db.a;
+  if (!call_prepare(&c, NULL, first))
+    return NULL;
+  return call_finish(&c, kiln_batchnorm_backward(c.q->queue, x.p, g.p, sv.p, dy.p, dx.p, dg.p,
+                                                 db.p, WAITS));
+}
+
+OP_DEF(attention_forward) {
+  static const char *kwl[] = {"heads", "qkv", "out", "lse", "scale", "causal", CALL_KW, NULL};
+  Call c = CALL_INIT;
+  Py_ssize_t heads;
+  MatrixArg qkv = OPERAND, out = OPERAND;
+  RangeArg lse = OPERAND;
+  kiln_attention_params p;
+  int causal;
+  OP_PARSE("nO&O&O&fp", &heads, conv_matrix, &qkv, conv_matrix, &out, conv_range_opt, &lse,
+           &p.scale, &causal);
+  p.causal = causal != 0;
+  if (!call_prepare(&c, NULL, out.a))
+    return NULL;
+  return call_finish(&c, kiln_attention_forward(c.q->queue, (size_t)out.batch,
+                                                heads < 0 ? 0 : (size_t)heads, qkv.p, out.p,
+                                                lse.p, &p, WAITS));
+}
+
+OP_DEF(attention_backward) {
+  static const char *kwl[] = {"heads", "qkv", "out", "dout", "lse", "dqkv", "scale",
+                              "causal", CALL_KW, NULL};
+  Call c = CALL_INIT;
+  Py_ssize_t heads;
+  MatrixArg qkv = OPERAND, out = OPERAND, dout = OPERAND, dqkv = OPERAND;
+  RangeArg lse = OPERAND;
+  kiln_attention_params p;
+  int causal;
+  OP_PARSE("nO&O&O&O&O&fp", &heads, conv_matrix, &qkv, conv_matrix, &out, conv_matrix, &dout,
+           conv_range, &lse, conv_matrix, &dqkv, &p.scale, &causal);
+  p.causal = causal != 0;
+  if (!call_prepare(&c, NULL, dqkv.a))
+    return NULL;
+  return call_finish(&c, kiln_attention_backward(c.q->queue, (size_t)dqkv.batch,
+                                                 heads < 0 ? 0 : (size_t)heads, qkv.p, out.p,
+                                                 dout.p, lse.p, dqkv.p, &p, WAITS));
+}
+
+OP_DEF(attention_cache_append) {
+  static const char *kwl[] = {"heads", "pos", "k", "v", "k_cache", "v_cache", CALL_KW, NULL};
+  Call c = CALL_INIT;
+  Py_ssize_t heads, pos;
+  MatrixArg k = OPERAND, v = OPERAND, kc = OPERAND, vc = OPERAND;
+  OP_PARSE("nnO&O&O&O&", &heads, &pos, conv_matrix, &k, conv_matrix, &v, conv_matrix, &kc,
+           conv_matrix, &vc);
+  if (heads < 0 || pos < 0) {
+    PyErr_SetString(PyExc_ValueError, "heads and pos must not be negative");
+    return NULL;
+  }
+  if (!call_prepare(&c, NULL, kc.a))
+    return NULL;
+  return call_finish(&c, kiln_attention_cache_append(c.q->queue, (size_t)k.batch,
+                                                     (size_t)heads, (size_t)pos, k.p, v.p,
+                                                     kc.p, vc.p, WAITS));
+}
+
+OP_DEF(attention_decode) {
+  static const char *kwl[] = {"heads", "t", "q", "k_cache", "v_cache", "out", "scale",
+                              "causal", CALL_KW, NULL};
+  Call c = CALL_INIT;
+  Py_ssize_t heads, t;
+  MatrixArg q = OPERAND, kc = OPERAND, vc = OPERAND, out = OPERAND;
+  kiln_attention_params p;
+  int causal;
+  OP_PARSE("nnO&O&O&O&fp", &heads, &t, conv_matrix, &q, conv_matrix, &kc, conv_matrix, &vc,
+           conv_matrix, &out, &p.scale, &causal);
+  p.causal = causal != 0;
+  if (heads < 0 || t < 0) {
+    PyErr_SetString(PyExc_ValueError, "heads and t must not be negative");
+    return NULL;
+  }
+  if (!call_prepare(&c, NULL, out.a))
+    return NULL;
+  return call_finish(&c, kiln_attention_decode(c.q->queue, (size_t)out.batch, (size_t)heads,
+                                               (size_t)t, q.p, kc.p, vc.p, out.p, &p, WAITS));
+}
+
 static PyMethodDef module_methods[] = {
     {"devices", KW mod_devices, METH_VARARGS | METH_KEYWORDS, "List devices (dicts)."},
     {"explain", mod_explain, METH_VARARGS, "(name, taken, reason) per device for a selector."},
@@ -2485,6 +2731,18 @@ static PyMethodDef module_methods[] = {
     OPM(grad_norm, "kiln_grad_norm"),
     OPM(clip_grad_norm, "kiln_clip_grad_norm"),
     OPM(has_nonfinite, "kiln_has_nonfinite"),
+    OPM(conv2d, "kiln_conv2d"),
+    OPM(conv2d_backward_data, "kiln_conv2d_backward_data"),
+    OPM(conv2d_backward_weights, "kiln_conv2d_backward_weights"),
+    OPM(pool2d, "kiln_pool2d"),
+    OPM(pool2d_backward, "kiln_pool2d_backward"),
+    OPM(batchnorm_train, "kiln_batchnorm_train"),
+    OPM(batchnorm_inference, "kiln_batchnorm_inference"),
+    OPM(batchnorm_backward, "kiln_batchnorm_backward"),
+    OPM(attention_forward, "kiln_attention_forward"),
+    OPM(attention_backward, "kiln_attention_backward"),
+    OPM(attention_cache_append, "kiln_attention_cache_append"),
+    OPM(attention_decode, "kiln_attention_decode"),
     {0}};
 
 static PyMethodDef Array_methods[] = {

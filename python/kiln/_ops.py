@@ -1,5 +1,6 @@
-"""The op library (kiln_ops.h) and the training ops (kiln_ops_train.h) as
-functions on kiln.Array.
+"""The op library (kiln_ops.h), the training ops (kiln_ops_train.h), the
+image ops (kiln_ops_conv.h, kiln_ops_image.h) and attention
+(kiln_ops_attention.h) as functions on kiln.Array.
 
 Every op enqueues on the queue of its output array (``out``, or a new array
 on the first input's queue) and returns the output without waiting. Each
@@ -30,7 +31,12 @@ __all__ = [
     "softmax_backward", "layernorm_backward", "gather_rows", "scatter_add_rows",
     "random_bits", "random_uniform", "random_normal", "dropout_mask", "dropout",
     "sgd_step", "adamw_step", "grad_norm", "clip_grad_norm", "has_nonfinite",
+    "conv2d", "conv2d_backward_data", "conv2d_backward_weights", "pool2d",
+    "max_pool2d", "avg_pool2d", "pool2d_backward", "batchnorm_train",
+    "batchnorm_inference", "batchnorm_backward", "attention",
+    "attention_backward", "attention_cache_append", "attention_decode",
 ]
+POOL = {"max": 2, "mean": 3, "avg": 3}
 
 
 def _dtype_code(dtype):
@@ -452,3 +458,184 @@ def has_nonfinite(arrays, out=None, *, wait=None, event=False):
     arrays = list(arrays)
     out = _kiln.empty(arrays[0].queue, (1,), 4) if out is None else out
     return _ret(out, _kiln.has_nonfinite(arrays, out, wait, event))
+
+
+# ---- image ops (NCHW arrays of 4 dimensions) ------------------------------------------
+
+def _pair(v, what):
+    t = tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+    if len(t) != 2:
+        raise ValueError("%s: an int or a pair of ints" % what)
+    return t
+
+
+def _conv_geometry(stride, padding, dilation, groups):
+    sh, sw = _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    dh, dw = _pair(dilation, "dilation")
+    return (sh, sw, ph, pw, dh, dw, groups)
+
+
+def _conv_out(size, k, s, p, d):
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def conv2d(x, w, out=None, *, stride=1, padding=0, dilation=1, groups=1, bias=None,
+           activation=None, alpha=1.0, beta=0.0, wait=None, event=False):
+    """out = activation(alpha * conv2d(x, w) + beta * out + bias)
+    (kiln_conv2d), as torch.nn.functional.conv2d: x (N, C, H, W), w
+    (OC, C/groups, KH, KW) of one dtype (float32, float16, bfloat16); out
+    (N, OC, OH, OW) float32; bias OC float32; activation None, 'relu', 'gelu'."""
+    g = _conv_geometry(stride, padding, dilation, groups)
+    if out is None:
+        n, _, h, wd = x.shape
+        oc, _, kh, kw = w.shape
+        oh = _conv_out(h, kh, g[0], g[2], g[4])
+        ow = _conv_out(wd, kw, g[1], g[3], g[5])
+        out = _kiln.empty(x.queue, (n, oc, max(oh, 0), max(ow, 0)), 0)
+    return _ret(out, _kiln.conv2d(x, w, out, *g, alpha, beta, bias,
+                                  _key(ACTIVATION, activation, "activation"), wait, event))
+
+
+def conv2d_backward_data(dy, w, out, *, stride=1, padding=0, dilation=1, groups=1,
+                         wait=None, event=False):
+    """The gradient to conv2d's input (kiln_conv2d_backward_data): out has
+    the input's shape (N, C, H, W), float32, overwritten; dy and w share a
+    dtype. out may also be the input's shape as a tuple (a new array)."""
+    if isinstance(out, tuple):
+        out = _kiln.empty(dy.queue, out, 0)
+    g = _conv_geometry(stride, padding, dilation, groups)
+    return _ret(out, _kiln.conv2d_backward_data(dy, w, out, *g, wait, event))
+
+
+def conv2d_backward_weights(x, dy, out, db=None, *, stride=1, padding=0, dilation=1,
+                            groups=1, wait=None, event=False):
+    """The gradients to conv2d's weights (out: the weights' shape, or that
+    shape as a tuple for a new array; float32, overwritten) and, when db is
+    given (OC float32), to its bias (kiln_conv2d_backward_weights)."""
+    if isinstance(out, tuple):
+        out = _kiln.empty(x.queue, out, 0)
+    g = _conv_geometry(stride, padding, dilation, groups)
+    return _ret(out, _kiln.conv2d_backward_weights(x, dy, out, db, *g, wait, event))
+
+
+def _pool_geometry(kernel, stride, padding):
+    kh, kw = _pair(kernel, "kernel")
+    sh, sw = _pair(kernel if stride is None else stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    return (kh, kw, sh, sw, ph, pw)
+
+
+def pool2d(op, x, kernel, out=None, *, stride=None, padding=0, exclude_padding=False,
+           wait=None, event=False):
+    """Max ('max') or average ('mean') 2-D pooling (kiln_pool2d), as
+    torch.nn.MaxPool2d / AvgPool2d: stride defaults to the kernel; average
+    pooling counts padding unless exclude_padding. Ties go to the first
+    maximum in scan order."""
+    g = _pool_geometry(kernel, stride, padding)
+    if out is None:
+        n, c, h, w = x.shape
+        oh = (h + 2 * g[4] - g[0]) // g[2] + 1
+        ow = (w + 2 * g[5] - g[1]) // g[3] + 1
+        out = _new(x, (n, c, max(oh, 0), max(ow, 0)))
+    return _ret(out, _kiln.pool2d(_key(POOL, op, "pool op"), x, out, *g, exclude_padding,
+                                  wait, event))
+
+
+def max_pool2d(x, kernel, out=None, **kw):
+    """pool2d('max', ...)."""
+    return pool2d("max", x, kernel, out, **kw)
+
+
+def avg_pool2d(x, kernel, out=None, **kw):
+    """pool2d('mean', ...)."""
+    return pool2d("mean", x, kernel, out, **kw)
+
+
+def pool2d_backward(op, x, dy, out=None, *, kernel, stride=None, padding=0,
+                    exclude_padding=False, wait=None, event=False):
+    """The gradient of pool2d to its input x (out: x's shape and dtype,
+    overwritten); average pooling reads only x's shape (kiln_pool2d_backward)."""
+    g = _pool_geometry(kernel, stride, padding)
+    out = _new(x) if out is None else out
+    return _ret(out, _kiln.pool2d_backward(_key(POOL, op, "pool op"), x, dy, out, *g,
+                                           exclude_padding, wait, event))
+
+
+def batchnorm_train(x, gamma=None, beta=None, running_mean=None, running_var=None, out=None,
+                    saved=None, *, eps=1e-5, momentum=0.1, wait=None, event=False):
+    """Batch normalisation in training mode (kiln_batchnorm_train), as
+    torch.nn.BatchNorm2d: out = (x - mean) / sqrt(var + eps) * gamma + beta
+    over the batch's statistics per channel; running_mean and running_var
+    (float32, updated in place with momentum, unbiased variance) and saved
+    (2C float32: mean, then 1/std; for batchnorm_backward) are optional.
+    Returns out (or (out, saved) when saved is 'new')."""
+    out = _new(x) if out is None else out
+    want_saved = isinstance(saved, str) and saved == "new"
+    if want_saved:
+        saved = _kiln.empty(x.queue, (2 * x.shape[1],), 0)
+    ev = _kiln.batchnorm_train(x, gamma, beta, out, running_mean, running_var, saved, eps,
+                               momentum, wait, event)
+    res = (out, saved) if want_saved else out
+    return res if ev is None else (res, ev)
+
+
+def batchnorm_inference(x, running_mean, running_var, gamma=None, beta=None, out=None, *,
+                        eps=1e-5, wait=None, event=False):
+    """Batch normalisation with the running statistics
+    (kiln_batchnorm_inference)."""
+    out = _new(x) if out is None else out
+    return _ret(out, _kiln.batchnorm_inference(x, gamma, beta, running_mean, running_var, out,
+                                               eps, wait, event))
+
+
+def batchnorm_backward(x, saved, dy, gamma=None, dx=None, dgamma=None, dbeta=None, *,
+                       wait=None, event=False):
+    """The gradients of batchnorm_train (kiln_batchnorm_backward) from its
+    input x, gamma and saved statistics: dx (x's shape and dtype), dgamma and
+    dbeta (C float32), each overwritten; 'new' makes one. Returns (dx,
+    dgamma, dbeta)."""
+    c = x.shape[1]
+    dx = _new(x) if isinstance(dx, str) else dx
+    dgamma = _kiln.empty(x.queue, (c,), 0) if isinstance(dgamma, str) else dgamma
+    dbeta = _kiln.empty(x.queue, (c,), 0) if isinstance(dbeta, str) else dbeta
+    ev = _kiln.batchnorm_backward(x, gamma, saved, dy, dx, dgamma, dbeta, wait, event)
+    return (dx, dgamma, dbeta) if ev is None else ((dx, dgamma, dbeta), ev)
+
+
+# ---- attention (llm.c's fused qkv layout) ---------------------------------------------
+
+def attention(qkv, heads, out=None, lse=None, *, scale=0.0, causal=True, wait=None,
+              event=False):
+    """Fused multi-head attention (kiln_attention_forward) of qkv (B, T, 3C:
+    Q, K, V in consecutive thirds, each split into heads of C/heads
+    columns) into out (B, T, C, qkv's dtype); lse (B*heads*T float32, the
+    rows' log-sum-exp for attention_backward) or None. scale 0: 1/sqrt(C/heads)."""
+    b, t, c3 = qkv.shape
+    out = _new(qkv, (b, t, c3 // 3)) if out is None else out
+    return _ret(out, _kiln.attention_forward(heads, qkv, out, lse, scale, causal, wait, event))
+
+
+def attention_backward(qkv, out, dout, lse, heads, dqkv=None, *, scale=0.0, causal=True,
+                       wait=None, event=False):
+    """dqkv (qkv's shape, overwritten) from the forward's qkv, out, lse and
+    dout (kiln_attention_backward)."""
+    dqkv = _new(qkv) if dqkv is None else dqkv
+    return _ret(dqkv, _kiln.attention_backward(heads, qkv, out, dout, lse, dqkv, scale, causal,
+                                               wait, event))
+
+
+def attention_cache_append(k, v, k_cache, v_cache, heads, pos, *, wait=None, event=False):
+    """Copy n new keys and values (each (B, n, C)) into rows [pos, pos + n)
+    of the caches ((B*heads, Tmax, C/heads) arrays) (kiln_attention_cache_append)."""
+    return _ret(k_cache, _kiln.attention_cache_append(heads, pos, k, v, k_cache, v_cache,
+                                                      wait, event))
+
+
+def attention_decode(q, k_cache, v_cache, heads, t, out=None, *, scale=0.0, causal=True,
+                     wait=None, event=False):
+    """n new queries q (B, n, C) against the first t cached positions
+    (kiln_attention_decode) into out (B, n, C)."""
+    out = _new(q) if out is None else out
+    return _ret(out, _kiln.attention_decode(heads, t, q, k_cache, v_cache, out, scale, causal,
+                                            wait, event))

@@ -43,7 +43,8 @@ def test_every_c_op_is_bound():
                "reduce_rows": "reduce", "reduce_cols": "reduce", "scan": "cumsum",
                "softmax_rows": "softmax", "layernorm_rows": "layernorm",
                "softmax_rows_backward": "softmax_backward",
-               "layernorm_rows_backward": "layernorm_backward"}
+               "layernorm_rows_backward": "layernorm_backward",
+               "attention_forward": "attention"}
     for op in c_ops:
         assert hasattr(kiln, wrapped.get(op, op)), op
-    assert len(c_ops) >= 36
+    assert len(c_ops) >= 48
