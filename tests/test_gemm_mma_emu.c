@@ -98,10 +98,12 @@ static int warmed_mma(kiln_context *ctx) {
 static void test_emulated(void **state) {
   (void)state;
   /* Small, mixed and the default point: one and two stages, one and
-   * several warps per dimension, BK 16 to 64. */
+   * several warps per dimension, BK 16 to 64; each within 32 KiB of
+   * __local memory (STAGES x (BM + BN) x (BK + 8) x 2 bytes), what
+   * llvmpipe (rusticl) offers, so every point runs on every test device. */
   const struct kiln__point points[] = {
       point(32, 32, 16, 16, 16, 1),
-      point(128, 32, 64, 64, 16, 2),
+      point(128, 32, 64, 64, 16, 1),
       point(64, 64, 32, 32, 32, 2),
   };
   FOR_EACH_TEST_DEVICE(d) {
