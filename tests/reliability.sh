@@ -48,7 +48,7 @@ failed=0
 # The MPI tests (mpi_*, train_dp_*) are here too: Open MPI's own allocations
 # at MPI_Init are not ours to leak-check.
 asan_heavy="cache cache_warm op_gemm mpi_np1 mpi_np2 mpi_np3 mpi_killed_rank"
-asan_heavy+=" train_dp_np2 train_dp_np3"
+asan_heavy+=" train_dp_np2 train_dp_np3 gpt_dp"
 # The parameter-space tests and the tuner's build cold programs by the dozen.
 asan_heavy+=" tune_gate tune_spaces space_transpose_0 space_reduce_0 space_reduce_1"
 asan_heavy+=" space_reduce_2 space_reduce_3 space_reduce_4 space_elementwise_0"
@@ -59,12 +59,12 @@ asan_heavy+=" space_elementwise_1 space_elementwise_2 space_elementwise_3"
 # leak-check, and the ones LSan saw vary from run to run.
 asan_heavy+=" report_quick"
 # Not meaningful under a sanitizer build: readme_example and the package
-# tests (package_pkgconfig, package_cmake, package_mpi) compile a consumer
+# tests (package_pkgconfig, package_cmake, package_mpi, package_install) compile a consumer
 # with plain cc against the installed (here: instrumented) library, which
 # ASan refuses to run ("ASan runtime does not come first"); the bad-input
 # checks are Python scripts reading the sources.
 asan_skip="readme_example bad_input_coverage bad_input_coverage_selftest"
-asan_skip+=" package_pkgconfig package_cmake package_mpi"
+asan_skip+=" package_pkgconfig package_cmake package_mpi package_install"
 # quiet_kernels and parallel_builds check the driver's compiler (what it
 # prints, PoCL's cache race) by compiling every op kernel cold on purpose:
 # under ASan every LLVM allocation of those compiles is intercepted, and one
