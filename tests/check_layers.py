@@ -5,7 +5,7 @@ The rooms, lowest first (docs/architecture.md):
 
   library: backends -> runtime/core -> runtime/mem -> runtime/program ->
            runtime/tune -> runtime/ops -> runtime/multi
-  tools:   tools/commands.h, tools/cli -> tools/{info,bench,cache,demo,tune,report}
+  tools:   tools/commands.h, tools/cli -> tools/{info,bench,cache,demo,tune,report,trace}
            -> tools/kiln.c
 
 A file may include, and a module may call, only its own room and the rooms
@@ -61,6 +61,7 @@ ROOMS = {
     "tools/scale": ("tools", 1),
     "tools/tune": ("tools", 1),
     "tools/report": ("tools", 1),
+    "tools/trace": ("tools", 1),
     "tools/entry": ("tools", 2),
 }
 OPEN_ROOMS = {"include", "cl_kernels"}

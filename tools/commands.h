@@ -13,6 +13,7 @@ int kiln_cmd_cache(int argc, char **argv); /* cmd_cache.c */
 int kiln_cmd_bench(int argc, char **argv); /* cmd_bench.c */
 int kiln_cmd_tune(int argc, char **argv);  /* cmd_tune.c */
 int kiln_cmd_report(int argc, char **argv); /* cmd_report.c */
+int kiln_cmd_trace(int argc, char **argv);  /* cmd_trace.c */
 
 /* Seconds on the monotonic clock since an arbitrary start: every timing in
  * the tools (inline, as the separate benchmark programs share it too). */

@@ -20,6 +20,7 @@ static const command commands[] = {
     {"bench", kiln_cmd_bench, "measure op throughput against the device's peaks"},
     {"tune", kiln_cmd_tune, "search kernel parameters for a device, with a correctness gate"},
     {"report", kiln_cmd_report, "measure a device in one run (tests, tune, bench) into a folder"},
+    {"trace", kiln_cmd_trace, "summarize a trace file that KILN_TRACE wrote"},
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
@@ -66,7 +67,9 @@ static void usage(FILE *out) {
           "  KILN_TRACE         write a Chrome trace-event JSON file of every op,\n"
           "                     kernel, transfer and build (%%p: process id)\n"
           "  KILN_TRACE_SUMMARY 1: at exit, a table on stderr of what ran, by\n"
-          "                     total time (calls, mean, GB/s, GFLOP/s)\n"
+          "                     total time (calls, mean, MB, GB/s, GFLOP/s);\n"
+          "                     kiln trace summarize FILE: the same from a\n"
+          "                     KILN_TRACE file\n"
           "  KILN_LOG           off, error, warn, info or debug: diagnostics on\n"
           "                     stderr (unset: off; warn with KILN_TRACE*)\n"
           "  XDG_CACHE_HOME, HOME\n"

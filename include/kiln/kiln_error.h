@@ -1,10 +1,14 @@
-/* Status names and the thread-local description of the last failure. */
+/* Status names, the thread-local description of the last failure, the log
+ * (where the diagnostics that the environment asks for go) and what a
+ * trace says. */
 #ifndef KILN_ERROR_H
 #define KILN_ERROR_H
 
 #if !defined(KILN_H_INSIDE) && !defined(KILN_COMPILATION)
 #error "Only <kiln/kiln.h> can be included directly."
 #endif
+
+#include <stdio.h>
 
 #include "kiln/kiln_common.h"
 
@@ -58,6 +62,50 @@ KILN_API const char *kiln_cl_error_name(int32_t cl_error);
  * fails the work it records, so this is the one place its problems show.
  * Owned by kiln; valid until this thread's next call of it. Thread-safe. */
 KILN_API const char *kiln_trace_diagnostic(void);
+
+/* Write to out the table of what ran that KILN_TRACE_SUMMARY=1 delivers at
+ * a program's exit, computed from the trace file at path that KILN_TRACE
+ * wrote (docs/tracing.md): a line "N kinds of work, T ms in all", then the
+ * ops, kernels, transfers and builds by total time with their calls, mean
+ * time, MB moved, GB/s and GFLOP/s, one row each, fitted to width columns
+ * (0: no limit; the numbers take 59, a name that does not fit goes on a
+ * line of its own). A trace streamed to a pipe, without its closing
+ * bracket, is read too. On an error nothing is written: KILN_ERR_IO when
+ * path cannot be read (or is not a regular file), KILN_ERR_CORRUPT when it
+ * holds no kiln trace (empty, not JSON, cut short, JSON of another kind,
+ * or trace events of another program), with the reason in
+ * kiln_last_error();
+ * KILN_ERR_NULL_POINTER for a NULL path or out. Thread-safe. */
+KILN_API kiln_status kiln_trace_summarize(const char *path, FILE *out,
+                                          size_t width);
+
+/* The levels of kiln's log (KILN_LOG=off|error|warn|info|debug). */
+typedef enum kiln_log_level {
+  KILN_LOG_OFF = 0,   /* as a threshold: nothing */
+  KILN_LOG_ERROR = 1, /* kiln could not do something it was asked to */
+  KILN_LOG_WARN = 2,  /* an unusable cache, an unwritable trace, ... */
+  KILN_LOG_INFO = 3,  /* a skipped tuning file or platform; the summary */
+  KILN_LOG_DEBUG = 4,
+} kiln_log_level;
+
+/* Receives one message of kiln's log: its level and its text, one line
+ * without the newline (KILN_TRACE_SUMMARY's table, at level info, is one
+ * message of several lines), valid during the call only. */
+typedef void (*kiln_log_fn)(kiln_log_level level, const char *message,
+                            void *user_data);
+
+/* Route kiln's log to handler (with user_data) instead of stderr; NULL
+ * returns to the default. The library prints nothing by itself: without a
+ * handler, a message is written to stderr only when the environment asked
+ * for it (KILN_LOG, KILN_TRACE, KILN_TRACE_SUMMARY; docs/tracing.md). With a
+ * handler, the handler receives every message at or above KILN_LOG's level
+ * (warn when KILN_LOG is unset) and KILN_TRACE_SUMMARY's table at exit, and
+ * nothing reaches stderr: a handler that does nothing silences kiln. It is
+ * called one message at a time, from whichever thread logs (an OpenCL
+ * driver's callback thread included), and from kiln's exit-time destructor
+ * for the summary: it must not call kiln, and it must stay callable until
+ * the process exits or another call replaces it. Thread-safe. */
+KILN_API void kiln_log_set_handler(kiln_log_fn handler, void *user_data);
 
 /* kiln's version string, "MAJOR.MINOR.PATCH", of the library actually loaded
  * (compare with KILN_VERSION_STRING from the headers compiled against). */

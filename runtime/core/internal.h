@@ -158,14 +158,23 @@ FILE *kiln__fopen_regular(const char *path, char *why, size_t cap);
 int kiln__open_output(const char *path, int flags, char *why, size_t cap);
 const char *kiln__file_kind(unsigned mode);
 
-/* KILN_LOG (log.c): a line on stderr when at is within the level asked
- * for (off unless KILN_LOG, KILN_TRACE or KILN_TRACE_SUMMARY is set). For
+/* KILN_LOG (log.c): a message to kiln_log_set_handler's handler, else a
+ * line on stderr, when at is within the level in force (off unless
+ * KILN_LOG, KILN_TRACE or KILN_TRACE_SUMMARY is set, or a handler is). For
  * diagnostics that otherwise stay in status messages; never for errors
  * the caller receives. */
-enum { KILN__LOG_ERROR = 1, KILN__LOG_WARN, KILN__LOG_INFO, KILN__LOG_DEBUG };
+enum {
+  KILN__LOG_ERROR = KILN_LOG_ERROR,
+  KILN__LOG_WARN = KILN_LOG_WARN,
+  KILN__LOG_INFO = KILN_LOG_INFO,
+  KILN__LOG_DEBUG = KILN_LOG_DEBUG,
+};
 bool kiln__log_enabled(int at);
 void kiln__log(int at, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A report the environment asked for (KILN_TRACE_SUMMARY's table), whatever
+ * the level: to the handler at level info, else to stderr after "kiln: ". */
+void kiln__log_report(const char *text);
 
 /* Whether PoCL cannot create its kernel cache directory (pocl_cache.c), in
  * which case its platform lists no device: true with a sentence naming the

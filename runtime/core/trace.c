@@ -34,12 +34,16 @@
  *   interleaving into a corrupt file.
  * - KILN_TRACE_SUMMARY=1 (with or without KILN_TRACE) adds every event to a
  *   table of totals by category and name (calls, time, bytes, flops) that
- *   a destructor prints on stderr when the process exits (or kiln is
- *   unloaded): which ops and kernels ran for how long, without Perfetto.
- *   Printing is what the variable asks for; without it kiln prints nothing.
+ *   a destructor delivers through the log when the process exits (or kiln
+ *   is unloaded): which ops and kernels ran for how long, without
+ *   Perfetto. The table's code (trace_table.c) is shared with `kiln trace
+ *   summarize`, which builds the same table from a trace file. The log
+ *   (log.c) writes it to stderr, which is what the variable asks for,
+ *   unless the application routes it (kiln_log_set_handler).
  * Tracing never fails the work it records: problems only stop the trace and
  * become the diagnostic. */
 #include "internal.h"
+#include "trace_table.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,15 +73,9 @@ static bool host_lane_named;
 
 static const char closing[] = "\n]\n";
 
-/* KILN_TRACE_SUMMARY's table, under trace_lock. */
-struct summary_row {
-  char what[96]; /* category without "kiln.", then the name */
-  unsigned long calls;
-  double ns, bytes, flops;
-};
+/* KILN_TRACE_SUMMARY's table (trace_table.h), under trace_lock. */
 static bool summary_on;
-static struct summary_row *summary;
-static size_t summary_count, summary_capacity;
+static kiln__trace_table summary;
 
 /* KILN_TRACE with every "%p" replaced by the process id and "%%" by "%". */
 static char *expand_path(const char *pattern) {
@@ -118,83 +116,26 @@ bool kiln__trace_enabled(void) {
   return trace_path != NULL || summary_on;
 }
 
-/* Add one event to the summary. Called with trace_lock held. */
-static void summarize(const char *cat, const char *name, double ns,
-                      const json_t *args) {
-  char what[96];
-  if (strncmp(cat, "kiln.", 5) == 0)
-    cat += 5;
-  const size_t n = strlen(cat);
-  if (strncmp(name, cat, n) == 0 && name[n] == ' ')
-    snprintf(what, sizeof what, "%s", name); /* "build gemm", not twice */
-  else
-    snprintf(what, sizeof what, "%s %s", cat, name);
-  size_t i = 0;
-  while (i < summary_count && strcmp(summary[i].what, what) != 0)
-    i++;
-  if (i == summary_count) {
-    if (summary_count == summary_capacity) {
-      size_t cap = summary_capacity ? 2 * summary_capacity : 32;
-      struct summary_row *grown = realloc(summary, cap * sizeof *grown);
-      if (grown == NULL)
-        return;
-      summary = grown;
-      summary_capacity = cap;
-    }
-    summary[summary_count++] = (struct summary_row){.calls = 0};
-    memcpy(summary[i].what, what, sizeof what);
-  }
-  struct summary_row *r = &summary[i];
-  r->calls++;
-  r->ns += ns;
-  const json_t *bytes = json_object_get(args, "bytes"),
-               *flops = json_object_get(args, "flops");
-  if (json_is_number(bytes))
-    r->bytes += json_number_value(bytes);
-  if (json_is_number(flops))
-    r->flops += json_number_value(flops);
-}
-
-static int by_time(const void *a, const void *b) {
-  const double x = ((const struct summary_row *)a)->ns,
-               y = ((const struct summary_row *)b)->ns;
-  return x < y ? 1 : x > y ? -1 : 0;
-}
-
-/* A rate in giga-units per second, or "-" when there is no amount. */
-static void rate_text(char *out, size_t size, double amount, double ns) {
-  if (amount > 0 && ns > 0)
-    snprintf(out, size, "%.1f", amount / ns);
-  else
-    snprintf(out, size, "-");
-}
-
-/* KILN_TRACE_SUMMARY's table on stderr, 80 columns, longest total first. */
+/* KILN_TRACE_SUMMARY's table, 80 columns, longest total first, through
+ * the log (log.c: the application's handler, else stderr). */
 __attribute__((destructor)) static void print_summary(void) {
   if (!summary_on)
     return;
   pthread_mutex_lock(&trace_lock);
-  double all = 0;
-  for (size_t i = 0; i < summary_count; i++)
-    all += summary[i].ns;
-  qsort(summary, summary_count, sizeof *summary, by_time);
-  fprintf(stderr,
-          "kiln: trace summary of process %ld: %zu kinds of work, %.3f ms in "
-          "all\n"
-          "  total ms  share    calls   mean us    GB/s  GFLOP/s  what\n",
-          (long)getpid(), summary_count, all / 1e6);
-  for (size_t i = 0; i < summary_count; i++) {
-    const struct summary_row *r = &summary[i];
-    char gbps[16], gflops[16];
-    rate_text(gbps, sizeof gbps, r->bytes, r->ns);
-    rate_text(gflops, sizeof gflops, r->flops, r->ns);
-    fprintf(stderr, "%10.3f %5.1f%% %8lu %9.1f %7s %8s  %.24s\n", r->ns / 1e6,
-            all > 0 ? 100.0 * r->ns / all : 0.0, r->calls,
-            r->ns / 1e3 / (double)r->calls, gbps, gflops, r->what);
+  char *text = NULL;
+  size_t size = 0;
+  FILE *out = open_memstream(&text, &size);
+  if (out != NULL) {
+    fprintf(out, "trace summary of process %ld: ", (long)getpid());
+    kiln__trace_table_print(&summary, out, 80);
+    if (fclose(out) == 0 && text != NULL) {
+      if (size > 0 && text[size - 1] == '\n')
+        text[size - 1] = '\0';
+      kiln__log_report(text);
+    }
+    free(text);
   }
-  if (summary_count == 0)
-    fprintf(stderr, "  (nothing ran)\n");
-  fflush(stderr);
+  kiln__trace_table_free(&summary);
   pthread_mutex_unlock(&trace_lock);
 }
 
@@ -332,7 +273,7 @@ static void write_event(const char *cat, const char *name, const void *lane,
 
   pthread_mutex_lock(&trace_lock);
   if (summary_on)
-    summarize(cat, name, dur_ns, args);
+    kiln__trace_table_add(&summary, cat, name, dur_ns, args);
   if (trace_path != NULL && open_file()) {
     int tid = lane_of(lane, device);
     json_t *ev = json_object();

@@ -5,6 +5,8 @@
  * KILN_DEVICE selector, and a kernel build on every device. */
 #include "doctor.h"
 
+#include "cli/cli.h"
+
 #include <dirent.h>
 #include <grp.h>
 #include <stdlib.h>
@@ -370,6 +372,24 @@ static const char *level_name(level lvl) {
   return lvl == L_PROBLEM ? "PROBLEM" : lvl == L_NOTE ? "note" : "ok";
 }
 
+/* "LEVEL    SUBJECT: MESSAGE", wrapped to width, the next lines under
+ * the subject; then "hint: HINT" under it, if any. */
+static void print_finding(FILE *out, const finding *f, int width) {
+  const size_t n = strlen(f->subject) + strlen(f->message) +
+                   (f->hint != NULL ? strlen(f->hint) : 0) + 32;
+  char *line = malloc(n);
+  if (line == NULL)
+    return;
+  snprintf(line, n, "%-8s %s: %s", level_name(f->lvl), f->subject,
+           f->message);
+  cli_wrap(out, line, 0, 9, width);
+  if (f->hint != NULL) {
+    snprintf(line, n, "%-8s   hint: %s", "", f->hint);
+    cli_wrap(out, line, 0, 17, width);
+  }
+  free(line);
+}
+
 int info_doctor(FILE *out, json_t **json_out) {
   doctor d;
   memset(&d, 0, sizeof(d));
@@ -404,13 +424,12 @@ int info_doctor(FILE *out, json_t **json_out) {
     }
     *json_out = a;
   } else {
+    /* Fitted to the width as the rest of kiln info: a finding goes on
+     * under its subject, a hint under its text. */
+    const int width = cli_width();
     fprintf(out, "kiln %s doctor\n", kiln_version());
-    for (size_t i = 0; i < d.count; i++) {
-      const finding *f = &d.items[i];
-      fprintf(out, "%-8s %s: %s\n", level_name(f->lvl), f->subject, f->message);
-      if (f->hint)
-        fprintf(out, "%-8s   hint: %s\n", "", f->hint);
-    }
+    for (size_t i = 0; i < d.count; i++)
+      print_finding(out, &d.items[i], width);
     if (problems == 0)
       fprintf(out, "No problems found.\n");
     else

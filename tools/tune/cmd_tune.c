@@ -7,12 +7,14 @@
 #include "commands.h"
 #include "tune.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void usage(FILE *out) {
@@ -517,11 +519,26 @@ int kiln_cmd_tune(int argc, char **argv) {
     goto done;
   }
   if (reset) {
-    if (kiln_tuning_reset(ctx, NULL) != KILN_OK) {
+    /* Say what was done: a file removed, or none there to remove. */
+    kiln_tuning_info ti;
+    const bool known =
+        kiln_tuning_get_info(ctx, tune_op_at(0)->name, &ti) == KILN_OK &&
+        ti.path[0] != '\0';
+    struct stat st;
+    const bool none = known && lstat(ti.path, &st) != 0 && errno == ENOENT;
+    if (!none && kiln_tuning_reset(ctx, NULL) != KILN_OK) {
       fprintf(stderr, "kiln tune: %s\n", kiln_last_error());
       goto done;
     }
-    printf("removed the tuning file of %s\n", name);
+    char line[KILN_TUNING_PATH_CAPACITY + 256];
+    if (none)
+      snprintf(line, sizeof line, "%s has no tuning file (%s): nothing "
+               "removed", name, ti.path);
+    else
+      snprintf(line, sizeof line, "removed the tuning file of %s%s%s%s",
+               name, known ? " (" : "", known ? ti.path : "",
+               known ? ")" : "");
+    cli_wrap(stdout, line, 0, 2, cli_width());
     status = 0;
     goto done;
   }
