@@ -40,7 +40,18 @@ The grammar every subcommand shares (docs/cli.md, kiln(1)):
 - list_values: an empty item in --op or --size (`gemm,,`) is a usage
   error, and a size out of range says the limit and what it counts;
 - examples_help: every example program answers --help with exit 0, one
-  line per option, within 80 columns, and an unknown option with exit 2.
+  line per option, within 80 columns, and an unknown option with exit 2;
+- trace_summarize: `kiln trace summarize FILE` on a trace that KILN_TRACE
+  wrote prints the rows of the table KILN_TRACE_SUMMARY=1 printed at the
+  run's exit (same kinds of work, same calls), within 80 columns; on a
+  made-up trace its figures and the placing of a long name (own line;
+  --wide: on its row), a trace streamed without its closing bracket read;
+  a missing, empty, cut short, non-JSON or foreign file exits 1 with the
+  reason;
+- doctor_width: `kiln info --doctor` fits 80 columns when not a terminal
+  (findings with long paths), and --wide keeps each line whole;
+- tune_reset: `kiln tune --reset` with no tuning file says there was none
+  and exits 0 (before, it claimed a removal); with one, removes it.
 
 usage: check_cli.py KILN_BIN SOURCE_ROOT [TEST...]
 """
@@ -267,8 +278,14 @@ SUBCOMMANDS = {
     "cache clear": ["cache", "clear"],
     "cache warm": ["cache", "warm"],
     "cache bench": ["cache", "bench", "--runs", "1", "--workload", "first-kernel"],
+    "trace summarize": ["trace", "summarize", "/nonexistent/kiln-trace.json"],
 }
-NO_DEVICE = {"cache ls", "cache stats", "cache clear"}
+NO_DEVICE = {"cache ls", "cache stats", "cache clear", "trace summarize"}
+
+
+def command_words(name, args):
+    """The words that name the command: two for cache's and trace's."""
+    return args[:2] if name.startswith(("cache", "trace")) else args[:1]
 
 
 def help_options(text):
@@ -289,7 +306,7 @@ def no_device_reason(p):
 def test_same_options():
     short_of, long_of, problems = {}, {}, []
     for name, args in SUBCOMMANDS.items():
-        opts = help_options(run(args[:2 if name.startswith("cache") else 1] + ["--help"]).stdout)
+        opts = help_options(run(command_words(name, args) + ["--help"]).stdout)
         for want in ("help", "wide") + (() if name in NO_DEVICE else ("device",)):
             if want not in opts:
                 problems.append(f"kiln {name} --help lacks --{want}")
@@ -324,7 +341,7 @@ def test_exit_codes():
     out = tempfile.mkdtemp()
     for name, args in SUBCOMMANDS.items():
         args = args + (["--out", out + "/r"] if name == "report" else [])
-        cmd = args[:2] if name.startswith("cache") else args[:1]
+        cmd = command_words(name, args)
         expect(cmd + ["--help", "--wide"], 0)
         expect(args + ["--no-such-option"], 2, text="unknown option '--no-such-option'")
         expect(args + ["extra-operand"], 2, text="unexpected argument")
@@ -368,7 +385,7 @@ def test_width():
     problems = []
     texts = [(["--help"], run(["--help"]).stdout)]
     for name, args in SUBCOMMANDS.items():
-        cmd = args[:2] if name.startswith("cache") else args[:1]
+        cmd = command_words(name, args)
         texts.append((cmd + ["--help"], run(cmd + ["--help"]).stdout))
     device = run(["info", "-l", "--device", "all"], ok=(0, 1)).returncode == 0
     runs = [["info"], ["info", "-l"], ["info", "--explain"], ["cache", "ls"],
@@ -492,6 +509,122 @@ def test_examples_help():
             problems.append(f"{name} --no-such-option: exit {q.returncode}")
     assert seen >= 4, f"only {seen} example programs in {where}"
     assert not problems, "\n".join(problems)
+
+
+# ---- kiln trace summarize, the doctor's width, tune --reset ------------------
+
+SUMMARY_ROW = re.compile(r"^ +[\d.]+ +[\d.]+% +(\d+) +[\d.]+ +\S+ +\S+ +\S+  (.+)$", re.M)
+
+
+def summary_rows(text):
+    """{what: calls} of a summary table's rows."""
+    return {what: int(calls) for calls, what in SUMMARY_ROW.findall(text)}
+
+
+def test_trace_summarize():
+    import json
+    work = tempfile.mkdtemp()
+    # A made-up trace: two kernels (one with a name too long for its
+    # column), an op with bytes and flops, a lane name, another tool's event.
+    long_name = "a_kernel_whose_name_is_far_too_long_for_the_column"
+    events = [
+        {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1,
+         "args": {"name": "queue 1 on X"}},
+        {"name": "gemm", "cat": "kiln.op", "ph": "X", "ts": 0, "dur": 1000.0,
+         "pid": 1, "tid": 1, "args": {"bytes": 2e6, "flops": 4e6}},
+        {"name": "gemm", "cat": "kiln.op", "ph": "X", "ts": 5000, "dur": 3000.0,
+         "pid": 1, "tid": 1, "args": {"bytes": 2e6, "flops": 4e6}},
+        {"name": long_name, "cat": "kiln.kernel", "ph": "X", "ts": 9000,
+         "dur": 500.0, "pid": 1, "tid": 1, "args": {}},
+        {"name": "V8.GC", "cat": "v8", "ph": "X", "ts": 0, "dur": 99999.0,
+         "pid": 2, "tid": 1},
+    ]
+    made = os.path.join(work, "made.json")
+    with open(made, "w") as f:
+        f.write("[\n" + ",\n".join(json.dumps(e) for e in events) + "\n]\n")
+    p = run(["trace", "summarize", made])
+    assert p.stdout.startswith("2 kinds of work, 4.500 ms in all\n"), p.stdout
+    row = re.search(r"^ +4\.00 +88\.9% +2 +2000\.0 +4\.0 +1\.0 +2\.0  op gemm$",
+                    p.stdout, re.M)
+    assert row, "op gemm: want 4.00 ms, 88.9%, 2 calls, 2000.0 us, 4.0 MB, " \
+                "1.0 GB/s, 2.0 GFLOP/s:\n" + p.stdout
+    assert f"\n    kernel {long_name}\n" in p.stdout, p.stdout
+    assert not long_lines(p.stdout, 80), p.stdout
+    wide = run(["trace", "summarize", "--wide", made]).stdout
+    assert re.search(rf"  -  kernel {long_name}$", wide, re.M), wide
+    # Streamed to a pipe: no closing bracket; still read.
+    streamed = os.path.join(work, "streamed.json")
+    with open(made) as f, open(streamed, "w") as g:
+        g.write(f.read().rstrip().rstrip("]").rstrip())
+    assert run(["trace", "summarize", streamed]).stdout == p.stdout
+
+    # Files that hold no kiln trace: exit 1, with the reason.
+    def refused(name, text, want):
+        path = os.path.join(work, name)
+        if text is not None:
+            with open(path, "w") as f:
+                f.write(text)
+        q = run(["trace", "summarize", path], ok=(1,))
+        assert want in q.stderr and q.stdout == "", f"{name}: {q.stderr}{q.stdout}"
+    with open(made) as f:
+        whole = f.read()
+    refused("missing.json", None, "cannot read")
+    refused("empty.json", "", "is empty")
+    refused("cut.json", whole[:len(whole) // 2], "is cut short")
+    refused("text.json", "not json at all\n", "is not JSON")
+    refused("object.json", '{"answer": 42}\n', "is JSON but not a trace")
+    refused("foreign.json", json.dumps(events[-1:]), "none of kiln's")
+
+    # A real run: the file's table has the rows (kinds of work and calls) of
+    # the one KILN_TRACE_SUMMARY printed at the run's exit.
+    trace = os.path.join(work, "run.json")
+    demo = run(["demo", "--size", "1024"], ok=(0, 1),
+               env={"KILN_TRACE": trace, "KILN_TRACE_SUMMARY": "1"})
+    if demo.returncode != 0:
+        if os.environ.get("KILN_REQUIRE_DEVICE") == "1":
+            raise AssertionError(demo.stdout + demo.stderr)
+        print("# trace_summarize: no device, the real run skipped")
+        return
+    at_exit = summary_rows(demo.stderr.split("kiln: trace summary of process", 1)[1])
+    from_file = run(["trace", "summarize", trace]).stdout
+    assert summary_rows(from_file) == at_exit and at_exit, \
+        f"at exit:\n{demo.stderr}\nfrom the file:\n{from_file}"
+    assert any(w.startswith("op ") for w in at_exit), at_exit
+    assert any(w.startswith("build ") for w in at_exit), at_exit
+    assert not long_lines(from_file, 80), from_file
+    refused("run-cut.json", open(trace).read()[:-40], "is cut short")
+
+
+def test_doctor_width():
+    # Long paths make long findings, with or without a device.
+    vendors = os.path.join(tempfile.mkdtemp(), "an-empty-vendors-directory-" + "x" * 60)
+    os.makedirs(vendors)
+    env = {"OCL_ICD_VENDORS": vendors}
+    narrow = run(["info", "--doctor"], env=env, ok=(1,)).stdout
+    wide = run(["info", "--doctor", "--wide"], env=env, ok=(1,)).stdout
+    assert not long_lines(narrow, 80), "\n".join(long_lines(narrow, 80))
+    assert long_lines(wide, 80), "--wide wrapped the findings:\n" + wide
+    # The same text, only the line breaks differ (a path is cut across lines).
+    assert "".join(narrow.split()) == "".join(wide.split()), (narrow, wide)
+
+
+def test_tune_reset():
+    work = tempfile.mkdtemp()
+    path = os.path.join(work, "tuning.txt")
+    p = run(["tune", "--reset"], env={"KILN_TUNING": path}, ok=(0, 1))
+    if p.returncode != 0 and no_device_reason(p) and \
+            os.environ.get("KILN_REQUIRE_DEVICE") != "1":
+        print("# tune_reset: no device, skipped")
+        return
+    assert p.returncode == 0, p.stdout + p.stderr
+    said = " ".join(p.stdout.split())
+    assert "has no tuning file" in said and "nothing removed" in said and \
+        "removed the" not in said, p.stdout
+    with open(path, "w") as f:
+        f.write("kiln tuning file\n")
+    p = run(["tune", "--reset", "--wide"], env={"KILN_TUNING": path})
+    assert "removed the tuning file of" in p.stdout and path in p.stdout, p.stdout
+    assert not os.path.exists(path), "the tuning file is still there"
 
 
 def main():

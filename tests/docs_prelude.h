@@ -21,3 +21,5 @@ extern const float *a, *b, *x;
 extern float *c;
 extern float *host;
 extern kiln_range in, out;
+/* docs/tracing.md's log handler, defined in the page's text. */
+void to_app_log(kiln_log_level level, const char *message, void *user_data);

@@ -374,7 +374,21 @@ static void test_trace_user_work(void **state) {
  * device. MODE "run" exits; "report" also prints kiln_trace_diagnostic();
  * "hold" writes "ready" to stdout once its event is in the file, then waits
  * to be killed. */
+/* The "handler" child's log handler: each message, with its level, as a
+ * line of the file KILN_TEST_LOG_FILE names. */
+static void record_message(kiln_log_level level, const char *message,
+                           void *user_data) {
+  fprintf(user_data, "level %d: %s\n", (int)level, message);
+  fflush(user_data);
+}
+
 static int child_main(const char *mode) {
+  if (strcmp(mode, "handler") == 0) {
+    FILE *log = fopen(getenv("KILN_TEST_LOG_FILE"), "w");
+    if (log == NULL)
+      return 1;
+    kiln_log_set_handler(record_message, log);
+  }
   kiln_context *ctx = NULL;
   kiln_queue *q = NULL;
   kiln_buffer *x = NULL;
@@ -521,9 +535,11 @@ static void test_trace_fifo_without_reader(void **state) {
   unlink(path);
 }
 
-/* Run this binary as a "run" child with env changes ("NAME=value" sets,
- * "NAME" unsets); its stderr, NUL-terminated, into text. Exits 0. */
-static void child_stderr(const char *const *env, char *text, size_t size) {
+/* Run this binary as a child in mode ("run", "handler") with env changes
+ * ("NAME=value" sets, "NAME" unsets); its stderr, NUL-terminated, into
+ * text. Exits 0. */
+static void child_stderr_of(const char *mode, const char *const *env,
+                            char *text, size_t size) {
   int fds[2];
   assert_int_equal(pipe(fds), 0);
   fflush(NULL);
@@ -535,7 +551,7 @@ static void child_stderr(const char *const *env, char *text, size_t size) {
     close(fds[1]);
     kiln_test_apply_env(env);
     alarm(120);
-    execl("/proc/self/exe", "test_trace", "--child", "run", (char *)NULL);
+    execl("/proc/self/exe", "test_trace", "--child", mode, (char *)NULL);
     _exit(127);
   }
   close(fds[1]);
@@ -546,6 +562,10 @@ static void child_stderr(const char *const *env, char *text, size_t size) {
   text[len] = '\0';
   close(fds[0]);
   assert_int_equal(wait_child(pid), 0);
+}
+
+static void child_stderr(const char *const *env, char *text, size_t size) {
+  child_stderr_of("run", env, text, size);
 }
 
 static size_t count_of(const char *text, const char *what) {
@@ -564,7 +584,7 @@ static void test_trace_summary(void **state) {
   const char *env[] = {"KILN_TRACE", "KILN_LOG", "KILN_TRACE_SUMMARY=1", NULL};
   child_stderr(env, text, sizeof text);
   static const char *const want[] = {
-      "kiln: trace summary of process ", "total ms  share    calls",
+      "kiln: trace summary of process ", "total ms  share   calls",
       "op fill", "build "};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     if (strstr(text, want[i]) == NULL)
@@ -618,6 +638,49 @@ static void test_log(void **state) {
     fail_msg("an unknown KILN_LOG is not named:\n%s", text);
 }
 
+/* kiln_log_set_handler: the handler receives the messages KILN_LOG asks
+ * for (the unwritable trace at warn, the unusable cache) and
+ * KILN_TRACE_SUMMARY's table at exit, with their levels, and nothing
+ * reaches stderr; with KILN_LOG unset a handler gets warnings. Before, the
+ * library wrote them to stderr with no way to route or silence them. */
+static void test_log_handler(void **state) {
+  (void)state;
+  char file[256], env_file[300], text[8192], got[16384];
+  snprintf(file, sizeof file, "/tmp/kiln-test-log-%ld.txt", (long)getpid());
+  snprintf(env_file, sizeof env_file, "KILN_TEST_LOG_FILE=%s", file);
+  const char *env[] = {"KILN_LOG=warn", "KILN_TRACE_SUMMARY=1",
+                       "KILN_TRACE=/nonexistent/kiln/x.json",
+                       "KILN_CACHE_DIR=/proc/version/kiln", env_file, NULL};
+  child_stderr_of("handler", env, text, sizeof text);
+  assert_string_equal(text, "");
+  FILE *f = fopen(file, "r");
+  assert_non_null(f);
+  size_t n = fread(got, 1, sizeof got - 1, f);
+  got[n] = '\0';
+  fclose(f);
+  static const char *const want[] = {
+      "level 2: KILN_TRACE: cannot open '/nonexistent/kiln/x.json': ",
+      "level 2: program cache: working without the program cache: ",
+      "level 3: trace summary of process ", "op fill"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (count_of(got, want[i]) != 1)
+      fail_msg("the handler did not get \"%s\" once:\n%s", want[i], got);
+  /* KILN_LOG unset: a handler gets warnings (the application asked). */
+  const char *unset[] = {"KILN_LOG", "KILN_TRACE_SUMMARY",
+                         "KILN_TRACE=/nonexistent/kiln/x.json", env_file, NULL};
+  child_stderr_of("handler", unset, text, sizeof text);
+  assert_string_equal(text, "");
+  f = fopen(file, "r");
+  assert_non_null(f);
+  n = fread(got, 1, sizeof got - 1, f);
+  got[n] = '\0';
+  fclose(f);
+  unlink(file);
+  if (count_of(got, "level 2: KILN_TRACE: cannot open") != 1 ||
+      strstr(got, "trace summary") != NULL)
+    fail_msg("with KILN_LOG unset the handler got:\n%s", got);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--child") == 0)
     return child_main(argv[2]);
@@ -633,6 +696,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_trace_fifo_without_reader),
       cmocka_unit_test(test_trace_summary),
       cmocka_unit_test(test_log),
+      cmocka_unit_test(test_log_handler),
   };
   int rc = KILN_TEST_RUN("trace", tests, true);
   unlink(trace_path);
