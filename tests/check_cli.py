@@ -136,7 +136,7 @@ def test_doctor_vendors_file():
     if not os.access(pocl, os.R_OK):
         print("# doctor_vendors_file: no pocl.icd, skipped")
         return
-    p = run(["info", "--doctor"], env={"OCL_ICD_VENDORS": pocl}, ok=(0, 1))
+    p = run(["info", "--doctor", "--wide"], env={"OCL_ICD_VENDORS": pocl}, ok=(0, 1))
     for line in p.stdout.splitlines():
         if "is installed but" in line:
             assert "/etc/OpenCL/vendors names" not in line, line

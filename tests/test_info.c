@@ -472,7 +472,8 @@ static void test_doctor_names_broken_entries(void **state) {
   snprintf(vendors_env, sizeof(vendors_env), "OCL_ICD_VENDORS=%s", vendors_dir);
   const char *env[] = {vendors_env, "FAKE_ICD_MODE=platform-fail",
                        "KILN_DEVICE", NULL};
-  const char *doctor_args[] = {kiln_bin(), "info", "--doctor", NULL};
+  /* --wide: one finding per line, whatever the width. */
+  const char *doctor_args[] = {kiln_bin(), "info", "--doctor", "--wide", NULL};
   run_result r = run(env, doctor_args);
   assert_int_equal(r.status, 1);
   static const char *want[] = {
@@ -517,7 +518,7 @@ static void test_doctor_names_broken_entries(void **state) {
 
 static void test_doctor_bad_loader_variables(void **state) {
   (void)state;
-  const char *args[] = {kiln_bin(), "info", "--doctor", NULL};
+  const char *args[] = {kiln_bin(), "info", "--doctor", "--wide", NULL};
   const char *env1[] = {"OCL_ICD_VENDORS=/nonexistent/kiln/vendors.icd", NULL};
   run_result r = run(env1, args);
   assert_int_equal(r.status, 1);

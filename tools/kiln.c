@@ -100,12 +100,7 @@ static const command *find(const char *name) {
     names[i] = commands[i].name;
   }
   names[COMMAND_COUNT] = "help";
-  const char *near = cli_suggest(name, names, COMMAND_COUNT + 1);
-  if (near != NULL)
-    cli_usage_error("kiln", "unknown command '%s'; did you mean '%s'?", name,
-                    near);
-  else
-    cli_usage_error("kiln", "unknown command '%s'", name);
+  cli_unknown_command("kiln", name, names, COMMAND_COUNT + 1);
   return NULL;
 }
 

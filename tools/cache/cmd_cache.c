@@ -81,17 +81,10 @@ static void format_age(int64_t seconds, char *buf, size_t cap) {
  * go on, else the exit code. KILN_DEVICE is checked here too, though these
  * commands use no device: a bad one is an error in every command. */
 static int no_options(const char *prog, int argc, char **argv) {
-  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
-                                           {NULL, 0, NULL, 0}};
   cli args;
-  cli_begin(&args, prog, argc, argv, "h", longopts);
-  for (int c; (c = cli_next(&args)) != -1;) {
-    if (c == 'h') {
-      usage(stdout);
-      return CLI_OK;
-    }
-    return CLI_USAGE;
-  }
+  const int rc = cli_parse_help_only(&args, prog, argc, argv, usage);
+  if (rc >= 0)
+    return rc;
   if (cli_no_operands(&args) != CLI_OK ||
       cli_check_selector(prog, NULL) != CLI_OK)
     return CLI_USAGE;
@@ -663,35 +656,13 @@ static int cmd_bench(int argc, char **argv) {
 }
 
 int kiln_cmd_cache(int argc, char **argv) {
-  if (argc < 2) {
-    usage(stderr);
-    return CLI_USAGE;
-  }
-  const char *sub = argv[1];
-  if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 ||
-      strcmp(sub, "help") == 0) {
-    usage(stdout);
-    return 0;
-  }
-  static const struct {
-    const char *name;
-    int (*run)(int, char **);
-  } subs[] = {
+  static const cli_command subs[] = {
       {"ls", cmd_ls},       {"list", cmd_ls},         {"stats", cmd_stats},
       {"clear", cmd_clear}, {"warm", cmd_warm},       {"bench", cmd_bench},
       {"first-kernel", cmd_first_kernel},
   };
   enum { SUBS = sizeof subs / sizeof subs[0] };
-  const char *names[SUBS];
-  for (size_t i = 0; i < SUBS; i++) {
-    if (strcmp(sub, subs[i].name) == 0)
-      return subs[i].run(argc - 1, argv + 1);
-    names[i] = subs[i].name;
-  }
   /* The hidden first-kernel is never suggested. */
-  const char *near = cli_suggest(sub, names, SUBS - 1);
-  if (near != NULL)
-    return cli_usage_error("kiln cache", "unknown command '%s'; did you mean "
-                           "'%s'?", sub, near);
-  return cli_usage_error("kiln cache", "unknown command '%s'", sub);
+  return cli_run_command("kiln cache", argc, argv, subs, SUBS, SUBS - 1,
+                         usage);
 }

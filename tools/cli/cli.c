@@ -125,6 +125,53 @@ int cli_next(cli *c) {
   }
 }
 
+int cli_parse_help_only(cli *c, const char *prog, int argc, char **argv,
+                        void (*usage)(FILE *out)) {
+  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
+  cli_begin(c, prog, argc, argv, "h", longopts);
+  for (int opt; (opt = cli_next(c)) != -1;) {
+    if (opt == 'h') {
+      usage(stdout);
+      return CLI_OK;
+    }
+    return CLI_USAGE;
+  }
+  return -1;
+}
+
+int cli_unknown_command(const char *prog, const char *word,
+                        const char *const *names, size_t count) {
+  const char *near = cli_suggest(word, names, count);
+  if (near != NULL)
+    return cli_usage_error(prog, "unknown command '%s'; did you mean '%s'?",
+                           word, near);
+  return cli_usage_error(prog, "unknown command '%s'", word);
+}
+
+int cli_run_command(const char *prog, int argc, char **argv,
+                    const cli_command *cmds, size_t count, size_t suggested,
+                    void (*usage)(FILE *out)) {
+  if (argc < 2) {
+    usage(stderr);
+    return CLI_USAGE;
+  }
+  const char *word = argv[1];
+  if (strcmp(word, "-h") == 0 || strcmp(word, "--help") == 0 ||
+      strcmp(word, "help") == 0) {
+    usage(stdout);
+    return CLI_OK;
+  }
+  const char *names[CLI_MAX_COMMANDS];
+  for (size_t i = 0; i < count && i < CLI_MAX_COMMANDS; i++) {
+    if (strcmp(word, cmds[i].name) == 0)
+      return cmds[i].run(argc - 1, argv + 1);
+    names[i] = cmds[i].name;
+  }
+  return cli_unknown_command(prog, word, names,
+                             suggested < count ? suggested : count);
+}
+
 int cli_no_operands(const cli *c) {
   if (optind < c->argc)
     return cli_usage_error(c->prog, "unexpected argument '%s'",

@@ -48,6 +48,31 @@ int cli_no_operands(const cli *c);
 int cli_usage_error(const char *prog, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Parse the options of a command whose only ones are -h/--help and --wide:
+ * -1 to go on (optind at the first operand), CLI_OK after usage(stdout)
+ * for --help, CLI_USAGE after a usage error. */
+int cli_parse_help_only(cli *c, const char *prog, int argc, char **argv,
+                        void (*usage)(FILE *out));
+/* "PROG: unknown command 'WORD'", with the nearest of names suggested
+ * ("did you mean 'info'?"); returns CLI_USAGE. */
+int cli_unknown_command(const char *prog, const char *word,
+                        const char *const *names, size_t count);
+
+/* A command of a group ("kiln cache ls") and the function that runs it
+ * with the arguments from its name on. */
+typedef struct cli_command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+} cli_command;
+#define CLI_MAX_COMMANDS 16
+/* Run the command of cmds (count of them) that argv[1] names: usage(stderr)
+ * and CLI_USAGE when there is none, usage(stdout) and CLI_OK for -h,
+ * --help or help, CLI_USAGE with the nearest of the first suggested
+ * commands for an unknown one (the others are hidden). */
+int cli_run_command(const char *prog, int argc, char **argv,
+                    const cli_command *cmds, size_t count, size_t suggested,
+                    void (*usage)(FILE *out));
+
 /* The candidate closest to word (a typo or a prefix), or NULL. */
 const char *cli_suggest(const char *word, const char *const *candidates,
                         size_t count);

@@ -35,17 +35,10 @@ static void usage(FILE *out) {
 
 static int cmd_summarize(int argc, char **argv) {
   static const char prog[] = "kiln trace summarize";
-  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
-                                           {NULL, 0, NULL, 0}};
   cli args;
-  cli_begin(&args, prog, argc, argv, "h", longopts);
-  for (int c; (c = cli_next(&args)) != -1;) {
-    if (c == 'h') {
-      usage(stdout);
-      return CLI_OK;
-    }
-    return CLI_USAGE;
-  }
+  const int rc = cli_parse_help_only(&args, prog, argc, argv, usage);
+  if (rc >= 0)
+    return rc;
   if (optind >= argc)
     return cli_usage_error(prog, "FILE is missing: the trace file that "
                                  "KILN_TRACE wrote");
@@ -69,22 +62,6 @@ static int cmd_summarize(int argc, char **argv) {
 }
 
 int kiln_cmd_trace(int argc, char **argv) {
-  if (argc < 2) {
-    usage(stderr);
-    return CLI_USAGE;
-  }
-  const char *sub = argv[1];
-  if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0 ||
-      strcmp(sub, "help") == 0) {
-    usage(stdout);
-    return CLI_OK;
-  }
-  if (strcmp(sub, "summarize") == 0)
-    return cmd_summarize(argc - 1, argv + 1);
-  static const char *const names[] = {"summarize"};
-  const char *near = cli_suggest(sub, names, 1);
-  if (near != NULL)
-    return cli_usage_error("kiln trace", "unknown command '%s'; did you mean "
-                           "'%s'?", sub, near);
-  return cli_usage_error("kiln trace", "unknown command '%s'", sub);
+  static const cli_command subs[] = {{"summarize", cmd_summarize}};
+  return cli_run_command("kiln trace", argc, argv, subs, 1, 1, usage);
 }
