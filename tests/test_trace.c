@@ -583,9 +583,9 @@ static void test_trace_summary(void **state) {
   char text[8192];
   const char *env[] = {"KILN_TRACE", "KILN_LOG", "KILN_TRACE_SUMMARY=1", NULL};
   child_stderr(env, text, sizeof text);
-  static const char *const want[] = {
-      "kiln: trace summary of process ", "total ms  share   calls",
-      "op fill", "build "};
+  static const char *const want[] = {"kiln: trace summary of process ",
+                                     "total ms  share   calls", "op fill",
+                                     "build "};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     if (strstr(text, want[i]) == NULL)
       fail_msg("the summary lacks \"%s\":\n%s", want[i], text);
@@ -648,9 +648,12 @@ static void test_log_handler(void **state) {
   char file[256], env_file[300], text[8192], got[16384];
   snprintf(file, sizeof file, "/tmp/kiln-test-log-%ld.txt", (long)getpid());
   snprintf(env_file, sizeof env_file, "KILN_TEST_LOG_FILE=%s", file);
-  const char *env[] = {"KILN_LOG=warn", "KILN_TRACE_SUMMARY=1",
+  const char *env[] = {"KILN_LOG=warn",
+                       "KILN_TRACE_SUMMARY=1",
                        "KILN_TRACE=/nonexistent/kiln/x.json",
-                       "KILN_CACHE_DIR=/proc/version/kiln", env_file, NULL};
+                       "KILN_CACHE_DIR=/proc/version/kiln",
+                       env_file,
+                       NULL};
   child_stderr_of("handler", env, text, sizeof text);
   assert_string_equal(text, "");
   FILE *f = fopen(file, "r");

@@ -81,10 +81,12 @@ void kiln__trace_table_print(kiln__trace_table *t, FILE *out, size_t width) {
     /* Giga-units per second: amount per nanosecond. */
     amount_text(gbps, sizeof gbps, r->bytes, r->ns);
     amount_text(gflops, sizeof gflops, r->flops, r->ns);
-    const int printed = fprintf(
-        out, NUMBERS_FORMAT, r->ns / 1e6, t->ns > 0 ? 100.0 * r->ns / t->ns : 0.0,
-        r->calls, r->ns / 1e3 / (double)r->calls, mb, gbps, gflops);
-    const size_t name = strlen(r->what), used = (size_t)(printed > 0 ? printed : 0) + 2;
+    const int printed =
+        fprintf(out, NUMBERS_FORMAT, r->ns / 1e6,
+                t->ns > 0 ? 100.0 * r->ns / t->ns : 0.0, r->calls,
+                r->ns / 1e3 / (double)r->calls, mb, gbps, gflops);
+    const size_t name = strlen(r->what),
+                 used = (size_t)(printed > 0 ? printed : 0) + 2;
     if (width == 0 || used + name <= width)
       fprintf(out, "  %s\n", r->what);
     else
@@ -112,7 +114,10 @@ static kiln_status read_whole(const char *path, char **text, size_t *size) {
   size_t used = 0, cap = 1 << 16;
   char *buf = malloc(cap + 2);
   ssize_t got = 0;
-  while (buf != NULL && (got = read(fd, buf + used, cap - used)) > 0) {
+  while (buf != NULL && ((got = read(fd, buf + used, cap - used)) > 0 ||
+                         (got < 0 && errno == EINTR))) {
+    if (got < 0)
+      continue;
     used += (size_t)got;
     if (used == cap) {
       char *grown = cap <= SIZE_MAX / 4 ? realloc(buf, 2 * cap + 2) : NULL;
@@ -162,8 +167,8 @@ static kiln_status parse(const char *path, char *text, size_t size,
                       fn, path);
   json_error_t error;
   *root = json_loadb(text, size, 0, &error);
-  if (*root == NULL && json_error_code(&error) ==
-                           json_error_premature_end_of_input &&
+  if (*root == NULL &&
+      json_error_code(&error) == json_error_premature_end_of_input &&
       starts_with(text, '[') && ends_with(text, size, '}')) {
     text[size] = ']'; /* streamed: the events are whole, the array open */
     json_error_t again;
@@ -178,11 +183,11 @@ static kiln_status parse(const char *path, char *text, size_t size,
                         fn, path, error.line, error.column,
                         starts_with(text, '[') ? "an event" : "a value");
     return kiln__fail(KILN_ERR_CORRUPT,
-                      "%s: %s is not JSON: %s at line %d, column %d", fn,
-                      path, error.text, error.line, error.column);
+                      "%s: %s is not JSON: %s at line %d, column %d", fn, path,
+                      error.text, error.line, error.column);
   }
-  *events = json_is_array(*root) ? *root
-                                 : json_object_get(*root, "traceEvents");
+  *events =
+      json_is_array(*root) ? *root : json_object_get(*root, "traceEvents");
   if (!json_is_array(*events))
     return kiln__fail(KILN_ERR_CORRUPT,
                       "%s: %s is JSON but not a trace: a trace is an array "
@@ -217,8 +222,8 @@ static kiln_status tabulate(const char *path, const json_t *events,
                         fn, path, index, cat);
     if (!kiln__trace_table_add(t, cat, name, 1000.0 * json_number_value(dur),
                                json_object_get(ev, "args")))
-      return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY, "%s: no memory for %s",
-                        fn, path);
+      return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY, "%s: no memory for %s", fn,
+                        path);
   }
   if (t->count == 0)
     return kiln__fail(KILN_ERR_CORRUPT,

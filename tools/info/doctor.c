@@ -380,8 +380,7 @@ static void print_finding(FILE *out, const finding *f, int width) {
   char *line = malloc(n);
   if (line == NULL)
     return;
-  snprintf(line, n, "%-8s %s: %s", level_name(f->lvl), f->subject,
-           f->message);
+  snprintf(line, n, "%-8s %s: %s", level_name(f->lvl), f->subject, f->message);
   cli_wrap(out, line, 0, 9, width);
   if (f->hint != NULL) {
     snprintf(line, n, "%-8s   hint: %s", "", f->hint);

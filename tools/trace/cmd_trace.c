@@ -10,27 +10,28 @@
 #include "commands.h"
 
 static void usage(FILE *out) {
-  fputs("usage: kiln trace summarize [--wide] FILE\n"
-        "       kiln trace [-h | --help]\n"
-        "\n"
-        "commands:\n"
-        "  summarize FILE      the table that KILN_TRACE_SUMMARY=1 prints at\n"
-        "                      exit, from a trace file that KILN_TRACE wrote:\n"
-        "                      ops, kernels, transfers and builds by total\n"
-        "                      time, with calls, mean time, MB moved, GB/s\n"
-        "                      and GFLOP/s\n"
-        "\n"
-        "options:\n"
-        "      --wide          do not fit lines to the terminal's width (or to\n"
-        "                      80 columns when not a terminal)\n"
-        "  -h, --help          this help\n"
-        "\n"
-        "environment: KILN_DEVICE (checked, as by every command).\n"
-        "\n"
-        "exit status: 0 success, 1 the file cannot be read or holds no kiln\n"
-        "trace (empty, not JSON, cut short, another program's), 2 usage\n"
-        "error.\n",
-        out);
+  fputs(
+      "usage: kiln trace summarize [--wide] FILE\n"
+      "       kiln trace [-h | --help]\n"
+      "\n"
+      "commands:\n"
+      "  summarize FILE      the table that KILN_TRACE_SUMMARY=1 prints at\n"
+      "                      exit, from a trace file that KILN_TRACE wrote:\n"
+      "                      ops, kernels, transfers and builds by total\n"
+      "                      time, with calls, mean time, MB moved, GB/s\n"
+      "                      and GFLOP/s\n"
+      "\n"
+      "options:\n"
+      "      --wide          do not fit lines to the terminal's width (or to\n"
+      "                      80 columns when not a terminal)\n"
+      "  -h, --help          this help\n"
+      "\n"
+      "environment: KILN_DEVICE (checked, as by every command).\n"
+      "\n"
+      "exit status: 0 success, 1 the file cannot be read or holds no kiln\n"
+      "trace (empty, not JSON, cut short, another program's), 2 usage\n"
+      "error.\n",
+      out);
 }
 
 static int cmd_summarize(int argc, char **argv) {

@@ -532,12 +532,11 @@ int kiln_cmd_tune(int argc, char **argv) {
     }
     char line[KILN_TUNING_PATH_CAPACITY + 256];
     if (none)
-      snprintf(line, sizeof line, "%s has no tuning file (%s): nothing "
-               "removed", name, ti.path);
+      snprintf(line, sizeof line, "%s has no tuning file (%s): nothing removed",
+               name, ti.path);
     else
-      snprintf(line, sizeof line, "removed the tuning file of %s%s%s%s",
-               name, known ? " (" : "", known ? ti.path : "",
-               known ? ")" : "");
+      snprintf(line, sizeof line, "removed the tuning file of %s%s%s%s", name,
+               known ? " (" : "", known ? ti.path : "", known ? ")" : "");
     cli_wrap(stdout, line, 0, 2, cli_width());
     status = 0;
     goto done;
