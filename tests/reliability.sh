@@ -2,16 +2,19 @@
 # kiln's reliability stages, run by .ci/run after the PoCL suite (README
 # command (b)) and runnable by hand:
 #
-#   rusticl   the whole suite (less the tuner's own tests) again on Mesa rusticl (a second, independent
-#             OpenCL compiler): RUSTICL_ENABLE=llvmpipe KILN_TEST_DEVICE=rusticl
+#   rusticl   the suite again on Mesa rusticl (a second, independent
+#             OpenCL compiler): RUSTICL_ENABLE=llvmpipe KILN_TEST_DEVICE=rusticl,
+#             less the tuner's own tests and what never reaches rusticl
+#             (rusticl_skip says why), quiet_kernels with rusticl alone
 #   asan      an ASan + UBSan build; the suite with any finding fatal and
-#             leaks checked (driver leaks: tests/sanitizers/lsan.supp)
-#   tsan      a ThreadSanitizer build; the thread stress test on PoCL and
-#             rusticl, and the other multi-threaded tests on PoCL
+#             leaks checked (driver leaks: tests/sanitizers/lsan.supp),
+#             PoCL's kernel cache on (pocl_cache_on says why)
+#   tsan      a ThreadSanitizer build of the multi-threaded tests; the
+#             thread stress test on PoCL and rusticl, the others on PoCL
 #             (driver internals: tests/sanitizers/tsan.supp)
 #   oclgrind  every op kernel under Oclgrind (tests/oclgrind/run.sh)
 #   fuzz      the libFuzzer targets of tests/fuzz, each for FUZZ_SECONDS
-#             (default 15) from its checked-in seed corpus
+#             (default 15) from its checked-in seed corpus, KILN_JOBS at once
 #
 # Usage: tests/reliability.sh [STAGE...]     (default: all, in that order)
 # Environment:
@@ -20,6 +23,7 @@
 #                        build-reliability: asan/, tsan/, fuzz/ under it)
 #   FUZZ_SECONDS         seconds per fuzz target (default 15); run longer by
 #                        hand, e.g. FUZZ_SECONDS=3600 tests/reliability.sh fuzz
+#   KILN_JOBS            tests (and fuzzers) run at once (default 2)
 # Packages beyond README's: mesa-opencl-icd (rusticl), oclgrind, clang and
 # libclang-rt-14-dev (libFuzzer). Every stage runs even if an earlier one
 # failed; the exit status is 1 if any failed, and a table of stage times
