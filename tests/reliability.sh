@@ -84,7 +84,8 @@ asan_skip+=" gemm_mma_ptxas"
 # that every build reaches the driver's compiler; under ASan or TSan that
 # compiler (PoCL's LLVM, not instrumented but every allocation intercepted)
 # is what takes the time: cache_warm took 118 s under ASan and 131 s under
-# TSan against a few seconds with PoCL's cache. What these stages test is
+# TSan (CI on a quiet machine), 9 s under TSan with PoCL's cache even on a
+# loaded one. What these stages test is
 # kiln's host code, which runs the same either way (kiln's cache, its build
 # counts and its binaries are kiln's; PoCL's cache only answers the
 # clBuildProgram that kiln makes), and cold builds through PoCL's compiler
@@ -116,6 +117,10 @@ need() { # command, package
   fi
 }
 
+# Each meson test run here writes its own log (--logbase): meson-logs/
+# testlog-rusticl.json beside README command (b)'s testlog.json, the ASan
+# passes' testlog-pass1-env.json and testlog-pass2-env.json (meson adds the
+# wrapper's name), so every stage's durations stay.
 test_names() { # dir: every registered test's name, one a line
   # meson lists "kiln / name" or "kiln:slow / name" once the project has
   # more than one suite, and a bare name for a test in none: keep the name.
@@ -133,7 +138,8 @@ rusticl_skip="tune_gate tune_spaces"
 # (b): parallel_builds runs `kiln demo`, which takes the first device (PoCL)
 # and tests PoCL's kernel-cache race; gemm_mma_ptxas is clang-15 and ptxas
 # on PTX, no OpenCL; the fake-ICD tests load only the fake driver
-# (OCL_ICD_VENDORS); the rest read sources, symbols or documents.
+# (OCL_ICD_VENDORS); train_data_errors feeds the trainer bad files (no
+# device); the rest read sources, symbols or documents.
 rusticl_skip+=" parallel_builds gemm_mma_ptxas abi_symbols abi_symbols_mpi"
 rusticl_skip+=" bad_input_coverage bad_input_coverage_selftest conventions"
 rusticl_skip+=" conventions_selftest layers layers_selftest docs_links"
@@ -155,12 +161,12 @@ stage_rusticl() {
   done < <(test_names "$build")
   RUSTICL_ENABLE=llvmpipe KILN_TEST_DEVICE=rusticl \
     meson test -C "$build" --no-rebuild --print-errorlogs \
-    --num-processes "$jobs" "${names[@]}"
+    --logbase testlog-rusticl --num-processes "$jobs" "${names[@]}"
   local status=$?
   echo "rusticl: $rusticl_alone with KILN_DEVICE=rusticl"
   RUSTICL_ENABLE=llvmpipe KILN_TEST_DEVICE=rusticl KILN_DEVICE=rusticl \
     meson test -C "$build" --no-rebuild --print-errorlogs \
-    $rusticl_alone || status=1
+    --logbase testlog-rusticl-alone $rusticl_alone || status=1
   return $status
 }
 
@@ -192,13 +198,15 @@ stage_asan() {
   LSAN_OPTIONS=suppressions=$supp:print_suppressions=0 \
   KILN_RESOURCE_CYCLES=1000 \
     meson test -C "$rel/asan" --no-rebuild --print-errorlogs "${pocl_cache_on[@]}" \
-    --num-processes "$jobs" --timeout-multiplier 4 "${light[@]}"
+    --logbase testlog-pass1 --num-processes "$jobs" --timeout-multiplier 4 \
+    "${light[@]}"
   local status=$?
   echo "asan pass 2 (memory errors and UB, fast unwinder): ${heavy[*]}"
   ASAN_OPTIONS=halt_on_error=1:detect_leaks=0:print_stacktrace=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C "$rel/asan" --no-rebuild --print-errorlogs "${pocl_cache_on[@]}" \
-    --num-processes "$jobs" --timeout-multiplier 4 "${heavy[@]}" || status=1
+    --logbase testlog-pass2 --num-processes "$jobs" --timeout-multiplier 4 \
+    "${heavy[@]}" || status=1
   return $status
 }
 
@@ -223,7 +231,7 @@ stage_tsan() {
   echo "tsan: the thread stress test on rusticl"
   TSAN_OPTIONS=$opts RUSTICL_ENABLE=llvmpipe KILN_TEST_DEVICE=rusticl \
     meson test -C "$rel/tsan" --no-rebuild --print-errorlogs \
-    --timeout-multiplier 4 threads || status=1
+    --logbase testlog-rusticl --timeout-multiplier 4 threads || status=1
   return $status
 }
 
