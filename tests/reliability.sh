@@ -124,6 +124,8 @@ need() { # command, package
 test_names() { # dir: every registered test's name, one a line
   # meson lists "kiln / name" or "kiln:slow / name" once the project has
   # more than one suite, and a bare name for a test in none: keep the name.
+  # It lists them in the order it runs them (by priority, tests/meson.build)
+  # and runs tests named on its command line in the order given.
   meson test -C "$1" --no-rebuild --list 2>/dev/null | sed 's/^.* \/ //; s/^ *//'
 }
 
