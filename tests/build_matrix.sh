@@ -20,7 +20,7 @@
 #        default build-matrix/; needs clang, which .ci/run installs)
 set -uo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 out=${1:-build-matrix}
 mkdir -p "$out"
 failed=()

@@ -30,7 +30,7 @@
 # and results is printed last.
 set -uo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
 build=${KILN_BUILD_DIR:-build}
 rel=${KILN_RELIABILITY_DIR:-build-reliability}
