@@ -1,31 +1,32 @@
 #!/usr/bin/env bash
 # CI's build matrix: kiln built with gcc and with clang, each in the debug,
 # debugoptimized and release build types, all with -Dwerror=true (a user's
-# build never has it: meson.build leaves werror off). Each leg then runs
-# tests with KILN_REQUIRE_DEVICE=1:
-#   - SUITE_LEGS (gcc debug and clang release, the two compilers at the two
-#     ends of optimisation): the suite less the suite 'slow' (the
-#     compile-heavy space, tuner and cold-cache tests, whose results do not
-#     depend on the build type; README command (b), rusticl and ASan run
-#     them);
-#   - the other legs: a smoke set (SMOKE_TESTS) that drives the host code
-#     through every layer once, so an -O level that breaks it shows up;
-#   - gcc debugoptimized: nothing more, README command (b) ran its suite.
-# SUITE_LEGS=all runs the quick suite in every leg; FULL_SUITE=1 also runs
-# the slow tests there. Then kiln as a Meson subproject
+# build never has it: meson.build leaves werror off). Each leg then runs a
+# smoke set (SMOKE_TESTS, about 10 s) with KILN_REQUIRE_DEVICE=1: host code
+# through every layer once (errors, buffers, events, queues, the selector,
+# tuning files, the pool, an elementwise op, GEMM, a reduction, a loss, a
+# short training run) and the thread stress test, so that an -O level or a
+# compiler that breaks host code or its threading shows up. The whole suite
+# runs where a configuration can change its results: README command (b)
+# (gcc debugoptimized, PoCL), ASan+UBSan, rusticl, TSan
+# (tests/reliability.sh); what the build type alone changes is the code
+# generated from the same C, which the smoke set runs.
+# SUITE_LEGS="gcc-debug clang-release" (or all) runs the quick suite (the
+# suite less the suite 'slow') in those legs; FULL_SUITE=1 also runs the
+# slow tests there. Then kiln as a Meson subproject
 # (tests/subproject_check.sh).
 #
 # Usage: tests/build_matrix.sh [DIR]   (build directories under DIR,
 #        default build-matrix/; needs clang, which .ci/run installs)
 set -uo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 out=${1:-build-matrix}
 mkdir -p "$out"
 failed=()
 summary=()
-suite_legs=${SUITE_LEGS:-"gcc-debug clang-release"}
-smoke_tests=${SMOKE_TESTS:-"errors buffer event queue op_elementwise op_gemm op_reduce op_train_loss train_short_run"}
+suite_legs=${SUITE_LEGS:-}
+smoke_tests=${SMOKE_TESTS:-"errors buffer event queue selector tuning pool threads op_elementwise op_gemm op_reduce op_train_loss train_short_run"}
 slow_filter=(--no-suite slow)
 [ "${FULL_SUITE:-0}" = 1 ] && slow_filter=()
 for cc in gcc clang; do
