@@ -143,6 +143,15 @@ class Device:
         """Wait for everything enqueued on the default queue."""
         self.queue.sync()
 
+    def tuning_info(self, op):
+        """Which tuned parameters op runs with on this device
+        (kiln_tuning_get_info): a dict of source ('set', 'file', 'database',
+        'profile', ...), params, figures, path, ignored (why a tuning file
+        or database row is not used), database and used (whether the
+        space's kernels run here). op: 'gemm', 'gemm_cpu', 'gemm_mma',
+        'transpose', 'transpose_cpu', 'reduce', 'elementwise'."""
+        return self.context.tuning_info(op)
+
     def close(self):
         """Wait for the default queue, close it and refuse new work."""
         if not self.queue.closed:
@@ -490,6 +499,29 @@ def empty(shape, dtype="float32", *, device=None, queue=None):
     return _kiln.empty(_queue_of(device, queue), _shape_tuple(shape), dtype_code(dtype))
 
 
+def tuning_knobs(op):
+    """op's tuning parameter space (kiln_tuning_get_knob): a list of
+    (name, description, values tried) tuples; NotFoundError for an op
+    without one."""
+    return _kiln.tuning_knobs(op)
+
+
+def pinned_empty(shape, dtype="float32", *, device=None, queue=None):
+    """An uninitialised numpy array in pinned (page-locked) host memory of
+    the device (kiln_pinned): transfers from and into it (asarray,
+    copy_from_host, copy_to_host(out=...)) can run by DMA on GPUs. The
+    memory is freed when the array (and every view of it) is gone. dtype:
+    a kiln dtype (bfloat16 as its uint16 bits)."""
+    q = _queue_of(device, queue)
+    shape = _shape_tuple(shape)
+    if any(n < 0 for n in shape):
+        raise ValueError("negative dimension in shape %r" % (shape,))
+    dt = _NP[dtype_code(dtype)]
+    n = dt.itemsize * _np.prod(shape, dtype=_np.int64)
+    mem = _kiln.Pinned(q, int(n) if n else dt.itemsize)
+    return _np.frombuffer(mem, dt, count=int(n) // dt.itemsize).reshape(shape)
+
+
 def empty_like(a, dtype=None):
     """An uninitialised array of a's shape (and dtype), on a's queue."""
     return _kiln.empty(a.queue, a.shape, a._dtype_code if dtype is None else dtype_code(dtype))
@@ -623,6 +655,6 @@ __all__ = [
     "Array", "default_device", "devices", "explain", "version", "last_error",
     "dtype_code", "empty", "empty_like", "zeros", "full", "asarray", "from_dlpack",
     "sync", "wait_all", "float32", "float16", "bfloat16", "int32", "uint32",
-    "kDLCPU", "kDLOpenCL",
+    "kDLCPU", "kDLOpenCL", "tuning_knobs", "pinned_empty",
 ] + list(_ops_all)
 

@@ -404,9 +404,65 @@ static PyObject *Context_get_index(ContextObject *self, void *unused) {
   return PyLong_FromSsize_t(self->list_index);
 }
 
+/* tuning_info(op): kiln_tuning_get_info as a dict (which parameters op runs
+ * with on this device, where they come from, why a file is ignored, whether
+ * the space's kernels run here at all). */
+static PyObject *Context_tuning_info(ContextObject *self, PyObject *args) {
+  const char *op;
+  if (!PyArg_ParseTuple(args, "s", &op))
+    return NULL;
+  kiln_tuning_info *info = PyMem_Malloc(sizeof *info);
+  if (!info)
+    return PyErr_NoMemory();
+  kiln_status st;
+  Py_BEGIN_ALLOW_THREADS /* the first query reads the tuning file */
+  st = kiln_tuning_get_info(self->ctx, op, info);
+  Py_END_ALLOW_THREADS
+  PyObject *d = st != KILN_OK ? raise_status(st)
+                              : Py_BuildValue("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "source",
+                                              info->source, "params", info->params, "figures",
+                                              info->figures, "path", info->path, "ignored",
+                                              info->ignored, "database", info->database,
+                                              "used", info->used);
+  PyMem_Free(info);
+  return d;
+}
+
+/* tuning_knobs(op): op's parameter space, [(name, what, (values...)), ...]. */
+static PyObject *mod_tuning_knobs(PyObject *self, PyObject *args) {
+  const char *op;
+  if (!PyArg_ParseTuple(args, "s", &op))
+    return NULL;
+  PyObject *list = PyList_New(0);
+  for (size_t i = 0; list; i++) {
+    kiln_tuning_knob k;
+    kiln_status st = kiln_tuning_get_knob(op, i, &k);
+    if (st == KILN_ERR_OUT_OF_RANGE && i > 0)
+      break;
+    if (st != KILN_OK) {
+      Py_DECREF(list);
+      return raise_status(st);
+    }
+    PyObject *values = PyTuple_New((Py_ssize_t)k.count);
+    for (size_t v = 0; values && v < k.count; v++)
+      PyTuple_SET_ITEM(values, (Py_ssize_t)v, PyLong_FromUnsignedLong(k.values[v]));
+    PyObject *item = values ? Py_BuildValue("(ssN)", k.name, k.what, values) : NULL;
+    if (!item || PyList_Append(list, item) < 0) {
+      Py_XDECREF(item);
+      Py_DECREF(list);
+      return NULL;
+    }
+    Py_DECREF(item);
+  }
+  return list;
+}
+
 static PyMethodDef Context_methods[] = {
     {"close", (PyCFunction)Context_close, METH_NOARGS,
      "Refuse new queues, programs and arrays from now on."},
+    {"tuning_info", (PyCFunction)Context_tuning_info, METH_VARARGS,
+     "tuning_info(op) -> dict: kiln_tuning_get_info for op ('gemm', 'gemm_cpu', ...) on this "
+     "device"},
     {0}};
 
 static PyGetSetDef Context_getset[] = {
@@ -618,6 +674,94 @@ static BufferObject *buffer_alloc(QueueObject *q, size_t nbytes) {
   self->nforeign = 0;
   return self;
 }
+
+/* ---- Pinned host memory ----------------------------------------------------------- */
+
+/* kiln_pinned: host memory the driver allocated for DMA, mapped through a
+ * queue for its whole life; exposes the buffer protocol (writable bytes),
+ * so numpy.frombuffer views it and keeps it alive. */
+typedef struct {
+  PyObject_HEAD
+  kiln_pinned *pinned;
+  QueueObject *queue;
+} PinnedObject;
+
+static PyObject *Pinned_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  static char *kwl[] = {"queue", "nbytes", NULL};
+  PyObject *qo;
+  Py_ssize_t nbytes;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!n", kwl, &QueueType, &qo, &nbytes))
+    return NULL;
+  QueueObject *q = (QueueObject *)qo;
+  if (nbytes <= 0) {
+    PyErr_SetString(PyExc_ValueError, "nbytes must be > 0");
+    return NULL;
+  }
+  if (!queue_open(q) || !ctx_open(q->ctx))
+    return NULL;
+  kiln_pinned *p = NULL;
+  kiln_status st;
+  Py_BEGIN_ALLOW_THREADS /* the map is blocking */
+  st = kiln_pinned_create(q->queue, (size_t)nbytes, &p);
+  Py_END_ALLOW_THREADS
+  if (st != KILN_OK)
+    return raise_status(st);
+  PinnedObject *self = (PinnedObject *)type->tp_alloc(type, 0);
+  if (!self) {
+    kiln_pinned_destroy(p);
+    return NULL;
+  }
+  self->pinned = p;
+  self->queue = q;
+  Py_INCREF(q);
+  return (PyObject *)self;
+}
+
+static void Pinned_dealloc(PinnedObject *self) {
+  /* No export is alive. The unmap waits for the
+   * queue's earlier commands, transfers from or into this memory among them. */
+  if (self->pinned) {
+    Py_BEGIN_ALLOW_THREADS
+    kiln_pinned_destroy(self->pinned);
+    Py_END_ALLOW_THREADS
+  }
+  Py_XDECREF(self->queue);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Each export holds a reference (view->obj), so the memory outlives it. */
+static int Pinned_getbuffer(PinnedObject *self, Py_buffer *view, int flags) {
+  return PyBuffer_FillInfo(view, (PyObject *)self, kiln_pinned_get_ptr(self->pinned),
+                           (Py_ssize_t)kiln_pinned_get_size(self->pinned), 0, flags);
+}
+
+static PyObject *Pinned_get_nbytes(PinnedObject *self, void *u) {
+  return PyLong_FromSize_t(kiln_pinned_get_size(self->pinned));
+}
+
+static PyObject *Pinned_get_queue(PinnedObject *self, void *u) {
+  Py_INCREF(self->queue);
+  return (PyObject *)self->queue;
+}
+
+static PyBufferProcs Pinned_as_buffer = {(getbufferproc)Pinned_getbuffer, NULL};
+
+static PyGetSetDef Pinned_getset[] = {
+    {"nbytes", (getter)Pinned_get_nbytes, NULL, "size in bytes", NULL},
+    {"queue", (getter)Pinned_get_queue, NULL, "the Queue it was mapped through", NULL},
+    {0}};
+
+static PyTypeObject PinnedType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kiln._kiln.Pinned",
+    .tp_basicsize = sizeof(PinnedObject),
+    .tp_dealloc = (destructor)Pinned_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Pinned(queue, nbytes): pinned (page-locked) host memory for fast transfers "
+              "(kiln_pinned); a writable buffer (numpy.frombuffer).",
+    .tp_as_buffer = &Pinned_as_buffer,
+    .tp_getset = Pinned_getset,
+    .tp_new = Pinned_new,
+};
 
 /* ---- Array ------------------------------------------------------------------- */
 
@@ -2819,6 +2963,8 @@ OP_DEF(attention_decode) {
 }
 
 static PyMethodDef module_methods[] = {
+    {"tuning_knobs", mod_tuning_knobs, METH_VARARGS,
+     "tuning_knobs(op) -> [(name, what, values), ...]: op's tuning parameter space"},
     {"read_new", mod_read_new, METH_VARARGS,
      "read_new(array, lo, count, make) -> make(page offset or -1, count) filled with count elements "
      "from lo; waits"},
@@ -3007,7 +3153,8 @@ static void class_name(const char *status, char *out, size_t cap) {
 PyMODINIT_FUNC PyInit__kiln(void);
 PyMODINIT_FUNC PyInit__kiln(void) {
   PyTypeObject *types[] = {&ContextType, &QueueType, &BufferType, &ArrayType,
-                           &EventType, &ProgramType, &KernelType, &HeldType};
+                           &EventType, &ProgramType, &KernelType, &HeldType,
+                           &PinnedType};
   for (size_t i = 0; i < sizeof types / sizeof *types; i++)
     if (PyType_Ready(types[i]) < 0)
       return NULL;
@@ -3061,7 +3208,8 @@ PyMODINIT_FUNC PyInit__kiln(void) {
       PyModule_AddObjectRef(m, "ArrayBase", (PyObject *)&ArrayType) < 0 ||
       PyModule_AddObjectRef(m, "Event", (PyObject *)&EventType) < 0 ||
       PyModule_AddObjectRef(m, "Program", (PyObject *)&ProgramType) < 0 ||
-      PyModule_AddObjectRef(m, "Kernel", (PyObject *)&KernelType) < 0)
+      PyModule_AddObjectRef(m, "Kernel", (PyObject *)&KernelType) < 0 ||
+      PyModule_AddObjectRef(m, "Pinned", (PyObject *)&PinnedType) < 0)
     return NULL;
   return m;
 }
