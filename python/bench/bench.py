@@ -146,21 +146,30 @@ def transfers(kiln, dev, reps=9):
     return rows
 
 
-def mlp(dev_sel, build, steps, rounds):
-    args = ["--steps", str(steps), "--limit", str(256 * steps), "--test-limit", "256"]
+def c_against_python(program, args, dev_sel, build, rounds, pattern):
+    """Run build/examples/PROGRAM and examples/PROGRAM.py with the same
+    arguments, alternately, `rounds` times each; the step time each prints
+    (pattern's group 1, ms). Returns the medians of C and Python and the
+    median of the rounds' Python / C ratios."""
     if dev_sel:
-        args += ["--device", dev_sel]
-    c_exe = os.path.join(build, "examples", "train_fashion_mnist")
-    py = [sys.executable, os.path.join(ROOT, "examples", "train_fashion_mnist.py")]
+        args = args + ["--device", dev_sel]
+    c_exe = os.path.join(build, "examples", program)
+    py = [sys.executable, os.path.join(ROOT, "examples", program + ".py")]
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
     res = {"c": [], "python": []}
     for _ in range(rounds):
         for name, cmd in (("c", [c_exe]), ("python", py)):
             out = subprocess.run(cmd + args, capture_output=True, text=True, env=env, check=True)
-            ms = float(re.search(r"median step ([0-9.]+) ms", out.stdout).group(1))
-            res[name].append(ms)
+            res[name].append(float(re.search(pattern, out.stdout).group(1)))
     ratio = float(np.median(np.array(res["python"]) / np.array(res["c"])))
     return float(np.median(res["c"])), float(np.median(res["python"])), ratio
+
+
+def mlp(dev_sel, build, steps, rounds):
+    """The MLP trainers' median step times."""
+    args = ["--steps", str(steps), "--limit", str(256 * steps), "--test-limit", "256"]
+    return c_against_python("train_fashion_mnist", args, dev_sel, build, rounds,
+                            r"median step ([0-9.]+) ms")
 
 
 GPT_SHAPES = {
@@ -172,22 +181,11 @@ GPT_SHAPES = {
 
 
 def gpt(dev_sel, build, data, shape, steps, rounds):
-    """Mean step time (steps 2..N, as both print in their summary line) of
-    the C trainer (build/examples/train_gpt) and examples/train_gpt.py with
-    the same arguments, run alternately; the median of the rounds."""
+    """The GPT-2 trainers' mean step times (steps 2..N, as both print in
+    their summary line)."""
     args = GPT_SHAPES[shape] + ["--data", data, "--steps", str(steps), "--val-every", "0"]
-    if dev_sel:
-        args += ["--device", dev_sel]
-    c_exe = os.path.join(build, "examples", "train_gpt")
-    py = [sys.executable, os.path.join(ROOT, "examples", "train_gpt.py")]
-    env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
-    res = {"c": [], "python": []}
-    for _ in range(rounds):
-        for name, cmd in (("c", [c_exe]), ("python", py)):
-            out = subprocess.run(cmd + args, capture_output=True, text=True, env=env, check=True)
-            res[name].append(float(re.search(r"mean step ([0-9.]+) ms", out.stdout).group(1)))
-    ratio = float(np.median(np.array(res["python"]) / np.array(res["c"])))
-    return float(np.median(res["c"])), float(np.median(res["python"])), ratio
+    return c_against_python("train_gpt", args, dev_sel, build, rounds,
+                            r"mean step ([0-9.]+) ms")
 
 
 def axpy_table(kiln, dev, o):

@@ -23,6 +23,7 @@
 #include <Python.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define CL_TARGET_OPENCL_VERSION 300
 #include <kiln/kiln.h>
@@ -653,13 +654,23 @@ static void Buffer_dealloc(BufferObject *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+static void advise_huge_pages(QueueObject *q, kiln_buffer *b, size_t nbytes);
+/* Blocks at least this large, new from the driver of a CPU device, are
+ * advised to use transparent huge pages (advise_huge_pages). */
+#define HUGE_ADVICE_MIN (4u << 20)
+
 static BufferObject *buffer_alloc(QueueObject *q, size_t nbytes) {
   if (!ctx_open(q->ctx))
     return NULL;
   kiln_buffer *b = NULL;
+  kiln_pool_stats before = {0}, after = {0};
+  int advise = q->ctx->host_memory && nbytes >= HUGE_ADVICE_MIN &&
+               kiln_pool_get_stats(q->pool, &before) == KILN_OK;
   kiln_status st = kiln_pool_alloc(q->pool, nbytes ? nbytes : 4, 0, &b);
   if (st != KILN_OK)
     return (BufferObject *)raise_status(st);
+  if (advise && kiln_pool_get_stats(q->pool, &after) == KILN_OK && after.misses > before.misses)
+    advise_huge_pages(q, b, nbytes);
   BufferObject *self = PyObject_New(BufferObject, &BufferType);
   if (!self) {
     kiln_buffer_destroy(b);
@@ -1229,6 +1240,34 @@ static kiln_status unmap_flush(QueueObject *q, kiln_buffer *b, void *mapped,
   kiln_status st = kiln_buffer_unmap(q->queue, b, mapped, 0, NULL, out_event);
   kiln_queue_flush(q->queue);
   return st;
+}
+
+/* On a CPU device a block of device memory is host memory that the driver
+ * allocated with 4 KiB pages, where NumPy advises transparent huge pages
+ * for its large arrays: 64 MiB copies between the two measured 1.3-1.7
+ * times as long as between two NumPy arrays on PoCL (the TLB misses of a
+ * virtual machine). Advise the same for a block new from the driver, whose
+ * pages nothing has touched yet (the advice applies at the first touch).
+ * A hint: failures are ignored. */
+static void advise_huge_pages(QueueObject *q, kiln_buffer *b, size_t nbytes) {
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = 2u << 20;
+  kiln_range r = {b, 0, nbytes / 4, KILN_F32};
+  void *mapped = NULL;
+  if (map_wait(q, &r, 1, 0, NULL, &mapped) != KILN_OK) {
+    PyErr_Clear();
+    return;
+  }
+  uintptr_t lo = ((uintptr_t)mapped + huge - 1) & ~(huge - 1);
+  uintptr_t hi = ((uintptr_t)mapped + nbytes) & ~(huge - 1);
+  if (hi > lo)
+    madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+  unmap_flush(q, b, mapped, NULL);
+#else
+  (void)q;
+  (void)b;
+  (void)nbytes;
+#endif
 }
 
 static void copy_nogil(void *dst, const void *src, size_t bytes) {
