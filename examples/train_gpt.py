@@ -19,7 +19,8 @@ the bias fused and the residual added by the GEMM itself (beta = 1), the
 fused attention on llm.c's (B, T, 3C) qkv buffer, GELU, the embedding
 gather and scatter-add, the fused cross-entropy, the global gradient norm,
 its clip and one AdamW launch over all parameters. The host waits once a
-step, for the loss. f32 only (the C trainer also has --precision bf16).
+step, for the loss. --precision bf16 as in C: the GEMMs and the attention
+read bf16 copies of the weights and of their inputs, with f32 master weights.
 
 Data: any text file as bytes (vocabulary 256), or an llm.c token file (256
 int32 header, magic 20240520, version 1, then uint16 tokens); the last
@@ -96,8 +97,14 @@ class GPT:
     (llm.c's order), views of them per tensor and layer, and every
     activation the backward pass needs."""
 
-    def __init__(self, cfg, B, T, device=None):
+    def __init__(self, cfg, B, T, device=None, precision="float32"):
         self.cfg, self.B, self.T = dict(cfg), B, T
+        if precision not in ("float32", "bfloat16"):
+            raise ValueError("precision must be float32 or bfloat16, not %r" % (precision,))
+        # bfloat16: the GEMMs and the attention read bf16 copies of the
+        # weights (refreshed by AdamW) and of their inputs, and accumulate
+        # in f32; everything else stays f32 (gpt.h).
+        self.lp = precision == "bfloat16"
         self.dev = device if device is not None else kiln.default_device()
         C, L, V, NH = cfg["channels"], cfg["layers"], cfg["vocab"], cfg["heads"]
         if T > cfg["max_seq"]:
@@ -108,15 +115,18 @@ class GPT:
         self.params, self.grads = zeros(self.nparams), zeros(self.nparams)
         self.opt_m, self.opt_v = zeros(self.nparams), zeros(self.nparams)
         self.offsets, self.sizes = {}, {}
-        self.w, self.g = {}, {}  # name -> list of per-layer views
+        self.params_lp = (kiln.empty(self.nparams, "bfloat16", device=self.dev) if self.lp
+                          else self.params)
+        # name -> per-layer views of the weights, the GEMMs' copy, the gradients
+        self.w, self.wl, self.g = {}, {}, {}
         off = 0
         for name, (layers, shape) in shapes.items():
             n = math.prod(shape)
             self.offsets[name], self.sizes[name] = off, layers * n
-            self.w[name] = [self.params[off + l * n:off + (l + 1) * n].reshape(shape)
-                            for l in range(layers)]
-            self.g[name] = [self.grads[off + l * n:off + (l + 1) * n].reshape(shape)
-                            for l in range(layers)]
+            for views, whole in ((self.w, self.params), (self.wl, self.params_lp),
+                                 (self.g, self.grads)):
+                views[name] = [whole[off + l * n:off + (l + 1) * n].reshape(shape)
+                               for l in range(layers)]
             off += layers * n
         BT = B * T
         self.tokens = kiln.empty(BT, "uint32", device=self.dev)
@@ -128,13 +138,29 @@ class GPT:
         self.res2, self.ln2, self.res3 = per_layer(BT, C), per_layer(BT, C), per_layer(BT, C)
         self.fch, self.gelu = per_layer(BT, 4 * C), per_layer(BT, 4 * C)
         self.lnf, self.logits = zeros(BT, C), zeros(BT, V)
+        # The GEMMs' and the attention's copies of their inputs (the arrays
+        # themselves in f32): lp[id(x)] is x's bf16 shadow.
+        self._lp = {}
+
+        def shadow(x):
+            if self.lp:
+                self._lp[id(x)] = kiln.empty(x.shape, "bfloat16", device=self.dev)
+            return x
+        gemm_dt = "bfloat16" if self.lp else "float32"
+        for x in self.ln1 + self.qkv + self.ln2 + self.gelu + [self.lnf]:
+            shadow(x)
+        # The attention writes its output in the GEMMs' dtype.
+        self.atty = [kiln.empty((B, T, C), gemm_dt, device=self.dev) for _ in range(L)]
         self.loss, self.norm = zeros(1), zeros(1)
         # The backward pass's scratch.
         self.dres, self.dtmp = zeros(BT, C), zeros(BT, C)
-        self.dqkv, self.dbig1, self.dbig2 = zeros(B, T, 3 * C), zeros(BT, 4 * C), zeros(BT, 4 * C)
+        self.dbig1, self.dbig2 = zeros(BT, 4 * C), zeros(BT, 4 * C)
         self.dlogits = zeros(BT, V)
+        for x in (self.dres, self.dtmp, self.dbig2, self.dlogits):
+            shadow(x)
+        self.dqkv = kiln.empty((B, T, 3 * C), gemm_dt, device=self.dev)  # the attention's
         # Views the steps use, made once.
-        self.wte_v = self.w["wte"][0][:V]
+        self.wte_v = self.wl["wte"][0][:V]
         self.dwte_v = self.g["wte"][0][:V]
         self.wpe_t = self.params[self.offsets["wpe"]:self.offsets["wpe"] + T * C]
         self.dwpe_t = self.grads[self.offsets["wpe"]:self.offsets["wpe"] + T * C]
@@ -160,9 +186,24 @@ class GPT:
         self._reset_optimizer()
 
     def _reset_optimizer(self):
+        """Zero the AdamW state and refresh the GEMMs' copy of the weights."""
         kiln.fill(self.opt_m, 0.0)
         kiln.fill(self.opt_v, 0.0)
+        if self.lp:
+            kiln.cast(self.params, "bfloat16", out=self.params_lp)
         self.steps = 0
+
+    def _to_lp(self, x):
+        """x as the GEMMs read it: its bf16 shadow, cast now (x itself in f32)."""
+        if not self.lp or x.dtype != "float32":
+            return x
+        y = self._lp[id(x)]
+        kiln.cast(x, "bfloat16", out=y)
+        return y
+
+    def _lp_of(self, x):
+        """x's shadow as the forward pass cast it (no cast now)."""
+        return self._lp[id(x)] if self.lp and x.dtype == "float32" else x
 
     def load(self, path):
         """The parameters of an llm.c model file of this configuration."""
@@ -199,38 +240,39 @@ class GPT:
         """Logits of the batch in self.tokens into self.logits; with_loss: the
         mean cross-entropy against self.targets into self.loss."""
         C, L, NH = self.cfg["channels"], self.cfg["layers"], self.cfg["heads"]
-        w = self.w
+        w, wl, lp = self.w, self.wl, self._to_lp
         kiln.gather_rows(w["wte"][0], self.tokens, out=self.encoded)
         for seq in self.encoded_seq:
             kiln.axpy(1.0, self.wpe_t, seq)
         for l in range(L):
             res = self.encoded if l == 0 else self.res3[l - 1]
             kiln.layernorm(res, w["ln1w"][l], w["ln1b"][l], LN_EPS, out=self.ln1[l])
-            qkv = self.qkv[l].reshape(-1, 3 * C)
-            kiln.matmul(self.ln1[l], w["qkvw"][l].T, qkv, bias=w["qkvb"][l])
-            kiln.attention(self.qkv[l], NH, out=self.atty[l], lse=self.lse[l])
+            kiln.matmul(lp(self.ln1[l]), wl["qkvw"][l].T, self.qkv[l].reshape(-1, 3 * C),
+                        bias=w["qkvb"][l])
+            kiln.attention(lp(self.qkv[l]), NH, out=self.atty[l], lse=self.lse[l])
             # residual2 = res + atty W^T + b: the GEMM adds onto a copy of res.
             kiln.copy(res, out=self.res2[l])
-            kiln.matmul(self.atty[l].reshape(-1, C), w["attprojw"][l].T, self.res2[l],
+            kiln.matmul(self.atty[l].reshape(-1, C), wl["attprojw"][l].T, self.res2[l],
                         beta=1.0, bias=w["attprojb"][l])
             kiln.layernorm(self.res2[l], w["ln2w"][l], w["ln2b"][l], LN_EPS, out=self.ln2[l])
-            kiln.matmul(self.ln2[l], w["fcw"][l].T, self.fch[l], bias=w["fcb"][l])
+            kiln.matmul(lp(self.ln2[l]), wl["fcw"][l].T, self.fch[l], bias=w["fcb"][l])
             kiln.gelu(self.fch[l], out=self.gelu[l])
             kiln.copy(self.res2[l], out=self.res3[l])
-            kiln.matmul(self.gelu[l], w["fcprojw"][l].T, self.res3[l], beta=1.0,
+            kiln.matmul(lp(self.gelu[l]), wl["fcprojw"][l].T, self.res3[l], beta=1.0,
                         bias=w["fcprojb"][l])
         kiln.layernorm(self.res3[L - 1], w["lnfw"][0], w["lnfb"][0], LN_EPS, out=self.lnf)
-        kiln.matmul(self.lnf, self.wte_v.T, self.logits)
+        kiln.matmul(lp(self.lnf), self.wte_v.T, self.logits)
         if with_loss:
             kiln.softmax_cross_entropy(self.logits, self.targets, mean=self.loss)
 
     # -- backward ---------------------------------------------------------------------
-    @staticmethod
-    def _linear_backward(x, weight, dweight, dbias, dy, dx):
-        """y = x W^T + b: dW = dy^T x, db = column sums of dy, dx = dy W."""
-        kiln.matmul(dy.T, x, dweight)
+    def _linear_backward(self, x, weight, dweight, dbias, dy, dx):
+        """y = x W^T + b: dW = dy^T x, db = column sums of dy, dx = dy W (x
+        and W as the forward pass read them)."""
+        dyg = self._to_lp(dy)
+        kiln.matmul(dyg.T, x, dweight)
         kiln.sum(dy, axis=0, out=dbias)
-        kiln.matmul(dy, weight, dx)
+        kiln.matmul(dyg, weight, dx)
 
     def _layernorm_backward(self, x, name, l, dtmp, dres):
         """dres += the gradient to the norm's input from dtmp (overwritten)."""
@@ -241,28 +283,30 @@ class GPT:
     def backward(self):
         """Every parameter's gradient into self.grads (after forward with the loss)."""
         C, L, NH = self.cfg["channels"], self.cfg["layers"], self.cfg["heads"]
-        B, T, w, g = self.B, self.T, self.w, self.g
+        B, T, wl, g, was = self.B, self.T, self.wl, self.g, self._lp_of
         dres, dtmp = self.dres, self.dtmp
         kiln.softmax_cross_entropy_backward(self.logits, self.targets, self.dlogits,
                                             1.0 / (B * T))
         # The tied embedding: the output projection's gradient (overwrite);
         # the input embedding's scatter-add comes at the end.
-        kiln.matmul(self.dlogits.T, self.lnf, self.dwte_v)
-        kiln.matmul(self.dlogits, self.wte_v, dtmp)
+        dl = self._to_lp(self.dlogits)
+        kiln.matmul(dl.T, was(self.lnf), self.dwte_v)
+        kiln.matmul(dl, self.wte_v, dtmp)
         kiln.fill(dres, 0.0)
         self._layernorm_backward(self.res3[L - 1], "lnf", 0, dtmp, dres)
         for l in reversed(range(L)):
-            self._linear_backward(self.gelu[l], w["fcprojw"][l], g["fcprojw"][l],
+            self._linear_backward(was(self.gelu[l]), wl["fcprojw"][l], g["fcprojw"][l],
                                   g["fcprojb"][l], dres, self.dbig1)
             kiln.unary_backward("gelu", self.fch[l], self.dbig1, self.dbig2)
-            self._linear_backward(self.ln2[l], w["fcw"][l], g["fcw"][l], g["fcb"][l],
+            self._linear_backward(was(self.ln2[l]), wl["fcw"][l], g["fcw"][l], g["fcb"][l],
                                   self.dbig2, dtmp)
             self._layernorm_backward(self.res2[l], "ln2", l, dtmp, dres)
-            self._linear_backward(self.atty[l].reshape(-1, C), w["attprojw"][l],
+            self._linear_backward(self.atty[l].reshape(-1, C), wl["attprojw"][l],
                                   g["attprojw"][l], g["attprojb"][l], dres, dtmp)
-            kiln.attention_backward(self.qkv[l], self.atty[l], dtmp.reshape(B, T, C),
-                                    self.lse[l], NH, self.dqkv)
-            self._linear_backward(self.ln1[l], w["qkvw"][l], g["qkvw"][l], g["qkvb"][l],
+            kiln.attention_backward(was(self.qkv[l]), self.atty[l],
+                                    self._to_lp(dtmp).reshape(B, T, C), self.lse[l], NH,
+                                    self.dqkv)
+            self._linear_backward(was(self.ln1[l]), wl["qkvw"][l], g["qkvw"][l], g["qkvb"][l],
                                   self.dqkv.reshape(-1, 3 * C), dtmp)
             res = self.encoded if l == 0 else self.res3[l - 1]
             self._layernorm_backward(res, "ln1", l, dtmp, dres)
@@ -275,13 +319,14 @@ class GPT:
 
     def update(self, lr, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.1, max_norm=1.0):
         """Clip the global gradient norm to max_norm (0: no clipping) and take
-        one AdamW step."""
+        one AdamW step (which refreshes the GEMMs' bf16 copy of the weights)."""
         kiln.grad_norm([self.grads], out=self.norm)
         if max_norm > 0:
             kiln.clip_grad_norm([self.grads], max_norm, norm=self.norm)
         self.steps += 1
         kiln.adamw_step(self.params, self.grads, self.opt_m, self.opt_v, lr=lr, step=self.steps,
-                        beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay)
+                        beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                        w_copy=self.params_lp if self.lp else None)
 
     def step_loss(self, inputs, targets, backward=True):
         """Upload a batch, run the forward pass with the loss (and the
@@ -365,6 +410,8 @@ def parse_args(argv):
     p.add_argument("--val-every", type=int, default=20)
     p.add_argument("--val-batches", type=int, default=4)
     p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--precision", choices=["f32", "bf16"], default="f32",
+                   help="bf16: GEMMs and attention read bf16 copies, f32 master weights")
     p.add_argument("--device", default=None, help="kiln device selector")
     p.add_argument("--print-losses", action="store_true",
                    help="one line 'step N loss X' per step, nothing else per step")
@@ -397,7 +444,7 @@ def main(argv=None):
                 raise GPTError("the %s data holds %d tokens, fewer than one batch of %d x %d + 1"
                                % (name, t.size, B, T))
         dev = kiln.Device(o.device)
-        m = GPT(cfg, B, T, dev)
+        m = GPT(cfg, B, T, dev, "bfloat16" if o.precision == "bf16" else "float32")
         if o.load:
             m.load(o.load)
         else:
@@ -406,9 +453,9 @@ def main(argv=None):
         print("%s: %s" % (PROG, e), file=sys.stderr)
         return 1
     if not o.print_losses:
-        print("%s: %s, f32, GPT-2 L %d, heads %d, C %d, context %d, vocab %d (%d parameters), "
+        print("%s: %s, %s, GPT-2 L %d, heads %d, C %d, context %d, vocab %d (%d parameters), "
               "batch %d x %d, %d training and %d validation tokens, %d steps"
-              % (PROG, dev.name, cfg["layers"], cfg["heads"], cfg["channels"], cfg["max_seq"],
+              % (PROG, dev.name, o.precision, cfg["layers"], cfg["heads"], cfg["channels"], cfg["max_seq"],
                  cfg["vocab"], m.nparams, B, T, train.size, val.size, o.steps))
     batches = Batches(train, B, T)
     total, timed, loss = 0.0, 0, float("nan")

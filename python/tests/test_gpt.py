@@ -6,7 +6,8 @@ parameter's gradient and the losses of 10 AdamW steps, with the C test's
 normwise tolerances (tests/test_gpt_reference.c derives them: 1e-5 forward
 and loss, 2e-5 gradients). Also: the Python trainer gives the C trainer's
 losses bit for bit (same ops, same order, same device), checkpoints save
-and load back, and bad files are refused with the reason."""
+and load back, and bad files are refused with the reason. In f32 and, with
+the C test's bf16 tolerances (1e-2, 2e-2, 1e-3), in bf16."""
 
 import os
 import subprocess
@@ -21,7 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "gpt")
 B, T, STEPS = 2, 11, 10
-TOL_FORWARD, TOL_GRAD, TOL_LOSS = 1e-5, 2e-5, 1e-5
+# (forward and loss, gradients, AdamW steps' losses), as gpt_reference.c
+TOLERANCES = {"float32": (1e-5, 2e-5, 1e-5), "bfloat16": (1e-2, 2e-2, 1e-3)}
 
 
 @pytest.fixture(scope="module")
@@ -40,35 +42,37 @@ def normwise(got, ref):
     return diff / top if top > 0 else diff
 
 
-def tiny_model(example, dev):
+def tiny_model(example, dev, precision="float32"):
     ckpt = os.path.join(FIXTURES, "gpt_tiny.ckpt")
-    m = example.GPT(example.read_header(ckpt), B, T, dev)
+    m = example.GPT(example.read_header(ckpt), B, T, dev, precision)
     m.load(ckpt)
     tokens = example.load_tokens(os.path.join(FIXTURES, "gpt_tiny_tokens.bin"))
     assert tokens.size == B * T + 1
     return m, tokens[:-1].copy(), tokens[1:].copy()
 
 
-def test_against_pytorch(dev, example):
-    m, inputs, targets = tiny_model(example, dev)
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_against_pytorch(dev, example, precision):
+    tol_forward, tol_grad, tol_loss = TOLERANCES[precision]
+    m, inputs, targets = tiny_model(example, dev, precision)
     V = m.cfg["vocab"]
     ref = np.fromfile(os.path.join(FIXTURES, "gpt_tiny_expected.bin"), np.float64)
     assert ref.size == 1 + B * T * V + m.nparams + STEPS
     loss = m.step_loss(inputs, targets)
-    assert abs(loss - ref[0]) / abs(ref[0]) <= TOL_FORWARD, (loss, ref[0])
+    assert abs(loss - ref[0]) / abs(ref[0]) <= tol_forward, (loss, ref[0])
     e = normwise(m.logits.numpy().reshape(-1), ref[1:1 + B * T * V])
-    assert e <= TOL_FORWARD, e
+    assert e <= tol_forward, e
     grads = m.grads.numpy()
     gref = ref[1 + B * T * V:1 + B * T * V + m.nparams]
     for name in example.TENSORS:
         o, n = m.offsets[name], m.sizes[name]
         e = normwise(grads[o:o + n], gref[o:o + n])
-        assert e <= TOL_GRAD, "gradient of %s: normwise %.2e" % (name, e)
+        assert e <= tol_grad, "gradient of %s: normwise %.2e" % (name, e)
     lref = ref[-STEPS:]
     for s in range(STEPS):
         loss = m.step_loss(inputs, targets) if s else loss
         m.update(1e-4, 0.9, 0.999, 1e-8, 0.01, 0.0)
-        assert abs(loss - lref[s]) / abs(lref[s]) <= TOL_LOSS, (s, loss, lref[s])
+        assert abs(loss - lref[s]) / abs(lref[s]) <= tol_loss, (s, loss, lref[s])
 
 
 def test_checkpoints(dev, example, tmp_path):
@@ -117,14 +121,15 @@ def test_tokens_and_schedule(example, tmp_path):
     assert example.lr_at(o, 100) == pytest.approx(3e-5, rel=1e-6)
 
 
-def test_python_gpt_matches_c_trainer(dev, example, capsys):
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+def test_python_gpt_matches_c_trainer(dev, example, capsys, precision):
     trainer = os.environ.get("KILN_GPT_TRAINER")
     if not trainer or not os.path.exists(trainer):
         pytest.skip("KILN_GPT_TRAINER (build/examples/train_gpt) not given")
     args = ["--data", os.path.join(ROOT, "README.md"), "--steps", "3", "--print-losses",
             "--layers", "2", "--heads", "4", "--channels", "32", "--context", "16",
             "--batch", "2", "--val-every", "2", "--val-batches", "2", "--seed", "5",
-            "--device", dev.info["selector"]]
+            "--device", dev.info["selector"], "--precision", precision]
     c = subprocess.run([trainer] + args, capture_output=True, text=True)
     assert c.returncode == 0, c.stderr
     assert example.main(args) == 0
