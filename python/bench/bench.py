@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
-"""Speed of the Python binding (a benchmark, never a test): prints one table.
+"""Speed of the Python binding (a benchmark, never a test): prints tables.
 
-  python3 python/bench/bench.py [--device SEL] [--build build] [--mlp-steps N]
+  python3 python/bench/bench.py [--device SEL] [--build build] [--rounds N]
+      [--calls N] [--mlp-steps N] [--gpt-steps N] [--gpt-124m-steps N]
+      [--gpt-data FILE] [--skip axpy,transfers,mlp]
 
 1. Per-call cost of a warm 16-element axpy: kiln.axpy from Python against
-   kiln_axpy from C (build/python/bench/axpy_call), and PyOpenCL's launch of
-   the same kernel when pyopencl is importable. enqueue: N calls back to
-   back, then one wait, per call; wait: each call followed by waiting for it.
+   kiln_axpy from C (build/python/bench/axpy_call) and PyOpenCL's launch of
+   an axpy kernel on the same device (a row saying why when pyopencl is
+   not importable). enqueue: N calls back to back, then one wait, per
+   call; wait: each call followed by waiting for it.
 2. kiln.asarray and Array.numpy() of 64 MiB of float32 against a NumPy copy
    of the same array (x.copy()), as the ratio copy time / kiln time.
-3. The Fashion-MNIST MLP step (examples/train_fashion_mnist.py) against the
+3. The GPT-2 step: examples/train_gpt.py against the C trainer
+   (build/examples/train_gpt), same arguments, at a small shape and at
+   GPT-2 124M's (B 4, T 64), their mean step times run alternately.
+4. The Fashion-MNIST MLP step (examples/train_fashion_mnist.py) against the
    C trainer (build/examples/train_fashion_mnist), same arguments, median
    step time of each, run alternately.
-Each comparison alternates its two sides for several rounds and reports
-the median of the per-round figures and ratios, since the load of a shared
+Each comparison alternates its sides for several rounds and reports the
+median of the per-round figures and ratios, since the load of a shared
 machine moves between rounds more than within one.
 """
 
@@ -63,12 +69,20 @@ def axpy_python(kiln, dev, n):
     return median_of(enqueue), median_of(wait)
 
 
-def axpy_pyopencl(n):
-    try:
-        import pyopencl as cl
-    except ImportError:
-        return None
-    ctx = cl.create_some_context(interactive=False)
+def ocl_version():
+    import pyopencl as cl
+    return cl.VERSION_TEXT
+
+
+def axpy_pyopencl(dev, n):
+    """PyOpenCL's launch of an axpy kernel on kiln's device (matched by
+    name), each call through Kernel.__call__ as PyOpenCL's users write it.
+    Raises ImportError when pyopencl is missing."""
+    import pyopencl as cl
+    devices = [d for p in cl.get_platforms() for d in p.get_devices() if d.name == dev.name]
+    if not devices:
+        raise ImportError("PyOpenCL sees no device named %r" % dev.name)
+    ctx = cl.Context([devices[0]])
     q = cl.CommandQueue(ctx)
     prg = cl.Program(ctx, "__kernel void axpy(__global const float *x, __global float *y, "
                           "float a) { size_t i = get_global_id(0); y[i] = fma(a, x[i], y[i]); }"
@@ -132,21 +146,91 @@ def transfers(kiln, dev, reps=9):
     return rows
 
 
-def mlp(dev_sel, build, steps, rounds):
-    args = ["--steps", str(steps), "--limit", str(256 * steps), "--test-limit", "256"]
+def c_against_python(program, args, dev_sel, build, rounds, pattern):
+    """Run build/examples/PROGRAM and examples/PROGRAM.py with the same
+    arguments, alternately, `rounds` times each; the step time each prints
+    (pattern's group 1, ms). Returns the medians of C and Python and the
+    median of the rounds' Python / C ratios."""
     if dev_sel:
-        args += ["--device", dev_sel]
-    c_exe = os.path.join(build, "examples", "train_fashion_mnist")
-    py = [sys.executable, os.path.join(ROOT, "examples", "train_fashion_mnist.py")]
+        args = args + ["--device", dev_sel]
+    c_exe = os.path.join(build, "examples", program)
+    py = [sys.executable, os.path.join(ROOT, "examples", program + ".py")]
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
     res = {"c": [], "python": []}
     for _ in range(rounds):
         for name, cmd in (("c", [c_exe]), ("python", py)):
             out = subprocess.run(cmd + args, capture_output=True, text=True, env=env, check=True)
-            ms = float(re.search(r"median step ([0-9.]+) ms", out.stdout).group(1))
-            res[name].append(ms)
+            res[name].append(float(re.search(pattern, out.stdout).group(1)))
     ratio = float(np.median(np.array(res["python"]) / np.array(res["c"])))
     return float(np.median(res["c"])), float(np.median(res["python"])), ratio
+
+
+def mlp(dev_sel, build, steps, rounds):
+    """The MLP trainers' median step times."""
+    args = ["--steps", str(steps), "--limit", str(256 * steps), "--test-limit", "256"]
+    return c_against_python("train_fashion_mnist", args, dev_sel, build, rounds,
+                            r"median step ([0-9.]+) ms")
+
+
+GPT_SHAPES = {
+    "small": ["--layers", "4", "--heads", "4", "--channels", "128", "--context", "64",
+              "--batch", "8"],
+    "124M": ["--layers", "12", "--heads", "12", "--channels", "768", "--context", "1024",
+             "--vocab", "50257", "--batch", "4", "--seq", "64"],
+}
+
+
+def gpt(dev_sel, build, data, shape, steps, rounds):
+    """The GPT-2 trainers' mean step times (steps 2..N, as both print in
+    their summary line)."""
+    args = GPT_SHAPES[shape] + ["--data", data, "--steps", str(steps), "--val-every", "0"]
+    return c_against_python("train_gpt", args, dev_sel, build, rounds,
+                            r"mean step ([0-9.]+) ms")
+
+
+def axpy_table(kiln, dev, o):
+    """The per-call table: C, Python and PyOpenCL alternating in each round."""
+    axpy_c = [os.path.join(o.build, "python", "bench", "axpy_call"), dev.info["selector"],
+              str(o.calls), "3"]
+    rounds = {"c_e": [], "c_w": [], "py_e": [], "py_w": [], "ocl_e": [], "ocl_w": []}
+    ocl_missing = None
+    for _ in range(o.rounds):
+        c = json.loads(subprocess.run(axpy_c, capture_output=True, text=True,
+                                      check=True).stdout)
+        pe, pw = axpy_python(kiln, dev, o.calls)
+        rounds["c_e"].append(c["enqueue_us"])
+        rounds["c_w"].append(c["wait_us"])
+        rounds["py_e"].append(pe)
+        rounds["py_w"].append(pw)
+        try:
+            ocl = axpy_pyopencl(dev, o.calls)
+        except ImportError as e:
+            ocl_missing = str(e)
+            continue
+        rounds["ocl_e"].append(ocl[0])
+        rounds["ocl_w"].append(ocl[1])
+    med = {k: float(np.median(v)) if v else None for k, v in rounds.items()}
+
+    def ratio(a, b):
+        return float(np.median(np.array(rounds[a]) / np.array(rounds[b])))
+
+    print("\n| 16-element axpy, warm (%d rounds) | enqueue (us/call) | call + wait (us/call) |"
+          % o.rounds)
+    print("| --- | --- | --- |")
+    print("| C, kiln_axpy | %.2f | %.2f |" % (med["c_e"], med["c_w"]))
+    print("| Python, kiln.axpy | %.2f | %.2f |" % (med["py_e"], med["py_w"]))
+    if ocl_missing is None:
+        print("| PyOpenCL %s, the same kernel (kernel call) | %.2f | %.2f |"
+              % (ocl_version(), med["ocl_e"], med["ocl_w"]))
+    else:
+        print("| PyOpenCL | skipped: %s (pip install pyopencl, or Debian's "
+              "python3-pyopencl) | |" % ocl_missing)
+    print("| kiln Python / C (median of the rounds' ratios) | %.2f | %.2f |"
+          % (ratio("py_e", "c_e"), ratio("py_w", "c_w")))
+    if ocl_missing is None:
+        print("| kiln Python / PyOpenCL | %.2f | %.2f |"
+              % (ratio("py_e", "ocl_e"), ratio("py_w", "ocl_w")))
+        print("| PyOpenCL / C | %.2f | %.2f |" % (ratio("ocl_e", "c_e"), ratio("ocl_w", "c_w")))
 
 
 def main():
@@ -156,44 +240,38 @@ def main():
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--mlp-steps", type=int, default=30)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--gpt-data", default=os.path.join(ROOT, "README.md"),
+                   help="the GPT trainers' data (any text; default README.md)")
+    p.add_argument("--gpt-steps", type=int, default=11,
+                   help="steps of the small GPT run (0: skip the GPT table)")
+    p.add_argument("--gpt-124m-steps", type=int, default=4,
+                   help="steps of the 124M-shape run, B 4, T 64 (0: skip it)")
+    p.add_argument("--gpt-rounds", type=int, default=1)
+    p.add_argument("--skip", default="", help="comma-separated: axpy, transfers, mlp")
     o = p.parse_args()
     sys.path.insert(0, os.path.join(o.build, "python"))
     import kiln
     dev = kiln.Device(o.device)
     print("device: %s; Python %s, NumPy %s" % (dev.name, sys.version.split()[0], np.__version__))
-    axpy_c = [os.path.join(o.build, "python", "bench", "axpy_call"), dev.info["selector"],
-              str(o.calls), "3"]
-    rounds = {"c_e": [], "c_w": [], "py_e": [], "py_w": [], "ocl_e": [], "ocl_w": []}
-    for _ in range(o.rounds):
-        c = json.loads(subprocess.run(axpy_c, capture_output=True, text=True,
-                                      check=True).stdout)
-        pe, pw = axpy_python(kiln, dev, o.calls)
-        rounds["c_e"].append(c["enqueue_us"])
-        rounds["c_w"].append(c["wait_us"])
-        rounds["py_e"].append(pe)
-        rounds["py_w"].append(pw)
-        ocl = axpy_pyopencl(o.calls)
-        if ocl:
-            rounds["ocl_e"].append(ocl[0])
-            rounds["ocl_w"].append(ocl[1])
-    med = {k: float(np.median(v)) if v else None for k, v in rounds.items()}
-    ratio_e = float(np.median(np.array(rounds["py_e"]) / np.array(rounds["c_e"])))
-    ratio_w = float(np.median(np.array(rounds["py_w"]) / np.array(rounds["c_w"])))
-    print("\n| 16-element axpy, warm (%d rounds) | enqueue (us/call) | call + wait (us/call) |"
-          % o.rounds)
-    print("| --- | --- | --- |")
-    print("| C, kiln_axpy | %.2f | %.2f |" % (med["c_e"], med["c_w"]))
-    print("| Python, kiln.axpy | %.2f | %.2f |" % (med["py_e"], med["py_w"]))
-    print("| Python / C (median of the rounds' ratios) | %.2f | %.2f |" % (ratio_e, ratio_w))
-    if med["ocl_e"] is not None:
-        print("| PyOpenCL, same kernel | %.2f | %.2f |" % (med["ocl_e"], med["ocl_w"]))
-    else:
-        print("| PyOpenCL | not installed | not installed |")
-    print("\n| 64 MiB float32 | ms | x.copy() alongside, ms | x.copy() time / this |")
-    print("| --- | --- | --- | --- |")
-    for name, t, c, r in transfers(kiln, dev):
-        print("| %s | %.2f | %.2f | %.2f |" % (name, t * 1e3, c * 1e3, r))
-    if o.mlp_steps:
+    skip = set(filter(None, o.skip.split(",")))
+    if "axpy" not in skip:
+        axpy_table(kiln, dev, o)
+    if "transfers" not in skip:
+        print("\n| 64 MiB float32 | ms | x.copy() alongside, ms | x.copy() time / this |")
+        print("| --- | --- | --- | --- |")
+        for name, t, c, r in transfers(kiln, dev):
+            print("| %s | %.2f | %.2f | %.2f |" % (name, t * 1e3, c * 1e3, r))
+    if o.gpt_steps or o.gpt_124m_steps:
+        print("\n| GPT-2 step, f32 (mean of steps 2-N; %d round(s)) | C train_gpt, ms | "
+              "examples/train_gpt.py, ms | Python / C |" % o.gpt_rounds)
+        print("| --- | --- | --- | --- |")
+        for shape, steps in (("small", o.gpt_steps), ("124M", o.gpt_124m_steps)):
+            if steps:
+                cm, pm, ratio = gpt(dev.info["selector"], o.build, o.gpt_data, shape, steps,
+                                    o.gpt_rounds)
+                print("| %s (%s) | %.1f | %.1f | %.3f |"
+                      % (shape, " ".join(GPT_SHAPES[shape]), cm, pm, ratio))
+    if o.mlp_steps and "mlp" not in skip:
         cm, pm, ratio = mlp(dev.info["selector"], o.build, o.mlp_steps, o.rounds)
         print("\n| MLP step (784-1024-1024-10, batch 256; %d rounds of %d steps) | median ms |"
               % (o.rounds, o.mlp_steps))

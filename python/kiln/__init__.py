@@ -35,6 +35,9 @@ OpenCLError = OpenclError
 
 float32, float16, bfloat16, int32, uint32 = ("float32", "float16", "bfloat16",
                                              "int32", "uint32")
+# Host copies of at least this many bytes are placed at the device memory's
+# offset within a page (Array._host_empty).
+_ALIGN_MIN_BYTES = 1 << 20
 _DTYPE_CODE = {"float32": 0, "float16": 1, "bfloat16": 2, "int32": 3, "uint32": 4}
 _DTYPE_NAME = {v: k for k, v in _DTYPE_CODE.items()}
 _ALIASES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
@@ -139,6 +142,15 @@ class Device:
     def sync(self):
         """Wait for everything enqueued on the default queue."""
         self.queue.sync()
+
+    def tuning_info(self, op):
+        """Which tuned parameters op runs with on this device
+        (kiln_tuning_get_info): a dict of source ('set', 'file', 'database',
+        'profile', ...), params, figures, path, ignored (why a tuning file
+        or database row is not used), database and used (whether the
+        space's kernels run here). op: 'gemm', 'gemm_cpu', 'gemm_mma',
+        'transpose', 'transpose_cpu', 'reduce', 'elementwise'."""
+        return self.context.tuning_info(op)
 
     def close(self):
         """Wait for the default queue, close it and refuse new work."""
@@ -320,19 +332,33 @@ class Array(_kiln.ArrayBase):
         """A new numpy array with the contents (waits for the work before
         it). bfloat16 comes back as float32 (exactly: widening is exact);
         float16 as numpy.float16."""
-        raw = _np.empty(self.shape, self._host_dtype())
-        if self.is_contiguous:
-            _kiln.read(self, raw, self.offset, self.size)
+        if self.size == 0:
+            raw = _np.empty(self.shape, self._host_dtype())
+        elif self.is_contiguous:
+            raw = _kiln.read_new(self, self.offset, self.size, self._host_empty).reshape(self.shape)
         else:
+            raw = _np.empty(self.shape, self._host_dtype())
             lo, span = self._span()
-            flat = _np.empty(span, self._host_dtype())
-            _kiln.read(self, flat, lo, span)
+            flat = _kiln.read_new(self, lo, span, self._host_empty)
             isz = flat.itemsize
             raw[...] = _np.lib.stride_tricks.as_strided(
                 flat[self.offset - lo:], self.shape, [s * isz for s in self.strides])
         if self._dtype_code == 2:
             return _bf16_to_f32(raw)
         return raw
+
+    def _host_empty(self, page_offset, count):
+        """A new 1-D host array of count elements for a copy (numpy()).
+        A large one starts at page_offset within its 4 KiB page (where the
+        data lies on a CPU device; -1: anywhere), since PoCL's copies into
+        new memory at another offset took up to twice as long."""
+        dt = self._host_dtype()
+        n = dt.itemsize * count
+        if page_offset < 0 or n < _ALIGN_MIN_BYTES:
+            return _np.empty(count, dt)
+        raw = _np.empty(n + 4096, _np.uint8)
+        k = (page_offset - raw.__array_interface__["data"][0]) % 4096
+        return raw[k:k + n].view(dt)
 
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
@@ -473,6 +499,29 @@ def empty(shape, dtype="float32", *, device=None, queue=None):
     return _kiln.empty(_queue_of(device, queue), _shape_tuple(shape), dtype_code(dtype))
 
 
+def tuning_knobs(op):
+    """op's tuning parameter space (kiln_tuning_get_knob): a list of
+    (name, description, values tried) tuples; NotFoundError for an op
+    without one."""
+    return _kiln.tuning_knobs(op)
+
+
+def pinned_empty(shape, dtype="float32", *, device=None, queue=None):
+    """An uninitialised numpy array in pinned (page-locked) host memory of
+    the device (kiln_pinned): transfers from and into it (asarray,
+    copy_from_host, copy_to_host(out=...)) can run by DMA on GPUs. The
+    memory is freed when the array (and every view of it) is gone. dtype:
+    a kiln dtype (bfloat16 as its uint16 bits)."""
+    q = _queue_of(device, queue)
+    shape = _shape_tuple(shape)
+    if any(n < 0 for n in shape):
+        raise ValueError("negative dimension in shape %r" % (shape,))
+    dt = _NP[dtype_code(dtype)]
+    n = dt.itemsize * _np.prod(shape, dtype=_np.int64)
+    mem = _kiln.Pinned(q, int(n) if n else dt.itemsize)
+    return _np.frombuffer(mem, dt, count=int(n) // dt.itemsize).reshape(shape)
+
+
 def empty_like(a, dtype=None):
     """An uninitialised array of a's shape (and dtype), on a's queue."""
     return _kiln.empty(a.queue, a.shape, a._dtype_code if dtype is None else dtype_code(dtype))
@@ -606,6 +655,6 @@ __all__ = [
     "Array", "default_device", "devices", "explain", "version", "last_error",
     "dtype_code", "empty", "empty_like", "zeros", "full", "asarray", "from_dlpack",
     "sync", "wait_all", "float32", "float16", "bfloat16", "int32", "uint32",
-    "kDLCPU", "kDLOpenCL",
+    "kDLCPU", "kDLOpenCL", "tuning_knobs", "pinned_empty",
 ] + list(_ops_all)
 

@@ -181,6 +181,45 @@ def test_64mib_roundtrip(dev, rng):
     np.testing.assert_array_equal(a.numpy(), x)
 
 
+def test_large_copies_of_views(dev, rng):
+    """numpy() of a large view (offset, non-contiguous, float16 and bfloat16)
+    through read_new, whose destination starts at the device data's offset
+    within a page on a CPU device; a blocking copy_to_host / copy_from_host
+    of a large array (mapped on a CPU device) followed by an op."""
+    x = rng.standard_normal((1031, 1029)).astype(np.float32)
+    a = kiln.asarray(x, device=dev)
+    np.testing.assert_array_equal(a[3:].numpy(), x[3:])
+    np.testing.assert_array_equal(a[5:, 2:1000].numpy(), x[5:, 2:1000])
+    np.testing.assert_array_equal(a.T.numpy(), x.T)
+    h = kiln.asarray(x, dtype="float16", device=dev)
+    np.testing.assert_array_equal(h[1:].numpy(), x[1:].astype(np.float16))
+    b = kiln.asarray(x, dtype="bfloat16", device=dev)
+    np.testing.assert_array_equal(b[7:].numpy(), kiln.asarray(x[7:], dtype="bfloat16",
+                                                                device=dev).numpy())
+    y = np.empty_like(x)
+    kiln.exp(a, out=a)
+    a.copy_to_host(out=y)
+    np.testing.assert_allclose(y, np.exp(x.astype(np.float64)), rtol=1e-6)
+    a.copy_from_host(x)
+    kiln.scale(a, 2.0)
+    np.testing.assert_array_equal(a.numpy(), 2 * x)
+    if dev.info["type"] == "CPU":
+        seen = []
+        n = x.size - 1029
+        kiln._kiln.read_new(a, 1029, n, lambda o, k: seen.append(o) or np.empty(k, np.float32))
+        assert 0 <= seen[0] < 4096 and seen[0] % 4 == 0
+        assert a[1:].numpy().__array_interface__["data"][0] % 4096 == seen[0]
+    for bad in [(-1, 4), (0, 0), (0, x.size + 1)]:
+        with pytest.raises(ValueError):
+            kiln._kiln.read_new(a, bad[0], bad[1], lambda o, n: np.empty(n, np.float32))
+    with pytest.raises(ValueError, match="bytes"):
+        kiln._kiln.read_new(a, 0, 4, lambda o, n: np.empty(n + 1, np.float32))
+    with pytest.raises(TypeError):
+        kiln._kiln.read_new(a, 0, 4, lambda o, n: "not a buffer")
+    with pytest.raises(ZeroDivisionError):
+        kiln._kiln.read_new(a, 0, 4, lambda o, n: 1 // 0)
+
+
 def test_array_keeps_context_alive(dev):
     d = kiln.Device(dev.info["selector"])
     a = kiln.full(8, 3.0, device=d)

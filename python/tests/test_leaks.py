@@ -23,6 +23,12 @@ def cycle(dev, q, host, i):
     cap = a.__dlpack__()                            # capsule holding the array
     out = np.empty(4, np.float32)
     e2 = c.copy_to_host_async(out, wait=[ev])       # event holding host memory
+    if i % 10 == 5:
+        r = b.numpy()                               # read_new (mapped on a CPU device)
+        a.copy_from_host(host)                      # blocking write (mapped likewise)
+        if i % 100 == 5:
+            p = kiln.pinned_empty(4, device=dev)    # pinned host memory
+            p[:] = r
     del cap, v
     return b, e2
 
@@ -30,6 +36,7 @@ def cycle(dev, q, host, i):
 def test_no_leak(dev):
     q = dev.new_queue()
     host = np.arange(4, dtype=np.float32)
+    big = kiln.zeros(1 << 19, device=dev)  # 2 MiB: numpy() places its copy in a page
     for _ in range(200):  # warm: kernels built, pools filled, caches made
         cycle(dev, q, host, 0)
     dev.sync()
@@ -42,6 +49,7 @@ def test_no_leak(dev):
         b, e2 = cycle(dev, q, host, i)
         if i % 1000 == 0:
             e2.wait()
+            assert big.numpy()[-1] == 0
     e2.wait()
     np.testing.assert_allclose(b.numpy(), np.exp(np.ones(4)), rtol=1e-6)
     del b, e2
