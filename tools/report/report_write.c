@@ -80,6 +80,15 @@ static json_t *build_json(report *r) {
                       str_or_null(r->db_rows[0] ? rel(r, r->db_rows) : NULL));
   if (r->tuning_why[0])
     json_object_set_new(doc, "tuning_why", json_string(r->tuning_why));
+  json_object_set_new(doc, "matrix_units",
+                      str_or_null(r->mma_verdict[0] ? r->mma_verdict : NULL));
+  static const char *const groups[] = {"info",  "tests",  "tune",
+                                       "bench", "cublas", "train"};
+  json_t *ran = json_array();
+  for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+    if (r->groups & (1u << i))
+      json_array_append_new(ran, json_string(groups[i]));
+  json_object_set_new(doc, "step_groups", ran);
   /* kiln info --json's document, as it is: every device and platform. */
   for (size_t i = 0; i < r->nsteps; i++)
     if (strcmp(r->steps[i].name, "info") == 0 && r->steps[i].status == STEP_OK) {
@@ -109,7 +118,14 @@ static void write_summary(report *r, FILE *f) {
                "selector %s\n",
             r->device_name, kiln_device_type_name((kiln_device_type)r->device_type),
             r->device_vendor, r->driver, r->platform, r->profile, r->selector);
-  fprintf(f, "- build tree: %s\n\n", r->build[0] ? r->build : r->build_why);
+  fprintf(f, "- build tree: %s\n", r->build[0] ? r->build : r->build_why);
+  if (r->groups != REPORT_ALL)
+    fprintf(f, "- a part of the report (--steps): only some groups of steps "
+               "ran\n");
+  if (r->mma_verdict[0])
+    fprintf(f, "- GEMM on the matrix units (after tuning): %s\n",
+            r->mma_verdict);
+  fputc('\n', f);
   if (r->diagnosis[0])
     fprintf(f, "## No GPU report\n\n%s\n\n", r->diagnosis);
   if (r->nsteps > 0) {
