@@ -204,7 +204,6 @@ part() {
   # Here, the GPU family's kernels on PoCL, so that kiln tune has spaces to
   # search (as the report_quick test does).
   [ "$POCL" = 1 ] && export KILN_PROFILE=${KILN_PROFILE:-nvidia}
-  [ -d "$KIT_SRC/fashion-mnist" ] && export KILN_FMNIST_DIR=$KIT_SRC/fashion-mnist
   # Part 3 after a machine that went back: part 2's tuning, carried.
   if [ "$n" = 3 ] && [ ! -f "$STATE/tuning.txt" ] && [ -f "$KIT_SRC/tuning.txt" ]; then
     export KILN_TUNING=$KIT_SRC/tuning.txt
@@ -216,6 +215,7 @@ part() {
   [ "$left" -ge 60 ] || die "only $left s left for kiln report after the set-up"
   local args=(report --steps "$steps" --out "$out" --time-limit "$left" --wide)
   [ "$POCL" = 1 ] && args+=(--quick)
+  [ -d "$KIT_SRC/fashion-mnist" ] && args+=(--fmnist-data "$KIT_SRC/fashion-mnist")
   say "kiln ${args[*]}"
   "$BUILD/tools/kiln" "${args[@]}"
   local rc=$?

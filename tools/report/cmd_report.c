@@ -31,6 +31,7 @@ static void usage(FILE *out) {
           "usage: kiln report [--device SEL] [--out DIR] [--quick]\n"
           "                   [--time-limit SECONDS] [--tune-budget SECONDS]\n"
           "                   [--steps GROUPS] [--gpt-data FILE]\n"
+          "                   [--fmnist-data DIR]\n"
           "                   [--build DIR] [--wide]\n"
           "\n"
           "Measure a device in one run and write a folder: summary.md,\n"
@@ -44,8 +45,9 @@ static void usage(FILE *out) {
           "the matrix units, on NVIDIA's OpenCL); kiln bench (f32, f16 and\n"
           "bf16 GEMM included); kiln-compare-cublas where it was built (SGEMM\n"
           "with TF32 off, bf16 and f16 GEMM); the trainers in f32 and bf16:\n"
-          "the Fashion-MNIST MLP and CNN for one epoch, GPT-2 at the 124M\n"
-          "shape for a few steps. A step that fails or cannot run is\n"
+          "the Fashion-MNIST MLP for one epoch and CNN on 16384 examples,\n"
+          "GPT-2 at the 124M shape for 8 steps. A step that fails or cannot\n"
+          "run is\n"
           "recorded with its reason and the report goes on. It never uses the\n"
           "network. On a CPU device it runs at a small scale (as --quick).\n"
           "When no OpenCL GPU is found on a machine with an NVIDIA driver, it\n"
@@ -63,9 +65,13 @@ static void usage(FILE *out) {
           "                       separated: info, tests, tune, bench,\n"
           "                       cublas, train, all (default all; on a GPU\n"
           "                       all of them take more than 9 minutes:\n"
-          "                       tools/gpu-session.sh runs two parts)\n"
+          "                       tools/gpu-session.sh runs three\n"
+          "                       parts)\n"
           "      --gpt-data FILE  the GPT-2 trainer's text (default: a text\n"
           "                       of pseudo-random words written to /tmp)\n"
+          "      --fmnist-data DIR\n"
+          "                       Fashion-MNIST's gzip'd IDX files (default\n"
+          "                       /usr/share/datasets/fashion-mnist)\n"
           "      --tune-budget SECONDS\n"
           "                       kiln tune's time for all ops together\n"
           "                       (default 200, 12 at the small scale)\n"
@@ -126,7 +132,7 @@ static void find_build(report *r, const char *given) {
 
 int kiln_cmd_report(int argc, char **argv) {
   /* --tune-budget has no short form: -b is kiln tune's --budget. */
-  enum { OPT_TUNE_BUDGET = 256, OPT_GPT_DATA };
+  enum { OPT_TUNE_BUDGET = 256, OPT_GPT_DATA, OPT_FMNIST_DATA };
   static const struct option opts[] = {
       {"device", required_argument, 0, 'd'},
       {"out", required_argument, 0, 'O'},
@@ -136,6 +142,7 @@ int kiln_cmd_report(int argc, char **argv) {
       {"build", required_argument, 0, 'B'},
       {"steps", required_argument, 0, 'S'},
       {"gpt-data", required_argument, 0, OPT_GPT_DATA},
+      {"fmnist-data", required_argument, 0, OPT_FMNIST_DATA},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   static report r; /* large: steps with their paths */
@@ -164,8 +171,11 @@ int kiln_cmd_report(int argc, char **argv) {
         return CLI_USAGE;
       break;
     case OPT_GPT_DATA:
-      if (realpath(optarg, r.gpt_data) == NULL) {
-        cli_usage_error("kiln report", "--gpt-data %s: %s", optarg,
+    case OPT_FMNIST_DATA:
+      if (realpath(optarg, c == OPT_GPT_DATA ? r.gpt_data : r.fmnist_data) ==
+          NULL) {
+        cli_usage_error("kiln report", "--%s %s: %s",
+                        c == OPT_GPT_DATA ? "gpt-data" : "fmnist-data", optarg,
                         strerror(errno));
         return CLI_USAGE;
       }

@@ -417,9 +417,7 @@ static void plan_trainer(report *r) {
   char fmnist[PATH_MAX + 64], gpt[PATH_MAX + 64], fmnist_train[PATH_MAX + 64];
   snprintf(fmnist, sizeof fmnist, "%s/examples/train_fashion_mnist", r->build);
   snprintf(gpt, sizeof gpt, "%s/examples/train_gpt", r->build);
-  const char *data_dir = getenv("KILN_FMNIST_DIR");
-  if (data_dir == NULL || data_dir[0] == '\0')
-    data_dir = FMNIST_DIR;
+  const char *data_dir = r->fmnist_data[0] ? r->fmnist_data : FMNIST_DIR;
   snprintf(fmnist_train, sizeof fmnist_train,
            "%s/train-images-idx3-ubyte.gz", data_dir);
   for (size_t m = 0; m < 3; m++)
@@ -437,7 +435,7 @@ static void plan_trainer(report *r) {
                      "zlib was not found)", path);
       else if (!is_gpt && !exists(fmnist_train))
         step_skip(s, "no Fashion-MNIST data at %s (Debian package "
-                     "dataset-fashion-mnist, or KILN_FMNIST_DIR)",
+                     "dataset-fashion-mnist, or --fmnist-data)",
                   fmnist_train);
       else if (is_gpt && !gpt_data(r, why, sizeof why))
         step_skip(s, "%s", why);

@@ -30,6 +30,7 @@ typedef struct report {
    * writes (gpt_data_temp: removed at the end). */
   char gpt_data[PATH_MAX];
   bool gpt_data_temp;
+  char fmnist_data[PATH_MAX]; /* --fmnist-data, or "": Debian's folder */
   double start, deadline, tune_budget;
   /* The device: selector for the steps ("P:D"), what it is. */
   char selector[32];
