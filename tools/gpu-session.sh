@@ -160,8 +160,21 @@ build() {
     return 0
   fi
   BUILD=$ROOT/build-gpu-session
-  command -v cc >/dev/null || die "no C compiler (cc) on this machine"
-  command -v ninja >/dev/null || die "no ninja on this machine"
+  command -v cc >/dev/null || command -v gcc >/dev/null ||
+    die "no C compiler (cc, gcc) on this machine"
+  # pip's ninja and meson (a CUDA image's Python has them) where their
+  # scripts are not on PATH.
+  if ! command -v ninja >/dev/null; then
+    local bin
+    bin=$(python3 -c 'import ninja; print(ninja.BIN_DIR)' 2>/dev/null) &&
+      export PATH="$PATH:$bin"
+    command -v ninja >/dev/null || die "no ninja on this machine (nor Python's ninja package)"
+  fi
+  # meson finds CUDA (for kiln-compare-cublas) through CUDA_PATH or nvcc.
+  if [ -z "${CUDA_PATH:-}" ] && command -v nvcc >/dev/null; then
+    CUDA_PATH=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
+    export CUDA_PATH
+  fi
   # A tree configured from another path (a new copy of the checkout) is
   # configured again from scratch.
   if [ -f "$BUILD/build.ninja" ] &&

@@ -46,7 +46,7 @@ static void usage(FILE *out) {
           "bf16 GEMM included); kiln-compare-cublas where it was built (SGEMM\n"
           "with TF32 off, bf16 and f16 GEMM); the trainers in f32 and bf16:\n"
           "the Fashion-MNIST MLP for one epoch and CNN on 16384 examples,\n"
-          "GPT-2 at the 124M shape for 8 steps. A step that fails or cannot\n"
+          "GPT-2 at the 124M shape for 6 steps. A step that fails or cannot\n"
           "run is\n"
           "recorded with its reason and the report goes on. It never uses the\n"
           "network. On a CPU device it runs at a small scale (as --quick).\n"

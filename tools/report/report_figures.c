@@ -156,8 +156,25 @@ static void parse_gpt(step *s, const char *text) {
   double step_ms, tokens, loss;
   if (line == NULL ||
       sscanf(line, "summary: steps %llu, mean step %lf ms, %lf tokens/s, "
-                   "loss %lf", &steps, &step_ms, &tokens, &loss) != 4)
+                   "loss %lf", &steps, &step_ms, &tokens, &loss) != 4) {
+    /* Cut short (its time limit): the mean of the steps it printed, the
+     * first left out as in its summary ("step 2/8: loss L, lr X, T ms,
+     * N tokens/s"). */
+    double sum = 0, t;
+    unsigned long long n = 0, k, of;
+    for (line = text; line != NULL && *line;) {
+      char lr[32];
+      if (sscanf(line, "step %llu/%llu: loss %lf, lr %31[^,], %lf ms", &k, &of,
+                 &loss, lr, &t) == 5 && k > 1)
+        sum += t, n++;
+      line = strchr(line, '\n');
+      line = line ? line + 1 : NULL;
+    }
+    if (n > 0)
+      step_figure(s, "mean step (after the first; cut short)", sum / (double)n,
+                  "ms");
     return;
+  }
   step_figure(s, "mean step (after the first)", step_ms, "ms");
   step_figure(s, "tokens per second", tokens, "tokens/s");
   step_figure(s, "loss", loss, "");
