@@ -11,6 +11,8 @@ the build tree as a user would:
 - summary.md names every step with its status;
 - with no OpenCL platform at all (OCL_ICD_VENDORS at an empty directory) it
   still writes both files, says why there is no report, and exits 1;
+- the speed targets of issue 22 it can compute (here the MLP's f32 step
+  over its bf16 step) are in report.json and summary.md;
 - --steps runs only the groups it names (and says so);
 - a bad option, or a --steps group that does not exist, is a usage error
   (2).
@@ -112,6 +114,14 @@ def main():
                            for f in figures), f"{name}: no {figure}"
         assert "kiln bench" in steps["bench"]["command"] or \
             " bench " in steps["bench"]["command"], steps["bench"]["command"]
+        # Issue 22's targets from the figures there are (no cuBLAS here):
+        # the MLP's f32 step over its bf16 step.
+        if all(steps[f"train mlp {p}"]["status"] == "ok" for p in ("f32", "bf16")):
+            mlp = [t for t in doc["targets"] if t["target"].startswith("MLP step")]
+            assert len(mlp) == 1 and mlp[0]["goal"] == 5, doc["targets"]
+            assert mlp[0]["met"] == (mlp[0]["value"] >= 5), mlp
+            assert "## Speed targets" in summary
+        assert not any(t["target"].startswith("sgemm") for t in doc["targets"])
         assert os.path.exists(os.path.join(out, doc["tuning_file"]))
         with open(os.path.join(out, doc["tuning_db_rows"]), encoding="utf-8") as f:
             rows = f.read()
