@@ -11,7 +11,13 @@
 # them on. The PTX must also hold the instructions (an emptied asm() would
 # pass ptxas) and declare its __local tiles 16-byte aligned (ldmatrix's
 # rule, which ptxas cannot check); a control run checks that ptxas
-# refuses a wrong mma.sync.
+# refuses a wrong mma.sync. ptxas -v must also report no spills and no
+# stack frame, with the work-group size the kernel requires declared to
+# ptxas (.reqntid 32, WARPS, 1: clang does not write it, NVIDIA's
+# compiler does), so that a 1024-work-item point is held to 64 registers
+# as on the GPU; the points include the space's extremes: 128
+# accumulators per lane with BK 64 (the most registers) and 32 warps (the
+# fewest registers allowed).
 #
 # Usage: tests/check_mma_ptx.sh CL_KERNELS_DIR
 # Exit 77 (skipped) without ptxas (PTXAS, else /usr/local/cuda/bin/ptxas or
@@ -37,7 +43,8 @@ trap 'rm -rf "$work"' EXIT
 
 failed=0
 # point: BM BN BK WM WN STAGES; "probe": the compile probe alone.
-for point in "64 64 32 32 32 2" "32 32 16 16 16 1" "128 128 32 64 64 2" probe; do
+for point in "64 64 32 32 32 2" "32 32 16 16 16 1" "128 128 32 64 64 2" \
+    "64 64 64 64 64 2" "64 128 32 16 16 2" probe; do
   for dt in 1 2; do
     if [ "$point" = probe ]; then
       defs="-DKILN_MMA_PROBE=1"
@@ -80,6 +87,16 @@ for point in "64 64 32 32 32 2" "32 32 16 16 16 1" "128 128 32 64 64 2" probe; d
       failed=1
       continue
     fi
+    # The work-group the kernel requires (reqd_work_group_size), for
+    # ptxas's register limit.
+    if [ "$point" != probe ]; then
+      warps=$(( ($1 / $4) * ($2 / $5) ))
+      awk -v w="$warps" '/^\.visible \.entry gemm_mma\(/ { e = 1 }
+        e && /^\)/ { print ") .reqntid 32, " w ", 1"; e = 0; next } { print }' \
+        "$ptx" > "$work/req.ptx" && mv "$work/req.ptx" "$ptx"
+      grep -q "^) \.reqntid 32, $warps, 1" "$ptx" ||
+        { echo "FAIL $name: no .reqntid written"; failed=1; continue; }
+    fi
     for sm in 80 90; do
       in=$ptx
       if [ "$sm" = 90 ]; then
@@ -87,8 +104,15 @@ for point in "64 64 32 32 32 2" "32 32 16 16 16 1" "128 128 32 64 64 2" probe; d
         sed -e 's/^\.target sm_80/.target sm_90/' \
             -e 's/^\.version [0-9.]*/.version 7.8/' "$ptx" > "$in"
       fi
-      if "$ptxas" -arch=sm_$sm -o "$work/k.cubin" "$in" 2> "$work/err"; then
-        echo "ok   $name sm_$sm ($mma mma.sync, $ldsm ldmatrix)"
+      if "$ptxas" -v -arch=sm_$sm -o "$work/k.cubin" "$in" 2> "$work/err"; then
+        use=$(grep -o "Used [0-9]* registers" "$work/err" | head -1)
+        if ! grep -q "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" "$work/err"; then
+          echo "FAIL $name sm_$sm: spills or a stack frame ($use):"
+          grep -E "stack frame|spill" "$work/err" | head -3
+          failed=1
+          continue
+        fi
+        echo "ok   $name sm_$sm ($mma mma.sync, $ldsm ldmatrix; $use, no spills)"
       else
         echo "FAIL $name sm_$sm:"
         head -5 "$work/err"

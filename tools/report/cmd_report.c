@@ -30,6 +30,8 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: kiln report [--device SEL] [--out DIR] [--quick]\n"
           "                   [--time-limit SECONDS] [--tune-budget SECONDS]\n"
+          "                   [--steps GROUPS] [--gpt-data FILE]\n"
+          "                   [--fmnist-data DIR]\n"
           "                   [--build DIR] [--wide]\n"
           "\n"
           "Measure a device in one run and write a folder: summary.md,\n"
@@ -39,9 +41,13 @@ static void usage(FILE *out) {
           "(tuning.txt) and its rows in the format of kiln's tuning database\n"
           "(tuning_db_rows.txt). The steps, each a child process with a time\n"
           "limit: kiln info; the device tests of the build tree (meson test);\n"
-          "kiln tune on every op, the budget divided among them; kiln bench;\n"
-          "kiln-compare-cublas where it was built; the Fashion-MNIST trainer\n"
-          "for one epoch, f32 and bf16. A step that fails or cannot run is\n"
+          "kiln tune on every op, the budget divided among them (gemm_mma,\n"
+          "the matrix units, on NVIDIA's OpenCL); kiln bench (f32, f16 and\n"
+          "bf16 GEMM included); kiln-compare-cublas where it was built (SGEMM\n"
+          "with TF32 off, bf16 and f16 GEMM); the trainers in f32 and bf16:\n"
+          "the Fashion-MNIST MLP for one epoch and CNN on 16384 examples,\n"
+          "GPT-2 at the 124M shape for 6 steps. A step that fails or cannot\n"
+          "run is\n"
           "recorded with its reason and the report goes on. It never uses the\n"
           "network. On a CPU device it runs at a small scale (as --quick).\n"
           "When no OpenCL GPU is found on a machine with an NVIDIA driver, it\n"
@@ -55,6 +61,17 @@ static void usage(FILE *out) {
           "                       a few test programs, a trainer subset\n"
           "  -t, --time-limit SECONDS\n"
           "                       the whole report's limit (default 540)\n"
+          "  -S, --steps GROUPS   run only these groups of steps, comma-\n"
+          "                       separated: info, tests, tune, bench,\n"
+          "                       cublas, train, all (default all; on a GPU\n"
+          "                       all of them take more than 9 minutes:\n"
+          "                       tools/gpu-session.sh runs three\n"
+          "                       parts)\n"
+          "      --gpt-data FILE  the GPT-2 trainer's text (default: a text\n"
+          "                       of pseudo-random words written to /tmp)\n"
+          "      --fmnist-data DIR\n"
+          "                       Fashion-MNIST's gzip'd IDX files (default\n"
+          "                       /usr/share/datasets/fashion-mnist)\n"
           "      --tune-budget SECONDS\n"
           "                       kiln tune's time for all ops together\n"
           "                       (default 200, 12 at the small scale)\n"
@@ -115,7 +132,7 @@ static void find_build(report *r, const char *given) {
 
 int kiln_cmd_report(int argc, char **argv) {
   /* --tune-budget has no short form: -b is kiln tune's --budget. */
-  enum { OPT_TUNE_BUDGET = 256 };
+  enum { OPT_TUNE_BUDGET = 256, OPT_GPT_DATA, OPT_FMNIST_DATA };
   static const struct option opts[] = {
       {"device", required_argument, 0, 'd'},
       {"out", required_argument, 0, 'O'},
@@ -123,6 +140,9 @@ int kiln_cmd_report(int argc, char **argv) {
       {"time-limit", required_argument, 0, 't'},
       {"tune-budget", required_argument, 0, OPT_TUNE_BUDGET},
       {"build", required_argument, 0, 'B'},
+      {"steps", required_argument, 0, 'S'},
+      {"gpt-data", required_argument, 0, OPT_GPT_DATA},
+      {"fmnist-data", required_argument, 0, OPT_FMNIST_DATA},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   static report r; /* large: steps with their paths */
@@ -130,7 +150,8 @@ int kiln_cmd_report(int argc, char **argv) {
   const char *selector = NULL, *out = "kiln-report", *build = NULL;
   double time_limit = 540, tune_budget = 0;
   cli args;
-  cli_begin(&args, "kiln report", argc, argv, "d:O:qt:B:h", opts);
+  r.groups = REPORT_ALL;
+  cli_begin(&args, "kiln report", argc, argv, "d:O:qt:B:S:h", opts);
   for (int c; (c = cli_next(&args)) != -1;) {
     switch (c) {
     case 'd': selector = optarg; break;
@@ -145,6 +166,20 @@ int kiln_cmd_report(int argc, char **argv) {
         return 2;
       break;
     case 'B': build = optarg; break;
+    case 'S':
+      if ((r.groups = report_parse_groups(optarg)) == 0)
+        return CLI_USAGE;
+      break;
+    case OPT_GPT_DATA:
+    case OPT_FMNIST_DATA:
+      if (realpath(optarg, c == OPT_GPT_DATA ? r.gpt_data : r.fmnist_data) ==
+          NULL) {
+        cli_usage_error("kiln report", "--%s %s: %s",
+                        c == OPT_GPT_DATA ? "gpt-data" : "fmnist-data", optarg,
+                        strerror(errno));
+        return CLI_USAGE;
+      }
+      break;
     case 'h': usage(stdout); return CLI_OK;
     default: return CLI_USAGE;
     }
@@ -189,12 +224,16 @@ int kiln_cmd_report(int argc, char **argv) {
       fprintf(stderr, "kiln report: %s ...\n", s->name);
       step_run(s, r.logdir, r.deadline);
       report_classify(s, r.kinds[i]);
+      if (strcmp(r.kinds[i], "verdict") == 0)
+        report_read_verdict(&r, s);
       report_parse_figures(s, r.kinds[i]);
       fprintf(stderr, "kiln report: %s: %s%s%s (%.1f s)\n", s->name,
               step_status_name(s->status), s->reason[0] ? ": " : "",
               s->reason, s->seconds);
     }
     report_collect_tuning(&r);
+    if (r.gpt_data_temp)
+      unlink(r.gpt_data);
   }
   const bool written = report_write(&r);
   int status = found && written ? 0 : 1;

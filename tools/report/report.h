@@ -56,7 +56,7 @@ const char *step_status_name(step_status st);
 void step_figure(step *s, const char *name, double value, const char *unit);
 
 /* report_figures.c: fill s->figures from its output; kind is "bench",
- * "tune", "cublas" or "trainer". */
+ * "tune", "cublas", "trainer" (train_fashion_mnist) or "gpt" (train_gpt). */
 void report_parse_figures(step *s, const char *kind);
 /* Write backends/tuning_db.c rows for the tuning file's ops to rows_path:
  * their count, or -1 when the file cannot be read or written. */

@@ -60,7 +60,7 @@ static void parse_tune(step *s, json_t *doc) {
   json_array_foreach(json_object_get(doc, "sizes"), i, sz) {
     /* Sizes as kiln tune names them: MxNxK for GEMM, RxC for transpose,
      * elements for the others. */
-    const int dims = op == NULL ? 3 : strcmp(op, "gemm") == 0 ? 3
+    const int dims = op == NULL ? 3 : strncmp(op, "gemm", 4) == 0 ? 3
                                     : strcmp(op, "transpose") == 0 ? 2 : 1;
     char name[160];
     const long long m = (long long)json_integer_value(json_object_get(sz, "m")),
@@ -99,23 +99,32 @@ static char *read_text(const char *path) {
   return text;
 }
 
-/* kiln-compare-cublas's table rows: "sgemm 1024 19.0 TF/s 21.8 TF/s 0.87"
- * and "sum 67108864 2500 GB/s 2900 GB/s 0.86". */
+/* kiln-compare-cublas's table rows: "sgemm 1024 19.0 TF/s 21.8 TF/s 0.87
+ * err 1.2e-07", the same for gemm_bf16 and gemm_f16, and "sum 67108864
+ * 2500 GB/s 2900 GB/s 0.86". */
 static void parse_cublas(step *s, const char *text) {
   for (const char *line = text; line != NULL && *line;) {
     char op[32], u1[8], u2[8];
     unsigned long long size;
-    double kiln, ref, ratio;
-    if (sscanf(line, "%31s %llu %lf %7s %lf %7s %lf", op, &size, &kiln, u1,
-               &ref, u2, &ratio) == 7) {
+    double kiln, ref, ratio, err;
+    int used = 0;
+    if (sscanf(line, "%31s %llu %lf %7s %lf %7s %lf%n", op, &size, &kiln, u1,
+               &ref, u2, &ratio, &used) == 7) {
+      const char *what = strcmp(op, "sgemm") == 0 ? "cuBLAS SGEMM (TF32 off)"
+                         : strncmp(op, "gemm_", 5) == 0
+                             ? "cuBLAS GemmEx (compute 32F)"
+                             : "cudaMemcpy";
       char name[96];
       snprintf(name, sizeof name, "%s %llu kiln", op, size);
       step_figure(s, name, kiln, u1);
-      snprintf(name, sizeof name, "%s %llu %s", op, size,
-               strcmp(op, "sgemm") == 0 ? "cuBLAS (TF32 off)" : "cudaMemcpy");
+      snprintf(name, sizeof name, "%s %llu %s", op, size, what);
       step_figure(s, name, ref, u2);
       snprintf(name, sizeof name, "%s %llu kiln/reference", op, size);
       step_figure(s, name, ratio, "ratio");
+      if (sscanf(line + used, " err %lf", &err) == 1) {
+        snprintf(name, sizeof name, "%s %llu error against cuBLAS", op, size);
+        step_figure(s, name, err, "relative");
+      }
     }
     line = strchr(line, '\n');
     line = line ? line + 1 : NULL;
@@ -137,6 +146,38 @@ static void parse_trainer(step *s, const char *text) {
   step_figure(s, "epoch", epoch_s, "s");
   step_figure(s, "loss", loss, "");
   step_figure(s, "test accuracy", accuracy, "%");
+}
+
+/* The GPT-2 trainer's "summary: steps N, mean step X ms, T tokens/s, loss
+ * L" line (its mean leaves out the first step, which builds the kernels). */
+static void parse_gpt(step *s, const char *text) {
+  const char *line = text ? strstr(text, "summary: steps ") : NULL;
+  unsigned long long steps;
+  double step_ms, tokens, loss;
+  if (line == NULL ||
+      sscanf(line, "summary: steps %llu, mean step %lf ms, %lf tokens/s, "
+                   "loss %lf", &steps, &step_ms, &tokens, &loss) != 4) {
+    /* Cut short (its time limit): the mean of the steps it printed, the
+     * first left out as in its summary ("step 2/8: loss L, lr X, T ms,
+     * N tokens/s"). */
+    double sum = 0, t;
+    unsigned long long n = 0, k, of;
+    for (line = text; line != NULL && *line;) {
+      char lr[32];
+      if (sscanf(line, "step %llu/%llu: loss %lf, lr %31[^,], %lf ms", &k, &of,
+                 &loss, lr, &t) == 5 && k > 1)
+        sum += t, n++;
+      line = strchr(line, '\n');
+      line = line ? line + 1 : NULL;
+    }
+    if (n > 0)
+      step_figure(s, "mean step (after the first; cut short)", sum / (double)n,
+                  "ms");
+    return;
+  }
+  step_figure(s, "mean step (after the first)", step_ms, "ms");
+  step_figure(s, "tokens per second", tokens, "tokens/s");
+  step_figure(s, "loss", loss, "");
 }
 
 void report_parse_figures(step *s, const char *kind) {
@@ -166,6 +207,8 @@ void report_parse_figures(step *s, const char *kind) {
     parse_cublas(s, text);
   } else if (strcmp(kind, "trainer") == 0) {
     parse_trainer(s, text);
+  } else if (strcmp(kind, "gpt") == 0) {
+    parse_gpt(s, text);
   }
   free(text);
 }

@@ -37,6 +37,57 @@ static json_t *device_json(const report *r) {
                    "selector", r->selector);
 }
 
+/* The value of step's figure, or -1 when the report has none. */
+static double figure(const report *r, const char *step_name, const char *name) {
+  for (size_t i = 0; i < r->nsteps; i++) {
+    if (strcmp(r->steps[i].name, step_name) != 0)
+      continue;
+    size_t j;
+    json_t *f;
+    json_array_foreach(r->steps[i].figures, j, f) {
+      if (strcmp(json_string_value(json_object_get(f, "name")), name) == 0)
+        return json_number_value(json_object_get(f, "value"));
+    }
+  }
+  return -1;
+}
+
+/* Issue 22's speed targets, from the figures this report has: kiln over
+ * cuBLAS at 4096 and 8192 (SGEMM with TF32 off, at least 0.9; bf16 and f16
+ * GEMM, at least 0.5) and the MLP's f32 step over its bf16 step (at least
+ * 5). An array of {target, value, goal, met}; empty when none applies. */
+static json_t *targets(const report *r) {
+  json_t *out = json_array();
+  static const struct {
+    const char *op;
+    double goal;
+  } gemms[] = {{"sgemm", 0.9}, {"gemm_bf16", 0.5}, {"gemm_f16", 0.5}};
+  static const char *const sizes[] = {"4096", "8192"};
+  for (size_t g = 0; g < 3; g++)
+    for (size_t n = 0; n < 2; n++) {
+      char name[96], what[160];
+      snprintf(name, sizeof name, "%s %s kiln/reference", gemms[g].op,
+               sizes[n]);
+      const double v = figure(r, "compare-cublas", name);
+      if (v < 0)
+        continue;
+      snprintf(what, sizeof what, "%s %s: kiln / cuBLAS%s", gemms[g].op,
+               sizes[n], g == 0 ? " (TF32 off)" : "");
+      json_array_append_new(out, json_pack("{s:s, s:f, s:f, s:b}", "target",
+                                           what, "value", v, "goal",
+                                           gemms[g].goal, "met",
+                                           v >= gemms[g].goal));
+    }
+  const double f32 = figure(r, "train mlp f32", "median step"),
+               bf16 = figure(r, "train mlp bf16", "median step");
+  if (f32 > 0 && bf16 > 0)
+    json_array_append_new(
+        out, json_pack("{s:s, s:f, s:f, s:b}", "target",
+                       "MLP step: f32 time / bf16 time", "value", f32 / bf16,
+                       "goal", 5.0, "met", f32 / bf16 >= 5.0));
+  return out;
+}
+
 static json_t *build_json(report *r) {
   json_t *steps = json_array(), *figures = json_array();
   for (size_t i = 0; i < r->nsteps; i++) {
@@ -80,6 +131,16 @@ static json_t *build_json(report *r) {
                       str_or_null(r->db_rows[0] ? rel(r, r->db_rows) : NULL));
   if (r->tuning_why[0])
     json_object_set_new(doc, "tuning_why", json_string(r->tuning_why));
+  json_object_set_new(doc, "targets", targets(r));
+  json_object_set_new(doc, "matrix_units",
+                      str_or_null(r->mma_verdict[0] ? r->mma_verdict : NULL));
+  static const char *const groups[] = {"info",  "tests",  "tune",
+                                       "bench", "cublas", "train"};
+  json_t *ran = json_array();
+  for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+    if (r->groups & (1u << i))
+      json_array_append_new(ran, json_string(groups[i]));
+  json_object_set_new(doc, "step_groups", ran);
   /* kiln info --json's document, as it is: every device and platform. */
   for (size_t i = 0; i < r->nsteps; i++)
     if (strcmp(r->steps[i].name, "info") == 0 && r->steps[i].status == STEP_OK) {
@@ -109,7 +170,14 @@ static void write_summary(report *r, FILE *f) {
                "selector %s\n",
             r->device_name, kiln_device_type_name((kiln_device_type)r->device_type),
             r->device_vendor, r->driver, r->platform, r->profile, r->selector);
-  fprintf(f, "- build tree: %s\n\n", r->build[0] ? r->build : r->build_why);
+  fprintf(f, "- build tree: %s\n", r->build[0] ? r->build : r->build_why);
+  if (r->groups != REPORT_ALL)
+    fprintf(f, "- a part of the report (--steps): only some groups of steps "
+               "ran\n");
+  if (r->mma_verdict[0])
+    fprintf(f, "- GEMM on the matrix units (after tuning): %s\n",
+            r->mma_verdict);
+  fputc('\n', f);
   if (r->diagnosis[0])
     fprintf(f, "## No GPU report\n\n%s\n\n", r->diagnosis);
   if (r->nsteps > 0) {
@@ -138,6 +206,21 @@ static void write_summary(report *r, FILE *f) {
               json_string_value(json_object_get(fig, "unit")));
     }
   }
+  json_t *t = targets(r);
+  if (json_array_size(t) > 0) {
+    fprintf(f, "\n## Speed targets (issue 22)\n\n| target | value | goal "
+               "| met |\n|---|---|---|---|\n");
+    size_t j;
+    json_t *o;
+    json_array_foreach(t, j, o) {
+      fprintf(f, "| %s | %.3g | %.3g | %s |\n",
+              json_string_value(json_object_get(o, "target")),
+              json_number_value(json_object_get(o, "value")),
+              json_number_value(json_object_get(o, "goal")),
+              json_is_true(json_object_get(o, "met")) ? "yes" : "no");
+    }
+  }
+  json_decref(t);
   if (r->nsteps > 0) {
     fprintf(f, "\n## Tuning file\n\n");
     if (r->tuning_file[0])
