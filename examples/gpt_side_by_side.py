@@ -332,6 +332,7 @@ def main():
     torch.set_num_threads(args.threads)
     train = os.path.join(args.build, "examples", "train_gpt")
     gen = os.path.join(args.build, "examples", "generate_gpt")
+    load0 = os.getloadavg()[0]
     toks = read_tokens(args.data)
     split = len(toks) - len(toks) // 10
     with tempfile.TemporaryDirectory() as d:
@@ -383,7 +384,9 @@ def main():
           f"{args.clip:g}); kiln on {args.device}, PyTorch {torch.__version__} "
           f"CPU ({args.threads} threads, AdamW {fused})"
           + (f", llm.c train_gpt2 (OMP_NUM_THREADS={args.threads})"
-             if llmc else ""))
+             if llmc else "") +
+          f"; load average {load0:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} at the end")
     names = [c[0] for c in cols]
     ratios = [f"kiln / {n}" for n in names[1:]]
     print("| measure | " + " | ".join(names + ratios) + " |")
