@@ -255,16 +255,24 @@ int main(int argc, char **argv) {
     goto io_fail;
   const size_t B = o.batch, V = cfg.vocab, T = cfg.max_seq;
   seqs = malloc(B * T * sizeof *seqs);
-  in = malloc(B * T * sizeof *in);
-  logits = malloc(B * T * V * sizeof *logits);
-  scratch = malloc(V * sizeof *scratch);
-  if (!seqs || !in || !logits || !scratch) {
+  if (!seqs) {
     fprintf(stderr, "%s: out of host memory\n", PROG);
     goto out;
   }
   const size_t np = prompt_tokens(o.prompt, V, seqs, T, err, sizeof err);
   if (np == 0)
     goto io_fail;
+  /* The most rows one pass reads is the prompt's B x np: activations and
+   * logits for those, not for the whole context (B x 1024 rows of GPT-2's
+   * training activations would be 10 GB at batch 8); the key/value cache
+   * holds the context. */
+  in = malloc(B * np * sizeof *in);
+  logits = malloc(B * np * V * sizeof *logits);
+  scratch = malloc(V * sizeof *scratch);
+  if (!in || !logits || !scratch) {
+    fprintf(stderr, "%s: out of host memory\n", PROG);
+    goto out;
+  }
   if (np + o.tokens > T) {
     fprintf(stderr, "%s: a prompt of %zu tokens and %zu more exceed the "
             "model's context of %zu\n", PROG, np, o.tokens, T);
@@ -272,7 +280,7 @@ int main(int argc, char **argv) {
   }
   if (kiln_context_create_default(o.device, &ctx) != KILN_OK ||
       kiln_queue_create(ctx, 0, &q) != KILN_OK ||
-      gpt_create(ctx, q, &cfg, B, T, o.precision, &m) != KILN_OK)
+      gpt_create(ctx, q, &cfg, B, np, o.precision, &m) != KILN_OK)
     goto kiln_fail;
   if (gpt_load(m, o.load, err, sizeof err) != 0)
     goto io_fail;

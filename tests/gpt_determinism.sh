@@ -4,10 +4,13 @@
 # resumed gives the losses of 6 steps in one run (parameters and AdamW state both restored);
 # and the trainer's refusals (a context longer than the model's, a token
 # outside the vocabulary, a foreign checkpoint) exit non-zero with a reason.
-# Usage: tests/gpt_determinism.sh TRAIN_GPT FIXTURES_DIR
+# generate_gpt, greedy from the saved model through the key/value cache:
+# each of 3 sequences sampled at once continues the prompt as one alone does.
+# Usage: tests/gpt_determinism.sh TRAIN_GPT FIXTURES_DIR GENERATE_GPT
 set -uo pipefail
 trainer=$1
 fixtures=$2
+generator=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # A text of a few thousand bytes: the fixture script's source.
@@ -37,6 +40,23 @@ else
   fail "save and resume differ from one run: $(cat "$tmp/c1" "$tmp/c2" | paste - "$tmp/a")"
 fi
 [ -e "$tmp/ck.tmp" ] && fail "a temporary checkpoint was left behind"
+
+greedy=(--load "$tmp/ck" --prompt "In the " --tokens 8 --temperature 0)
+if "$generator" "${greedy[@]}" > "$tmp/g1" 2> "$tmp/g1.err" &&
+   "$generator" "${greedy[@]}" --batch 3 > "$tmp/g3" 2> "$tmp/g3.err"; then
+  for b in 1 2 3; do
+    printf -- '--- sample %d\n' "$b"; cat "$tmp/g1"; printf '\n'
+  done > "$tmp/g3.expected"
+  if [ "$(wc -c < "$tmp/g1")" -ne 15 ]; then
+    fail "generate_gpt printed $(wc -c < "$tmp/g1") bytes, not the prompt's 7 and 8 more"
+  elif cmp -s "$tmp/g3" "$tmp/g3.expected"; then
+    echo "ok: greedy generation, batch 3 = batch 1 three times"
+  else
+    fail "batch 3 differs from batch 1: $(od -c "$tmp/g3" | head -4) against $(od -c "$tmp/g1")"
+  fi
+else
+  fail "generate_gpt failed: $(cat "$tmp/g1.err" "$tmp/g3.err" 2>/dev/null)"
+fi
 
 expect_refusal() {
   local what=$1 pattern=$2
