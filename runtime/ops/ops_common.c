@@ -207,9 +207,21 @@ kiln_status kiln__ops_check_result(const char *fn, const char *what,
   return s;
 }
 
+kiln_status kiln__ops_check_unpacked(const char *fn, const char *what,
+                                     const kiln_matrix *x) {
+  if (x->packed != NULL)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s.packed is set: only kiln_matmul's a and b take "
+                      "packed operands",
+                      fn, what);
+  return KILN_OK;
+}
+
 kiln_status kiln__ops_check_matrix(const char *fn, const char *what,
                                    const kiln_matrix *x, size_t *ld) {
   kiln_status s = kiln__ops_check_desc(fn, what, x);
+  if (s == KILN_OK)
+    s = kiln__ops_check_unpacked(fn, what, x);
   if (s != KILN_OK)
     return s;
   if ((unsigned)x->layout > KILN_COL_MAJOR)

@@ -125,6 +125,11 @@ kiln_status kiln__ops_check_result(const char *fn, const char *what,
                                    const kiln_range *r, size_t count,
                                    kiln_dtype dtype, const char *because);
 
+/* x (non-NULL) names no packed operand (x->packed NULL): every op but
+ * kiln_matmul's A and B refuses one, by name ("x.packed"). */
+kiln_status kiln__ops_check_unpacked(const char *fn, const char *what,
+                                     const kiln_matrix *x);
+
 /* x is non-NULL with a valid layout and trans and an ld (0: packed) of at
  * least its stored row (row-major) or column (column-major) length and 1;
  * *ld receives the ld in force. Messages name "<what>.ld" and so on. */

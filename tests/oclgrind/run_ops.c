@@ -401,10 +401,10 @@ static void run_gemm(kiln_layout layout, kiln_trans ta, kiln_trans tb,
   kiln_buffer *b = input(dt, 1, b_ext * batch, 112, &bh);
   kiln_buffer *c = beta != 0 ? input(KILN_F32, 3, c_ext * batch, 113, &ch)
                              : output(KILN_F32, c_ext * batch + 3);
-  const kiln_matrix ma = {a, 2, ar, ac, lda, 0, dt, layout, ta};
-  const kiln_matrix mb = {b, 1, br, bc, ldb, b_ext, dt, layout, tb};
+  const kiln_matrix ma = {a, 2, ar, ac, lda, 0, dt, layout, ta, NULL};
+  const kiln_matrix mb = {b, 1, br, bc, ldb, b_ext, dt, layout, tb, NULL};
   const kiln_matrix mc = {
-      c, 3, m, n, ldc, c_ext, KILN_F32, layout, KILN_NO_TRANS};
+      c, 3, m, n, ldc, c_ext, KILN_F32, layout, KILN_NO_TRANS, NULL};
   const kiln_epilogue epi = {alpha, beta, NULL, KILN_ACT_NONE};
   CHECK_OK(kiln_matmul(q, batch, &ma, &mb, &mc, &epi, 0, NULL, NULL));
   float *got = download(c, KILN_F32, 3, c_ext * batch);
