@@ -397,47 +397,44 @@ typedef enum kiln_operand {
  *   kiln_matmul(q, 1, &x, &b, &y, &e, 0, NULL, NULL);      any number of times
  *   kiln_packed_destroy(w);
  *
- * What it holds depends on the context's GEMM family:
- * - CPU family (PoCL): op(X) as the f32 panels that gemm_cpu.cl's register
- *   tile reads (MR-row panels of op(A), NR-column panels of op(B), the last
- *   padded with zeros; round_up(m, MR) * k or round_up(n, NR) * k floats),
- *   which the unpacked call packs into the queue's workspace at every call.
- *   A GEMM with a packed operand packs only the other one and always runs
- *   the register-tile kernel. Where the packed dimension (m of A, n of B)
- *   is at most the switch point to the unpacked kernel (k / 8 clamped to
- *   8..64, see kiln_matmul), every call would read the operand in place:
- *   the packed operand is then a plain copy (as below), so nothing is lost.
- * - GPU family: a plain copy of the matrix as stored (same dtype, layout
- *   and trans, leading dimension packed): gemm_gpu.cl reads operands in
- *   place through __local tiles and repacks nothing per call, so no other
- *   layout would save work.
- * Results: the same bits as the unpacked call on the same device wherever
- * that call runs the same kernel, which is every call but one case: on the
- * CPU family, a panel-packed operand in a product with few rows or columns
- * on the other side (at most the switch point) runs the register-tile
- * kernel where the unpacked call would read in place; the two sum in
- * different orders, so results agree to rounding (within kiln_matmul's
- * error bound), not bit for bit.
+ * What it holds: a plain copy of the matrix as stored (same dtype, layout
+ * and trans, leading dimension packed), and on the CPU family (PoCL) also
+ * op(X) as the f32 panels that gemm_cpu.cl's register tile reads (MR-row
+ * panels of op(A), NR-column panels of op(B), the last padded with zeros:
+ * round_up(m, MR) * k or round_up(n, NR) * k floats), which the unpacked
+ * call packs into the queue's workspace at every call. Each kiln_matmul
+ * takes the panels where the unpacked call would pack (a row-major C and
+ * m and n above the switch point of kiln_matmul's workspace note), so it
+ * packs only the other operand, or nothing; elsewhere (few rows or
+ * columns, a column-major C) it reads the copy in place as the unpacked
+ * call reads its source. Where the packed dimension (m of A, n of B) is
+ * itself at most the switch point, no call would take panels and none are
+ * made. The GPU family's kernels read operands in place through __local
+ * tiles and repack nothing per call: no other layout would save work, so
+ * the copy is all it holds.
+ * Results: bit for bit those of the unpacked call on the same device (the
+ * same kernels, the same order of sums).
  *
  * Use: a kiln_matrix whose packed is the object, with rows, cols, dtype,
  * layout and trans exactly those it was created with, buffer NULL and
  * offset, ld and batch_stride 0 (kiln_packed_get_matrix fills one in), as
- * kiln_matmul's A or B (the role it was created for), with a row-major C,
- * on a queue of its context. It is shared by every batch entry. Anything
- * else is refused: another shape, dtype, layout or trans
- * (KILN_ERR_SHAPE_MISMATCH), the other role, a column-major C, or buffer,
- * offset, ld or batch_stride set (KILN_ERR_INVALID_ARGUMENT), a queue of
- * another context (KILN_ERR_WRONG_CONTEXT), a packed matrix never filled
- * by kiln_pack (KILN_ERR_INVALID_STATE), and every other call's matrix
- * operands refuse packed descriptors (KILN_ERR_INVALID_ARGUMENT, "x.packed").
+ * kiln_matmul's A or B (the role it was created for), on a queue of its
+ * context. It is shared by every batch entry. Anything else is refused:
+ * another shape, dtype, layout or trans (KILN_ERR_SHAPE_MISMATCH), the
+ * other role, or buffer, offset, ld or batch_stride set
+ * (KILN_ERR_INVALID_ARGUMENT), a queue of another context
+ * (KILN_ERR_WRONG_CONTEXT), a packed matrix never filled by kiln_pack
+ * (KILN_ERR_INVALID_STATE); every other call's matrix operands refuse
+ * packed descriptors (KILN_ERR_INVALID_ARGUMENT, "x.packed").
  *
  * Tuning: panels depend on the register tile's MR (A) or NR (B). When the
- * context's gemm_cpu variant changes them after the packed matrix was
- * created (kiln_tuning_set, a tuning file reloaded, a test override),
- * kiln_pack and kiln_matmul refuse it with KILN_ERR_INVALID_STATE naming
- * both tiles; it is not repacked behind the caller's back (it no longer
- * knows its source): destroy it and create and pack it again. A change
- * of KC, MB, NB or VW alone keeps it valid.
+ * context's gemm_cpu variant changes them after the last kiln_pack
+ * (kiln_tuning_set, a tuning file reloaded, a test override), kiln_matmul
+ * refuses the packed matrix with KILN_ERR_INVALID_STATE naming both
+ * tiles rather than fall back to packing at every call behind the
+ * caller's back; the next kiln_pack repacks it for the new tile (new
+ * panels replace the old). A change of KC, MB, NB or VW alone keeps it
+ * valid.
  *
  * Threads: like a buffer, shared between threads and queues of its
  * context; kiln_pack writes it, so order kiln_pack before the GEMMs that

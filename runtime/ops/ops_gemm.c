@@ -604,7 +604,7 @@ kiln_status kiln__packed_check_shape(const char *fn, const char *what,
 /* p's panels still fit the context's register tile. */
 kiln_status kiln__packed_check_tile(const char *fn, const char *what,
                               const kiln_packed *p) {
-  if (p->form != KILN__PACKED_PANELS)
+  if (p->panels == NULL)
     return KILN_OK;
   unsigned width = 0;
   kiln_status s = kiln__gemm_panel_width(p->ctx, p->role, &width);
@@ -614,7 +614,7 @@ kiln_status kiln__packed_check_tile(const char *fn, const char *what,
     return kiln__fail(
         KILN_ERR_INVALID_STATE,
         "%s: %s was packed for panels of %s %u, but the context's gemm_cpu "
-        "tuning now has %s %u: destroy it and create and pack it again",
+        "tuning now has %s %u: kiln_pack packs it again for the new tile",
         fn, what, p->role == KILN_OPERAND_A ? "MR" : "NR", p->width,
         p->role == KILN_OPERAND_A ? "MR" : "NR", width);
   return KILN_OK;
@@ -623,8 +623,8 @@ kiln_status kiln__packed_check_tile(const char *fn, const char *what,
 kiln_status kiln__packed_resolve(const char *fn, const char *what,
                                  const kiln_queue *queue, const kiln_matrix *x,
                                  kiln_operand role, kiln_matrix *out,
-                                 bool *panels) {
-  *panels = false;
+                                 const kiln_packed **packed) {
+  *packed = NULL;
   kiln_status s = kiln__ops_check_desc(fn, what, x);
   if (s != KILN_OK)
     return s;
@@ -661,8 +661,8 @@ kiln_status kiln__packed_resolve(const char *fn, const char *what,
   if (s != KILN_OK)
     return s;
   out->packed = NULL;
-  out->buffer = p->buf;
-  *panels = p->form == KILN__PACKED_PANELS;
+  out->buffer = p->copy;
+  *packed = p;
   return KILN_OK;
 }
 
@@ -797,7 +797,7 @@ gemm(const char *fn, kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
       /* C^T (n x m, row-major with ldc) = op(B)^T op(A)^T. */
       g.m = n;
       g.n = m;
-      /* (kiln_matmul refuses packed operands with a column-major C.) */
+      /* (kiln_matmul takes no panels with a column-major C.) */
       g.a = (struct gemm_operand){b->cl, b_offset, stride_b, bcs, brs, false};
       g.b = (struct gemm_operand){a->cl, a_offset, stride_a, acs, ars, false};
     }
@@ -850,17 +850,17 @@ KILN_API kiln_status kiln_matmul(kiln_queue *queue, size_t batch,
   static const kiln_epilogue plain = KILN_EPILOGUE_INIT;
   const kiln_epilogue *e = epilogue != NULL ? epilogue : &plain;
   size_t lda = 0, ldb = 0, ldc = 0;
-  /* A packed operand becomes the matrix it holds: a copy in a buffer, or
-   * panels (a_panels, b_panels) that the checks below pass over. */
+  /* A packed operand becomes the matrix it holds: its copy in a buffer, or
+   * below, where the problem runs them, its panels (a_panels, b_panels),
+   * which the checks pass over. */
   kiln_matrix ra, rb;
+  const kiln_packed *pa = NULL, *pb = NULL;
   bool a_panels = false, b_panels = false;
   kiln_status s = kiln__ops_check_queue(fn, queue);
   if (s == KILN_OK)
-    s = kiln__packed_resolve(fn, "a", queue, a_in, KILN_OPERAND_A, &ra,
-                             &a_panels);
+    s = kiln__packed_resolve(fn, "a", queue, a_in, KILN_OPERAND_A, &ra, &pa);
   if (s == KILN_OK)
-    s = kiln__packed_resolve(fn, "b", queue, b_in, KILN_OPERAND_B, &rb,
-                             &b_panels);
+    s = kiln__packed_resolve(fn, "b", queue, b_in, KILN_OPERAND_B, &rb, &pb);
   if (s != KILN_OK)
     return s;
   const kiln_matrix *a = &ra, *b = &rb;
@@ -872,13 +872,6 @@ KILN_API kiln_status kiln_matmul(kiln_queue *queue, size_t batch,
     s = kiln__ops_check_matrix(fn, "c", c, &ldc);
   if (s != KILN_OK)
     return s;
-  if ((a_in->packed != NULL || b_in->packed != NULL) &&
-      c->layout != KILN_ROW_MAJOR)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                      "%s: c.layout is KILN_COL_MAJOR with a packed %s: packed "
-                      "operands need a row-major C (for a column-major C, "
-                      "compute the row-major C^T = op(B)^T op(A)^T)",
-                      fn, a_in->packed != NULL ? "a" : "b");
   if (c->trans != KILN_NO_TRANS)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                       "%s: c.trans is KILN_TRANS: C is written as stored "
@@ -913,6 +906,21 @@ KILN_API kiln_status kiln_matmul(kiln_queue *queue, size_t batch,
                   "epilogue.bias", n, "c");
   if (s != KILN_OK)
     return s;
+  /* Panels wherever the unpacked call would pack them (the same kernel, so
+   * the same bits); the copy where it reads operands in place, and with a
+   * column-major C, whose canonical form swaps A and B (the panels are
+   * MR rows of op(A) or NR columns of op(B), not the other role's). */
+  if (c->layout == KILN_ROW_MAJOR &&
+      ((pa != NULL && pa->panels != NULL) ||
+       (pb != NULL && pb->panels != NULL))) {
+    const bool in_place = kiln__gemm_use_skinny(m, n, k);
+    a_panels = !in_place && pa != NULL && pa->panels != NULL;
+    b_panels = !in_place && pb != NULL && pb->panels != NULL;
+    if (a_panels)
+      ra.buffer = pa->panels;
+    if (b_panels)
+      rb.buffer = pb->panels;
+  }
   /* Everything in C's layout: kernels see one layout (ops_gemm.c's
    * canonical form starts from there). */
   const kiln_matrix ca = in_layout(a, lda, c->layout);

@@ -95,20 +95,15 @@ struct gemm_epilogue_args kiln__gemm_epilogue_args(const struct gemm_problem *g)
 /* ---- operands that stay packed (made by ops_gemm_packed.c; the kernels
  * and checks below are ops_gemm.c's, which ops_gemm_packed.c calls) ------- */
 
-/* How a kiln_packed holds its matrix (kiln/kiln_ops.h explains when). */
-enum kiln__packed_form {
-  KILN__PACKED_PANELS, /* the CPU family's f32 panels of op(X) */
-  KILN__PACKED_COPY,   /* the matrix as stored, ld packed */
-};
-
+/* What a kiln_packed holds (kiln/kiln_ops.h explains when). */
 struct kiln_packed {
   kiln_context *ctx;
   kiln_operand role;
   kiln_matrix shape; /* rows, cols, dtype, layout, trans; the rest 0 */
-  enum kiln__packed_form form;
-  unsigned width;    /* panels: the MR (A) or NR (B) they were packed for */
   size_t span, k;    /* op(X)'s panel-direction extent (m or n) and k */
-  kiln_buffer *buf;
+  kiln_buffer *copy; /* the matrix as stored, ld packed */
+  kiln_buffer *panels; /* the CPU family's f32 panels of op(X), or NULL */
+  unsigned width;    /* panels: the MR (A) or NR (B) they were packed for */
   atomic_bool filled; /* kiln_pack has been enqueued into it */
 };
 
@@ -146,13 +141,14 @@ kiln_status kiln__packed_check_tile(const char *fn, const char *what,
                                     const kiln_packed *p);
 
 /* If x names a packed matrix (x->packed), check it against the call (fn,
- * operand name what, role, queue) and make *out the operand to use: for a
- * copy, x with the copy's buffer, offset 0 and ld 0 (*panels false); for
- * panels, x with the panels' buffer (*panels true). Otherwise *out = *x. */
+ * operand name what, role, queue) and make *out x with the copy's buffer
+ * (offset, ld and batch_stride 0, packed NULL), *packed x->packed: the
+ * caller takes the panels instead where the problem runs them. Otherwise
+ * *out = *x and *packed NULL. */
 kiln_status kiln__packed_resolve(const char *fn, const char *what,
                                  const kiln_queue *queue, const kiln_matrix *x,
                                  kiln_operand role, kiln_matrix *out,
-                                 bool *panels);
+                                 const kiln_packed **packed);
 
 /* ---- the GPU family's launch (ops_gemm_gpu.c; its space: tune/tune.h) ---- */
 

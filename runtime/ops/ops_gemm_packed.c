@@ -2,20 +2,23 @@
  * in the layout kiln_matmul's kernels read, so that a layer's weights are
  * packed once, not at every GEMM.
  *
- * CPU family: the f32 panels that the unpacked call packs into the queue's
- * workspace at every call (gemm_cpu.cl's gemm_pack_a_* / gemm_pack_b_*,
- * over the whole of k at once), read by the register-tile kernel from the
- * packed buffer instead (ops_gemm.c's run_cpu). Where every call with this
- * operand would take the unpacked kernel instead (its packed dimension at
- * most the switch point), and on the GPU family, whose kernels read their
- * operands in place, the object is a plain copy with its leading dimension
- * packed, which the ordinary path reads like any matrix.
+ * Every packed matrix holds a plain copy of its source (ld packed, same
+ * dtype, layout and trans), which the ordinary path reads like any
+ * matrix, with the same bits: the GPU family's kernels read operands in
+ * place, and so does the CPU family's kernel for few rows or columns
+ * (ops_gemm_skinny.c). On the CPU family it holds besides the f32 panels
+ * that the unpacked call packs into the queue's workspace at every call
+ * (gemm_cpu.cl's gemm_pack_a_* / gemm_pack_b_*, over the whole of k at
+ * once), read by the register-tile kernel in place of the workspace
+ * (ops_gemm.c's run_cpu) wherever the unpacked call would pack: kiln_matmul
+ * picks per call (unless the packed dimension is so small that every call
+ * reads in place: then there are no panels).
  *
  * The panels depend on the register tile (MR for A, NR for B), which the
  * context's gemm_cpu variant may change (kiln_tuning_set, a tuning file, a
- * test override): the width is recorded, and a packed matrix of another
- * width is refused (KILN_ERR_INVALID_STATE) rather than repacked: the
- * object does not keep its source. */
+ * test override): the width is recorded; kiln_matmul refuses panels of
+ * another width (KILN_ERR_INVALID_STATE) rather than pack at every call
+ * unannounced, and the next kiln_pack makes panels of the new width. */
 #include "ops_gemm.h"
 #include "ops_internal.h"
 
@@ -77,23 +80,22 @@ KILN_API kiln_status kiln_packed_create(kiln_context *ctx, kiln_operand role,
   /* op(A) is span x k, op(B) k x span. */
   const size_t span = role == KILN_OPERAND_A ? opr : opc;
   const size_t k = role == KILN_OPERAND_A ? opc : opr;
-  enum kiln__packed_form form = KILN__PACKED_COPY;
+  /* Panels unless every product with this operand reads it in place. */
+  const bool panels = kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU &&
+                      !kiln__gemm_use_skinny(span, span, k);
   unsigned width = 0;
-  if (kiln__ops_tuning(ctx)->family == KILN_FAMILY_CPU &&
-      !kiln__gemm_use_skinny(span, span, k)) {
-    form = KILN__PACKED_PANELS;
+  if (panels) {
     s = kiln__gemm_panel_width(ctx, role, &width);
     if (s != KILN_OK)
       return s;
   }
-  size_t elems, bytes;
-  const size_t esize =
-      form == KILN__PACKED_PANELS ? sizeof(float) : kiln_dtype_size(src->dtype);
-  if (kiln__mul_overflows(form == KILN__PACKED_PANELS
-                              ? kiln__div_up(span, width) * width
-                              : span,
-                          k, &elems) ||
-      kiln__mul_overflows(elems, esize, &bytes))
+  size_t copy_bytes, panel_floats = 0, panel_bytes = 0;
+  if (kiln__mul_overflows(span * k, kiln_dtype_size(src->dtype),
+                          &copy_bytes) ||
+      (panels &&
+       (kiln__mul_overflows(kiln__div_up(span, width) * width, k,
+                            &panel_floats) ||
+        kiln__mul_overflows(panel_floats, sizeof(float), &panel_bytes))))
     return kiln__fail(KILN_ERR_INVALID_SIZE,
                       "%s: the packed size of src (%zu x %zu) overflows size_t",
                       fn, src->rows, src->cols);
@@ -101,8 +103,11 @@ KILN_API kiln_status kiln_packed_create(kiln_context *ctx, kiln_operand role,
   if (p == NULL)
     return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY, "%s: no memory for %zu bytes",
                       fn, sizeof *p);
-  s = kiln_buffer_create(ctx, bytes, KILN_MEM_READ_WRITE, &p->buf);
+  s = kiln_buffer_create(ctx, copy_bytes, KILN_MEM_READ_WRITE, &p->copy);
+  if (s == KILN_OK && panels)
+    s = kiln_buffer_create(ctx, panel_bytes, KILN_MEM_READ_WRITE, &p->panels);
   if (s != KILN_OK) {
+    kiln_buffer_destroy(p->copy);
     free(p);
     return s;
   }
@@ -113,7 +118,6 @@ KILN_API kiln_status kiln_packed_create(kiln_context *ctx, kiln_operand role,
                            .dtype = src->dtype,
                            .layout = src->layout,
                            .trans = src->trans};
-  p->form = form;
   p->width = width;
   p->span = span;
   p->k = k;
@@ -125,7 +129,8 @@ KILN_API kiln_status kiln_packed_create(kiln_context *ctx, kiln_operand role,
 KILN_API void kiln_packed_destroy(kiln_packed *packed) {
   if (packed == NULL)
     return;
-  kiln_buffer_destroy(packed->buf);
+  kiln_buffer_destroy(packed->copy);
+  kiln_buffer_destroy(packed->panels);
   free(packed);
 }
 
@@ -138,6 +143,34 @@ KILN_API kiln_status kiln_packed_get_matrix(const kiln_packed *packed,
     return kiln__fail(KILN_ERR_NULL_POINTER, "%s: out is NULL", fn);
   *out = packed->shape;
   out->packed = packed;
+  return KILN_OK;
+}
+
+/* p's panels for the context's register tile now: when tuning changed
+ * the width since they were made, panels of the new width replace them
+ * (GEMMs already enqueued keep reading the old ones, which OpenCL frees
+ * once they complete). */
+static kiln_status fit_tile(kiln_packed *p) {
+  unsigned width = 0;
+  kiln_status s = kiln__gemm_panel_width(p->ctx, p->role, &width);
+  if (s != KILN_OK || width == p->width)
+    return s;
+  size_t floats, bytes;
+  if (kiln__mul_overflows(kiln__div_up(p->span, width) * width, p->k,
+                          &floats) ||
+      kiln__mul_overflows(floats, sizeof(float), &bytes))
+    return kiln__fail(KILN_ERR_INVALID_SIZE,
+                      "kiln_pack: the panels of dst (%zu x %zu) overflow "
+                      "size_t",
+                      p->span, p->k);
+  kiln_buffer *panels = NULL;
+  s = kiln_buffer_create(p->ctx, bytes, KILN_MEM_READ_WRITE, &panels);
+  if (s != KILN_OK)
+    return s;
+  kiln_buffer_destroy(p->panels);
+  p->panels = panels;
+  p->width = width;
+  atomic_store(&p->filled, false);
   return KILN_OK;
 }
 
@@ -163,8 +196,6 @@ KILN_API kiln_status kiln_pack(kiln_queue *queue, const kiln_matrix *src,
                    "%s: src.batch_stride %zu is not 0: a packed matrix is one "
                    "matrix",
                    fn, src->batch_stride);
-  if (s == KILN_OK)
-    s = kiln__packed_check_tile(fn, "dst", dst);
   /* Every element of src as stored lies in its buffer. */
   const bool row = src->layout == KILN_ROW_MAJOR;
   const size_t lines = row ? src->rows : src->cols;
@@ -179,6 +210,10 @@ KILN_API kiln_status kiln_pack(kiln_queue *queue, const kiln_matrix *src,
                            src->dtype);
   if (s != KILN_OK)
     return s;
+  if (dst->panels != NULL)
+    s = fit_tile(dst);
+  if (s != KILN_OK)
+    return s;
   struct kiln__op op;
   s = kiln__op_begin(&op, queue, fn, num_wait, wait_list, out_event);
   if (s != KILN_OK)
@@ -187,13 +222,11 @@ KILN_API kiln_status kiln_pack(kiln_queue *queue, const kiln_matrix *src,
   kiln__op_describe(&op, "pack", src->dtype, 2,
                     (size_t[]){src->rows, src->cols},
                     (double)src->rows * (double)src->cols *
-                        (esize + (dst->form == KILN__PACKED_PANELS ? 4.0
-                                                                   : esize)),
+                        (2.0 * esize + (dst->panels != NULL ? 4.0 : 0.0)),
                     0.0);
-  if (dst->form == KILN__PACKED_COPY) {
-    s = kiln__gemm_copy_lines(&op, src->dtype, src->buffer->cl, src->offset,
-                              ld, lines, len, dst->buf->cl);
-  } else {
+  s = kiln__gemm_copy_lines(&op, src->dtype, src->buffer->cl, src->offset, ld,
+                            lines, len, dst->copy->cl);
+  if (s == KILN_OK && dst->panels != NULL) {
     /* op(X) in the canonical form of ops_gemm.c (C row-major): element
      * (r, c) at offset + r * rs + c * cs. */
     const bool unit_cols = row == (src->trans == KILN_NO_TRANS);
@@ -201,7 +234,7 @@ KILN_API kiln_status kiln_pack(kiln_queue *queue, const kiln_matrix *src,
                                    unit_cols ? ld : 1, unit_cols ? 1 : ld,
                                    false};
     s = kiln__gemm_pack_panels(&op, dst->role, src->dtype, &x, dst->span,
-                               dst->k, dst->buf->cl);
+                               dst->k, dst->panels->cl);
   }
   s = kiln__op_end(&op, s, out_event);
   if (s == KILN_OK)
