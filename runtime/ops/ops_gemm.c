@@ -445,13 +445,19 @@ kiln_status kiln__gemm_copy_lines(struct kiln__op *op, kiln_dtype dtype,
                            &copy);
   if (s != KILN_OK)
     return s;
+  /* gemm_scale.clh: whole runs of a line per work-item on the CPU family,
+   * element by element in groups of 16 on the GPU family. */
+  const bool cpu = kiln__ops_tuning(op->queue->ctx)->family == KILN_FAMILY_CPU;
+  const cl_uint per = cpu ? 1024 : 1;
   const cl_ulong off = src_off, ld64 = ld;
   const cl_uint len32 = (cl_uint)len, lines32 = (cl_uint)lines;
-  const size_t local[3] = {16, 1, 1};
-  const size_t global[3] = {kiln__div_up(len, 16) * 16, lines, 1};
-  s = kiln__op_args(op, copy, 6, KILN__ARG(src), KILN__ARG(off),
+  const size_t local[3] = {cpu ? 1 : 16, 1, 1};
+  const size_t items = kiln__div_up(len, per);
+  const size_t global[3] = {cpu ? items : kiln__div_up(items, 16) * 16, lines,
+                            1};
+  s = kiln__op_args(op, copy, 7, KILN__ARG(src), KILN__ARG(off),
                     KILN__ARG(ld64), KILN__ARG(len32), KILN__ARG(lines32),
-                    KILN__ARG(dst));
+                    KILN__ARG(per), KILN__ARG(dst));
   if (s == KILN_OK)
     s = kiln__op_launch(op, copy, 3, global, local);
   return s;
@@ -806,8 +812,7 @@ gemm(const char *fn, kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
   return kiln__op_end(&op, s, out_event);
 }
 
-/* Dimensions of op(X) for a matrix as stored. */
-static void op_dims(const kiln_matrix *x, size_t *rows, size_t *cols) {
+void kiln__gemm_op_dims(const kiln_matrix *x, size_t *rows, size_t *cols) {
   const bool t = x->trans == KILN_TRANS;
   *rows = t ? x->cols : x->rows;
   *cols = t ? x->rows : x->cols;
@@ -878,8 +883,8 @@ KILN_API kiln_status kiln_matmul(kiln_queue *queue, size_t batch,
                       "(for C^T, swap A and B and transpose both)",
                       fn);
   size_t m, k, kb, n;
-  op_dims(a, &m, &k);
-  op_dims(b, &kb, &n);
+  kiln__gemm_op_dims(a, &m, &k);
+  kiln__gemm_op_dims(b, &kb, &n);
   s = check_dim(fn, "the inner dimensions (k)", k, "op(a)'s columns", kb,
                 "op(b)'s rows");
   if (s == KILN_OK)

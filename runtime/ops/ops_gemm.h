@@ -107,6 +107,9 @@ struct kiln_packed {
   atomic_bool filled; /* kiln_pack has been enqueued into it */
 };
 
+/* Rows and columns of op(X) for x as stored (trans swaps them). */
+void kiln__gemm_op_dims(const kiln_matrix *x, size_t *rows, size_t *cols);
+
 /* The panel width (MR for A, NR for B) of ctx's current gemm_cpu variant. */
 kiln_status kiln__gemm_panel_width(const kiln_context *ctx, kiln_operand role,
                                    unsigned *width);

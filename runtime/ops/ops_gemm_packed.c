@@ -24,13 +24,6 @@
 
 #include <stdlib.h>
 
-/* op(X)'s rows and columns for x as stored. */
-static void op_dims(const kiln_matrix *x, size_t *rows, size_t *cols) {
-  const bool t = x->trans == KILN_TRANS;
-  *rows = t ? x->cols : x->rows;
-  *cols = t ? x->rows : x->cols;
-}
-
 KILN_API kiln_status kiln_packed_create(kiln_context *ctx, kiln_operand role,
                                         const kiln_matrix *src,
                                         kiln_packed **out) {
@@ -76,7 +69,7 @@ KILN_API kiln_status kiln_packed_create(kiln_context *ctx, kiln_operand role,
                       "INT32_MAX rows and columns",
                       fn, src->rows, src->cols);
   size_t opr, opc;
-  op_dims(src, &opr, &opc);
+  kiln__gemm_op_dims(src, &opr, &opc);
   /* op(A) is span x k, op(B) k x span. */
   const size_t span = role == KILN_OPERAND_A ? opr : opc;
   const size_t k = role == KILN_OPERAND_A ? opc : opr;
