@@ -30,7 +30,7 @@ static void mlp_destroy(model *mm) {
     return;
   model_free_common(&m->base);
   for (int l = 0; l < MLP_LAYERS; l++)
-    kiln_packed_destroy(m->packed[l]);
+    (void)kiln_packed_destroy(m->packed[l]);
   kiln_buffer *all[] = {m->h[0], m->h[1], m->h_lp[0], m->h_lp[1],
                         m->x_lp,  m->dz,   m->dh,      m->d_lp};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -182,8 +182,8 @@ static void run_pcase(kiln_context *ctx, kiln_queue *q, const struct pcase *pc,
     free(got2);
     free(want2);
   }
-  kiln_packed_destroy(pa);
-  kiln_packed_destroy(pb);
+  assert_kiln_ok(kiln_packed_destroy(pa));
+  assert_kiln_ok(kiln_packed_destroy(pb));
   free(want);
   free(a);
   free(b);
@@ -433,12 +433,12 @@ static void test_errors(void **state) {
         assert_kiln_status(MM(&xa, &mb, &mc), KILN_ERR_INVALID_STATE);
         assert_kiln_ok(kiln_pack(q, &ma, pa, 0, NULL, NULL));
         assert_kiln_ok(MM(&xa, &mb, &mc));
-        kiln_packed_destroy(pa2);
+        assert_kiln_ok(kiln_packed_destroy(pa2));
       }
       assert_kiln_ok(kiln_queue_finish(q));
-      kiln_packed_destroy(p);
-      kiln_packed_destroy(pa);
-      kiln_packed_destroy(NULL);
+      assert_kiln_ok(kiln_packed_destroy(p));
+      assert_kiln_ok(kiln_packed_destroy(pa));
+      assert_kiln_ok(kiln_packed_destroy(NULL));
       assert_kiln_ok(kiln_buffer_destroy(a));
       assert_kiln_ok(kiln_buffer_destroy(b));
       assert_kiln_ok(kiln_buffer_destroy(c));
@@ -448,12 +448,64 @@ static void test_errors(void **state) {
   }
 }
 
+/* A recorded sequence that packs and reads a packed matrix keeps it alive
+ * (kiln_packed_destroy is KILN_ERR_BUSY until the sequence is gone) and
+ * replays to the same bits as the calls run directly. */
+static void test_sequence(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx = NULL;
+    kiln_queue *q = NULL;
+    kiln_test_open(d, &ctx, &q);
+    const size_t m = 70, n = 90, k = 110;
+    float *ha = util_random(KILN_F32, m * k, -1, 1, 1);
+    float *hb = util_random(KILN_F32, k * n, -1, 1, 2);
+    kiln_buffer *a = util_upload(ctx, q, KILN_F32, ha, m * k);
+    kiln_buffer *b = util_upload(ctx, q, KILN_F32, hb, k * n);
+    kiln_buffer *c = NULL;
+    assert_kiln_ok(kiln_buffer_create(ctx, m * n * 4, KILN_MEM_READ_WRITE, &c));
+    const kiln_matrix ma = {.buffer = a, .rows = m, .cols = k, .dtype = KILN_F32};
+    const kiln_matrix mb = {.buffer = b, .rows = k, .cols = n, .dtype = KILN_F32};
+    const kiln_matrix mc = {.buffer = c, .rows = m, .cols = n, .dtype = KILN_F32};
+    assert_kiln_ok(kiln_matmul(q, 1, &ma, &mb, &mc, NULL, 0, NULL, NULL));
+    float *want = util_download(q, c, KILN_F32, m * n);
+    kiln_packed *p = NULL;
+    kiln_matrix xb;
+    assert_kiln_ok(kiln_packed_create(ctx, KILN_OPERAND_B, &mb, &p));
+    assert_kiln_ok(kiln_packed_get_matrix(p, &xb));
+    kiln_sequence *seq = NULL;
+    assert_kiln_ok(kiln_sequence_begin(q, 0, &seq));
+    assert_kiln_ok(kiln_pack(q, &mb, p, 0, NULL, NULL));
+    assert_kiln_ok(kiln_matmul(q, 1, &ma, &xb, &mc, NULL, 0, NULL, NULL));
+    assert_kiln_ok(kiln_sequence_end(seq));
+    assert_kiln_status(kiln_packed_destroy(p), KILN_ERR_BUSY);
+    assert_last_error_contains("recorded sequences still use");
+    const float nan = NAN;
+    assert_kiln_ok(kiln_fill(q, range_of(c, 0, m * n, KILN_F32), &nan, 0, NULL,
+                             NULL));
+    assert_kiln_ok(kiln_sequence_replay(seq, 0, NULL, NULL));
+    float *got = util_download(q, c, KILN_F32, m * n);
+    assert_memory_equal(got, want, m * n * 4);
+    assert_kiln_ok(kiln_sequence_destroy(seq));
+    assert_kiln_ok(kiln_packed_destroy(p));
+    free(got);
+    free(want);
+    free(ha);
+    free(hb);
+    assert_kiln_ok(kiln_buffer_destroy(a));
+    assert_kiln_ok(kiln_buffer_destroy(b));
+    assert_kiln_ok(kiln_buffer_destroy(c));
+    kiln_test_close(ctx, q);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cases),
       cmocka_unit_test(test_cases_no_skinny),
       cmocka_unit_test(test_k_chunks),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_sequence),
   };
   return KILN_TEST_RUN("op_gemm_packed", tests, true);
 }

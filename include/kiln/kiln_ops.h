@@ -450,8 +450,10 @@ KILN_API kiln_status kiln_packed_create(kiln_context *ctx, kiln_operand role,
                                         kiln_packed **out);
 
 /* Release packed (NULL does nothing). GEMMs already enqueued that read it
- * complete normally (OpenCL keeps their memory until they have). */
-KILN_API void kiln_packed_destroy(kiln_packed *packed);
+ * complete normally (OpenCL keeps their memory until they have).
+ * KILN_ERR_BUSY, destroying nothing, while a recorded sequence
+ * (kiln_sequence.h) that packs or reads it is alive. */
+KILN_API kiln_status kiln_packed_destroy(kiln_packed *packed);
 
 /* Pack src (a matrix in a buffer, of exactly the shape, dtype, layout and
  * trans that dst was created with; any ld and offset; batch_stride 0) into

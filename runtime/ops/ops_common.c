@@ -71,8 +71,13 @@ kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
                       fn, what, offset, count, kiln_dtype_name(dtype), have,
                       buffer->size);
   }
-  /* Every buffer an op uses passes here: a recording keeps it alive. The
-   * count it raises is bookkeeping, not the buffer's contents. */
+  /* Every buffer an op uses passes here: a recording keeps it alive. */
+  return kiln__ops_record_buffer(queue, buffer);
+}
+
+kiln_status kiln__ops_record_buffer(const kiln_queue *queue,
+                                    const kiln_buffer *buffer) {
+  /* The count it raises is bookkeeping, not the buffer's contents. */
   if (queue->recorder != NULL)
     return queue->recorder->use_buffer(queue->recorder,
                                        (kiln_buffer *)(uintptr_t)buffer);

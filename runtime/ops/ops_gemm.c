@@ -925,6 +925,13 @@ KILN_API kiln_status kiln_matmul(kiln_queue *queue, size_t batch,
       ra.buffer = pa->panels;
     if (b_panels)
       rb.buffer = pb->panels;
+    /* (Unchecked below: a recording keeps them alive from here.) */
+    if (a_panels)
+      s = kiln__ops_record_buffer(queue, pa->panels);
+    if (s == KILN_OK && b_panels)
+      s = kiln__ops_record_buffer(queue, pb->panels);
+    if (s != KILN_OK)
+      return s;
   }
   /* Everything in C's layout: kernels see one layout (ops_gemm.c's
    * canonical form starts from there). */

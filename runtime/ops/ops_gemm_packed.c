@@ -119,12 +119,26 @@ KILN_API kiln_status kiln_packed_create(kiln_context *ctx, kiln_operand role,
   return KILN_OK;
 }
 
-KILN_API void kiln_packed_destroy(kiln_packed *packed) {
+/* Recorded sequences that use p's buffers (kiln__ops_record_buffer). */
+static size_t recordings(const kiln_packed *p) {
+  return atomic_load(&p->copy->recordings) +
+         (p->panels != NULL ? atomic_load(&p->panels->recordings) : 0);
+}
+
+KILN_API kiln_status kiln_packed_destroy(kiln_packed *packed) {
   if (packed == NULL)
-    return;
+    return KILN_OK;
+  const size_t recorded = recordings(packed);
+  if (recorded > 0)
+    return kiln__fail(KILN_ERR_BUSY,
+                      "kiln_packed_destroy: recorded sequences still use "
+                      "this packed matrix (%zu uses); kiln_sequence_destroy "
+                      "them first",
+                      recorded);
   kiln_buffer_destroy(packed->copy);
   kiln_buffer_destroy(packed->panels);
   free(packed);
+  return KILN_OK;
 }
 
 KILN_API kiln_status kiln_packed_get_matrix(const kiln_packed *packed,
@@ -148,6 +162,11 @@ static kiln_status fit_tile(kiln_packed *p) {
   kiln_status s = kiln__gemm_panel_width(p->ctx, p->role, &width);
   if (s != KILN_OK || width == p->width)
     return s;
+  if (atomic_load(&p->panels->recordings) > 0)
+    return kiln__fail(KILN_ERR_BUSY,
+                      "kiln_pack: dst's panels must change with the tuned "
+                      "register tile, but recorded sequences still use them; "
+                      "kiln_sequence_destroy them first");
   size_t floats, bytes;
   if (kiln__mul_overflows(kiln__div_up(p->span, width) * width, p->k,
                           &floats) ||
@@ -205,6 +224,11 @@ KILN_API kiln_status kiln_pack(kiln_queue *queue, const kiln_matrix *src,
     return s;
   if (dst->panels != NULL)
     s = fit_tile(dst);
+  /* A recording keeps what it writes alive. */
+  if (s == KILN_OK)
+    s = kiln__ops_record_buffer(queue, dst->copy);
+  if (s == KILN_OK && dst->panels != NULL)
+    s = kiln__ops_record_buffer(queue, dst->panels);
   if (s != KILN_OK)
     return s;
   struct kiln__op op;

@@ -68,6 +68,12 @@ kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
                                   size_t offset, size_t count,
                                   kiln_dtype dtype);
 
+/* When queue is recording a sequence, count buffer as used by it, so that
+ * it outlives the recording (kiln__ops_check_range does it for every
+ * buffer it checks; an op calls it for buffers it uses unchecked). */
+kiln_status kiln__ops_record_buffer(const kiln_queue *queue,
+                                    const kiln_buffer *buffer);
+
 /* kiln__ops_check_range plus the buffer's access: an input (read by the
  * op) must not be KILN_MEM_WRITE_ONLY, an output (written) not
  * KILN_MEM_READ_ONLY. An in-out buffer (axpy's y) is checked with both. */
