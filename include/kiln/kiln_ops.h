@@ -334,6 +334,9 @@ typedef struct kiln_epilogue {
  *   reads neither A nor B and makes C = act(beta * C + bias). m or n 0 is a
  *   no-op.
  * - C must not overlap A or B.
+ * - A or B may name a packed matrix (descriptor's packed set, see
+ *   kiln_packed below): the same result, bit for bit, without repacking
+ *   it at every call on the CPU family.
  * - Leading dimensions are at least the stored row length (row-major) or
  *   column length (column-major), and at least 1.
  * - Workspace: on CPU devices (profiles of the CPU family) A and B are first
