@@ -172,8 +172,9 @@ PACK_KERNEL(gemm_pack_b_bf16, NR, ushort, BF16_LOADF, BF16_LOAD8)
  * (one host chunk of the full k). The panels of A are read from pa (the
  * workspace, or a kiln_packed's buffer) from a_off, a_ks steps per panel
  * (k for panels packed per chunk, the full k of a kiln_packed, whose
- * a_off then points at the chunk's first step); B's likewise. read_c: whether the first pass reads C
- * (beta != 0); a beta of 0 never reads C, so NaNs there do not leak. Later
+ * a_off then points at the chunk's first step); B's likewise. read_c:
+ * whether the first pass reads C (beta != 0); a beta of 0 never reads C,
+ * so NaNs there do not leak. Later
  * passes over KC steps (and later host chunks, which pass beta = 1) add to
  * what the earlier ones stored.
  * Epilogue (kiln_matmul's kiln_epilogue): when epi is set (the host's last

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
 #include "core/internal.h"
+#include "harness.h"
 #include "op_test_util.h"
 #include "ops/ops_gemm.h"
 
@@ -35,9 +35,9 @@ struct pcase {
   kiln_dtype dtype;
   bool pack_a, pack_b;
   size_t batch;
-  bool epi;       /* alpha -0.75, beta 0.5, bias, ReLU */
-  size_t pad;     /* added to every leading dimension and offset */
-  bool c_col;     /* C column-major */
+  bool epi;   /* alpha -0.75, beta 0.5, bias, ReLU */
+  size_t pad; /* added to every leading dimension and offset */
+  bool c_col; /* C column-major */
 };
 
 #define ROW KILN_ROW_MAJOR
@@ -81,8 +81,10 @@ static void run_pcase(kiln_context *ctx, kiln_queue *q, const struct pcase *pc,
   const size_t br = pc->tb == T ? n : k, bc = pc->tb == T ? k : n;
   const size_t lda = len_of(pc->la, ar, ac) + pc->pad;
   const size_t ldb = len_of(pc->lb, br, bc) + pc->pad;
-  const size_t a_ext = (lines_of(pc->la, ar, ac) - 1) * lda + len_of(pc->la, ar, ac);
-  const size_t b_ext = (lines_of(pc->lb, br, bc) - 1) * ldb + len_of(pc->lb, br, bc);
+  const size_t a_ext =
+      (lines_of(pc->la, ar, ac) - 1) * lda + len_of(pc->la, ar, ac);
+  const size_t b_ext =
+      (lines_of(pc->lb, br, bc) - 1) * ldb + len_of(pc->lb, br, bc);
   /* A packed operand is shared by the batch; the other one is strided. */
   const size_t sa = pc->pack_a ? 0 : a_ext + 1, sb = pc->pack_b ? 0 : b_ext + 2;
   const size_t ao = pc->pad, bo = 2 * pc->pad;
@@ -96,10 +98,12 @@ static void run_pcase(kiln_context *ctx, kiln_queue *q, const struct pcase *pc,
   kiln_buffer *da = util_upload(ctx, q, pc->dtype, a, a_count);
   kiln_buffer *db = util_upload(ctx, q, pc->dtype, b, b_count);
   kiln_buffer *dbias = util_upload(ctx, q, KILN_F32, bias, n);
-  const kiln_matrix ma = {da, ao, ar, ac, lda, sa, pc->dtype, pc->la, pc->ta, NULL};
-  const kiln_matrix mb = {db, bo, br, bc, ldb, sb, pc->dtype, pc->lb, pc->tb, NULL};
-  const kiln_matrix mc = {NULL, 0, m, n, 0, c_stride, KILN_F32,
-                          pc->c_col ? COL : ROW, N, NULL};
+  const kiln_matrix ma = {da, ao,        ar,     ac,     lda,
+                          sa, pc->dtype, pc->la, pc->ta, NULL};
+  const kiln_matrix mb = {db, bo,        br,     bc,     ldb,
+                          sb, pc->dtype, pc->lb, pc->tb, NULL};
+  const kiln_matrix mc = {
+      NULL, 0, m, n, 0, c_stride, KILN_F32, pc->c_col ? COL : ROW, N, NULL};
   const kiln_range br_ = {dbias, 0, n, KILN_F32};
   const kiln_epilogue epi = {-0.75f, 0.5f, &br_, KILN_ACT_RELU};
   const kiln_epilogue *e = pc->epi ? &epi : NULL;
@@ -144,12 +148,12 @@ static void run_pcase(kiln_context *ctx, kiln_queue *q, const struct pcase *pc,
             s += x * y;
             mag += fabs(x * y);
           }
-          const size_t ci =
-              t * c_stride + (pc->c_col ? j * m + i : i * n + j);
+          const size_t ci = t * c_stride + (pc->c_col ? j * m + i : i * n + j);
           double w = s, bound = mag;
           if (pc->epi) {
             w = -0.75 * s + 0.5 * (double)c0[ci] + (double)bias[j];
-            bound = 0.75 * mag + 0.5 * fabs((double)c0[ci]) + fabs((double)bias[j]);
+            bound =
+                0.75 * mag + 0.5 * fabs((double)c0[ci]) + fabs((double)bias[j]);
             w = w < 0.0 ? 0.0 : w;
           }
           UTIL_CLOSE(got[ci], w, 2.0 * (double)(k + 4) * u * bound + 1e-30,
@@ -163,10 +167,10 @@ static void run_pcase(kiln_context *ctx, kiln_queue *q, const struct pcase *pc,
   {
     void *a2 = util_random(pc->dtype, a_count, -2.0, 2.0, 13u + (uint32_t)m);
     void *b2 = util_random(pc->dtype, b_count, -2.0, 2.0, 17u + (uint32_t)n);
-    assert_kiln_ok(kiln_buffer_write_sync(
-        q, a2, range_of(da, 0, a_count, pc->dtype)));
-    assert_kiln_ok(kiln_buffer_write_sync(
-        q, b2, range_of(db, 0, b_count, pc->dtype)));
+    assert_kiln_ok(
+        kiln_buffer_write_sync(q, a2, range_of(da, 0, a_count, pc->dtype)));
+    assert_kiln_ok(
+        kiln_buffer_write_sync(q, b2, range_of(db, 0, b_count, pc->dtype)));
     if (pa)
       assert_kiln_ok(kiln_pack(q, &ma, pa, 0, NULL, NULL));
     if (pb)
@@ -285,36 +289,41 @@ static void test_errors(void **state) {
       kiln_buffer *a = util_upload(ctx, q, KILN_F32, ha, m * k);
       free(ha);
       kiln_buffer *b = NULL, *c = NULL;
-      assert_kiln_ok(kiln_buffer_create(ctx, k * n * 4, KILN_MEM_READ_WRITE, &b));
-      assert_kiln_ok(kiln_buffer_create(ctx, m * n * 4, KILN_MEM_READ_WRITE, &c));
-      const kiln_matrix ma = {.buffer = a, .rows = m, .cols = k, .dtype = KILN_F32};
-      const kiln_matrix mb = {.buffer = b, .rows = k, .cols = n, .dtype = KILN_F32};
-      const kiln_matrix mc = {.buffer = c, .rows = m, .cols = n, .dtype = KILN_F32};
+      assert_kiln_ok(
+          kiln_buffer_create(ctx, k * n * 4, KILN_MEM_READ_WRITE, &b));
+      assert_kiln_ok(
+          kiln_buffer_create(ctx, m * n * 4, KILN_MEM_READ_WRITE, &c));
+      const kiln_matrix ma = {
+          .buffer = a, .rows = m, .cols = k, .dtype = KILN_F32};
+      const kiln_matrix mb = {
+          .buffer = b, .rows = k, .cols = n, .dtype = KILN_F32};
+      const kiln_matrix mc = {
+          .buffer = c, .rows = m, .cols = n, .dtype = KILN_F32};
       kiln_packed *p = NULL, *pa = NULL;
 
       /* kiln_packed_create */
       assert_kiln_status(kiln_packed_create(NULL, KILN_OPERAND_B, &mb, &p),
-                        KILN_ERR_NULL_POINTER);
+                         KILN_ERR_NULL_POINTER);
       assert_kiln_status(kiln_packed_create(ctx, KILN_OPERAND_B, &mb, NULL),
-                        KILN_ERR_NULL_POINTER);
+                         KILN_ERR_NULL_POINTER);
       assert_kiln_status(kiln_packed_create(ctx, KILN_OPERAND_B, NULL, &p),
-                        KILN_ERR_NULL_POINTER);
+                         KILN_ERR_NULL_POINTER);
       assert_kiln_status(kiln_packed_create(ctx, (kiln_operand)2, &mb, &p),
-                        KILN_ERR_INVALID_ARGUMENT);
+                         KILN_ERR_INVALID_ARGUMENT);
       assert_last_error_contains("role 2");
       kiln_matrix bad = mb;
       bad.batch_stride = 5;
       assert_kiln_status(kiln_packed_create(ctx, KILN_OPERAND_B, &bad, &p),
-                        KILN_ERR_INVALID_ARGUMENT);
+                         KILN_ERR_INVALID_ARGUMENT);
       assert_last_error_contains("src.batch_stride");
       bad = mb;
       bad.rows = 0;
       assert_kiln_status(kiln_packed_create(ctx, KILN_OPERAND_B, &bad, &p),
-                        KILN_ERR_INVALID_SIZE);
+                         KILN_ERR_INVALID_SIZE);
       bad = mb;
       bad.dtype = KILN_U32;
       assert_kiln_status(kiln_packed_create(ctx, KILN_OPERAND_B, &bad, &p),
-                        KILN_ERR_INVALID_ARGUMENT);
+                         KILN_ERR_INVALID_ARGUMENT);
       assert_last_error_contains("src.dtype");
       assert_null(p);
 
@@ -323,11 +332,12 @@ static void test_errors(void **state) {
       kiln_matrix xb, xa;
       assert_kiln_ok(kiln_packed_get_matrix(p, &xb));
       assert_kiln_ok(kiln_packed_get_matrix(pa, &xa));
-      assert_kiln_status(kiln_packed_get_matrix(NULL, &xb), KILN_ERR_NULL_POINTER);
+      assert_kiln_status(kiln_packed_get_matrix(NULL, &xb),
+                         KILN_ERR_NULL_POINTER);
       bad = mb;
       bad.packed = p;
       assert_kiln_status(kiln_packed_create(ctx, KILN_OPERAND_B, &bad, &p),
-                        KILN_ERR_INVALID_ARGUMENT);
+                         KILN_ERR_INVALID_ARGUMENT);
       assert_last_error_contains("src.packed");
 
       /* Used before it holds data. */
@@ -340,26 +350,26 @@ static void test_errors(void **state) {
       bad = mb;
       bad.cols = n - 1;
       assert_kiln_status(kiln_pack(q, &bad, p, 0, NULL, &ev),
-                        KILN_ERR_SHAPE_MISMATCH);
+                         KILN_ERR_SHAPE_MISMATCH);
       assert_last_error_contains("src (110 x 89 f32");
       bad = mb;
       bad.trans = KILN_TRANS;
       bad.rows = n;
       bad.cols = k;
       assert_kiln_status(kiln_pack(q, &bad, p, 0, NULL, &ev),
-                        KILN_ERR_SHAPE_MISMATCH);
+                         KILN_ERR_SHAPE_MISMATCH);
       bad = mb;
       bad.dtype = KILN_F16;
       assert_kiln_status(kiln_pack(q, &bad, p, 0, NULL, &ev),
-                        KILN_ERR_SHAPE_MISMATCH);
+                         KILN_ERR_SHAPE_MISMATCH);
       bad = mb;
       bad.offset = 1;
       assert_kiln_status(kiln_pack(q, &bad, p, 0, NULL, &ev),
-                        KILN_ERR_OUT_OF_RANGE);
+                         KILN_ERR_OUT_OF_RANGE);
       assert_kiln_status(kiln_pack(q, &mb, NULL, 0, NULL, &ev),
-                        KILN_ERR_NULL_POINTER);
+                         KILN_ERR_NULL_POINTER);
       assert_kiln_status(kiln_pack(q2, &mb, p, 0, NULL, &ev),
-                        KILN_ERR_WRONG_CONTEXT);
+                         KILN_ERR_WRONG_CONTEXT);
       assert_ptr_equal(ev, keep);
       assert_kiln_ok(kiln_pack(q, &mb, p, 0, NULL, NULL));
       assert_kiln_ok(kiln_pack(q, &ma, pa, 0, NULL, NULL));
@@ -386,25 +396,29 @@ static void test_errors(void **state) {
       assert_last_error_contains("b.ld is set");
       {
         kiln_buffer *a2 = NULL, *c2 = NULL;
-        assert_kiln_ok(kiln_buffer_create(ctx2, m * k * 4, KILN_MEM_READ_WRITE, &a2));
-        assert_kiln_ok(kiln_buffer_create(ctx2, m * n * 4, KILN_MEM_READ_WRITE, &c2));
+        assert_kiln_ok(
+            kiln_buffer_create(ctx2, m * k * 4, KILN_MEM_READ_WRITE, &a2));
+        assert_kiln_ok(
+            kiln_buffer_create(ctx2, m * n * 4, KILN_MEM_READ_WRITE, &c2));
         kiln_matrix a2m = ma, c2m = mc;
         a2m.buffer = a2;
         c2m.buffer = c2;
-        assert_kiln_status(kiln_matmul(q2, 1, &a2m, &xb, &c2m, NULL, 0, NULL, NULL),
-                          KILN_ERR_WRONG_CONTEXT);
+        assert_kiln_status(
+            kiln_matmul(q2, 1, &a2m, &xb, &c2m, NULL, 0, NULL, NULL),
+            KILN_ERR_WRONG_CONTEXT);
         assert_last_error_contains("b.packed belongs to another context");
         assert_kiln_ok(kiln_buffer_destroy(a2));
         assert_kiln_ok(kiln_buffer_destroy(c2));
       }
 
       /* Other ops refuse packed descriptors by name. */
-      kiln_matrix tx = xa, ty = {.buffer = b, .rows = k, .cols = m, .dtype = KILN_F32};
+      kiln_matrix tx = xa,
+                  ty = {.buffer = b, .rows = k, .cols = m, .dtype = KILN_F32};
       assert_kiln_status(kiln_transpose(q, &tx, &ty, 0, NULL, NULL),
-                        KILN_ERR_INVALID_ARGUMENT);
+                         KILN_ERR_INVALID_ARGUMENT);
       assert_last_error_contains("x.packed is set");
       assert_kiln_status(kiln_matmul(q, 1, &ma, &mb, &xb, NULL, 0, NULL, NULL),
-                        KILN_ERR_INVALID_ARGUMENT);
+                         KILN_ERR_INVALID_ARGUMENT);
       assert_last_error_contains("c.packed is set");
 
       /* Tuning that changes the register tile invalidates panels (CPU
@@ -464,9 +478,12 @@ static void test_sequence(void **state) {
     kiln_buffer *b = util_upload(ctx, q, KILN_F32, hb, k * n);
     kiln_buffer *c = NULL;
     assert_kiln_ok(kiln_buffer_create(ctx, m * n * 4, KILN_MEM_READ_WRITE, &c));
-    const kiln_matrix ma = {.buffer = a, .rows = m, .cols = k, .dtype = KILN_F32};
-    const kiln_matrix mb = {.buffer = b, .rows = k, .cols = n, .dtype = KILN_F32};
-    const kiln_matrix mc = {.buffer = c, .rows = m, .cols = n, .dtype = KILN_F32};
+    const kiln_matrix ma = {
+        .buffer = a, .rows = m, .cols = k, .dtype = KILN_F32};
+    const kiln_matrix mb = {
+        .buffer = b, .rows = k, .cols = n, .dtype = KILN_F32};
+    const kiln_matrix mc = {
+        .buffer = c, .rows = m, .cols = n, .dtype = KILN_F32};
     assert_kiln_ok(kiln_matmul(q, 1, &ma, &mb, &mc, NULL, 0, NULL, NULL));
     float *want = util_download(q, c, KILN_F32, m * n);
     kiln_packed *p = NULL;
@@ -481,8 +498,8 @@ static void test_sequence(void **state) {
     assert_kiln_status(kiln_packed_destroy(p), KILN_ERR_BUSY);
     assert_last_error_contains("recorded sequences still use");
     const float nan = NAN;
-    assert_kiln_ok(kiln_fill(q, range_of(c, 0, m * n, KILN_F32), &nan, 0, NULL,
-                             NULL));
+    assert_kiln_ok(
+        kiln_fill(q, range_of(c, 0, m * n, KILN_F32), &nan, 0, NULL, NULL));
     assert_kiln_ok(kiln_sequence_replay(seq, 0, NULL, NULL));
     float *got = util_download(q, c, KILN_F32, m * n);
     assert_memory_equal(got, want, m * n * 4);
@@ -501,10 +518,8 @@ static void test_sequence(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cases),
-      cmocka_unit_test(test_cases_no_skinny),
-      cmocka_unit_test(test_k_chunks),
-      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_cases),    cmocka_unit_test(test_cases_no_skinny),
+      cmocka_unit_test(test_k_chunks), cmocka_unit_test(test_errors),
       cmocka_unit_test(test_sequence),
   };
   return KILN_TEST_RUN("op_gemm_packed", tests, true);

@@ -591,7 +591,8 @@ static const char *layout_name(kiln_layout layout) {
 /* x (named what) has p's shape, dtype, layout and trans:
  * KILN_ERR_SHAPE_MISMATCH naming both when not. */
 kiln_status kiln__packed_check_shape(const char *fn, const char *what,
-                               const kiln_matrix *x, const kiln_packed *p) {
+                                     const kiln_matrix *x,
+                                     const kiln_packed *p) {
   const kiln_matrix *y = &p->shape;
   if (x->rows == y->rows && x->cols == y->cols && x->dtype == y->dtype &&
       x->layout == y->layout && x->trans == y->trans)
@@ -609,7 +610,7 @@ kiln_status kiln__packed_check_shape(const char *fn, const char *what,
 
 /* p's panels still fit the context's register tile. */
 kiln_status kiln__packed_check_tile(const char *fn, const char *what,
-                              const kiln_packed *p) {
+                                    const kiln_packed *p) {
   if (p->panels == NULL)
     return KILN_OK;
   unsigned width = 0;

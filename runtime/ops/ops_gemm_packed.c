@@ -45,15 +45,12 @@ KILN_API kiln_status kiln_packed_create(kiln_context *ctx, kiln_operand role,
                       fn);
   if ((unsigned)src->layout > KILN_COL_MAJOR ||
       (unsigned)src->trans > KILN_TRANS)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                      "%s: src.%s %d is not a valid %s", fn,
-                      (unsigned)src->layout > KILN_COL_MAJOR ? "layout"
-                                                             : "trans",
-                      (unsigned)src->layout > KILN_COL_MAJOR
-                          ? (int)src->layout
-                          : (int)src->trans,
-                      (unsigned)src->layout > KILN_COL_MAJOR ? "kiln_layout"
-                                                             : "kiln_trans");
+    return kiln__fail(
+        KILN_ERR_INVALID_ARGUMENT, "%s: src.%s %d is not a valid %s", fn,
+        (unsigned)src->layout > KILN_COL_MAJOR ? "layout" : "trans",
+        (unsigned)src->layout > KILN_COL_MAJOR ? (int)src->layout
+                                               : (int)src->trans,
+        (unsigned)src->layout > KILN_COL_MAJOR ? "kiln_layout" : "kiln_trans");
   s = kiln__ops_check_dtype(fn, "src.dtype", src->dtype, KILN__DT_FLOATS);
   if (s != KILN_OK)
     return s;
@@ -83,8 +80,7 @@ KILN_API kiln_status kiln_packed_create(kiln_context *ctx, kiln_operand role,
       return s;
   }
   size_t copy_bytes, panel_floats = 0, panel_bytes = 0;
-  if (kiln__mul_overflows(span * k, kiln_dtype_size(src->dtype),
-                          &copy_bytes) ||
+  if (kiln__mul_overflows(span * k, kiln_dtype_size(src->dtype), &copy_bytes) ||
       (panels &&
        (kiln__mul_overflows(kiln__div_up(span, width) * width, k,
                             &panel_floats) ||
@@ -94,8 +90,8 @@ KILN_API kiln_status kiln_packed_create(kiln_context *ctx, kiln_operand role,
                       fn, src->rows, src->cols);
   kiln_packed *p = calloc(1, sizeof *p);
   if (p == NULL)
-    return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY, "%s: no memory for %zu bytes",
-                      fn, sizeof *p);
+    return kiln__fail(KILN_ERR_OUT_OF_HOST_MEMORY,
+                      "%s: no memory for %zu bytes", fn, sizeof *p);
   s = kiln_buffer_create(ctx, copy_bytes, KILN_MEM_READ_WRITE, &p->copy);
   if (s == KILN_OK && panels)
     s = kiln_buffer_create(ctx, panel_bytes, KILN_MEM_READ_WRITE, &p->panels);
@@ -247,9 +243,9 @@ KILN_API kiln_status kiln_pack(kiln_queue *queue, const kiln_matrix *src,
     /* op(X) in the canonical form of ops_gemm.c (C row-major): element
      * (r, c) at offset + r * rs + c * cs. */
     const bool unit_cols = row == (src->trans == KILN_NO_TRANS);
-    const struct gemm_operand x = {src->buffer->cl, src->offset, 0,
-                                   unit_cols ? ld : 1, unit_cols ? 1 : ld,
-                                   false};
+    const struct gemm_operand x = {
+        src->buffer->cl,    src->offset,        0,
+        unit_cols ? ld : 1, unit_cols ? 1 : ld, false};
     s = kiln__gemm_pack_panels(&op, dst->role, src->dtype, &x, dst->span,
                                dst->k, dst->panels->cl);
   }
