@@ -169,8 +169,12 @@ PACK_KERNEL(gemm_pack_b_bf16, NR, ushort, BF16_LOADF, BF16_LOAD8)
 
 /* C[i][j] (row-major, ldc) = alpha * sum_kk Ap * Bp + beta * C over the
  * block of C that this work-item owns. k is the number of packed steps
- * (one host chunk of the full k). read_c: whether the first pass reads C
- * (beta != 0); a beta of 0 never reads C, so NaNs there do not leak. Later
+ * (one host chunk of the full k). The panels of A are read from pa (the
+ * workspace, or a kiln_packed's buffer) from a_off, a_ks steps per panel
+ * (k for panels packed per chunk, the full k of a kiln_packed, whose
+ * a_off then points at the chunk's first step); B's likewise. read_c:
+ * whether the first pass reads C (beta != 0); a beta of 0 never reads C,
+ * so NaNs there do not leak. Later
  * passes over KC steps (and later host chunks, which pass beta = 1) add to
  * what the earlier ones stored.
  * Epilogue (kiln_matmul's kiln_epilogue): when epi is set (the host's last
@@ -188,17 +192,17 @@ PACK_KERNEL(gemm_pack_b_bf16, NR, ushort, BF16_LOADF, BF16_LOAD8)
 #endif
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
 gemm_cpu(uint m, uint n, uint k, uint mb, uint nb, float alpha, float beta,
-         uint read_c, __global const float *ws, ulong a_off, ulong a_batch,
-         ulong b_off, ulong b_batch, __global float *c, ulong c_off,
-         ulong c_batch, ulong ldc, uint epi, uint act, uint use_bias,
-         __global const float *bias, ulong bias_off, ulong bias_rs,
-         ulong bias_cs) {
+         uint read_c, __global const float *pa, ulong a_off, ulong a_batch,
+         ulong a_ks, __global const float *pb, ulong b_off, ulong b_batch,
+         ulong b_ks, __global float *c, ulong c_off, ulong c_batch, ulong ldc,
+         uint epi, uint act, uint use_bias, __global const float *bias,
+         ulong bias_off, ulong bias_rs, ulong bias_cs) {
   const uint i0 = get_global_id(1) * mb;
   const uint j0 = get_global_id(0) * nb;
   const uint batch = get_global_id(2);
   const uint i1 = min(i0 + mb, m), j1 = min(j0 + nb, n);
-  __global const float *ap = ws + a_off + batch * a_batch;
-  __global const float *bp = ws + b_off + batch * b_batch;
+  __global const float *ap = pa + a_off + batch * a_batch;
+  __global const float *bp = pb + b_off + batch * b_batch;
   c += c_off + batch * c_batch;
   for (uint pc = 0; pc < k || pc == 0; pc += KC) {
     const uint kc = min((uint)KC, k - pc);
@@ -208,9 +212,9 @@ gemm_cpu(uint m, uint n, uint k, uint mb, uint nb, float alpha, float beta,
     const bool epi_now = epi != 0 && pc + KC >= k;
     for (uint j = j0; j < j1; j += NR) {
       __global const VT *bpanel =
-          (__global const VT *)(bp + ((ulong)(j / NR) * k + pc) * NR);
+          (__global const VT *)(bp + ((ulong)(j / NR) * b_ks + pc) * NR);
       for (uint i = i0; i < i1; i += MR) {
-        __global const float *aq = ap + ((ulong)(i / MR) * k + pc) * MR;
+        __global const float *aq = ap + ((ulong)(i / MR) * a_ks + pc) * MR;
         __global const VT *bq = bpanel;
 #define DECL(r) VT acc##r##_0 = (VT)0.0f, acc##r##_1 = (VT)0.0f;
         FOR_ROWS(DECL)

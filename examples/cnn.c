@@ -254,12 +254,12 @@ static kiln_status cnn_forward(model *mm, size_t rows, kiln_buffer *x,
   if (lp)
     TRY(to_lp(q, m->p, m->p_lp, flat, 0, NULL), done);
   TRY(model_dense_forward(mm, &m->fc1, rows, lp ? m->p_lp : m->p, 0, m->h3,
-                          KILN_ACT_RELU, 0, NULL),
+                          KILN_ACT_RELU, NULL, 0, NULL),
       done);
   if (lp)
     TRY(to_lp(q, m->h3, m->h3_lp, rows * m->fc1.out, 0, NULL), done);
   TRY(model_dense_forward(mm, &m->fc2, rows, lp ? m->h3_lp : m->h3, 0,
-                          mm->logits, KILN_ACT_NONE, 0, NULL),
+                          mm->logits, KILN_ACT_NONE, NULL, 0, NULL),
       done);
 done:
   return st;

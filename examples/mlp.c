@@ -29,6 +29,8 @@ static void mlp_destroy(model *mm) {
   if (!m)
     return;
   model_free_common(&m->base);
+  for (int l = 0; l < MLP_LAYERS; l++)
+    (void)kiln_packed_destroy(m->packed[l]);
   kiln_buffer *all[] = {m->h[0], m->h[1], m->h_lp[0], m->h_lp[1],
                         m->x_lp,  m->dz,   m->dh,      m->d_lp};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -103,6 +105,7 @@ static kiln_status mlp_init(model *mm, uint64_t seed) {
                             NULL),
         done);
   }
+  m->packed_fresh = false;
   st = model_reset_optimizer(mm);
 done:
   return st;
@@ -121,13 +124,37 @@ static kiln_buffer *layer_input(mlp *m, int l, kiln_buffer *x,
   return x;
 }
 
+/* The weights packed for inference, packed again when an optimizer step
+ * (or init) changed them since: the first inference of an evaluation
+ * packs, the others reuse. The packed matrices are made at the first
+ * inference and kept (kiln_pack writes into them again). */
+static kiln_status pack_weights(mlp *m) {
+  model *mm = &m->base;
+  if (m->packed_fresh && m->packed_steps == mm->steps)
+    return KILN_OK;
+  kiln_status st = KILN_OK;
+  for (int l = 0; l < MLP_LAYERS && st == KILN_OK; l++) {
+    const kiln_matrix w = model_dense_weights(mm, &m->layer[l]);
+    if (m->packed[l] == NULL)
+      st = kiln_packed_create(mm->ctx, KILN_OPERAND_B, &w, &m->packed[l]);
+    if (st == KILN_OK)
+      st = kiln_pack(mm->queue, &w, m->packed[l], 0, NULL, NULL);
+  }
+  m->packed_fresh = st == KILN_OK;
+  m->packed_steps = mm->steps;
+  return st;
+}
+
 static kiln_status mlp_forward(model *mm, size_t rows, kiln_buffer *x,
                                size_t x_offset, bool training, size_t num_wait,
                                kiln_event *const *wait_list) {
-  (void)training; /* no layer of this network behaves differently */
   mlp *m = (mlp *)mm;
   kiln_status st = KILN_OK;
   kiln_queue *q = mm->queue;
+  /* No layer of this network behaves differently in training; inference
+   * reads packed weights (training changes them at every step). */
+  if (!training)
+    TRY(pack_weights(m), done);
   /* The wait list (the batch's upload, on another queue) goes to the first
    * op; the queue is in order, so every later op follows it. */
   if (mm->act_dtype == KILN_BF16) {
@@ -143,7 +170,8 @@ static kiln_status mlp_forward(model *mm, size_t rows, kiln_buffer *x,
     kiln_buffer *in = layer_input(m, l, x, x_offset, &in_off);
     TRY(model_dense_forward(mm, ly, rows, in, in_off, m->h[l],
                             l == MLP_LAYERS - 1 ? KILN_ACT_NONE : KILN_ACT_RELU,
-                            num_wait, wait_list),
+                            training ? NULL : m->packed[l], num_wait,
+                            wait_list),
         done);
     num_wait = 0;
     wait_list = NULL;

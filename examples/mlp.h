@@ -28,6 +28,12 @@ typedef struct mlp {
   kiln_buffer *dz;             /* gradient of a layer's pre-activation */
   kiln_buffer *dh;             /* gradient of a hidden layer's output */
   kiln_buffer *d_lp;           /* bf16 copy of dz for the weight GEMMs */
+  /* Inference (forward with training false) reads the weights packed
+   * (kiln_pack), packed again at the first inference after they changed:
+   * once per evaluation, not at every GEMM. */
+  kiln_packed *packed[MLP_LAYERS];
+  bool packed_fresh;           /* packed holds the weights of packed_steps */
+  unsigned long packed_steps;  /* base.steps when they were packed */
 } mlp;
 
 #endif

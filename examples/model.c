@@ -59,20 +59,31 @@ kiln_status model_reset_optimizer(model *m) {
   return st;
 }
 
+kiln_matrix model_dense_weights(const model *m, const model_dense *ly) {
+  const kiln_dtype dt = m->act_dtype;
+  const kiln_matrix w = {.buffer = dt == KILN_BF16 ? m->params_lp : m->params,
+                         .offset = ly->w,
+                         .rows = ly->out,
+                         .cols = ly->in,
+                         .dtype = dt,
+                         .trans = KILN_TRANS};
+  return w;
+}
+
 kiln_status model_dense_forward(model *m, const model_dense *ly, size_t rows,
                                 kiln_buffer *x, size_t x_offset, kiln_buffer *y,
-                                kiln_activation act, size_t num_wait,
-                                kiln_event *const *wait_list) {
+                                kiln_activation act, const kiln_packed *packed,
+                                size_t num_wait, kiln_event *const *wait_list) {
   const kiln_dtype dt = m->act_dtype;
   /* W is out x in, hence TRANS; the bias is read from the f32 master. */
   const kiln_matrix a = {
       .buffer = x, .offset = x_offset, .rows = rows, .cols = ly->in, .dtype = dt};
-  const kiln_matrix wt = {.buffer = dt == KILN_BF16 ? m->params_lp : m->params,
-                          .offset = ly->w,
-                          .rows = ly->out,
-                          .cols = ly->in,
-                          .dtype = dt,
-                          .trans = KILN_TRANS};
+  kiln_matrix wt = model_dense_weights(m, ly);
+  if (packed != NULL) {
+    kiln_status st = kiln_packed_get_matrix(packed, &wt);
+    if (st != KILN_OK)
+      return st;
+  }
   const kiln_matrix h = {
       .buffer = y, .rows = rows, .cols = ly->out, .dtype = KILN_F32};
   const kiln_range bias = {m->params, ly->b, ly->out, KILN_F32};

@@ -99,13 +99,20 @@ typedef struct model_dense {
   size_t w, b;
 } model_dense;
 
+/* The descriptor of ly's W as model_dense_forward reads it: out x in of
+ * m->act_dtype from params (params_lp in bf16), transposed (op(W) = W^T,
+ * in x out), for kiln_packed_create and kiln_pack. */
+kiln_matrix model_dense_weights(const model *m, const model_dense *ly);
+
 /* y = act(x W^T + b) in one launch: x rows x in of m->act_dtype at x_offset
- * of x (the weights read from params_lp in bf16, the bias from params), y
- * f32 rows x out. The wait list goes to the launch. */
+ * of x (the weights read from params_lp in bf16, or from packed when not
+ * NULL: ly's W packed by kiln_pack as KILN_OPERAND_B, see
+ * model_dense_weights; the bias from params), y f32 rows x out. The wait
+ * list goes to the launch. */
 kiln_status model_dense_forward(model *m, const model_dense *ly, size_t rows,
                                 kiln_buffer *x, size_t x_offset, kiln_buffer *y,
-                                kiln_activation act, size_t num_wait,
-                                kiln_event *const *wait_list);
+                                kiln_activation act, const kiln_packed *packed,
+                                size_t num_wait, kiln_event *const *wait_list);
 
 /* From dz (f32 rows x out, the gradient of the layer's pre-activation
  * output): dW = dz^T x and db = the column sums of dz into grads, and, when

@@ -96,10 +96,10 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
 
   /* The descriptors. With mix, A and B are described in the other layout
    * than C: the same memory read as the stored transpose, trans flipped. */
-  kiln_matrix ma = {da, gc->a_off, ar, ac, lda, stride_a, gc->dtype, L, gc->ta};
-  kiln_matrix mb = {db, gc->b_off, br, bc, ldb, stride_b, gc->dtype, L, gc->tb};
+  kiln_matrix ma = {da, gc->a_off, ar, ac, lda, stride_a, gc->dtype, L, gc->ta, NULL};
+  kiln_matrix mb = {db, gc->b_off, br, bc, ldb, stride_b, gc->dtype, L, gc->tb, NULL};
   const kiln_matrix mc = {dc, gc->c_off,    m, n, ldc, stride_c, KILN_F32,
-                          L,  KILN_NO_TRANS};
+                          L,  KILN_NO_TRANS, NULL};
   if (gc->mix) {
     kiln_matrix *ops[2] = {&ma, &mb};
     for (int i = 0; i < 2; i++) {

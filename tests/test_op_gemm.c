@@ -293,9 +293,9 @@ static kiln_status blas_like(kiln_queue *q, kiln_layout L, kiln_trans ta,
                              size_t batch, kiln_buffer *bias, size_t bias_off,
                              kiln_activation act, kiln_event **ev) {
   const bool at = ta == KILN_TRANS, bt = tb == KILN_TRANS;
-  const kiln_matrix da = {a, ao, at ? k : m, at ? m : k, lda, sa, dt, L, ta};
-  const kiln_matrix db = {b, bo, bt ? n : k, bt ? k : n, ldb, sb, dt, L, tb};
-  const kiln_matrix dc = {c, co, m, n, ldc, sc, KILN_F32, L, KILN_NO_TRANS};
+  const kiln_matrix da = {a, ao, at ? k : m, at ? m : k, lda, sa, dt, L, ta, NULL};
+  const kiln_matrix db = {b, bo, bt ? n : k, bt ? k : n, ldb, sb, dt, L, tb, NULL};
+  const kiln_matrix dc = {c, co, m, n, ldc, sc, KILN_F32, L, KILN_NO_TRANS, NULL};
   const kiln_epilogue e = {
       alpha, beta, bias ? range_of(bias, bias_off, n, KILN_F32) : NULL, act};
   return kiln_matmul(q, batch, &da, &db, &dc, &e, 0, NULL, ev);
@@ -447,7 +447,7 @@ static void test_bad_input(void **state) {
   assert_kiln_error(MM(&bad, &mb, &mc, NULL), KILN_ERR_INVALID_ARGUMENT,
                     "a.ld 5 is less than 6");
   /* A column-major A is checked against its column length. */
-  bad = (kiln_matrix){a, 0, 6, 4, 5, 0, KILN_F32, KILN_COL_MAJOR, KILN_TRANS};
+  bad = (kiln_matrix){a, 0, 6, 4, 5, 0, KILN_F32, KILN_COL_MAJOR, KILN_TRANS, NULL};
   assert_kiln_error(MM(&bad, &mb, &mc, NULL), KILN_ERR_INVALID_ARGUMENT,
                     "a.ld 5 is less than 6, the column length of a");
   bad.ld = 6; /* op(A) = the 4 x 6 matrix ma describes */

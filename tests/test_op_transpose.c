@@ -62,9 +62,9 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct tcase *tc,
   /* The same memory described column-major: x is then cols x rows and y
    * rows x cols, and the transpose moves the same elements. */
   const kiln_matrix cx = {dx, tc->x_off, cols,           rows,         ldx,
-                          0,  tc->dtype, KILN_COL_MAJOR, KILN_NO_TRANS};
+                          0,  tc->dtype, KILN_COL_MAJOR, KILN_NO_TRANS, NULL};
   const kiln_matrix cy = {dy, tc->y_off, rows,           cols,         ldy,
-                          0,  tc->dtype, KILN_COL_MAJOR, KILN_NO_TRANS};
+                          0,  tc->dtype, KILN_COL_MAJOR, KILN_NO_TRANS, NULL};
   assert_kiln_ok(kiln_buffer_write_sync(q, y0, bytes_of(dy, 0, y_count * es)));
   assert_kiln_ok(kiln_transpose(q, &cx, &cy, 0, NULL, NULL));
   assert_kiln_ok(kiln_buffer_read_sync(q, bytes_of(dy, 0, y_count * es), y));

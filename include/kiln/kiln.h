@@ -29,7 +29,8 @@
  *   No public function takes more than 12 parameters.
  * - Data is named by descriptors (kiln/kiln_tensor.h): a kiln_range (buffer,
  *   offset, count, dtype) or a kiln_matrix (buffer, offset, rows, cols, ld,
- *   batch_stride, dtype, layout, trans); an optional operand is NULL. dtype
+ *   batch_stride, dtype, layout, trans, and packed: a GEMM operand packed
+ *   once by kiln_pack); an optional operand is NULL. dtype
  *   and extent come from the descriptors; operands that must agree are
  *   checked (KILN_ERR_SHAPE_MISMATCH, naming both). GEMM's alpha, beta, bias
  *   and activation are a kiln_epilogue.

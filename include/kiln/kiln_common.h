@@ -38,6 +38,7 @@ typedef struct kiln_event kiln_event;
 typedef struct kiln_buffer kiln_buffer;
 typedef struct kiln_program kiln_program;
 typedef struct kiln_kernel kiln_kernel;
+typedef struct kiln_packed kiln_packed;
 
 /* XX(name, value, description). The one table from which the enum,
  * kiln_status_name() and kiln_status_string() are all generated. Values are

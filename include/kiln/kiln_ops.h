@@ -334,6 +334,9 @@ typedef struct kiln_epilogue {
  *   reads neither A nor B and makes C = act(beta * C + bias). m or n 0 is a
  *   no-op.
  * - C must not overlap A or B.
+ * - A or B may name a packed matrix (descriptor's packed set, see
+ *   kiln_packed below): the same result, bit for bit, without repacking
+ *   it at every call on the CPU family.
  * - Leading dimensions are at least the stored row length (row-major) or
  *   column length (column-major), and at least 1.
  * - Workspace: on CPU devices (profiles of the CPU family) A and B are first
@@ -359,10 +362,11 @@ typedef struct kiln_epilogue {
  * beta, C, ldc) is
  *
  *   kiln_matrix a = {abuf, 0, ta ? K : M, ta ? M : K, lda, 0, KILN_F32,
- *                    layout, ta},
+ *                    layout, ta, NULL},
  *               b = {bbuf, 0, tb ? N : K, tb ? K : N, ldb, 0, KILN_F32,
- *                    layout, tb},
- *               c = {cbuf, 0, M, N, ldc, 0, KILN_F32, layout, KILN_NO_TRANS};
+ *                    layout, tb, NULL},
+ *               c = {cbuf, 0, M, N, ldc, 0, KILN_F32, layout, KILN_NO_TRANS,
+ *                    NULL};
  *   kiln_matmul(q, 1, &a, &b, &c, &(kiln_epilogue){alpha, beta, NULL,
  *               KILN_ACT_NONE}, 0, NULL, NULL);
  *
@@ -375,6 +379,99 @@ KILN_API kiln_status kiln_matmul(kiln_queue *queue, size_t batch,
                                  const kiln_epilogue *epilogue,
                                  size_t num_wait, kiln_event *const *wait_list,
                                  kiln_event **out_event);
+
+/* ---- operands that stay packed ------------------------------------------ */
+
+/* Which operand of kiln_matmul a packed matrix is for. */
+typedef enum kiln_operand {
+  KILN_OPERAND_A = 0, /* op(A), m x k */
+  KILN_OPERAND_B = 1, /* op(B), k x n */
+} kiln_operand;
+
+/* A matrix kept in the layout kiln_matmul's kernels read, so that a
+ * layer's weights are packed once and reused by every GEMM until they
+ * change (as oneDNN's reorders and cuBLASLt's transforms allow).
+ *
+ *   kiln_packed *w;
+ *   kiln_packed_create(ctx, KILN_OPERAND_B, &wdesc, &w);   allocate
+ *   kiln_pack(q, &wdesc, w, 0, NULL, NULL);                copy wdesc's data in
+ *   kiln_matrix b;
+ *   kiln_packed_get_matrix(w, &b);                         b.packed == w
+ *   kiln_matmul(q, 1, &x, &b, &y, &e, 0, NULL, NULL);      any number of times
+ *   kiln_packed_destroy(w);
+ *
+ * What it holds: a plain copy of the matrix as stored (same dtype, layout
+ * and trans, leading dimension packed), and on the CPU family (PoCL) also
+ * op(X) as the f32 panels that gemm_cpu.cl's register tile reads (MR-row
+ * panels of op(A), NR-column panels of op(B), the last padded with zeros:
+ * round_up(m, MR) * k or round_up(n, NR) * k floats), which the unpacked
+ * call packs into the queue's workspace at every call. Each kiln_matmul
+ * takes the panels where the unpacked call would pack (a row-major C and
+ * m and n above the switch point of kiln_matmul's workspace note), so it
+ * packs only the other operand, or nothing; elsewhere (few rows or
+ * columns, a column-major C) it reads the copy in place as the unpacked
+ * call reads its source. Where the packed dimension (m of A, n of B) is
+ * itself at most the switch point, no call would take panels and none are
+ * made. The GPU family's kernels read operands in place through __local
+ * tiles and repack nothing per call: no other layout would save work, so
+ * the copy is all it holds.
+ * Results: bit for bit those of the unpacked call on the same device (the
+ * same kernels, the same order of sums).
+ *
+ * Use: a kiln_matrix whose packed is the object, with rows, cols, dtype,
+ * layout and trans exactly those it was created with, buffer NULL and
+ * offset, ld and batch_stride 0 (kiln_packed_get_matrix fills one in), as
+ * kiln_matmul's A or B (the role it was created for), on a queue of its
+ * context. It is shared by every batch entry. Anything else is refused:
+ * another shape, dtype, layout or trans (KILN_ERR_SHAPE_MISMATCH), the
+ * other role, or buffer, offset, ld or batch_stride set
+ * (KILN_ERR_INVALID_ARGUMENT), a queue of another context
+ * (KILN_ERR_WRONG_CONTEXT), a packed matrix never filled by kiln_pack
+ * (KILN_ERR_INVALID_STATE); every other call's matrix operands refuse
+ * packed descriptors (KILN_ERR_INVALID_ARGUMENT, "x.packed").
+ *
+ * Tuning: panels depend on the register tile's MR (A) or NR (B). When the
+ * context's gemm_cpu variant changes them after the last kiln_pack
+ * (kiln_tuning_set, a tuning file reloaded, a test override), kiln_matmul
+ * refuses the packed matrix with KILN_ERR_INVALID_STATE naming both
+ * tiles rather than fall back to packing at every call behind the
+ * caller's back; the next kiln_pack repacks it for the new tile (new
+ * panels replace the old). A change of KC, MB, NB or VW alone keeps it
+ * valid.
+ *
+ * Threads: like a buffer, shared between threads and queues of its
+ * context; kiln_pack writes it, so order kiln_pack before the GEMMs that
+ * read it (events, or one in-order queue), as for any buffer. */
+
+/* Allocate a packed matrix for src's shape (rows, cols, dtype f32, f16 or
+ * bf16, layout and trans; src's buffer, offset and ld are not read, so the
+ * descriptor later given to kiln_pack serves) as operand role on ctx's
+ * device. rows and cols are at least 1 and at most INT32_MAX;
+ * src->batch_stride must be 0 and src->packed NULL. */
+KILN_API kiln_status kiln_packed_create(kiln_context *ctx, kiln_operand role,
+                                        const kiln_matrix *src,
+                                        kiln_packed **out);
+
+/* Release packed (NULL does nothing). GEMMs already enqueued that read it
+ * complete normally (OpenCL keeps their memory until they have).
+ * KILN_ERR_BUSY, destroying nothing, while a recorded sequence
+ * (kiln_sequence.h) that packs or reads it is alive. */
+KILN_API kiln_status kiln_packed_destroy(kiln_packed *packed);
+
+/* Pack src (a matrix in a buffer, of exactly the shape, dtype, layout and
+ * trans that dst was created with; any ld and offset; batch_stride 0) into
+ * dst, on queue, a queue of dst's context. May be called again whenever
+ * src's data changes (a training step): dst keeps its memory. */
+KILN_API kiln_status kiln_pack(kiln_queue *queue, const kiln_matrix *src,
+                               kiln_packed *dst, size_t num_wait,
+                               kiln_event *const *wait_list,
+                               kiln_event **out_event);
+
+/* The descriptor that names packed as a kiln_matmul operand: buffer NULL,
+ * offset, ld and batch_stride 0, packed set, and the rows, cols, dtype,
+ * layout and trans it was created with. */
+KILN_API kiln_status kiln_packed_get_matrix(const kiln_packed *packed,
+                                            kiln_matrix *out);
 
 KILN_END_DECLS
 

@@ -43,7 +43,10 @@ typedef enum kiln_trans {
  * (0: one matrix shared by every entry of a batch). trans says whether a
  * call uses the matrix as stored or transposed; calls that do not
  * transpose (row ops) require KILN_NO_TRANS. A zero-initialised descriptor
- * plus buffer, rows, cols and dtype is a packed row-major matrix. */
+ * plus buffer, rows, cols and dtype is a packed row-major matrix.
+ * packed, when not NULL, names a pre-packed GEMM operand (kiln_packed,
+ * kiln/kiln_ops.h) in place of buffer, offset and ld: only kiln_matmul's
+ * A and B take one; every other call refuses it by name ("x.packed"). */
 typedef struct kiln_matrix {
   kiln_buffer *buffer;
   size_t offset;
@@ -54,6 +57,7 @@ typedef struct kiln_matrix {
   kiln_dtype dtype;
   kiln_layout layout;
   kiln_trans trans;
+  const kiln_packed *packed;
 } kiln_matrix;
 
 /* How a batch of images is laid out: NCHW (each channel a plane of h x w;

@@ -133,12 +133,12 @@ static kiln_status gemm_split(const char *fn, kiln_device_set *set,
       status = upload(ctx, q, beta != 0.0f ? pc : NULL, nc, &p->buf[2]);
     const kiln_matrix da = {p->buf[0],       0,      trans_a ? k : m,
                             trans_a ? m : k, lda,    stride_a,
-                            KILN_F32,        layout, trans_a};
+                            KILN_F32,        layout, trans_a, NULL};
     const kiln_matrix db = {p->buf[1],       0,      trans_b ? n : k,
                             trans_b ? k : n, ldb,    stride_b,
-                            KILN_F32,        layout, trans_b};
+                            KILN_F32,        layout, trans_b, NULL};
     const kiln_matrix dc = {
-        p->buf[2], 0, m, n, ldc, stride_c, KILN_F32, layout, KILN_NO_TRANS};
+        p->buf[2], 0, m, n, ldc, stride_c, KILN_F32, layout, KILN_NO_TRANS, NULL};
     const kiln_epilogue e = {alpha, beta, NULL, KILN_ACT_NONE};
     if (status == KILN_OK)
       status = kiln_matmul(q, p->count, &da, &db, &dc, &e, 0, NULL, NULL);
@@ -163,6 +163,11 @@ static kiln_status check_host_matrix(const char *fn, const char *name,
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                       "%s: %s->buffer is not NULL; the split GEMM takes host "
                       "data (%s_host), see kiln_multi.h",
+                      fn, name, name);
+  if (x->packed != NULL)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s->packed is set; the split GEMM takes host data "
+                      "(%s_host), see kiln_multi.h",
                       fn, name, name);
   if (x->dtype != KILN_F32)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT,

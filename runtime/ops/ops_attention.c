@@ -28,6 +28,8 @@ static kiln_status check_operand(const char *fn, const kiln_queue *queue,
                                  const char *dtype_of, bool write,
                                  struct span *sp) {
   kiln_status s = kiln__train_need(fn, what, m);
+  if (s == KILN_OK)
+    s = kiln__ops_check_unpacked(fn, what, m);
   if (s != KILN_OK)
     return s;
   if (m->layout != KILN_ROW_MAJOR || m->trans != KILN_NO_TRANS)

@@ -71,8 +71,13 @@ kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
                       fn, what, offset, count, kiln_dtype_name(dtype), have,
                       buffer->size);
   }
-  /* Every buffer an op uses passes here: a recording keeps it alive. The
-   * count it raises is bookkeeping, not the buffer's contents. */
+  /* Every buffer an op uses passes here: a recording keeps it alive. */
+  return kiln__ops_record_buffer(queue, buffer);
+}
+
+kiln_status kiln__ops_record_buffer(const kiln_queue *queue,
+                                    const kiln_buffer *buffer) {
+  /* The count it raises is bookkeeping, not the buffer's contents. */
   if (queue->recorder != NULL)
     return queue->recorder->use_buffer(queue->recorder,
                                        (kiln_buffer *)(uintptr_t)buffer);
@@ -207,9 +212,21 @@ kiln_status kiln__ops_check_result(const char *fn, const char *what,
   return s;
 }
 
+kiln_status kiln__ops_check_unpacked(const char *fn, const char *what,
+                                     const kiln_matrix *x) {
+  if (x->packed != NULL)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s.packed is set: only kiln_matmul's a and b take "
+                      "packed operands",
+                      fn, what);
+  return KILN_OK;
+}
+
 kiln_status kiln__ops_check_matrix(const char *fn, const char *what,
                                    const kiln_matrix *x, size_t *ld) {
   kiln_status s = kiln__ops_check_desc(fn, what, x);
+  if (s == KILN_OK)
+    s = kiln__ops_check_unpacked(fn, what, x);
   if (s != KILN_OK)
     return s;
   if ((unsigned)x->layout > KILN_COL_MAJOR)

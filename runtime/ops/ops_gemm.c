@@ -56,7 +56,7 @@ void kiln__gemm_set_skinny_max(int rows) {
   atomic_store(&skinny_override, rows < 0 ? -1 : rows);
 }
 
-static bool use_skinny(size_t m, size_t n, size_t k) {
+bool kiln__gemm_use_skinny(size_t m, size_t n, size_t k) {
   const size_t few = m < n ? m : n;
   const int fixed = atomic_load(&skinny_override);
   if (fixed >= 0)
@@ -202,8 +202,11 @@ static const char *dtype_suffix(kiln_dtype dtype) {
 /* The CPU family's workspace plan for g: per batch entry and step of k,
  * one padded column of A panels and one padded row of B panels, in chunks
  * of bch batch entries and kch steps of k. An operand shared by every
- * batch entry (stride 0) is packed once per chunk, not once per entry.
- * Offsets in floats from the workspace's start (after g->ws_base). */
+ * batch entry (stride 0) is packed once per chunk, not once per entry; an
+ * operand already in panels (a kiln_packed) takes no workspace. Chunks of
+ * k are whole passes of KC steps, so that chunking changes no bits (each
+ * pass adds into C alike). Offsets in floats from the workspace's start
+ * (after g->ws_base). */
 struct cpu_plan {
   size_t mpan, npan, kch, bch;
   bool a_shared, b_shared;
@@ -216,12 +219,16 @@ static void cpu_plan(const struct cpu_params *p, const struct gemm_problem *g,
   pl->npan = kiln__div_up(g->n, p->nr);
   pl->a_shared = g->a.batch_stride == 0 && g->batch > 1;
   pl->b_shared = g->b.batch_stride == 0 && g->batch > 1;
-  const size_t per_k = pl->mpan * p->mr + pl->npan * p->nr; /* floats */
+  const size_t per_k = (g->a.panels ? 0 : pl->mpan * p->mr) +
+                       (g->b.panels ? 0 : pl->npan * p->nr); /* floats */
   const size_t cap = atomic_load(&workspace_limit) / sizeof(float);
   size_t per_batch;
   pl->kch = g->k;
   pl->bch = 1;
-  if (!kiln__mul_overflows(per_k, g->k, &per_batch) && per_batch <= cap) {
+  if (per_k == 0) {
+    pl->bch = g->batch; /* both operands packed: no workspace */
+  } else if (!kiln__mul_overflows(per_k, g->k, &per_batch) &&
+             per_batch <= cap) {
     pl->bch = cap / per_batch;
     if (pl->bch > g->batch)
       pl->bch = g->batch;
@@ -235,9 +242,13 @@ static void cpu_plan(const struct cpu_params *p, const struct gemm_problem *g,
   pl->a_batch = pl->a_shared ? 0 : pl->mpan * p->mr * pl->kch;
   pl->b_batch = pl->b_shared ? 0 : pl->npan * p->nr * pl->kch;
   const size_t a_floats =
-      pl->a_shared ? pl->mpan * p->mr * pl->kch : pl->a_batch * pl->bch;
+      g->a.panels ? 0
+      : pl->a_shared ? pl->mpan * p->mr * pl->kch
+                     : pl->a_batch * pl->bch;
   const size_t b_floats =
-      pl->b_shared ? pl->npan * p->nr * pl->kch : pl->b_batch * pl->bch;
+      g->b.panels ? 0
+      : pl->b_shared ? pl->npan * p->nr * pl->kch
+                     : pl->b_batch * pl->bch;
   /* B's panels start on a 64-float boundary: the kernel reads them as
    * aligned vectors (ws_base is a multiple of 64 too). */
   pl->a_off = g->ws_base;
@@ -271,10 +282,17 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
   const size_t mpan = pl.mpan, npan = pl.npan, kch = pl.kch, bch = pl.bch;
   const bool a_shared = pl.a_shared, b_shared = pl.b_shared;
   const size_t a_batch = pl.a_batch, b_batch = pl.b_batch;
-  cl_mem ws;
-  s = kiln__op_workspace(op, (g->ws_base + pl.ws_floats) * sizeof(float), &ws);
+  cl_mem ws = NULL;
+  if (pl.ws_floats > 0)
+    s = kiln__op_workspace(op, (g->ws_base + pl.ws_floats) * sizeof(float),
+                           &ws);
   if (s != KILN_OK)
     return s;
+  /* Where the kernel reads each operand's panels: the workspace, chunk by
+   * chunk, or a kiln_packed's buffer (full k, shared by the batch). */
+  cl_mem pa = g->a.panels ? g->a.mem : ws, pb = g->b.panels ? g->b.mem : ws;
+  const cl_ulong a_batch_k = g->a.panels ? 0 : a_batch,
+                 b_batch_k = g->b.panels ? 0 : b_batch;
 
   size_t mb, nb;
   cpu_blocks(queue->ctx, &p, g->m, g->n, bch, &mb, &nb);
@@ -304,26 +322,35 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
       const size_t gb[3] = {npan, kiln__div_up(kn, 64), b_shared ? 1 : bn};
       const size_t gm[3] = {kiln__div_up(g->n, nb), kiln__div_up(g->m, mb), bn};
       cl_mem a_mem = g->a.mem, b_mem = g->b.mem, c_mem = g->c;
-      s = kiln__op_args(op, pack_a, 11, KILN__ARG(a_mem), KILN__ARG(a_src),
-                        KILN__ARG(a_bs), KILN__ARG(a_st), KILN__ARG(a_sk),
-                        KILN__ARG(m32), KILN__ARG(kn32), KILN__ARG(k0_32),
-                        KILN__ARG(ws), KILN__ARG(a_off64), KILN__ARG(a_batch64));
-      if (s == KILN_OK)
+      /* Panels of a kiln_packed hold every step of k: the chunk starts k0
+       * steps in, and a panel is k steps long. */
+      const cl_ulong a_at = g->a.panels ? (cl_ulong)k0 * p.mr : a_off64,
+                     b_at = g->b.panels ? (cl_ulong)k0 * p.nr : b_off64;
+      const cl_ulong a_ks = g->a.panels ? g->k : kn,
+                     b_ks = g->b.panels ? g->k : kn;
+      if (!g->a.panels)
+        s = kiln__op_args(op, pack_a, 11, KILN__ARG(a_mem), KILN__ARG(a_src),
+                          KILN__ARG(a_bs), KILN__ARG(a_st), KILN__ARG(a_sk),
+                          KILN__ARG(m32), KILN__ARG(kn32), KILN__ARG(k0_32),
+                          KILN__ARG(ws), KILN__ARG(a_off64),
+                          KILN__ARG(a_batch64));
+      if (s == KILN_OK && !g->a.panels)
         s = kiln__op_launch(op, pack_a, 3, ga, one);
-      if (s == KILN_OK)
+      if (s == KILN_OK && !g->b.panels)
         s = kiln__op_args(op, pack_b, 11, KILN__ARG(b_mem), KILN__ARG(b_src),
                           KILN__ARG(b_bs), KILN__ARG(b_st), KILN__ARG(b_sk),
                           KILN__ARG(n32), KILN__ARG(kn32), KILN__ARG(k0_32),
                           KILN__ARG(ws), KILN__ARG(b_off64),
                           KILN__ARG(b_batch64));
-      if (s == KILN_OK)
+      if (s == KILN_OK && !g->b.panels)
         s = kiln__op_launch(op, pack_b, 3, gb, one);
       if (s == KILN_OK)
         s = kiln__op_args(
-            op, mul, 24, KILN__ARG(m32), KILN__ARG(n32), KILN__ARG(kn32),
+            op, mul, 27, KILN__ARG(m32), KILN__ARG(n32), KILN__ARG(kn32),
             KILN__ARG(mb32), KILN__ARG(nb32), KILN__ARG(g->alpha),
-            KILN__ARG(beta), KILN__ARG(read_c), KILN__ARG(ws), KILN__ARG(a_off64),
-            KILN__ARG(a_batch64), KILN__ARG(b_off64), KILN__ARG(b_batch64),
+            KILN__ARG(beta), KILN__ARG(read_c), KILN__ARG(pa), KILN__ARG(a_at),
+            KILN__ARG(a_batch_k), KILN__ARG(a_ks), KILN__ARG(pb),
+            KILN__ARG(b_at), KILN__ARG(b_batch_k), KILN__ARG(b_ks),
             KILN__ARG(c_mem), KILN__ARG(c_off), KILN__ARG(c_bs),
             KILN__ARG(ldc64), KILN__ARG(epi), KILN__ARG(e.act),
             KILN__ARG(e.use_bias), KILN__ARG(e.bias), KILN__ARG(e.off),
@@ -355,6 +382,84 @@ static kiln_status family_program(const kiln_context *ctx, kiln_dtype dtype,
   if (s == KILN_OK)
     kiln__gemm_gpu_options(&p, dtype, options, size);
   *source = "gemm_gpu";
+  return s;
+}
+
+/* ---- operands that stay packed: the kernels (ops_gemm_packed.c) --------- */
+
+kiln_status kiln__gemm_panel_width(const kiln_context *ctx, kiln_operand role,
+                                   unsigned *width) {
+  struct cpu_params p;
+  kiln_status s = cpu_params(ctx, &p);
+  if (s == KILN_OK)
+    *width = role == KILN_OPERAND_A ? p.mr : p.nr;
+  return s;
+}
+
+kiln_status kiln__gemm_pack_panels(struct kiln__op *op, kiln_operand role,
+                                   kiln_dtype dtype,
+                                   const struct gemm_operand *src, size_t span,
+                                   size_t k, cl_mem dst) {
+  struct cpu_params p;
+  kiln_status s = cpu_params(op->queue->ctx, &p);
+  if (s != KILN_OK)
+    return s;
+  const bool is_a = role == KILN_OPERAND_A;
+  char name[32];
+  snprintf(name, sizeof name, "gemm_pack_%c_%s", is_a ? 'a' : 'b',
+           dtype_suffix(dtype));
+  cl_kernel pack;
+  s = kiln__queue_kernel(op->queue, "gemm_cpu", p.options, name, &pack);
+  if (s != KILN_OK)
+    return s;
+  const unsigned w = is_a ? p.mr : p.nr;
+  /* The pack kernels' strides: st along the panels (rows of op(A),
+   * columns of op(B)), sk along k; as run_cpu passes them. */
+  const cl_ulong off = src->offset, bs = 0, st = is_a ? src->rs : src->cs,
+                 sk = is_a ? src->cs : src->rs, dst_off = 0, dst_bs = 0;
+  const cl_uint tn = (cl_uint)span, kn = (cl_uint)k, k0 = 0;
+  cl_mem mem = src->mem;
+  const size_t global[3] = {kiln__div_up(span, w), kiln__div_up(k, 64), 1};
+  const size_t one[3] = {1, 1, 1};
+  s = kiln__op_args(op, pack, 11, KILN__ARG(mem), KILN__ARG(off),
+                    KILN__ARG(bs), KILN__ARG(st), KILN__ARG(sk), KILN__ARG(tn),
+                    KILN__ARG(kn), KILN__ARG(k0), KILN__ARG(dst),
+                    KILN__ARG(dst_off), KILN__ARG(dst_bs));
+  if (s == KILN_OK)
+    s = kiln__op_launch(op, pack, 3, global, one);
+  return s;
+}
+
+kiln_status kiln__gemm_copy_lines(struct kiln__op *op, kiln_dtype dtype,
+                                  cl_mem src, size_t src_off, size_t ld,
+                                  size_t lines, size_t len, cl_mem dst) {
+  char options[320];
+  const char *source;
+  cl_kernel copy;
+  kiln_status s = family_program(op->queue->ctx, dtype, &source, options,
+                                 sizeof options);
+  if (s == KILN_OK)
+    s = kiln__queue_kernel(op->queue, source, options,
+                           kiln_dtype_size(dtype) == 4 ? "gemm_copy_lines_32"
+                                                       : "gemm_copy_lines_16",
+                           &copy);
+  if (s != KILN_OK)
+    return s;
+  /* gemm_scale.clh: whole runs of a line per work-item on the CPU family,
+   * element by element in groups of 16 on the GPU family. */
+  const bool cpu = kiln__ops_tuning(op->queue->ctx)->family == KILN_FAMILY_CPU;
+  const cl_uint per = cpu ? 1024 : 1;
+  const cl_ulong off = src_off, ld64 = ld;
+  const cl_uint len32 = (cl_uint)len, lines32 = (cl_uint)lines;
+  const size_t local[3] = {cpu ? 1 : 16, 1, 1};
+  const size_t items = kiln__div_up(len, per);
+  const size_t global[3] = {cpu ? items : kiln__div_up(items, 16) * 16, lines,
+                            1};
+  s = kiln__op_args(op, copy, 7, KILN__ARG(src), KILN__ARG(off),
+                    KILN__ARG(ld64), KILN__ARG(len32), KILN__ARG(lines32),
+                    KILN__ARG(per), KILN__ARG(dst));
+  if (s == KILN_OK)
+    s = kiln__op_launch(op, copy, 3, global, local);
   return s;
 }
 
@@ -441,7 +546,7 @@ kiln_status kiln__gemm_workspace_floats(const kiln_context *ctx,
   *floats = 0;
   if (g->k == 0 || g->alpha == 0.0f ||
       kiln__ops_tuning(ctx)->family != KILN_FAMILY_CPU ||
-      use_skinny(g->m, g->n, g->k))
+      (!g->a.panels && !g->b.panels && kiln__gemm_use_skinny(g->m, g->n, g->k)))
     return KILN_OK;
   struct cpu_params p;
   kiln_status s = cpu_params(ctx, &p);
@@ -460,12 +565,112 @@ kiln_status kiln__gemm_enqueue(struct kiln__op *op,
     return run_scale(op, g);
   if (kiln__ops_tuning(ctx)->family != KILN_FAMILY_CPU)
     return kiln__gemm_run_gpu(op, g);
+  /* A packed operand is in panels: the register-tile kernel reads them. */
+  if (g->a.panels || g->b.panels)
+    return run_cpu(op, g);
   bool wide = false;
   kiln_status s = skinny_wide(ctx, &wide);
   if (s == KILN_OK)
-    s = use_skinny(g->m, g->n, g->k) ? kiln__gemm_run_skinny(op, g, wide)
-                                      : run_cpu(op, g);
+    s = kiln__gemm_use_skinny(g->m, g->n, g->k)
+            ? kiln__gemm_run_skinny(op, g, wide)
+            : run_cpu(op, g);
   return s;
+}
+
+/* ---- packed operands: the checks of their use (ops_gemm_packed.c makes
+ * them; kiln_matmul and kiln_pack check them here) ------------------------ */
+
+static const char *role_name(kiln_operand role) {
+  return role == KILN_OPERAND_A ? "KILN_OPERAND_A" : "KILN_OPERAND_B";
+}
+
+static const char *layout_name(kiln_layout layout) {
+  return layout == KILN_ROW_MAJOR ? "row-major" : "column-major";
+}
+
+/* x (named what) has p's shape, dtype, layout and trans:
+ * KILN_ERR_SHAPE_MISMATCH naming both when not. */
+kiln_status kiln__packed_check_shape(const char *fn, const char *what,
+                                     const kiln_matrix *x,
+                                     const kiln_packed *p) {
+  const kiln_matrix *y = &p->shape;
+  if (x->rows == y->rows && x->cols == y->cols && x->dtype == y->dtype &&
+      x->layout == y->layout && x->trans == y->trans)
+    return KILN_OK;
+  return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
+                    "%s: %s (%zu x %zu %s, %s%s) and the packed matrix (%zu x "
+                    "%zu %s, %s%s) disagree: a packed matrix is used with the "
+                    "shape, dtype, layout and trans it was created with",
+                    fn, what, x->rows, x->cols, kiln_dtype_name(x->dtype),
+                    layout_name(x->layout),
+                    x->trans == KILN_TRANS ? ", transposed" : "", y->rows,
+                    y->cols, kiln_dtype_name(y->dtype), layout_name(y->layout),
+                    y->trans == KILN_TRANS ? ", transposed" : "");
+}
+
+/* p's panels still fit the context's register tile. */
+kiln_status kiln__packed_check_tile(const char *fn, const char *what,
+                                    const kiln_packed *p) {
+  if (p->panels == NULL)
+    return KILN_OK;
+  unsigned width = 0;
+  kiln_status s = kiln__gemm_panel_width(p->ctx, p->role, &width);
+  if (s != KILN_OK)
+    return s;
+  if (width != p->width)
+    return kiln__fail(
+        KILN_ERR_INVALID_STATE,
+        "%s: %s was packed for panels of %s %u, but the context's gemm_cpu "
+        "tuning now has %s %u: kiln_pack packs it again for the new tile",
+        fn, what, p->role == KILN_OPERAND_A ? "MR" : "NR", p->width,
+        p->role == KILN_OPERAND_A ? "MR" : "NR", width);
+  return KILN_OK;
+}
+
+kiln_status kiln__packed_resolve(const char *fn, const char *what,
+                                 const kiln_queue *queue, const kiln_matrix *x,
+                                 kiln_operand role, kiln_matrix *out,
+                                 const kiln_packed **packed) {
+  *packed = NULL;
+  kiln_status s = kiln__ops_check_desc(fn, what, x);
+  if (s != KILN_OK)
+    return s;
+  *out = *x;
+  const kiln_packed *p = x->packed;
+  if (p == NULL)
+    return KILN_OK;
+  if (p->ctx != queue->ctx)
+    return kiln__fail(KILN_ERR_WRONG_CONTEXT,
+                      "%s: %s.packed belongs to another context than queue", fn,
+                      what);
+  if (p->role != role)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s.packed was created as %s, not as %s", fn, what,
+                      role_name(p->role), role_name(role));
+  const char *set = x->buffer != NULL   ? "buffer"
+                    : x->offset != 0    ? "offset"
+                    : x->ld != 0        ? "ld"
+                    : x->batch_stride   ? "batch_stride"
+                                        : NULL;
+  if (set != NULL)
+    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                      "%s: %s.%s is set beside %s.packed: a packed operand has "
+                      "buffer NULL and offset, ld and batch_stride 0 "
+                      "(kiln_packed_get_matrix)",
+                      fn, what, set, what);
+  s = kiln__packed_check_shape(fn, what, x, p);
+  if (s == KILN_OK)
+    s = kiln__packed_check_tile(fn, what, p);
+  if (s == KILN_OK && !atomic_load(&p->filled))
+    s = kiln__fail(KILN_ERR_INVALID_STATE,
+                   "%s: %s.packed holds no data yet: kiln_pack fills it", fn,
+                   what);
+  if (s != KILN_OK)
+    return s;
+  out->packed = NULL;
+  out->buffer = p->copy;
+  *packed = p;
+  return KILN_OK;
 }
 
 /* ---- entry points -------------------------------------------------------- */
@@ -481,8 +686,8 @@ gemm(const char *fn, kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
      size_t stride_a, const kiln_buffer *b, size_t b_offset, size_t ldb,
      size_t stride_b, float beta, kiln_buffer *c, size_t c_offset, size_t ldc,
      size_t stride_c, size_t batch, const kiln_buffer *bias, size_t bias_offset,
-     kiln_activation act, size_t num_wait, kiln_event *const *wait_list,
-     kiln_event **out_event) {
+     kiln_activation act, bool a_panels, bool b_panels, size_t num_wait,
+     kiln_event *const *wait_list, kiln_event **out_event) {
   kiln_status s = kiln__ops_check_queue(fn, queue);
   if (s == KILN_OK)
     s = check_enum(fn, "layout", (int)layout, "kiln_layout");
@@ -506,11 +711,14 @@ gemm(const char *fn, kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
     return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: batch %zu exceeds UINT32_MAX",
                       fn, batch);
   const bool ta = trans_a == KILN_TRANS, tb = trans_b == KILN_TRANS;
-  size_t a_ext, b_ext, c_ext;
-  s = check_matrix(fn, queue, "a", "a.ld", "a.batch_stride", layout, ta ? k : m,
-                   ta ? m : k, a, a_offset, lda, stride_a, batch, dtype,
-                   &a_ext);
-  if (s == KILN_OK)
+  /* Panels (a kiln_packed, checked by kiln__packed_resolve) lie in a
+   * buffer of their own, of their own layout. */
+  size_t a_ext = 0, b_ext = 0, c_ext;
+  if (!a_panels)
+    s = check_matrix(fn, queue, "a", "a.ld", "a.batch_stride", layout,
+                     ta ? k : m, ta ? m : k, a, a_offset, lda, stride_a, batch,
+                     dtype, &a_ext);
+  if (s == KILN_OK && !b_panels)
     s = check_matrix(fn, queue, "b", "b.ld", "b.batch_stride", layout,
                      tb ? n : k, tb ? k : n, b, b_offset, ldb, stride_b, batch,
                      dtype, &b_ext);
@@ -587,8 +795,8 @@ gemm(const char *fn, kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
     size_t ars, acs, brs, bcs;
     op_strides(layout, trans_a, lda, &ars, &acs);
     op_strides(layout, trans_b, ldb, &brs, &bcs);
-    struct gemm_operand opa = {a->cl, a_offset, stride_a, ars, acs};
-    struct gemm_operand opb = {b->cl, b_offset, stride_b, brs, bcs};
+    struct gemm_operand opa = {a->cl, a_offset, stride_a, ars, acs, a_panels};
+    struct gemm_operand opb = {b->cl, b_offset, stride_b, brs, bcs, b_panels};
     if (layout == KILN_ROW_MAJOR) {
       g.a = opa;
       g.b = opb;
@@ -596,16 +804,16 @@ gemm(const char *fn, kiln_queue *queue, kiln_layout layout, kiln_trans trans_a,
       /* C^T (n x m, row-major with ldc) = op(B)^T op(A)^T. */
       g.m = n;
       g.n = m;
-      g.a = (struct gemm_operand){b->cl, b_offset, stride_b, bcs, brs};
-      g.b = (struct gemm_operand){a->cl, a_offset, stride_a, acs, ars};
+      /* (kiln_matmul takes no panels with a column-major C.) */
+      g.a = (struct gemm_operand){b->cl, b_offset, stride_b, bcs, brs, false};
+      g.b = (struct gemm_operand){a->cl, a_offset, stride_a, acs, ars, false};
     }
     s = kiln__gemm_enqueue(&op, &g);
   }
   return kiln__op_end(&op, s, out_event);
 }
 
-/* Dimensions of op(X) for a matrix as stored. */
-static void op_dims(const kiln_matrix *x, size_t *rows, size_t *cols) {
+void kiln__gemm_op_dims(const kiln_matrix *x, size_t *rows, size_t *cols) {
   const bool t = x->trans == KILN_TRANS;
   *rows = t ? x->cols : x->rows;
   *cols = t ? x->rows : x->cols;
@@ -639,8 +847,8 @@ static kiln_status check_dim(const char *fn, const char *what, size_t x,
 }
 
 KILN_API kiln_status kiln_matmul(kiln_queue *queue, size_t batch,
-                                 const kiln_matrix *a, const kiln_matrix *b,
-                                 const kiln_matrix *c,
+                                 const kiln_matrix *a_in,
+                                 const kiln_matrix *b_in, const kiln_matrix *c,
                                  const kiln_epilogue *epilogue, size_t num_wait,
                                  kiln_event *const *wait_list,
                                  kiln_event **out_event) {
@@ -648,7 +856,20 @@ KILN_API kiln_status kiln_matmul(kiln_queue *queue, size_t batch,
   static const kiln_epilogue plain = KILN_EPILOGUE_INIT;
   const kiln_epilogue *e = epilogue != NULL ? epilogue : &plain;
   size_t lda = 0, ldb = 0, ldc = 0;
+  /* A packed operand becomes the matrix it holds: its copy in a buffer, or
+   * below, where the problem runs them, its panels (a_panels, b_panels),
+   * which the checks pass over. */
+  kiln_matrix ra, rb;
+  const kiln_packed *pa = NULL, *pb = NULL;
+  bool a_panels = false, b_panels = false;
   kiln_status s = kiln__ops_check_queue(fn, queue);
+  if (s == KILN_OK)
+    s = kiln__packed_resolve(fn, "a", queue, a_in, KILN_OPERAND_A, &ra, &pa);
+  if (s == KILN_OK)
+    s = kiln__packed_resolve(fn, "b", queue, b_in, KILN_OPERAND_B, &rb, &pb);
+  if (s != KILN_OK)
+    return s;
+  const kiln_matrix *a = &ra, *b = &rb;
   if (s == KILN_OK)
     s = kiln__ops_check_matrix(fn, "a", a, &lda);
   if (s == KILN_OK)
@@ -663,8 +884,8 @@ KILN_API kiln_status kiln_matmul(kiln_queue *queue, size_t batch,
                       "(for C^T, swap A and B and transpose both)",
                       fn);
   size_t m, k, kb, n;
-  op_dims(a, &m, &k);
-  op_dims(b, &kb, &n);
+  kiln__gemm_op_dims(a, &m, &k);
+  kiln__gemm_op_dims(b, &kb, &n);
   s = check_dim(fn, "the inner dimensions (k)", k, "op(a)'s columns", kb,
                 "op(b)'s rows");
   if (s == KILN_OK)
@@ -691,6 +912,28 @@ KILN_API kiln_status kiln_matmul(kiln_queue *queue, size_t batch,
                   "epilogue.bias", n, "c");
   if (s != KILN_OK)
     return s;
+  /* Panels wherever the unpacked call would pack them (the same kernel, so
+   * the same bits); the copy where it reads operands in place, and with a
+   * column-major C, whose canonical form swaps A and B (the panels are
+   * MR rows of op(A) or NR columns of op(B), not the other role's). */
+  if (c->layout == KILN_ROW_MAJOR &&
+      ((pa != NULL && pa->panels != NULL) ||
+       (pb != NULL && pb->panels != NULL))) {
+    const bool in_place = kiln__gemm_use_skinny(m, n, k);
+    a_panels = !in_place && pa != NULL && pa->panels != NULL;
+    b_panels = !in_place && pb != NULL && pb->panels != NULL;
+    if (a_panels)
+      ra.buffer = pa->panels;
+    if (b_panels)
+      rb.buffer = pb->panels;
+    /* (Unchecked below: a recording keeps them alive from here.) */
+    if (a_panels)
+      s = kiln__ops_record_buffer(queue, pa->panels);
+    if (s == KILN_OK && b_panels)
+      s = kiln__ops_record_buffer(queue, pb->panels);
+    if (s != KILN_OK)
+      return s;
+  }
   /* Everything in C's layout: kernels see one layout (ops_gemm.c's
    * canonical form starts from there). */
   const kiln_matrix ca = in_layout(a, lda, c->layout);
@@ -700,6 +943,6 @@ KILN_API kiln_status kiln_matmul(kiln_queue *queue, size_t batch,
               cb.offset, cb.ld, cb.batch_stride, e->beta, c->buffer, c->offset,
               ldc, c->batch_stride, batch,
               e->bias != NULL ? e->bias->buffer : NULL,
-              e->bias != NULL ? e->bias->offset : 0, e->activation, num_wait,
-              wait_list, out_event);
+              e->bias != NULL ? e->bias->offset : 0, e->activation, a_panels,
+              b_panels, num_wait, wait_list, out_event);
 }

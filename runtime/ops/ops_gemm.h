@@ -43,6 +43,9 @@ struct gemm_operand {
   cl_mem mem;
   size_t offset, batch_stride;
   size_t rs, cs; /* element (r, c) of op(X) at offset + r * rs + c * cs */
+  /* mem holds the CPU family's f32 panels of a kiln_packed (full k, from
+   * element 0, shared by every batch entry): offset and strides unused. */
+  bool panels;
 };
 
 struct gemm_problem {
@@ -88,6 +91,67 @@ struct gemm_epilogue_args {
   cl_ulong off, rs, cs;
 };
 struct gemm_epilogue_args kiln__gemm_epilogue_args(const struct gemm_problem *g);
+
+/* ---- operands that stay packed (made by ops_gemm_packed.c; the kernels
+ * and checks below are ops_gemm.c's, which ops_gemm_packed.c calls) ------- */
+
+/* What a kiln_packed holds (kiln/kiln_ops.h explains when). */
+struct kiln_packed {
+  kiln_context *ctx;
+  kiln_operand role;
+  kiln_matrix shape; /* rows, cols, dtype, layout, trans; the rest 0 */
+  size_t span, k;    /* op(X)'s panel-direction extent (m or n) and k */
+  kiln_buffer *copy; /* the matrix as stored, ld packed */
+  kiln_buffer *panels; /* the CPU family's f32 panels of op(X), or NULL */
+  unsigned width;    /* panels: the MR (A) or NR (B) they were packed for */
+  atomic_bool filled; /* kiln_pack has been enqueued into it */
+};
+
+/* Rows and columns of op(X) for x as stored (trans swaps them). */
+void kiln__gemm_op_dims(const kiln_matrix *x, size_t *rows, size_t *cols);
+
+/* The panel width (MR for A, NR for B) of ctx's current gemm_cpu variant. */
+kiln_status kiln__gemm_panel_width(const kiln_context *ctx, kiln_operand role,
+                                   unsigned *width);
+
+/* Whether the CPU family reads an m x n x k problem in place
+ * (ops_gemm_skinny.c) rather than through panels. */
+bool kiln__gemm_use_skinny(size_t m, size_t n, size_t k);
+
+/* Enqueue, as part of op, the packing of src (op(X) with span panel-direction
+ * indices and k steps, element (r, c) of op(X) at offset + r rs + c cs) into
+ * width-wide f32 panels at the start of dst: gemm_cpu.cl's pack kernels. */
+kiln_status kiln__gemm_pack_panels(struct kiln__op *op, kiln_operand role,
+                                   kiln_dtype dtype,
+                                   const struct gemm_operand *src, size_t span,
+                                   size_t k, cl_mem dst);
+
+/* Enqueue, as part of op, a copy of lines x len elements of dtype from src
+ * (line i at src_off + i * ld) to dst packed (line i at i * len): the
+ * family program's gemm_copy_lines (gemm_scale.clh). */
+kiln_status kiln__gemm_copy_lines(struct kiln__op *op, kiln_dtype dtype,
+                                  cl_mem src, size_t src_off, size_t ld,
+                                  size_t lines, size_t len, cl_mem dst);
+
+/* x (named what) has p's rows, cols, dtype, layout and trans:
+ * KILN_ERR_SHAPE_MISMATCH naming both when not. */
+kiln_status kiln__packed_check_shape(const char *fn, const char *what,
+                                     const kiln_matrix *x,
+                                     const kiln_packed *p);
+/* p's panels (if panels) still fit its context's register tile:
+ * KILN_ERR_INVALID_STATE naming both widths when tuning changed it. */
+kiln_status kiln__packed_check_tile(const char *fn, const char *what,
+                                    const kiln_packed *p);
+
+/* If x names a packed matrix (x->packed), check it against the call (fn,
+ * operand name what, role, queue) and make *out x with the copy's buffer
+ * (offset, ld and batch_stride 0, packed NULL), *packed x->packed: the
+ * caller takes the panels instead where the problem runs them. Otherwise
+ * *out = *x and *packed NULL. */
+kiln_status kiln__packed_resolve(const char *fn, const char *what,
+                                 const kiln_queue *queue, const kiln_matrix *x,
+                                 kiln_operand role, kiln_matrix *out,
+                                 const kiln_packed **packed);
 
 /* ---- the GPU family's launch (ops_gemm_gpu.c; its space: tune/tune.h) ---- */
 

@@ -129,7 +129,7 @@ kiln_status kiln__gemm_run_gpu(struct kiln__op *op,
    * its columns: mirror that in the alignment test with B's strides as
    * (columns, k). */
   const struct gemm_operand bt = {g->b.mem, g->b.offset, g->b.batch_stride,
-                                  g->b.cs, g->b.rs};
+                                  g->b.cs, g->b.rs, false};
   return launch(op, kernel, g, vec_ok(&g->a, p.vwm), vec_ok(&bt, p.vwn),
                 global, local);
 }

@@ -68,6 +68,12 @@ kiln_status kiln__ops_check_range(const char *fn, const kiln_queue *queue,
                                   size_t offset, size_t count,
                                   kiln_dtype dtype);
 
+/* When queue is recording a sequence, count buffer as used by it, so that
+ * it outlives the recording (kiln__ops_check_range does it for every
+ * buffer it checks; an op calls it for buffers it uses unchecked). */
+kiln_status kiln__ops_record_buffer(const kiln_queue *queue,
+                                    const kiln_buffer *buffer);
+
 /* kiln__ops_check_range plus the buffer's access: an input (read by the
  * op) must not be KILN_MEM_WRITE_ONLY, an output (written) not
  * KILN_MEM_READ_ONLY. An in-out buffer (axpy's y) is checked with both. */
@@ -124,6 +130,11 @@ kiln_status kiln__ops_check_map_ranges(const char *fn, const kiln_queue *queue,
 kiln_status kiln__ops_check_result(const char *fn, const char *what,
                                    const kiln_range *r, size_t count,
                                    kiln_dtype dtype, const char *because);
+
+/* x (non-NULL) names no packed operand (x->packed NULL): every op but
+ * kiln_matmul's A and B refuses one, by name ("x.packed"). */
+kiln_status kiln__ops_check_unpacked(const char *fn, const char *what,
+                                     const kiln_matrix *x);
 
 /* x is non-NULL with a valid layout and trans and an ld (0: packed) of at
  * least its stored row (row-major) or column (column-major) length and 1;

@@ -67,6 +67,8 @@ kiln_status kiln__train_need(const char *fn, const char *what,
 kiln_status kiln__train_check_matrix(const char *fn, const char *what,
                                      const kiln_matrix *m) {
   kiln_status s = kiln__train_need(fn, what, m);
+  if (s == KILN_OK)
+    s = kiln__ops_check_unpacked(fn, what, m);
   if (s != KILN_OK)
     return s;
   if (m->layout != KILN_ROW_MAJOR || m->trans != KILN_NO_TRANS)

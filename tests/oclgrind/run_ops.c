@@ -383,6 +383,10 @@ static size_t at(kiln_layout layout, size_t i, size_t j, size_t ld) {
   return layout == KILN_ROW_MAJOR ? i * ld + j : j * ld + i;
 }
 
+/* Whether run_gemm passes A packed (kiln_pack): the pack kernels, the
+ * plain copy, and the register tile reading the packed panels. */
+static bool gemm_pack_a;
+
 static void run_gemm(kiln_layout layout, kiln_trans ta, kiln_trans tb,
                      kiln_dtype dt, size_t m, size_t n, size_t k, float beta,
                      size_t batch) {
@@ -401,12 +405,19 @@ static void run_gemm(kiln_layout layout, kiln_trans ta, kiln_trans tb,
   kiln_buffer *b = input(dt, 1, b_ext * batch, 112, &bh);
   kiln_buffer *c = beta != 0 ? input(KILN_F32, 3, c_ext * batch, 113, &ch)
                              : output(KILN_F32, c_ext * batch + 3);
-  const kiln_matrix ma = {a, 2, ar, ac, lda, 0, dt, layout, ta};
-  const kiln_matrix mb = {b, 1, br, bc, ldb, b_ext, dt, layout, tb};
+  const kiln_matrix ma = {a, 2, ar, ac, lda, 0, dt, layout, ta, NULL};
+  const kiln_matrix mb = {b, 1, br, bc, ldb, b_ext, dt, layout, tb, NULL};
   const kiln_matrix mc = {
-      c, 3, m, n, ldc, c_ext, KILN_F32, layout, KILN_NO_TRANS};
+      c, 3, m, n, ldc, c_ext, KILN_F32, layout, KILN_NO_TRANS, NULL};
   const kiln_epilogue epi = {alpha, beta, NULL, KILN_ACT_NONE};
-  CHECK_OK(kiln_matmul(q, batch, &ma, &mb, &mc, &epi, 0, NULL, NULL));
+  kiln_packed *packed = NULL;
+  kiln_matrix pa = ma;
+  if (gemm_pack_a) {
+    CHECK_OK(kiln_packed_create(ctx, KILN_OPERAND_A, &ma, &packed));
+    CHECK_OK(kiln_pack(q, &ma, packed, 0, NULL, NULL));
+    CHECK_OK(kiln_packed_get_matrix(packed, &pa));
+  }
+  CHECK_OK(kiln_matmul(q, batch, &pa, &mb, &mc, &epi, 0, NULL, NULL));
   float *got = download(c, KILN_F32, 3, c_ext * batch);
   for (size_t e = 0; e < batch; e++)
     for (size_t i = 0; i < m; i++)
@@ -434,10 +445,12 @@ static void run_gemm(kiln_layout layout, kiln_trans ta, kiln_trans tb,
           goto done;
         }
       }
-  printf("ok   gemm %s %c%c %s %zux%zux%zu beta %g batch %zu\n",
+  printf("ok   gemm %s %c%c %s %zux%zux%zu beta %g batch %zu%s\n",
          layout == KILN_ROW_MAJOR ? "row" : "col", ta ? 'T' : 'N',
-         tb ? 'T' : 'N', kiln_dtype_name(dt), m, n, k, (double)beta, batch);
+         tb ? 'T' : 'N', kiln_dtype_name(dt), m, n, k, (double)beta, batch,
+         gemm_pack_a ? " (a packed)" : "");
 done:
+  CHECK_OK(kiln_packed_destroy(packed));
   free(got), free(ah), free(bh), free(ch);
   kiln_buffer_destroy(a), kiln_buffer_destroy(b), kiln_buffer_destroy(c);
 }
@@ -723,6 +736,12 @@ int main(void) {
     run_gemm(KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, KILN_F16, 37, 3, 20, 0.0f, 2);
     /* Several register tiles and blocks in each direction. */
     run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F32, 45, 70, 130, 1.0f, 1);
+    /* A packed (kiln_pack): its panels on the CPU family (row-major C,
+     * shared by a batch), its plain copy elsewhere. */
+    gemm_pack_a = true;
+    run_gemm(KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, KILN_F32, 17, 13, 19, 0.5f, 2);
+    run_gemm(KILN_COL_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F16, 9, 21, 11, 0.0f, 1);
+    gemm_pack_a = false;
   }
   if (selected("train"))
     run_train();

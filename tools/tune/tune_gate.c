@@ -145,12 +145,12 @@ static kiln_status gate_matmul(kiln_queue *q, const struct gate_case *g,
   const bool ta = g->ta == KILN_TRANS, tb = g->tb == KILN_TRANS;
   const kiln_matrix a = {da,   g->off, ta ? g->k : g->m, ta ? g->m : g->k,
                          lda,  0,      g->dtype,         g->layout,
-                         g->ta};
+                         g->ta, NULL};
   const kiln_matrix b = {db,   g->off, tb ? g->n : g->k, tb ? g->k : g->n,
                          ldb,  0,      g->dtype,         g->layout,
-                         g->tb};
+                         g->tb, NULL};
   const kiln_matrix c = {dc, g->off,   g->m,      g->n,         ldc,
-                         0,  KILN_F32, g->layout, KILN_NO_TRANS};
+                         0,  KILN_F32, g->layout, KILN_NO_TRANS, NULL};
   const kiln_range bias = {dbias, 0, g->n, KILN_F32};
   const kiln_epilogue e = {g->alpha, g->beta, g->relu_bias ? &bias : NULL,
                            g->relu_bias ? KILN_ACT_RELU : KILN_ACT_NONE};
