@@ -684,6 +684,23 @@ static void test_log_handler(void **state) {
     fail_msg("with KILN_LOG unset the handler got:\n%s", got);
 }
 
+/* Bad input to the trace summary and the log handler: NULL path or stream
+ * and a missing file are refused with their status, writing nothing; a
+ * NULL handler restores the default and is harmless when none was set. */
+static void test_summarize_and_handler_bad_input(void **state) {
+  (void)state;
+  assert_kiln_status(kiln_trace_summarize(NULL, stdout, 80),
+                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(kiln_trace_summarize(trace_path, NULL, 80),
+                     KILN_ERR_NULL_POINTER);
+  assert_kiln_status(
+      kiln_trace_summarize("/nonexistent/kiln/none.json", stdout, 0),
+      KILN_ERR_IO);
+  assert_non_null(strstr(kiln_last_error(), "/nonexistent/kiln/none.json"));
+  kiln_log_set_handler(NULL, NULL);
+  kiln_log_set_handler(NULL, NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--child") == 0)
     return child_main(argv[2]);
@@ -700,6 +717,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_trace_summary),
       cmocka_unit_test(test_log),
       cmocka_unit_test(test_log_handler),
+      cmocka_unit_test(test_summarize_and_handler_bad_input),
   };
   int rc = KILN_TEST_RUN("trace", tests, true);
   unlink(trace_path);
