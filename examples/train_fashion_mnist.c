@@ -8,6 +8,7 @@
  *   train_fashion_mnist [--model mlp|cnn] [--device SEL] [--epochs N]
  *                       [--precision f32|bf16]
  *                       [--optimizer adamw|sgd] [--lr X] [--weight-decay X]
+ *                       [--schedule constant|cosine]
  *                       [--batch N] [--hidden N] [--seed N] [--data DIR]
  *                       [--limit N] [--test-limit N]
  *                       [--steps N] [--print-losses] [--export DIR]
@@ -72,6 +73,7 @@ typedef struct options {
   size_t batch, hidden, limit, test_limit, max_steps, bench_runs;
   uint64_t seed;
   bool print_losses;
+  bool cosine; /* --schedule cosine */
   double expect_accuracy;
 } options;
 
@@ -93,6 +95,7 @@ static const struct {
     {"--optimizer", "adamw|sgd", "the update rule (default adamw)"},
     {"--lr", "X", "learning rate (default 0.001 adamw, 0.05 sgd)"},
     {"--weight-decay", "X", "decoupled weight decay, 0 or more (default 0)"},
+    {"--schedule", "constant|cosine", "learning rate over the run (constant)"},
     {"--batch", "N", "examples per step, 1-65536 (default 256)"},
     {"--hidden", "N", "MLP hidden layers (1024) or CNN dense (128)"},
     {"--seed", "N", "seed of weights and batch order (default 42)"},
@@ -217,7 +220,11 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (!strcmp(a, "--lr") && parse_float(v, &d) && d > 0) {
       o->hyper.lr = (float)d;
       lr_given = true;
-    } else if (!strcmp(a, "--weight-decay") && parse_float(v, &d) && d >= 0)
+    } else if (!strcmp(a, "--schedule") && !strcmp(v, "constant"))
+      o->cosine = false;
+    else if (!strcmp(a, "--schedule") && !strcmp(v, "cosine"))
+      o->cosine = true;
+    else if (!strcmp(a, "--weight-decay") && parse_float(v, &d) && d >= 0)
       o->hyper.weight_decay = (float)d;
     else if (!strcmp(a, "--batch") && parse_size(v, &n) && n >= 1 &&
                n <= 65536)
@@ -540,12 +547,12 @@ int main(int argc, char **argv) {
   }
 
   if (root)
-    printf("train_fashion_mnist: %s, %s %s, %s lr %g, weight decay %g, batch %zu, width %zu, %zu training and "
+    printf("train_fashion_mnist: %s, %s %s, %s lr %g%s, weight decay %g, batch %zu, width %zu, %zu training and "
          "%zu test examples, %zu steps per epoch, seed %" PRIu64 "\n",
          kiln_context_get_device_info(r.ctx)->name, o.kind->name,
          kiln_dtype_name(o.precision),
          o.hyper.optimizer == MODEL_SGD ? "sgd (momentum 0.9)" : "adamw",
-         (double)o.hyper.lr, (double)o.hyper.weight_decay, B, r.model->width, train.count, test.count, steps_per_epoch,
+         (double)o.hyper.lr, o.cosine ? " cosine" : "", (double)o.hyper.weight_decay, B, r.model->width, train.count, test.count, steps_per_epoch,
          o.seed);
   const bool bar = root && isatty(STDERR_FILENO);
   double accuracy = 0.0, last_loss = NAN, epoch_s = 0.0;
@@ -571,7 +578,12 @@ int main(int argc, char **argv) {
           kiln_fail);
       TRY(dp_average_grads(par, r.q, r.model->grads, r.model->nparams),
           kiln_fail);
-      TRY(model_step(r.model, &o.hyper), kiln_fail);
+      /* Cosine decay: lr at step t of T is lr (1 + cos(pi t / T)) / 2. */
+      model_hyper hyper = o.hyper;
+      if (o.cosine)
+        hyper.lr = (float)(0.5 * o.hyper.lr *
+                           (1.0 + cos(3.14159265358979323846 * (double)t / (double)total_steps)));
+      TRY(model_step(r.model, &hyper), kiln_fail);
       kiln_event_release(up[s]);
       up[s] = NULL;
       TRY(kiln_queue_marker(r.q, 0, NULL, &done[s]), kiln_fail);
