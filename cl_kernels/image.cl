@@ -522,14 +522,16 @@ __kernel void bn_dx(__global const T *x, ulong xo, __global const T *dy,
  * time (LOAD16/STORE16, common.clh), then element by element for the
  * rest. Item i: plane i / pieces, piece i % pieces. */
 
-/* The elements [*lo, *hi) of item i's piece and the plane's start *base. */
-void bn_piece(size_t i, ulong HW, ulong pieces, ulong span, ulong *base,
-              ulong *lo, ulong *hi) {
-  ulong plane = i / pieces, piece = i % pieces;
-  *base = plane * HW;
-  *lo = piece * span;
-  *hi = min(*lo + span, HW);
-}
+/* The prologue of a *_planes kernel with arguments total, pieces, span, C
+ * and HW: item i (returning past total), its plane's start base, its
+ * piece's elements [lo, hi) and its channel ch; kiln_tmp16_ for STORE16. */
+#define BN_PIECE                                                               \
+  float kiln_tmp16_[16] __attribute__((unused));                               \
+  size_t i = get_global_id(0);                                                 \
+  if (i >= total)                                                              \
+    return;                                                                    \
+  ulong base = i / pieces * HW, lo = i % pieces * span;                        \
+  ulong hi = min(lo + span, HW), ch = (i / pieces) % C;
 
 /* The 16 lanes of v added in a fixed tree. */
 float bn_hsum(float16 v) {
@@ -548,12 +550,9 @@ __kernel void bn_partial_planes(__global const T *x, ulong xo,
                                 __global const float *stats, ulong so,
                                 int backward, __global float *parts, ulong C,
                                 ulong N, ulong HW, ulong pieces, ulong span) {
-  size_t i = get_global_id(0);
-  if (i >= N * C * pieces)
-    return;
-  ulong base, lo, hi;
-  bn_piece(i, HW, pieces, span, &base, &lo, &hi);
-  ulong plane = i / pieces, ch = plane % C, n = plane / C;
+  const ulong total = N * C * pieces;
+  BN_PIECE
+  ulong n = i / pieces / C;
   float shift = 0.0f, mean = 0.0f, rstd = 0.0f;
   if (!backward)
     shift = LOAD(x + xo, ch * HW);
@@ -604,13 +603,7 @@ __kernel void bn_apply_planes(__global const T *x, ulong xo, __global T *y,
                               int has_gamma, __global const float *beta,
                               ulong bo, int has_beta, ulong C, ulong HW,
                               ulong total, ulong pieces, ulong span) {
-  float kiln_tmp16_[16] __attribute__((unused));
-  size_t i = get_global_id(0);
-  if (i >= total)
-    return;
-  ulong base, lo, hi;
-  bn_piece(i, HW, pieces, span, &base, &lo, &hi);
-  ulong ch = (i / pieces) % C;
+  BN_PIECE
   float rstd = from_var ? 1.0f / sqrt(sd[sdo + ch] + eps) : sd[sdo + ch];
   float scale = has_gamma ? gamma[gmo + ch] * rstd : rstd;
   float shift = has_beta ? beta[bo + ch] : 0.0f, mu = mean[mo + ch];
@@ -631,13 +624,7 @@ __kernel void bn_dx_planes(__global const T *x, ulong xo, __global const T *dy,
                            __global const float *gamma, ulong gmo,
                            int has_gamma, float inv_m, ulong C, ulong HW,
                            ulong total, ulong pieces, ulong span) {
-  float kiln_tmp16_[16] __attribute__((unused));
-  size_t i = get_global_id(0);
-  if (i >= total)
-    return;
-  ulong base, lo, hi;
-  bn_piece(i, HW, pieces, span, &base, &lo, &hi);
-  ulong ch = (i / pieces) % C;
+  BN_PIECE
   float mean = stats[so + ch], rstd = stats[so + C + ch];
   float k = has_gamma ? gamma[gmo + ch] * rstd : rstd;
   float db = sums[wo + ch] * inv_m, dg = sums[wo + C + ch] * inv_m;
