@@ -1,9 +1,12 @@
 /* Image ops of kiln_ops_image.h on NCHW batches: 2-D max and mean pooling
  * (forward: one work-item per output element; backward: one per input
- * element, gathering from the windows that cover it, so no atomics) and
- * batch normalisation (per-channel partial sums by work-groups, a fixed-order
- * combine per channel, then an elementwise pass). The same kernels serve
- * both kernel families.
+ * element, gathering from the windows that cover it, or one per window
+ * where windows do not overlap, so no atomics) and batch normalisation
+ * (per-channel partial sums by work-groups, a fixed-order combine per
+ * channel, then an elementwise pass). The CPU family has its own variants
+ * (the sections "on the CPU family" below: a row, plane or piece of a
+ * plane per work-item, explicit vectors), which give the same values
+ * (pooling) or sum the same terms in another fixed order (statistics).
  *
  * Build options:
  *   -DDT=n   storage type of the images (common.clh): 0 f32, 1 f16, 2 bf16;
@@ -39,6 +42,11 @@
   long h0 = max(hs_, 0L), w0 = max(ws_, 0L);                                   \
   long h1 = min(hs_ + (long)KH, (long)H), w1 = min(ws_ + (long)KW, (long)W);
 
+/* v replaces the running maximum m in a scan: it is larger, or it is the
+ * first NaN. NaN tests as x != x: PoCL 3.1's isnan() made a 2x2 max-pool
+ * kernel about 40 times slower (a call per test, no vectorisation). */
+#define POOL_BEATS(v, m) ((v) > (m) || ((v) != (v) && (m) == (m)))
+
 /* The position (row * W + col) of the window's maximum in plane p: the
  * first maximum in scan order; a NaN is the maximum (the first NaN). */
 long window_argmax(__global const T *p, ulong W, long h0, long h1, long w0,
@@ -48,7 +56,7 @@ long window_argmax(__global const T *p, ulong W, long h0, long h1, long w0,
   for (long ih = h0; ih < h1; ih++)
     for (long iw = w0; iw < w1; iw++) {
       float v = LOAD(p, ih * (long)W + iw);
-      if (v > m || (isnan(v) && !isnan(m))) {
+      if (POOL_BEATS(v, m)) {
         m = v;
         best = ih * (long)W + iw;
       }
@@ -79,7 +87,7 @@ void pool_one(__global const T *x, __global T *y, size_t o, int is_max,
       long iw = ws + kw;
       int ok = okh && iw >= 0 && iw < (long)W;
       float v = LOAD(p, ihc * (long)W + clamp(iw, 0L, (long)W - 1));
-      int take = ok && (!seen || v > m || (isnan(v) && !isnan(m)));
+      int take = ok && (!seen || POOL_BEATS(v, m));
       m = take ? v : m;
       seen |= ok;
       s += ok ? v : 0.0f;
@@ -155,6 +163,173 @@ __kernel void pool_backward_tiled(__global const T *x, ulong xo,
       long e = ih * (long)W + iw;
       STORE(d, e, e == best ? gv : share);
     }
+}
+
+/* ---- pooling on the CPU family: a row or a plane per work-item ----------
+ * PoCL runs a work-group's items one after the other; the element-per-item
+ * kernels above pay 64-bit divisions and a window scan per element (on
+ * PoCL with 2 threads the CNN's 2x2 max pooling of 128 x 64 x 24 x 24 took
+ * longer than its 32 -> 64 convolution). These take an output row or a
+ * plane each and walk it with running indices. */
+
+/* The 2x2 stride 2 unpadded window, the pooling of most CNNs. */
+#define POOL_IS_2X2                                                            \
+  (KH == 2 && KW == 2 && SH == 2 && SW == 2 && PH == 0 && PW == 0)
+
+/* m = v where v is a new maximum in scan order (window_argmax's test);
+ * scalars or vectors. */
+#define POOL_TAKE(m, v) ((m) = POOL_BEATS((v), (m)) ? (v) : (m))
+
+/* y's output row r (plane r / OH, row r % OH): pool_one's values, from the
+ * clipped windows scanned in the same order (window_argmax's comparisons;
+ * the mean's sum over the window's elements in scan order). 2x2 windows of
+ * stride 2 take four outputs at a time in float4 lanes (f32; PoCL turns
+ * the per-element form into gathers across work-items). */
+__kernel void pool_forward_rows(__global const T *x, ulong xo, __global T *y,
+                                ulong yo, int is_max, int exclude, ulong total,
+                                POOL_ARGS) {
+  size_t r = get_global_id(0);
+  if (r >= total)
+    return;
+  ulong oh = r % OH, plane = r / OH;
+  __global const T *p = x + xo + plane * H * W;
+  __global T *yr = y + yo + r * OW;
+  if (POOL_IS_2X2) {
+    __global const T *r0 = p + 2 * oh * W, *r1 = r0 + W;
+    uint ow = 0;
+#if DT == 0
+    for (; ow + 4 <= (uint)OW; ow += 4) {
+      float8 u = vload8(0, r0 + 2 * ow), l = vload8(0, r1 + 2 * ow);
+      float4 m = u.even;
+      POOL_TAKE(m, u.odd);
+      POOL_TAKE(m, l.even);
+      POOL_TAKE(m, l.odd);
+      vstore4(is_max ? m : ((u.even + u.odd + l.even) + l.odd) / 4.0f, 0,
+              yr + ow);
+    }
+#endif
+    for (; ow < (uint)OW; ow++) {
+      float a = LOAD(r0, 2 * ow), b = LOAD(r0, 2 * ow + 1);
+      float c = LOAD(r1, 2 * ow), d = LOAD(r1, 2 * ow + 1), m = a;
+      POOL_TAKE(m, b);
+      POOL_TAKE(m, c);
+      POOL_TAKE(m, d);
+      STORE(yr, ow, is_max ? m : (((a + b) + c) + d) / 4.0f);
+    }
+    return;
+  }
+  for (ulong ow = 0; ow < OW; ow++) {
+    POOL_WINDOW(oh, ow)
+    float m = LOAD(p, h0 * (long)W + w0), s = 0.0f;
+    for (long ih = h0; ih < h1; ih++) {
+      __global const T *row = p + ih * (long)W;
+      for (long iw = w0; iw < w1; iw++) {
+        float v = LOAD(row, iw);
+        m = POOL_BEATS(v, m) ? v : m;
+        s += v;
+      }
+    }
+    STORE(yr, ow, is_max ? m : s / POOL_DIVISOR(exclude));
+  }
+}
+
+/* dx of plane pl (one work-item each): the plane zeroed, then each output's
+ * share added in increasing (oh, ow) (max: dy at the window's argmax; mean:
+ * dy / divisor at every element of the window). Each element so receives
+ * 0 + the covering windows' shares in increasing output position, the sum
+ * pool_backward gathers in the same order: the same bits. */
+__kernel void pool_backward_planes(__global const T *x, ulong xo,
+                                   __global const T *dy, ulong go,
+                                   __global T *dx, ulong dxo, int is_max,
+                                   int exclude, ulong total, POOL_ARGS) {
+  size_t pl = get_global_id(0);
+  if (pl >= total)
+    return;
+  __global const T *p = x + xo + pl * H * W;
+  __global const T *g = dy + go + pl * OH * OW;
+  __global T *d = dx + dxo + pl * H * W;
+  for (ulong e = 0; e < H * W; e++)
+    STORE(d, e, 0.0f);
+  for (ulong oh = 0; oh < OH; oh++)
+    for (ulong ow = 0; ow < OW; ow++) {
+      POOL_WINDOW(oh, ow)
+      float gv = LOAD(g, oh * OW + ow);
+      if (is_max) {
+        long e = window_argmax(p, W, h0, h1, w0, w1);
+        STORE(d, e, LOAD(d, e) + gv);
+      } else {
+        float share = gv / POOL_DIVISOR(exclude);
+        for (long ih = h0; ih < h1; ih++)
+          for (long iw = w0; iw < w1; iw++) {
+            long e = ih * (long)W + iw;
+            STORE(d, e, LOAD(d, e) + share);
+          }
+      }
+    }
+}
+
+/* pool_backward_planes for 2x2 stride 2 unpadded windows (POOL_IS_2X2),
+ * an output row r (plane r / OH, row r % OH) per work-item: dx's rows 2 oh
+ * and 2 oh + 1 (and, for the last output row of an odd H, row H - 1),
+ * each element written once: the share of the one window that covers it
+ * (max: dy at the argmax, 0 at the other three; mean: dy / 4), or 0 (a
+ * last odd row or column): the values pool_backward gathers. */
+__kernel void pool_backward_2x2(__global const T *x, ulong xo,
+                                __global const T *dy, ulong go,
+                                __global T *dx, ulong dxo, int is_max,
+                                int exclude, ulong total, POOL_ARGS) {
+  size_t r = get_global_id(0);
+  if (r >= total)
+    return;
+  ulong oh = r % OH, plane = r / OH;
+  __global const T *p0 = x + xo + plane * H * W + 2 * oh * W, *p1 = p0 + W;
+  __global T *d0 = dx + dxo + plane * H * W + 2 * oh * W, *d1 = d0 + W;
+  __global const T *g = dy + go + r * OW;
+  uint ow = 0;
+#if DT == 0
+  for (; ow + 4 <= (uint)OW; ow += 4) {
+    float4 gv = vload4(0, g + ow);
+    float8 u = vload8(0, p0 + 2 * ow), l = vload8(0, p1 + 2 * ow);
+    float4 m = u.even;
+    int4 tb = POOL_BEATS(u.odd, m);
+    m = tb ? u.odd : m;
+    int4 tc = POOL_BEATS(l.even, m);
+    m = tc ? l.even : m;
+    int4 td = POOL_BEATS(l.odd, m);
+    float4 z = 0.0f, share = gv / 4.0f;
+    float8 o0, o1;
+    o0.even = is_max ? (tb | tc | td ? z : gv) : share;
+    o0.odd = is_max ? (tb & ~tc & ~td ? gv : z) : share;
+    o1.even = is_max ? (tc & ~td ? gv : z) : share;
+    o1.odd = is_max ? (td ? gv : z) : share;
+    vstore8(o0, 0, d0 + 2 * ow);
+    vstore8(o1, 0, d1 + 2 * ow);
+  }
+#endif
+  for (; ow < (uint)OW; ow++) {
+    float gv = LOAD(g, ow), m = LOAD(p0, 2 * ow), v = LOAD(p0, 2 * ow + 1);
+    int best = 0;
+    if (POOL_BEATS(v, m))
+      m = v, best = 1;
+    v = LOAD(p1, 2 * ow);
+    if (POOL_BEATS(v, m))
+      m = v, best = 2;
+    v = LOAD(p1, 2 * ow + 1);
+    if (POOL_BEATS(v, m))
+      best = 3;
+    float share = gv / 4.0f;
+    STORE(d0, 2 * ow, is_max ? (best == 0 ? gv : 0.0f) : share);
+    STORE(d0, 2 * ow + 1, is_max ? (best == 1 ? gv : 0.0f) : share);
+    STORE(d1, 2 * ow, is_max ? (best == 2 ? gv : 0.0f) : share);
+    STORE(d1, 2 * ow + 1, is_max ? (best == 3 ? gv : 0.0f) : share);
+  }
+  if (W % 2 != 0) {
+    STORE(d0, W - 1, 0.0f);
+    STORE(d1, W - 1, 0.0f);
+  }
+  if (H % 2 != 0 && oh + 1 == OH)
+    for (ulong e = 0; e < W; e++)
+      STORE(d1 + W, e, 0.0f);
 }
 
 __kernel void image_zero(__global T *y, ulong yo, ulong total) {
@@ -337,4 +512,129 @@ __kernel void bn_dx(__global const T *x, ulong xo, __global const T *dy,
                STORE(dp, q,
                      k * (LOAD(gp, q) - db -
                           (LOAD(xp, q) - mean) * rstd * dg)))
+}
+
+/* ---- batch normalisation on the CPU family: a piece of a plane each -------
+ * PoCL runs a work-group's items one after the other, so the kernels above
+ * leave it scalar loops (bn_partial) or per-item index arithmetic (bn_apply,
+ * bn_dx). These take pieces of span elements of a plane (pieces per plane
+ * = ceil(HW / span), span a multiple of 16) and walk them 16 lanes at a
+ * time (LOAD16/STORE16, common.clh), then element by element for the
+ * rest. Item i: plane i / pieces, piece i % pieces. */
+
+/* The prologue of a *_planes kernel with arguments total, pieces, span, C
+ * and HW: item i (returning past total), its plane's start base, its
+ * piece's elements [lo, hi) and its channel ch; kiln_tmp16_ for STORE16. */
+#define BN_PIECE                                                               \
+  float kiln_tmp16_[16] __attribute__((unused));                               \
+  size_t i = get_global_id(0);                                                 \
+  if (i >= total)                                                              \
+    return;                                                                    \
+  ulong base = i / pieces * HW, lo = i % pieces * span;                        \
+  ulong hi = min(lo + span, HW), ch = (i / pieces) % C;
+
+/* The 16 lanes of v added in a fixed tree. */
+float bn_hsum(float16 v) {
+  float8 a = v.lo + v.hi;
+  float4 b = a.lo + a.hi;
+  float2 c = b.lo + b.hi;
+  return c.x + c.y;
+}
+
+/* bn_partial's two sums over item i's piece (plane i / pieces of channel
+ * (i / pieces) % C), into parts[2 p], parts[2 p + 1] with p = (ch N + n)
+ * pieces + piece: channel ch's N pieces parts in (image, piece) order, as
+ * bn_finish_forward and bn_finish_backward read them (P = N pieces). */
+__kernel void bn_partial_planes(__global const T *x, ulong xo,
+                                __global const T *dy, ulong go,
+                                __global const float *stats, ulong so,
+                                int backward, __global float *parts, ulong C,
+                                ulong N, ulong HW, ulong pieces, ulong span) {
+  const ulong total = N * C * pieces;
+  BN_PIECE
+  ulong n = i / pieces / C;
+  float shift = 0.0f, mean = 0.0f, rstd = 0.0f;
+  if (!backward)
+    shift = LOAD(x + xo, ch * HW);
+  else {
+    mean = stats[so + ch];
+    rstd = stats[so + C + ch];
+  }
+  __global const T *xp = x + xo + base;
+  __global const T *gp = dy + go + base;
+  float16 a1 = 0.0f, a2 = 0.0f;
+  ulong e = lo;
+  for (; e + 16 <= hi; e += 16) {
+    float16 v = LOAD16(xp + e);
+    if (!backward) {
+      v -= shift;
+      a1 += v;
+      a2 = fma(v, v, a2);
+    } else {
+      float16 g = LOAD16(gp + e);
+      a1 += g;
+      a2 = fma(g, (v - mean) * rstd, a2);
+    }
+  }
+  float s1 = bn_hsum(a1), s2 = bn_hsum(a2);
+  for (; e < hi; e++) {
+    float v = LOAD(xp, e);
+    if (!backward) {
+      float a = v - shift;
+      s1 += a;
+      s2 = fma(a, a, s2);
+    } else {
+      float g = LOAD(gp, e);
+      s1 += g;
+      s2 = fma(g, (v - mean) * rstd, s2);
+    }
+  }
+  ulong p = (ch * N + n) * pieces + i % pieces;
+  parts[2 * p] = s1;
+  parts[2 * p + 1] = s2;
+}
+
+/* bn_apply over item i's piece. */
+__kernel void bn_apply_planes(__global const T *x, ulong xo, __global T *y,
+                              ulong yo, __global const float *mean, ulong mo,
+                              __global const float *sd, ulong sdo,
+                              int from_var, float eps,
+                              __global const float *gamma, ulong gmo,
+                              int has_gamma, __global const float *beta,
+                              ulong bo, int has_beta, ulong C, ulong HW,
+                              ulong total, ulong pieces, ulong span) {
+  BN_PIECE
+  float rstd = from_var ? 1.0f / sqrt(sd[sdo + ch] + eps) : sd[sdo + ch];
+  float scale = has_gamma ? gamma[gmo + ch] * rstd : rstd;
+  float shift = has_beta ? beta[bo + ch] : 0.0f, mu = mean[mo + ch];
+  __global const T *xp = x + xo + base;
+  __global T *yp = y + yo + base;
+  ulong e = lo;
+  for (; e + 16 <= hi; e += 16)
+    STORE16(yp + e, fma(LOAD16(xp + e) - mu, scale, shift));
+  for (; e < hi; e++)
+    STORE(yp, e, fma(LOAD(xp, e) - mu, scale, shift));
+}
+
+/* bn_dx over item i's piece. */
+__kernel void bn_dx_planes(__global const T *x, ulong xo, __global const T *dy,
+                           ulong go, __global T *dx, ulong dxo,
+                           __global const float *stats, ulong so,
+                           __global const float *sums, ulong wo,
+                           __global const float *gamma, ulong gmo,
+                           int has_gamma, float inv_m, ulong C, ulong HW,
+                           ulong total, ulong pieces, ulong span) {
+  BN_PIECE
+  float mean = stats[so + ch], rstd = stats[so + C + ch];
+  float k = has_gamma ? gamma[gmo + ch] * rstd : rstd;
+  float db = sums[wo + ch] * inv_m, dg = sums[wo + C + ch] * inv_m;
+  __global const T *xp = x + xo + base;
+  __global const T *gp = dy + go + base;
+  __global T *dp = dx + dxo + base;
+  ulong e = lo;
+  for (; e + 16 <= hi; e += 16)
+    STORE16(dp + e, k * (LOAD16(gp + e) - db -
+                         (LOAD16(xp + e) - mean) * rstd * dg));
+  for (; e < hi; e++)
+    STORE(dp, e, k * (LOAD(gp, e) - db - (LOAD(xp, e) - mean) * rstd * dg));
 }

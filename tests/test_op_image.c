@@ -281,6 +281,9 @@ static const struct pool_case pool_cases[] = {
     {1, 2, 11, 7, 3, 2, 5, 4, 0, 1}, /* stride above the window */
     {2, 1, 5, 5, 5, 5, 1, 1, 2, 2},  /* window as large as the image */
     {1, 3, 1, 9, 1, 4, 1, 3, 0, 2},  /* one row */
+    /* 2x2 stride 2 on odd sides: the CPU family's four outputs a row in
+     * vector lanes and one after; a last row and column in no window */
+    {2, 3, 7, 11, 2, 2, 0, 0, 0, 0},
 };
 #define XOFF 3
 #define YOFF 5
@@ -434,11 +437,69 @@ static void test_pool_ties(void **state) {
   train_each_profile(ties_body);
 }
 
+/* The same rules through 2x2 stride 2 windows (the CPU family's vector
+ * lanes and the element after them): 1 x 1 x 4 x 10, ten windows holding
+ * ties, NaNs at every position of a window, a NaN after a larger value,
+ * two NaNs, -inf; max and mean, forward and backward, exactly as the
+ * reference. */
+static void ties_2x2_body(kiln_context *ctx, kiln_queue *q,
+                          const char *profile) {
+  const float inf = INFINITY;
+  /* window w covers rows 2 (w / 5) .. + 1, columns 2 (w % 5) .. + 1 */
+  const float x[40] = {
+      1, 1,    NAN, 2, 5, 1,    -inf, -inf, 3, NAN,
+      1, 1,    2,   7, 9, NAN,  -inf, -inf, 3, 3,
+      NAN, NAN, 4,  4, 0, -0.0f, 1,   NAN,  2, 2,
+      0, 0,    4,   4, 0, 0,    2,    1,    2, NAN};
+  float y[10], dx[40], dy[10];
+  for (int i = 0; i < 10; i++)
+    dy[i] = (float)(i + 1) * 0.75f;
+  kiln_buffer *xb = util_upload(ctx, q, KILN_F32, x, 40);
+  kiln_buffer *yb = util_buffer(ctx, 10 * 4, 0);
+  kiln_buffer *gb = util_upload(ctx, q, KILN_F32, dy, 10);
+  kiln_buffer *dxb = util_buffer(ctx, 40 * 4, 0);
+  kiln_pool2d_params p = {.kernel_h = 2, .kernel_w = 2};
+  kiln_image xi = image_at(xb, 0, 1, 1, 4, 10, KILN_F32);
+  kiln_image yi = image_at(yb, 0, 1, 1, 2, 5, KILN_F32);
+  kiln_image gi = image_at(gb, 0, 1, 1, 2, 5, KILN_F32);
+  kiln_image dxi = image_at(dxb, 0, 1, 1, 4, 10, KILN_F32);
+  struct pool_case pc = {1, 1, 4, 10, 2, 2, 2, 2, 0, 0};
+  double xd[40], yd[10], gd[10], dxd[40];
+  for (int i = 0; i < 40; i++)
+    xd[i] = x[i];
+  for (int i = 0; i < 10; i++)
+    gd[i] = dy[i];
+  for (int mode = 0; mode < 2; mode++) {
+    kiln_pool_op op = mode == 0 ? KILN_POOL_MAX : KILN_POOL_MEAN;
+    assert_kiln_ok(kiln_pool2d(q, op, &xi, &yi, &p, 0, NULL, NULL));
+    assert_kiln_ok(
+        kiln_pool2d_backward(q, op, &xi, &gi, &dxi, &p, 0, NULL, NULL));
+    assert_kiln_ok(kiln_buffer_read_sync(q, RANGE(yb, 0, 10, KILN_F32), y));
+    assert_kiln_ok(kiln_buffer_read_sync(q, RANGE(dxb, 0, 40, KILN_F32), dx));
+    ref_pool(op, false, &pc, xd, yd, gd, dxd);
+    for (int i = 0; i < 10; i++)
+      UTIL_CLOSE(y[i], yd[i], 0, "%s 2x2 op %d y[%d]", profile, mode, i);
+    for (int i = 0; i < 40; i++)
+      UTIL_CLOSE(dx[i], dxd[i], 0, "%s 2x2 op %d dx[%d]", profile, mode, i);
+  }
+  assert_true(isnan(yd[1]) && isnan(yd[4]) && yd[3] == -inf);
+  kiln_buffer_destroy(xb);
+  kiln_buffer_destroy(yb);
+  kiln_buffer_destroy(gb);
+  kiln_buffer_destroy(dxb);
+}
+
+static void test_pool_ties_2x2(void **state) {
+  (void)state;
+  train_each_profile(ties_2x2_body);
+}
+
 /* ---- device tests: batch normalisation ---------------------------------------- */
 
 static const size_t bn_shapes[][4] = {
     {2, 3, 5, 7}, {1, 1, 1, 2},  {4, 1, 1, 1},   {3, 5, 9, 13},
     {1, 2, 17, 19}, {16, 2, 33, 35}, {8, 3, 32, 32},
+    {2, 3, 47, 53}, /* planes of two pieces on the CPU family (image.cl) */
 };
 #define NBN (sizeof bn_shapes / sizeof bn_shapes[0])
 #define VOFF 2
@@ -946,6 +1007,7 @@ int main(void) {
       cmocka_unit_test(test_reference_gradients),
       cmocka_unit_test(test_pool),
       cmocka_unit_test(test_pool_ties),
+      cmocka_unit_test(test_pool_ties_2x2),
       cmocka_unit_test(test_bn_train),
       cmocka_unit_test(test_bn_inference),
       cmocka_unit_test(test_bn_backward),

@@ -86,7 +86,8 @@ typedef struct kiln_pool2d_params {
  * backward pass reads from cache: with disjoint windows (stride >= kernel,
  * the usual 2x2 stride 2) one work-item per window writes its part of dx,
  * with overlapping ones one work-item per input element gathers from the
- * windows that cover it (no atomics either way, hence deterministic). */
+ * windows that cover it (CPU devices: a row of windows or a plane per
+ * work-item, the same values; no atomics, hence deterministic). */
 KILN_API kiln_status kiln_pool2d(kiln_queue *queue, kiln_pool_op op,
                                  const kiln_image *x, const kiln_image *y,
                                  const kiln_pool2d_params *params,

@@ -18,12 +18,15 @@
  *             per row) and activation in its epilogue;
  *   data      dcols_g(i) [kk x P] = W_g^T dY_g(i), then col2im sums the
  *             columns back into dx;
- *   weights   part_g(i) [ocg x kk] = dY_g(i) cols_g(i)^T, batched over the
- *             images (a GEMM of k = P per image keeps as many outputs in
- *             flight as the forward pass; one GEMM with the batch along k
- *             would leave only ocg x kk outputs to share out), then
- *             conv_sum_batch adds the images' parts into dw in image order,
- *             onto the previous chunks' sum.
+ *   weights   GPU family: part_g(i) [ocg x kk] = dY_g(i) cols_g(i)^T,
+ *             batched over the images (a GEMM of k = P per image keeps as
+ *             many outputs in flight as the forward pass; one GEMM with the
+ *             batch along k would leave only ocg x kk outputs to share
+ *             out), then conv_sum_batch adds the images' parts into dw in
+ *             image order, onto the previous chunks' sum. CPU family (two
+ *             threads need few outputs): one GEMM per chunk with the
+ *             chunk's images along k, accumulating onto dw in chunk order
+ *             (weights_one_gemm).
  * The bias gradient is one kernel over the whole batch (conv_bias_grad).
  * The CPU family runs im2col and col2im a plane per work-item, the GPU
  * family an element per work-item (cl_kernels/conv.cl). */
@@ -616,6 +619,77 @@ KILN_API kiln_status kiln_conv2d_backward_data(
 
 /* ---- backward to the weights and bias ------------------------------------ */
 
+/* The weight gradient on the CPU family: per chunk of nb images and group
+ * g, one GEMM over the chunk's positions,
+ *   dw_g [ocg x kk] (+)= dY_g [ocg x nb P] cols_g^T [nb P x kk],
+ * the columns in [g][r][image][p] order and dy copied beside them in
+ * [g][o][image][p] order (im2col of a 1x1 kernel), so that both operands
+ * run along k = image P + p; the first chunk writes dw (beta 0), the
+ * others add to it (beta 1), in chunk order. One GEMM of k = nb P packs
+ * each operand once and writes ocg x kk outputs per chunk, where a GEMM
+ * per image wrote as many per image and a pass added them up (on PoCL, 2
+ * threads, the CNN's 32 -> 64 layer at batch 128 on a loaded machine: 0.7
+ * times the time, chunks of 2 MiB as fast as or faster than 8 or 32). n >
+ * 0. */
+static kiln_status weights_one_gemm(struct kiln__op *op, const struct geom *gm,
+                                    const kiln_image *x, const kiln_image *dy,
+                                    const kiln_image *dw) {
+  const kiln_dtype dt = x->dtype;
+  const size_t es = kiln_dtype_size(dt);
+  const size_t cols_image = gm->groups * gm->kk * gm->ohw;
+  const size_t dy_image = gm->oc * gm->ohw;
+  const size_t nb = chunk_images(op, gm->n, (cols_image + dy_image) * es);
+  const size_t last = gm->n - (gm->n - 1) / nb * nb;
+  const size_t run = nb * gm->ohw; /* a row of either operand */
+  const size_t dy_at = nb * cols_image; /* elements of dt */
+  /* dy as the image of a 1x1 convolution: oc channels of oh x ow. */
+  struct geom dg = *gm;
+  dg.c = gm->oc;
+  dg.h = gm->oh;
+  dg.w = gm->ow;
+  dg.cg = gm->ocg;
+  dg.kh = dg.kw = dg.sh = dg.sw = dg.dh = dg.dw = 1;
+  dg.ph = dg.pw = 0;
+  dg.kk = gm->ocg;
+  struct gemm_problem g = {
+      .m = gm->ocg,
+      .n = gm->kk,
+      .k = nb * gm->ohw,
+      .batch = 1,
+      .alpha = 1.0f,
+      .dtype = dt,
+      .a = {NULL, 0, 0, run, 1},
+      .b = {NULL, 0, 0, 1, run},
+      .c = dw->buffer->cl,
+      .ldc = gm->kk,
+      .act = KILN_ACT_NONE,
+      .ws_base = round64(kiln__div_up((dy_at + nb * dy_image) * es, 4))};
+  struct gemm_problem g_last = g;
+  g_last.k = last * gm->ohw;
+  size_t gemm = 0;
+  cl_mem ws = NULL;
+  kiln_status s = gemm_floats(op->queue->ctx, &g, &g_last, &gemm);
+  KILN__CHECK(s, workspace(op, g.ws_base, gemm, &ws));
+  g.a.mem = g.b.mem = ws;
+  for (size_t i0 = 0; i0 < gm->n && s == KILN_OK; i0 += nb) {
+    const size_t cnt = gm->n - i0 < nb ? gm->n - i0 : nb;
+    s = im2col(op, dt, gm, x->buffer->cl, x->offset + i0 * gm->c * gm->h * gm->w,
+               cnt, ws, 0, gm->kk * run, gm->ohw, run);
+    KILN__CHECK(s, im2col(op, dt, &dg, dy->buffer->cl,
+                          dy->offset + i0 * dy_image, cnt, ws, dy_at,
+                          gm->ocg * run, gm->ohw, run));
+    g.k = cnt * gm->ohw;
+    g.beta = i0 > 0 ? 1.0f : 0.0f;
+    for (size_t gi = 0; gi < gm->groups && s == KILN_OK; gi++) {
+      g.a.offset = dy_at + gi * gm->ocg * run;
+      g.b.offset = gi * gm->kk * run;
+      g.c_offset = dw->offset + gi * gm->ocg * gm->kk;
+      s = kiln__gemm_enqueue(op, &g);
+    }
+  }
+  return s;
+}
+
 KILN_API kiln_status kiln_conv2d_backward_weights(
     kiln_queue *queue, const kiln_image *x, const kiln_image *dy,
     const kiln_image *dw, const kiln_range *db,
@@ -668,7 +742,9 @@ KILN_API kiln_status kiln_conv2d_backward_weights(
                  num_wait, wait_list, out_event);
   if (s != KILN_OK)
     return s;
-  if (gm.w_count > 0) {
+  if (gm.w_count > 0 && gm.n > 0 && cpu_family(&op))
+    s = weights_one_gemm(&op, &gm, x, dy, dw);
+  else if (gm.w_count > 0) {
     /* The chunk's columns [image][g][r][p] (elements of dt), then the
      * per-image products [image][o][r] (f32) from element part_off. */
     const size_t cols_image = gm.groups * gm.kk * gm.ohw;

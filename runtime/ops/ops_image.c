@@ -250,10 +250,13 @@ KILN_API kiln_status kiln_pool2d(kiln_queue *queue, kiln_pool_op op,
                     x.dt, 3, shape,
                     (double)kiln_dtype_size(x.dt) * (double)(x.count + y.count),
                     (double)y.count * (double)(g.kh * g.kw));
+  /* The CPU family: an output row per work-item (image.cl says why). */
+  const bool rows = kiln__train_cpu(queue->ctx);
   if (y.count > 0)
-    s = pool_launch(&o, "pool_forward", x.dt, false, x.b->cl, x.off, y.b->cl,
-                    y.off, NULL, 0, op, params->exclude_padding, &x, &g,
-                    y.count);
+    s = pool_launch(&o, rows ? "pool_forward_rows" : "pool_forward", x.dt,
+                    false, x.b->cl, x.off, y.b->cl, y.off, NULL, 0, op,
+                    params->exclude_padding, &x, &g,
+                    rows ? y.n * y.c * y.h : y.count);
   return kiln__op_end(&o, s, out_event);
 }
 
@@ -293,12 +296,29 @@ KILN_API kiln_status kiln_pool2d_backward(
           (double)(dx.count * (has_x ? 2 : 1) + dy.count),
       (double)dy.count * (double)(g.kh * g.kw));
   /* Windows that do not overlap: one work-item per window scatters, after
-   * zeroing dx unless the windows tile it. Else a gather per element. */
+   * zeroing dx unless the windows tile it. Else a gather per element. The
+   * CPU family takes a plane per work-item (image.cl), zeroing it and
+   * adding the windows' shares in order, when that rounds as the gather
+   * does: each element receives one share (disjoint windows), or the sums
+   * stay in f32 storage. */
   bool disjoint = g.sh >= g.kh && g.sw >= g.kw;
   bool tiles = disjoint && g.sh == g.kh && g.sw == g.kw && g.ph == 0 &&
                g.pw == 0 && g.oh * g.kh == dx.h && g.ow * g.kw == dx.w;
+  bool planes = kiln__train_cpu(queue->ctx) &&
+                (disjoint || dx.dt == KILN_F32);
   cl_mem xm = has_x ? x.b->cl : dy.b->cl;
   cl_ulong xo = has_x ? x.off : 0;
+  if (planes) {
+    /* 2x2 stride 2 unpadded windows: an output row per work-item. */
+    const bool two = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 &&
+                     g.ph == 0 && g.pw == 0;
+    if (dx.count > 0)
+      s = pool_launch(&o, two ? "pool_backward_2x2" : "pool_backward_planes",
+                      dx.dt, true, xm, xo, dy.b->cl, dy.off, dx.b->cl, dx.off,
+                      op, params->exclude_padding, &dx, &g,
+                      two ? dy.n * dy.c * dy.h : dx.n * dx.c);
+    return kiln__op_end(&o, s, out_event);
+  }
   if (dx.count > 0 && disjoint && !tiles) {
     struct kiln__train_rows p;
     kiln__train_rows_params(queue->ctx, dx.dt, &p);
@@ -320,11 +340,22 @@ KILN_API kiln_status kiln_pool2d_backward(
 
 /* ---- batch normalisation ------------------------------------------------------ */
 
+/* The CPU family's kernels (image.cl's *_planes) take pieces of at most
+ * BN_SPAN elements of a plane per work-item (a multiple of 16). */
+#define BN_SPAN 2048
+
+/* Pieces per plane of x on the CPU family. */
+static cl_ulong bn_pieces(const struct img *x) {
+  return kiln__div_up((size_t)x->h * x->w, BN_SPAN);
+}
+
 /* How the batch statistics are split: parts per channel, each summed by a
- * work-group of p.wg items over at least 32 elements an item. */
+ * work-group of p.wg items over at least 32 elements an item (GPU family),
+ * or one per piece of each of the channel's planes (CPU family: n pieces
+ * parts, each one work-item's). */
 struct bn_plan {
   struct kiln__train_rows p;
-  cl_ulong parts, m;
+  cl_ulong parts, m, pieces;
   size_t groups;      /* c * parts */
   size_t work_bytes;  /* parts (2 floats each), then 2c floats */
 };
@@ -335,6 +366,9 @@ static kiln_status bn_plan(struct kiln__op *o, const struct img *x,
   b->m = (cl_ulong)x->n * x->h * x->w; /* <= the checked count */
   cl_ulong per = (cl_ulong)b->p.wg * 32, parts = b->m / per;
   b->parts = parts < 1 ? 1 : parts > 64 ? 64 : parts;
+  b->pieces = bn_pieces(x);
+  if (b->p.cpu)
+    b->parts = (cl_ulong)x->n * b->pieces; /* <= the element count */
   size_t twice, floats;
   if (kiln__mul_overflows(x->c, (size_t)b->parts, &b->groups) ||
       kiln__mul_overflows(b->groups, 2, &twice) ||
@@ -370,15 +404,26 @@ static kiln_status bn_work(struct kiln__op *o, const struct img *x,
   return s;
 }
 
-/* bn_partial over every (channel, part) group. */
+/* bn_partial over every (channel, part) group; on the CPU family
+ * bn_partial_planes over every piece. */
 static kiln_status bn_partial(struct kiln__op *o, const struct bn_plan *b,
                               const struct img *x, cl_mem dy, cl_ulong go,
                               cl_mem stats, cl_ulong so, bool backward,
                               cl_mem work) {
-  cl_ulong C = x->c, N = x->n, HW = (cl_ulong)x->h * x->w;
+  cl_ulong C = x->c, N = x->n, HW = (cl_ulong)x->h * x->w, span = BN_SPAN;
   cl_int bw = backward;
   cl_kernel k = NULL;
   size_t global;
+  if (b->p.cpu) {
+    kiln_status s = kiln__op_kernel(
+        o, "image", b->p.options, "bn_partial_planes", &k, 13,
+        KILN__ARG(x->b->cl), KILN__ARG(x->off), KILN__ARG(dy), KILN__ARG(go),
+        KILN__ARG(stats), KILN__ARG(so), KILN__ARG(bw), KILN__ARG(work),
+        KILN__ARG(C), KILN__ARG(N), KILN__ARG(HW), KILN__ARG(b->pieces),
+        KILN__ARG(span));
+    KILN__CHECK(s, kiln__train_launch_elems(o, k, b->groups));
+    return s;
+  }
   kiln_status s = kiln__op_kernel(
       o, "image", b->p.options, "bn_partial", &k, 12, KILN__ARG(x->b->cl),
       KILN__ARG(x->off), KILN__ARG(dy), KILN__ARG(go), KILN__ARG(stats),
@@ -388,6 +433,26 @@ static kiln_status bn_partial(struct kiln__op *o, const struct bn_plan *b,
     s = kiln__fail(KILN_ERR_INVALID_SIZE, "%s: too many work-items", o->fn);
   KILN__CHECK(s, kiln__op_launch(o, k, 1, &global, &b->p.wg));
   return s;
+}
+
+/* The CPU family's launch of a *_planes kernel over x's pieces, whose
+ * last three arguments (total, pieces, span) are *pp's; elsewhere a 2-D
+ * range of positions by planes. */
+struct bn_pieces_args {
+  cl_ulong total, pieces, span;
+};
+
+static struct bn_pieces_args bn_pieces_args(const struct img *x) {
+  const cl_ulong pieces = bn_pieces(x);
+  return (struct bn_pieces_args){(cl_ulong)x->n * x->c * pieces, pieces,
+                                 BN_SPAN}; /* total <= the element count */
+}
+
+static kiln_status bn_launch(struct kiln__op *o, cl_kernel k, bool cpu,
+                             const struct img *x,
+                             const struct bn_pieces_args *pp) {
+  return cpu ? kiln__train_launch_elems(o, k, pp->total)
+             : kiln__train_launch_matrix(o, k, x->n * x->c, x->h * x->w);
 }
 
 /* y = (x - mean) * rstd * gamma + beta per channel; mean at (mb, mo), rstd
@@ -403,14 +468,19 @@ static kiln_status bn_apply(struct kiln__op *o, const char *options,
   cl_ulong bo = beta != NULL ? beta->offset : 0;
   cl_int fv = from_var, hg = gamma != NULL, hb = beta != NULL;
   cl_ulong C = x->c, HW = (cl_ulong)x->h * x->w;
+  const bool cpu = kiln__train_cpu(o->queue->ctx);
+  const struct bn_pieces_args pp = bn_pieces_args(x);
   cl_kernel k = NULL;
+  /* The CPU family's kernel takes pp's three arguments after the rest. */
   kiln_status s = kiln__op_kernel(
-      o, "image", options, "bn_apply", &k, 18, KILN__ARG(x->b->cl),
-      KILN__ARG(x->off), KILN__ARG(y->b->cl), KILN__ARG(y->off), KILN__ARG(mb),
-      KILN__ARG(mo), KILN__ARG(sb), KILN__ARG(sdo), KILN__ARG(fv),
-      KILN__ARG(eps), KILN__ARG(gm), KILN__ARG(gmo), KILN__ARG(hg),
-      KILN__ARG(bm), KILN__ARG(bo), KILN__ARG(hb), KILN__ARG(C), KILN__ARG(HW));
-  KILN__CHECK(s, kiln__train_launch_matrix(o, k, x->n * x->c, x->h * x->w));
+      o, "image", options, cpu ? "bn_apply_planes" : "bn_apply", &k,
+      cpu ? 21 : 18, KILN__ARG(x->b->cl), KILN__ARG(x->off),
+      KILN__ARG(y->b->cl), KILN__ARG(y->off), KILN__ARG(mb), KILN__ARG(mo),
+      KILN__ARG(sb), KILN__ARG(sdo), KILN__ARG(fv), KILN__ARG(eps),
+      KILN__ARG(gm), KILN__ARG(gmo), KILN__ARG(hg), KILN__ARG(bm),
+      KILN__ARG(bo), KILN__ARG(hb), KILN__ARG(C), KILN__ARG(HW),
+      KILN__ARG(pp.total), KILN__ARG(pp.pieces), KILN__ARG(pp.span));
+  KILN__CHECK(s, bn_launch(o, k, cpu, x, &pp));
   return s;
 }
 
@@ -634,16 +704,21 @@ KILN_API kiln_status kiln_batchnorm_backward(
       cl_ulong gmo = gamma != NULL ? gamma->offset : 0, HW = x.h * x.w;
       cl_int has_gamma = gamma != NULL;
       float inv_m = (float)(1.0 / (double)b.m);
+      const struct bn_pieces_args pp = bn_pieces_args(&x);
       cl_kernel kd = NULL;
       KILN__CHECK(s, kiln__op_kernel(
-                         &o, "image", b.p.options, "bn_dx", &kd, 16,
-                         KILN__ARG(x.b->cl), KILN__ARG(x.off),
-                         KILN__ARG(dy.b->cl), KILN__ARG(dy.off),
-                         KILN__ARG(dx.b->cl), KILN__ARG(dx.off), KILN__ARG(st),
-                         KILN__ARG(so), KILN__ARG(work), KILN__ARG(wo),
-                         KILN__ARG(gm), KILN__ARG(gmo), KILN__ARG(has_gamma),
-                         KILN__ARG(inv_m), KILN__ARG(C), KILN__ARG(HW)));
-      KILN__CHECK(s, kiln__train_launch_matrix(&o, kd, x.n * x.c, x.h * x.w));
+                         &o, "image", b.p.options,
+                         b.p.cpu ? "bn_dx_planes" : "bn_dx", &kd,
+                         b.p.cpu ? 19 : 16, KILN__ARG(x.b->cl),
+                         KILN__ARG(x.off), KILN__ARG(dy.b->cl),
+                         KILN__ARG(dy.off), KILN__ARG(dx.b->cl),
+                         KILN__ARG(dx.off), KILN__ARG(st), KILN__ARG(so),
+                         KILN__ARG(work), KILN__ARG(wo), KILN__ARG(gm),
+                         KILN__ARG(gmo), KILN__ARG(has_gamma),
+                         KILN__ARG(inv_m), KILN__ARG(C), KILN__ARG(HW),
+                         KILN__ARG(pp.total), KILN__ARG(pp.pieces),
+                         KILN__ARG(pp.span)));
+      KILN__CHECK(s, bn_launch(&o, kd, b.p.cpu, &x, &pp));
     }
   }
   return kiln__op_end(&o, s, out_event);
