@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The inline PTX of the matrix-unit GEMM (cl_kernels/gemm_mma.cl) through
 # NVIDIA's assembler, without a GPU: the kernel and its compile probe, for
-# f16 and bf16 and three points of its space, are compiled by clang-15 for
-# nvptx64 (OpenCL C 1.2, builtins from libclc's nvptx64--nvidiacl.bc, so
+# f16 and bf16 (bf16 alone beyond the first point) and five points of its
+# space, are compiled by clang-15 for nvptx64 (OpenCL C 1.2, builtins from libclc's nvptx64--nvidiacl.bc, so
 # that the PTX is whole: no unresolved calls), and ptxas assembles the PTX
 # for sm_80 and for sm_90 (clang 15 knows no sm_90: the same PTX, its
 # .target and .version raised, which is what NVIDIA's driver does with
@@ -45,7 +45,11 @@ failed=0
 # point: BM BN BK WM WN STAGES; "probe": the compile probe alone.
 for point in "64 64 32 32 32 2" "32 32 16 16 16 1" "128 128 32 64 64 2" \
     "64 64 64 64 64 2" "64 128 32 16 16 2" probe; do
-  for dt in 1 2; do
+  # f16 and bf16 differ only in the instruction's type suffix: both for
+  # the first point and the probe, bf16 (the training type) for the rest.
+  dts="2"
+  case "$point" in "64 64 32 32 32 2" | probe) dts="1 2" ;; esac
+  for dt in $dts; do
     if [ "$point" = probe ]; then
       defs="-DKILN_MMA_PROBE=1"
       want=2
