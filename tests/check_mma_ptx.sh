@@ -2,8 +2,8 @@
 # The inline PTX of the matrix-unit GEMM (cl_kernels/gemm_mma.cl) through
 # NVIDIA's assembler, without a GPU: the kernel and its compile probe, for
 # f16 and bf16 (bf16 alone beyond the first point) and five points of its
-# space, are compiled by clang-15 for nvptx64 (OpenCL C 1.2, builtins from libclc's nvptx64--nvidiacl.bc, so
-# that the PTX is whole: no unresolved calls), and ptxas assembles the PTX
+# space, are compiled by clang-15 for nvptx64 (OpenCL C 1.2, builtins
+# from libclc's nvptx64--nvidiacl.bc, so that the PTX is whole: no unresolved calls), and ptxas assembles the PTX
 # for sm_80 and for sm_90 (clang 15 knows no sm_90: the same PTX, its
 # .target and .version raised, which is what NVIDIA's driver does with
 # sm_80 code on Hopper). ptxas then checks every operand of every ldmatrix
