@@ -1,23 +1,22 @@
 #!/usr/bin/env bash
 # The inline PTX of the matrix-unit GEMM (cl_kernels/gemm_mma.cl) through
-# NVIDIA's assembler, without a GPU: the kernel and its compile probe, for
-# f16 and bf16 (bf16 alone beyond the first point) and five points of its
-# space, are compiled by clang-15 for nvptx64 (OpenCL C 1.2, builtins
-# from libclc's nvptx64--nvidiacl.bc, so that the PTX is whole: no unresolved calls), and ptxas assembles the PTX
-# for sm_80 and for sm_90 (clang 15 knows no sm_90: the same PTX, its
-# .target and .version raised, which is what NVIDIA's driver does with
-# sm_80 code on Hopper). ptxas then checks every operand of every ldmatrix
-# and mma.sync the kernel contains, as NVIDIA's OpenCL compiler would hand
-# them on. The PTX must also hold the instructions (an emptied asm() would
-# pass ptxas) and declare its __local tiles 16-byte aligned (ldmatrix's
-# rule, which ptxas cannot check); a control run checks that ptxas
-# refuses a wrong mma.sync. ptxas -v must also report no spills and no
-# stack frame, with the work-group size the kernel requires declared to
-# ptxas (.reqntid 32, WARPS, 1: clang does not write it, NVIDIA's
-# compiler does), so that a 1024-work-item point is held to 64 registers
-# as on the GPU; the points include the space's extremes: 128
-# accumulators per lane with BK 64 (the most registers) and 32 warps (the
-# fewest registers allowed).
+# NVIDIA's assembler, without a GPU: the kernel and its compile probe, for f16
+# and bf16 (bf16 alone beyond the first point) and five points of its space,
+# are compiled by clang-15 for nvptx64 (OpenCL C 1.2, builtins from libclc's
+# nvptx64--nvidiacl.bc, so that the PTX is whole: no unresolved calls), and
+# ptxas assembles the PTX for sm_80 and for sm_90 (clang 15 knows no sm_90:
+# the same PTX, its .target and .version raised, which is what NVIDIA's driver
+# does with sm_80 code on Hopper). ptxas then checks every operand of every
+# ldmatrix and mma.sync the kernel contains, as NVIDIA's OpenCL compiler would
+# hand them on. The PTX must also hold the instructions (an emptied asm()
+# would pass ptxas) and declare its __local tiles 16-byte aligned (ldmatrix's
+# rule, which ptxas cannot check); a control run checks that ptxas refuses a
+# wrong mma.sync. ptxas -v must also report no spills and no stack frame, with
+# the work-group size the kernel requires declared to ptxas (.reqntid 32,
+# WARPS, 1: clang does not write it, NVIDIA's compiler does), so that a
+# 1024-work-item point is held to 64 registers as on the GPU; the points
+# include the space's extremes: 128 accumulators per lane with BK 64 (the most
+# registers) and 32 warps (the fewest registers allowed).
 #
 # Usage: tests/check_mma_ptx.sh CL_KERNELS_DIR
 # Exit 77 (skipped) without ptxas (PTXAS, else /usr/local/cuda/bin/ptxas or
