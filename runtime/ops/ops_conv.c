@@ -27,6 +27,7 @@
  * The bias gradient is one kernel over the whole batch (conv_bias_grad).
  * The CPU family runs im2col and col2im a plane per work-item, the GPU
  * family an element per work-item (cl_kernels/conv.cl). */
+#include "ops_conv_gpu.h"
 #include "ops_gemm.h"
 #include "ops_internal.h"
 #include "ops_train_internal.h"
@@ -479,7 +480,16 @@ KILN_API kiln_status kiln_conv2d(kiln_queue *queue, const kiln_image *x,
                  num_wait, wait_list, out_event);
   if (s != KILN_OK)
     return s;
-  if (gm.y_count > 0) {
+  /* The GPU family's implicit GEMM where it applies (ops_conv_gpu.c). */
+  bool implicit = false;
+  if (gm.y_count > 0)
+    s = kiln__conv_forward_gpu(
+        &op,
+        &(struct kiln__conv_shape){gm.n, gm.c, gm.h, gm.w, gm.oc, gm.oh,
+                                   gm.ow, gm.kh, gm.kw, gm.sh, gm.sw, gm.ph,
+                                   gm.pw, gm.dh, gm.dw, gm.groups},
+        x, w, y, e, &implicit);
+  if (s == KILN_OK && gm.y_count > 0 && !implicit) {
     /* Columns of one image: [g][r][p]; of the chunk: [image][g][r][p]. */
     const size_t per_image = gm.groups * gm.kk * gm.ohw;
     const size_t nb = chunk_images(&op, gm.n, per_image * es);
