@@ -693,6 +693,7 @@ static void test_bad_arguments(void **state) {
   util_bad_env_close(&env);
 }
 
+#ifndef KILN_OP_TEST_NO_MAIN
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shapes),
@@ -703,3 +704,4 @@ int main(void) {
   };
   return KILN_TEST_RUN("op_conv", tests, true);
 }
+#endif
