@@ -11,8 +11,9 @@
  * work-group and __local limits), so every point the space holds is one
  * the GEMM kernel's rules allow.
  *
- * The default is the tiling of the context's GEMM (its f32 variant: the
- * tuning file's gemm line when there is one, else the profile's row), so a
+ * The default is the tiling of the context's GEMM (kiln__gemm_gpu_source:
+ * the tuning file's gemm line when there is one, else the profile's row;
+ * a test's GEMM override too), so a
  * convolution runs on the tiles GEMM runs until conv2d is tuned itself;
  * VWN is lowered, then the tile shrunk, until the fixed knobs fit. */
 #include "tune.h"
@@ -38,7 +39,8 @@ static bool conv_check(const struct kiln__point *p,
 
 static void conv_defaults(const kiln_context *ctx, struct kiln__point *p) {
   struct kiln__gemm_gpu_params g;
-  if (kiln__gemm_gpu_params_for(ctx, &g) != KILN_OK)
+  const char *source;
+  if (kiln__gemm_gpu_source(ctx, &g, &source) != KILN_OK)
     g = (struct kiln__gemm_gpu_params){.mwg = 16, .nwg = 16, .kwg = 8,
                                        .mdimc = 8, .ndimc = 8, .vwn = 1};
   p->v[KILN__CONV_MWG] = g.mwg;
