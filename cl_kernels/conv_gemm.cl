@@ -11,9 +11,10 @@
  * with r = (ci kh + ky) kw + kx and p = oy ow + ox, 0 where the tap falls in
  * the padding: the element im2col would have written (conv.cl). A's
  * stages (the weights, row-major ocg x kk) are gemm_gpu's; B's stages are
- * gathered here, VWN consecutive positions per work-item and load (one
- * division of r and of p per VWN elements), columns fastest so that
- * neighbouring work-items read neighbouring pixels of a row at stride 1.
+ * gathered here, VWN consecutive positions per work-item and load,
+ * columns fastest so that neighbouring work-items read neighbouring pixels
+ * of a row at stride 1; the tile's positions are decomposed once per
+ * work-group into a __local table, so a load divides only its tap r.
  * The third dimension of the range runs over images x groups (entry bt =
  * image * groups + g); the host passes the GEMM arguments of one group
  * (gemm_store.clh's GEMM_ARGS: m = ocg, n = P, k = kk, a_batch the weights'
@@ -25,16 +26,6 @@
  * space_conv.c) tunes MWG, NWG, KWG, MDIMC, NDIMC and VWN and fixes the
  * others (both operands staged, VWM 1: a row of the weights is kk long,
  * rarely a multiple of a vector). */
-#ifndef SA
-#define SA 1
-#endif
-#ifndef SB
-#define SB 1
-#endif
-#if !SA || !SB
-#error "the implicit convolution stages both operands (SA = SB = 1)"
-#endif
-
 /* The geometry: conv.s0 .. conv.sb (uint16 components). */
 #define CONV_H conv.s0
 #define CONV_W conv.s1
@@ -48,15 +39,6 @@
 #define CONV_DW conv.s9
 #define CONV_OW conv.sa
 #define CONV_GROUPS conv.sb
-
-#ifndef DT
-#define DT 0
-#endif
-#include "common.clh"
-
-/* Below: B's elements of one stage load. */
-void conv_gather(__global const T *x, uint r, uint p, uint n, uint k,
-                 uint16 conv, __local float *dst);
 
 #define GEMM_TILED conv_gemm
 #define GEMM_TILED_ONLY 1
@@ -72,38 +54,43 @@ void conv_gather(__global const T *x, uint r, uint p, uint n, uint k,
     c += c_off + img_ * c_batch + g_ * m * (ulong)n;                           \
     bias_off += g_ * m;                                                        \
   }
+/* The tile's NWG output positions p = j0 + col, once per work-group: the
+ * image row and column of their tap (0, 0), oy sh - ph and ox sw - pw, or
+ * CONV_NONE past B's last column (every tap of it then falls outside). So
+ * a stage's gather divides only r, once per VWN elements. */
+#define CONV_NONE (-0x40000000)
+#define GEMM_PROLOGUE                                                          \
+  __local int conv_y0[NWG], conv_x0[NWG];                                      \
+  for (uint i_ = lid; i_ < NWG; i_ += WGS) {                                   \
+    const uint p_ = j0 + i_, oy_ = p_ / CONV_OW, ox_ = p_ - oy_ * CONV_OW;     \
+    conv_y0[i_] = p_ < n ? (int)(oy_ * CONV_SH) - (int)CONV_PH : CONV_NONE;    \
+    conv_x0[i_] = p_ < n ? (int)(ox_ * CONV_SW) - (int)CONV_PW : CONV_NONE;    \
+  }                                                                            \
+  barrier(CLK_LOCAL_MEM_FENCE);
+/* B's KWG x NWG elements of the stage from step p0: VWN consecutive
+ * positions of one tap r per work-item and load, 0 in the padding and
+ * past B's edges. */
 #define GEMM_STAGE_B(TILE, p0)                                                 \
   for (uint l_ = 0; l_ < (NWG * KWG) / (VWN * WGS); l_++) {                    \
     const uint e_ = lid + l_ * WGS;                                            \
     const uint col_ = (e_ % (NWG / VWN)) * VWN, kk_ = e_ / (NWG / VWN);        \
-    conv_gather(b, (p0) + kk_, j0 + col_, n, k, conv, &TILE[kk_][col_]);      \
+    const uint r_ = (p0) + kk_, khw_ = CONV_KH * CONV_KW, ci_ = r_ / khw_;     \
+    const uint rk_ = r_ - ci_ * khw_, ky_ = rk_ / CONV_KW;                     \
+    const int dy_ = (int)(ky_ * CONV_DH),                                      \
+              dx_ = (int)((rk_ - ky_ * CONV_KW) * CONV_DW);                    \
+    __global const T *plane_ = b + (ulong)ci_ * CONV_H * CONV_W;               \
+    for (uint t_ = 0; t_ < VWN; t_++) {                                        \
+      const int iy_ = conv_y0[col_ + t_] + dy_, ix_ = conv_x0[col_ + t_] + dx_; \
+      TILE[kk_][col_ + t_] =                                                   \
+          r_ < k && iy_ >= 0 && ix_ >= 0 && (uint)iy_ < CONV_H &&              \
+                  (uint)ix_ < CONV_W                                           \
+              ? LOADF(plane_, (ulong)iy_ * CONV_W + (uint)ix_)                 \
+              : 0.0f;                                                          \
+    }                                                                          \
   }
 
 #include "gemm_gpu.cl"
 
-/* dst[0 .. VWN-1] = B[r][p .. p + VWN - 1], 0 past B's edges and in the
- * padding. */
-void conv_gather(__global const T *x, uint r, uint p, uint n, uint k,
-                 uint16 conv, __local float *dst) {
-  if (r >= k) {
-    for (uint t = 0; t < VWN; t++)
-      dst[t] = 0.0f;
-    return;
-  }
-  const uint khw = CONV_KH * CONV_KW, ci = r / khw, rk = r - ci * khw;
-  const uint ky = rk / CONV_KW, kx = rk - ky * CONV_KW;
-  __global const T *plane = x + (ulong)ci * CONV_H * CONV_W;
-  uint oy = p / CONV_OW, ox = p - oy * CONV_OW;
-  for (uint t = 0; t < VWN; t++) {
-    const int iy = (int)(oy * CONV_SH + ky * CONV_DH) - (int)CONV_PH;
-    const int ix = (int)(ox * CONV_SW + kx * CONV_DW) - (int)CONV_PW;
-    dst[t] = p + t < n && iy >= 0 && ix >= 0 && (uint)iy < CONV_H &&
-                     (uint)ix < CONV_W
-                 ? LOADF(plane, (ulong)iy * CONV_W + (uint)ix)
-                 : 0.0f;
-    if (++ox == CONV_OW) {
-      ox = 0;
-      oy++;
-    }
-  }
-}
+#if !SA || !SB
+#error "the implicit convolution stages both operands (SA = SB = 1)"
+#endif

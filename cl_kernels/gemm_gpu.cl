@@ -268,10 +268,12 @@ float direct(__global const T *x, ulong rs, ulong ps, uint r, uint p, uint rn,
 #define LOAD_STAGE(st, p0) LOAD_A(st, p0) LOAD_B(st, p0)
 #define USE_STAGE(st) USE_A(st) USE_B(st)
 
-/* The tiled kernel's name, arguments and the move of a, b and c (and the
- * bias's offset) to entry bt_ of the batch: a program that includes this
- * file may replace all three (conv_gemm.cl: the convolution's images and
- * groups). */
+/* The tiled kernel's name, arguments, the move of a, b and c (and the
+ * bias's offset) to entry bt_ of the batch, and what it does before its
+ * first stage (at the kernel's outermost scope: it may declare __local
+ * arrays): a program that includes this file may replace all four
+ * (conv_gemm.cl: the convolution's images and groups, and its table of
+ * the tile's output positions). */
 #ifndef GEMM_TILED
 #define GEMM_TILED gemm_gpu
 #define GEMM_TILED_ARGS GEMM_ARGS
@@ -279,6 +281,7 @@ float direct(__global const T *x, ulong rs, ulong ps, uint r, uint p, uint rn,
   a += a_off + (bt_)*a_batch;                                                  \
   b += b_off + (bt_)*b_batch;                                                  \
   c += c_off + (bt_)*c_batch;
+#define GEMM_PROLOGUE
 #endif
 
 __kernel __attribute__((reqd_work_group_size(NDIMC, MDIMC, 1))) void
@@ -290,6 +293,7 @@ GEMM_TILED(GEMM_TILED_ARGS) {
   const uint i0 = get_group_id(1) * MWG, j0 = get_group_id(0) * NWG;
   const ulong bt_ = get_global_id(2);
   GEMM_BATCH(bt_)
+  GEMM_PROLOGUE
   /* A's rows run along consecutive addresses when its row stride is 1 and
    * its k stride is not; B's columns likewise. */
   const bool a_rows_fast = a_rs == 1 && a_cs != 1;
