@@ -234,9 +234,15 @@ float direct(__global const T *x, ulong rs, ulong ps, uint r, uint p, uint rn,
  * or from global memory for an operand that is not staged. */
 #if SA
 #define STAGE_DECL_A __local float a_tiles[STAGES][KWG][MWG + PADA];
+#ifdef GEMM_STAGE_A
+/* An operand A read through an index map (conv_gemm_data.cl: the
+ * weights of the convolution's input gradient), TILE[kk][row]. */
+#define LOAD_A(st, p0) GEMM_STAGE_A(a_tiles[st], p0)
+#else
 #define LOAD_A(st, p0)                                                         \
   STAGE(a_tiles[st], MWG, VWM, VECA, a, a_rs, a_cs, a_rows_fast, a_vec, i0,   \
         p0, m, k, lid)
+#endif
 #define USE_A(st) __local float(*at)[MWG + PADA] = a_tiles[st];
 #define A_VAL(kk, r) at[kk][OUT_ROW(ty, r)]
 #else

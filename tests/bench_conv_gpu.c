@@ -1,9 +1,11 @@
-/* The GPU family's two convolution forward paths on the CNN's layers
+/* The GPU family's two convolution paths on the CNN's layers
  * (examples/cnn.c: 3x3, stride 1, no padding; conv1 1 -> 32 channels on
- * 28x28, conv2 32 -> 64 on 26x26), bias and ReLU fused: the implicit GEMM
- * (cl_kernels/conv_gemm.cl) against im2col plus gemm_gpu, in one run,
- * alternately, best of RUNS each, after checking that both give the same
- * result (max |difference| over max |y|). Not a test: meson builds it, the
+ * 28x28, conv2 32 -> 64 on 26x26): the implicit GEMM (cl_kernels/
+ * conv_gemm.cl, conv_gemm_data.cl) against im2col plus gemm_gpu (and
+ * col2im), for the forward pass with bias and ReLU fused and for conv2's
+ * input gradient (the CNN needs none for conv1), in one run, alternately,
+ * best of RUNS each, after checking that both give the same result (max
+ * |difference| over max |output|). Not a test: meson builds it, the
  * suite does not run it (docs/ops.md, "Convolution", has the figures).
  *
  *   bench_conv_gpu [BATCH [RUNS [f32|bf16]]]      defaults 128 5 f32
@@ -57,14 +59,18 @@ static kiln_buffer *random_buffer(kiln_context *ctx, kiln_queue *q,
   return b;
 }
 
-/* Seconds of one forward pass on path (implicit or not), best of runs. */
+/* Seconds of one forward pass (e not NULL: x, w into y) or input gradient
+ * (e NULL: y, w into x, which is then f32) on path (implicit or not). */
 static double time_path(kiln_queue *q, bool implicit, const kiln_image *x,
                         const kiln_image *w, const kiln_image *y,
                         const kiln_epilogue *e) {
   kiln__conv_set_implicit(implicit);
   const kiln_conv2d_params p = KILN_CONV2D_PARAMS_INIT;
   const double t0 = now();
-  CHECK(kiln_conv2d(q, x, w, y, &p, e, 0, NULL, NULL));
+  if (e != NULL)
+    CHECK(kiln_conv2d(q, x, w, y, &p, e, 0, NULL, NULL));
+  else
+    CHECK(kiln_conv2d_backward_data(q, y, w, x, &p, 0, NULL, NULL));
   CHECK(kiln_queue_finish(q));
   return now() - t0;
 }
@@ -77,6 +83,33 @@ static float *download(kiln_queue *q, const kiln_image *y, size_t count) {
                               h));
   return h;
 }
+
+/* Both paths of one call (see time_path): agreement, then the table row. */
+static void compare(kiln_queue *q, const char *name, const kiln_image *x,
+                    const kiln_image *w, const kiln_image *y,
+                    const kiln_epilogue *e, size_t count, double flops,
+                    int runs) {
+  const kiln_image *out = e != NULL ? y : x;
+  time_path(q, true, x, w, y, e); /* warm-up (program builds) */
+  float *a = download(q, out, count);
+  time_path(q, false, x, w, y, e);
+  float *b = download(q, out, count);
+  double diff = 0, mag = 0;
+  for (size_t i = 0; i < count; i++) {
+    diff = fmax(diff, fabs((double)a[i] - b[i]));
+    mag = fmax(mag, fabs((double)b[i]));
+  }
+  free(a);
+  free(b);
+  double best[2] = {1e30, 1e30};
+  for (int r = 0; r < runs; r++)
+    for (int path = 0; path < 2; path++)
+      best[path] = fmin(best[path], time_path(q, path == 0, x, w, y, e));
+  printf("%-8s %12.2f %12.2f %8.2f %10.2f %12.2e\n", name, 1e3 * best[0],
+         1e3 * best[1], best[1] / best[0], flops / best[0] * 1e-9,
+         mag > 0 ? diff / mag : diff);
+}
+
 
 int main(int argc, char **argv) {
   const size_t batch = argc > 1 ? strtoul(argv[1], NULL, 10) : 128;
@@ -93,8 +126,8 @@ int main(int argc, char **argv) {
     size_t c, side, oc;
   } layers[] = {{"conv1", 1, 28, 32}, {"conv2", 32, 26, 64}};
   printf("# %s, batch %zu, %s, best of %d, profile %s\n", kiln_dtype_name(dt),
-         batch, "bias + ReLU fused", runs, getenv("KILN_PROFILE"));
-  printf("%-6s %12s %12s %8s %10s %12s\n", "layer", "implicit ms",
+         batch, "forward with bias + ReLU fused", runs, getenv("KILN_PROFILE"));
+  printf("%-8s %12s %12s %8s %10s %12s\n", "layer", "implicit ms",
          "im2col ms", "ratio", "GFLOP/s", "max rel diff");
   for (size_t l = 0; l < 2; l++) {
     const size_t c = layers[l].c, side = layers[l].side, oc = layers[l].oc,
@@ -115,26 +148,21 @@ int main(int argc, char **argv) {
     kiln_epilogue e = KILN_EPILOGUE_INIT;
     e.bias = &bias;
     e.activation = KILN_ACT_RELU;
-    /* Warm-up (program builds) and the agreement check. */
-    time_path(q, true, &x, &w, &y, &e);
-    float *a = download(q, &y, yn);
-    time_path(q, false, &x, &w, &y, &e);
-    float *b = download(q, &y, yn);
-    double diff = 0, mag = 0;
-    for (size_t i = 0; i < yn; i++) {
-      diff = fmax(diff, fabs((double)a[i] - b[i]));
-      mag = fmax(mag, fabs((double)b[i]));
-    }
-    free(a);
-    free(b);
-    double best[2] = {1e30, 1e30};
-    for (int r = 0; r < runs; r++)
-      for (int path = 0; path < 2; path++)
-        best[path] = fmin(best[path], time_path(q, path == 0, &x, &w, &y, &e));
     const double flops = 2.0 * (double)yn * (double)(c * 9);
-    printf("%-6s %12.2f %12.2f %8.2f %10.2f %12.2e\n", layers[l].name,
-           1e3 * best[0], 1e3 * best[1], best[1] / best[0],
-           flops / best[0] * 1e-9, mag > 0 ? diff / mag : diff);
+    compare(q, layers[l].name, &x, &w, &y, &e, yn, flops, runs);
+    if (l == 1) {
+      /* conv2's input gradient: dy (random, in y's place) into an f32 x. */
+      kiln_buffer *dyb = random_buffer(ctx, q, yn, dt, 4), *dxb = NULL;
+      CHECK(kiln_buffer_create(ctx, xn * 4, 0, &dxb));
+      kiln_image dy = y, dx = x;
+      dy.buffer = dyb;
+      dy.dtype = dt;
+      dx.buffer = dxb;
+      dx.dtype = KILN_F32;
+      compare(q, "conv2 dx", &dx, &w, &dy, NULL, xn, flops, runs);
+      kiln_buffer_destroy(dyb);
+      kiln_buffer_destroy(dxb);
+    }
     kiln_buffer_destroy(xb);
     kiln_buffer_destroy(wb);
     kiln_buffer_destroy(bb);

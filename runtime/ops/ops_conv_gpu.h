@@ -23,14 +23,25 @@ kiln_status kiln__conv_forward_gpu(struct kiln__op *op,
                                    const kiln_image *y,
                                    const kiln_epilogue *e, bool *done);
 
-/* Tests and benchmarks: false makes the GPU family's forward pass take
- * im2col and the GEMM as where the implicit kernel does not apply, true
+/* The input gradient dx = conv_transpose(dy, w) of a checked call with
+ * something to write, as one launch of cl_kernels/conv_gemm_data.cl, where
+ * the implicit kernels apply (as above); *done false leaves it to im2col's
+ * GEMM and col2im. */
+kiln_status kiln__conv_backward_data_gpu(struct kiln__op *op,
+                                         const struct kiln__conv_shape *cs,
+                                         const kiln_image *dy,
+                                         const kiln_image *w,
+                                         const kiln_image *dx, bool *done);
+
+/* Tests and benchmarks: false makes the GPU family's forward pass and
+ * input gradient take im2col and the GEMM as where the implicit kernels do
+ * not apply, true
  * (the default) restores it. Process-wide, set between ops like the other
  * test overrides; not exported by the shared library. */
 void kiln__conv_set_implicit(bool on);
 
-/* The conv_gemm programs kiln_cache_warm builds: one per dtype on the GPU
- * family. */
+/* The conv_gemm and conv_gemm_data programs kiln_cache_warm builds: one
+ * each per dtype on the GPU family. */
 void kiln__ops_warm_conv_gpu(const kiln_context *ctx, kiln__warm_add_fn add,
                              void *user);
 
