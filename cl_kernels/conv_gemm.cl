@@ -19,30 +19,16 @@
  * image * groups + g); the host passes the GEMM arguments of one group
  * (gemm_store.clh's GEMM_ARGS: m = ocg, n = P, k = kk, a_batch the weights'
  * group stride ocg kk, b_batch and c_batch the image strides c h w and oc P,
- * bias per row) and the geometry in a uint16 (CONV_* below). The epilogue
+ * bias per row) and the geometry in a uint16 (conv_gemm.clh). The epilogue
  * (alpha, beta, bias, activation) is store_c's.
  *
  * The knobs are gemm_gpu.cl's; the conv2d space (runtime/tune/
  * space_conv.c) tunes MWG, NWG, KWG, MDIMC, NDIMC and VWN and fixes the
  * others (both operands staged, VWM 1: a row of the weights is kk long,
  * rarely a multiple of a vector). */
-/* The geometry: conv.s0 .. conv.sb (uint16 components). */
-#define CONV_H conv.s0
-#define CONV_W conv.s1
-#define CONV_KH conv.s2
-#define CONV_KW conv.s3
-#define CONV_SH conv.s4
-#define CONV_SW conv.s5
-#define CONV_PH conv.s6
-#define CONV_PW conv.s7
-#define CONV_DH conv.s8
-#define CONV_DW conv.s9
-#define CONV_OW conv.sa
-#define CONV_GROUPS conv.sb
+#include "conv_gemm.clh"
 
 #define GEMM_TILED conv_gemm
-#define GEMM_TILED_ONLY 1
-#define GEMM_TILED_ARGS GEMM_ARGS, uint16 conv
 /* Entry bt_ = image * groups + g: the group's weights and bias rows, the
  * image's group of channels and its group of output channels. */
 #define GEMM_BATCH(bt_)                                                        \
@@ -58,7 +44,6 @@
  * image row and column of their tap (0, 0), oy sh - ph and ox sw - pw, or
  * CONV_NONE past B's last column (every tap of it then falls outside). So
  * a stage's gather divides only r, once per VWN elements. */
-#define CONV_NONE (-0x40000000)
 #define GEMM_PROLOGUE                                                          \
   __local int conv_y0[NWG], conv_x0[NWG];                                      \
   for (uint i_ = lid; i_ < NWG; i_ += WGS) {                                   \

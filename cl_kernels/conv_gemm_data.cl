@@ -12,25 +12,11 @@
  * (beta 0). The arguments are those of conv_gemm.cl with these roles (m =
  * cg, n = Q, k = K; a_batch the weights' group stride ocg cg kh kw, b_batch
  * and c_batch the image strides oc P and c Q) and the same uint16 of
- * geometry, oh in conv.sc. The knobs are the conv2d space's (tune/
+ * geometry (conv_gemm.clh). The knobs are the conv2d space's (tune/
  * space_conv.c), tuned on the forward pass. */
-#define CONV_H conv.s0
-#define CONV_W conv.s1
-#define CONV_KH conv.s2
-#define CONV_KW conv.s3
-#define CONV_SH conv.s4
-#define CONV_SW conv.s5
-#define CONV_PH conv.s6
-#define CONV_PW conv.s7
-#define CONV_DH conv.s8
-#define CONV_DW conv.s9
-#define CONV_OW conv.sa
-#define CONV_GROUPS conv.sb
-#define CONV_OH conv.sc
+#include "conv_gemm.clh"
 
 #define GEMM_TILED conv_gemm_data
-#define GEMM_TILED_ONLY 1
-#define GEMM_TILED_ARGS GEMM_ARGS, uint16 conv
 /* Entry bt_ = image * groups + g: the group's weights, the image's group
  * of dy's channels and of dx's. */
 #define GEMM_BATCH(bt_)                                                        \
@@ -42,8 +28,7 @@
     c += c_off + img_ * c_batch + g_ * m * (ulong)n;                           \
   }
 /* The tile's NWG input positions q = j0 + col, once per work-group: iy + ph
- * and ix + pw, or CONV_NONE past the last (no tap reaches it). */
-#define CONV_NONE (-0x40000000)
+ * and ix + pw, or CONV_NONE past the last. */
 #define GEMM_PROLOGUE                                                          \
   __local int conv_y0[NWG], conv_x0[NWG];                                      \
   for (uint i_ = lid; i_ < NWG; i_ += WGS) {                                   \

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "run_ops_conv.h"
+#include "ops/ops_conv_gpu.h"
 
 struct geo {
   size_t n, c, h, w, oc, kh, kw;
@@ -148,4 +149,10 @@ void run_conv(void) {
   run_one("strided dilated groups, conv2d point", KILN_BF16,
           geo(1, 4, 9, 10, 6, 2, 3, s), false);
   CHECK_OK(kiln_tuning_set(ctx, "conv2d", NULL));
+  /* The GPU family's im2col path, the fallback (conv_im2col and
+   * conv_col2im with gemm_gpu). */
+  kiln__conv_set_implicit(false);
+  printf("# conv: the GPU family's im2col path\n");
+  run_one("3x3 pad 1, im2col", KILN_F32, geo(2, 3, 7, 5, 4, 3, 3, p), true);
+  kiln__conv_set_implicit(true);
 }
