@@ -51,7 +51,8 @@
   }
 /* B's KWG x NWG elements: VWN consecutive input positions of one tap r per
  * work-item and load; a position that no output position reaches through
- * tap r (off the stride's grid, or outside dy) is 0. */
+ * tap r (off the stride's grid, or outside dy) is 0. Stride 1, the common
+ * case, divides nothing per element. */
 #define GEMM_STAGE_B(TILE, p0)                                                 \
   for (uint l_ = 0; l_ < (NWG * KWG) / (VWN * WGS); l_++) {                    \
     const uint e_ = lid + l_ * WGS;                                            \
@@ -63,7 +64,8 @@
     __global const T *plane_ = b + (ulong)o_ * CONV_OH * CONV_OW;              \
     for (uint t_ = 0; t_ < VWN; t_++) {                                        \
       const int ty_ = conv_y0[col_ + t_] - dy_, tx_ = conv_x0[col_ + t_] - dx_; \
-      const uint oy_ = (uint)ty_ / CONV_SH, ox_ = (uint)tx_ / CONV_SW;         \
+      const uint oy_ = CONV_SH == 1 ? (uint)ty_ : (uint)ty_ / CONV_SH;         \
+      const uint ox_ = CONV_SW == 1 ? (uint)tx_ : (uint)tx_ / CONV_SW;         \
       TILE[kk_][col_ + t_] =                                                   \
           r_ < k && ty_ >= 0 && tx_ >= 0 && oy_ * CONV_SH == (uint)ty_ &&      \
                   ox_ * CONV_SW == (uint)tx_ && oy_ < CONV_OH &&               \

@@ -716,8 +716,10 @@ static double time_elementwise(kiln_context *ctx, kiln_queue *q,
 }
 
 /* The CNN's layer shape (examples/cnn.c): z[0] images of z[1] channels,
- * 28 x 28, a 3 x 3 kernel to z[2] channels of 26 x 26, ReLU; x then w in
- * a (inputs may overlap), y in b. */
+ * 28 x 28, a 3 x 3 kernel to z[2] channels of 26 x 26: the forward pass
+ * with ReLU, then the input gradient (the two calls the space's point
+ * serves, so a point is not tuned for one at the other's expense); x then
+ * w in a (inputs may overlap), y (then dy) in b, dx over x. */
 #define CONV_SIDE 28
 static size_t conv_elements(const size_t *z) {
   const size_t os = CONV_SIDE - 2,
@@ -732,15 +734,18 @@ static kiln_status run_conv(kiln_queue *q, const size_t *z, kiln_buffer *a,
   kiln_epilogue e = KILN_EPILOGUE_INIT;
   e.activation = KILN_ACT_RELU;
   const kiln_conv2d_params p = KILN_CONV2D_PARAMS_INIT;
-  return kiln_conv2d(
-      q,
-      &(kiln_image){.buffer = a, .n = z[0], .c = z[1], .h = CONV_SIDE,
-                    .w = CONV_SIDE, .dtype = KILN_F32},
-      &(kiln_image){.buffer = a, .offset = z[0] * z[1] * CONV_SIDE * CONV_SIDE,
-                    .n = z[2], .c = z[1], .h = 3, .w = 3, .dtype = KILN_F32},
-      &(kiln_image){.buffer = b, .n = z[0], .c = z[2], .h = os, .w = os,
-                    .dtype = KILN_F32},
-      &p, &e, 0, NULL, NULL);
+  const kiln_image x = {.buffer = a, .n = z[0], .c = z[1], .h = CONV_SIDE,
+                        .w = CONV_SIDE, .dtype = KILN_F32},
+                   w = {.buffer = a,
+                        .offset = z[0] * z[1] * CONV_SIDE * CONV_SIDE,
+                        .n = z[2], .c = z[1], .h = 3, .w = 3,
+                        .dtype = KILN_F32},
+                   y = {.buffer = b, .n = z[0], .c = z[2], .h = os, .w = os,
+                        .dtype = KILN_F32};
+  kiln_status s = kiln_conv2d(q, &x, &w, &y, &p, &e, 0, NULL, NULL);
+  if (s == KILN_OK)
+    s = kiln_conv2d_backward_data(q, &y, &w, &x, &p, 0, NULL, NULL);
+  return s;
 }
 static double time_conv(kiln_context *ctx, kiln_queue *q, const size_t *z,
                         int runs, double stop_above, double deadline,
@@ -751,7 +756,7 @@ static double time_conv(kiln_context *ctx, kiln_queue *q, const size_t *z,
 }
 static double work_conv(const size_t *z) {
   const double os = CONV_SIDE - 2;
-  return 2.0 * (double)z[0] * (double)z[2] * os * os * (double)z[1] * 9.0;
+  return 4.0 * (double)z[0] * (double)z[2] * os * os * (double)z[1] * 9.0;
 }
 
 static double work_gemm(const size_t *z) {
@@ -782,7 +787,8 @@ static const tune_op ops[] = {
      "1024,4096", 16384, 3, tune_gate_mma, time_gemm_mma, work_gemm, "GPU",
      NULL},
     {"conv2d", "conv",
-     "f32 NxCx28x28 3x3 convolution to K channels + ReLU (NxCxK)",
+     "f32 NxCx28x28 3x3 convolution to K channels + ReLU, and its input "
+     "gradient (NxCxK)",
      "GFLOP/s", "32x1x32,32x32x64", 4096, 3, gate_conv, time_conv, work_conv,
      "GPU", NULL},
     {"gemm_cpu", "", "f32 C = A B", "GFLOP/s", "512,1024", 16384, 3,
