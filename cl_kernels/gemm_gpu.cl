@@ -234,9 +234,15 @@ float direct(__global const T *x, ulong rs, ulong ps, uint r, uint p, uint rn,
  * or from global memory for an operand that is not staged. */
 #if SA
 #define STAGE_DECL_A __local float a_tiles[STAGES][KWG][MWG + PADA];
+#ifdef GEMM_STAGE_A
+/* An operand A read through an index map (conv_gemm_data.cl: the
+ * weights of the convolution's input gradient), TILE[kk][row]. */
+#define LOAD_A(st, p0) GEMM_STAGE_A(a_tiles[st], p0)
+#else
 #define LOAD_A(st, p0)                                                         \
   STAGE(a_tiles[st], MWG, VWM, VECA, a, a_rs, a_cs, a_rows_fast, a_vec, i0,   \
         p0, m, k, lid)
+#endif
 #define USE_A(st) __local float(*at)[MWG + PADA] = a_tiles[st];
 #define A_VAL(kk, r) at[kk][OUT_ROW(ty, r)]
 #else
@@ -247,9 +253,16 @@ float direct(__global const T *x, ulong rs, ulong ps, uint r, uint p, uint rn,
 #endif
 #if SB
 #define STAGE_DECL_B __local float b_tiles[STAGES][KWG][NWG + PADB];
+#ifdef GEMM_STAGE_B
+/* An operand B read through an index map instead of strides (the implicit
+ * convolution, conv_gemm.cl, defines it: TILE[kk][col] for the stage's
+ * KWG x NWG elements from step p0 and column j0). */
+#define LOAD_B(st, p0) GEMM_STAGE_B(b_tiles[st], p0)
+#else
 #define LOAD_B(st, p0)                                                         \
   STAGE(b_tiles[st], NWG, VWN, VECB, b, b_cs, b_rs, b_cols_fast, b_vec, j0,   \
         p0, n, k, lid)
+#endif
 #define USE_B(st) __local float(*bt)[NWG + PADB] = b_tiles[st];
 #define B_VAL(kk, q) bt[kk][OUT_COL(tx, q)]
 #else
@@ -261,17 +274,32 @@ float direct(__global const T *x, ulong rs, ulong ps, uint r, uint p, uint rn,
 #define LOAD_STAGE(st, p0) LOAD_A(st, p0) LOAD_B(st, p0)
 #define USE_STAGE(st) USE_A(st) USE_B(st)
 
+/* The tiled kernel's name, arguments, the move of a, b and c (and the
+ * bias's offset) to entry bt_ of the batch, and what it does before its
+ * first stage (at the kernel's outermost scope: it may declare __local
+ * arrays): a program that includes this file may replace all four
+ * (conv_gemm.cl: the convolution's images and groups, and its table of
+ * the tile's output positions). */
+#ifndef GEMM_TILED
+#define GEMM_TILED gemm_gpu
+#define GEMM_TILED_ARGS GEMM_ARGS
+#define GEMM_BATCH(bt_)                                                        \
+  a += a_off + (bt_)*a_batch;                                                  \
+  b += b_off + (bt_)*b_batch;                                                  \
+  c += c_off + (bt_)*c_batch;
+#define GEMM_PROLOGUE
+#endif
+
 __kernel __attribute__((reqd_work_group_size(NDIMC, MDIMC, 1))) void
-gemm_gpu(GEMM_ARGS) {
+GEMM_TILED(GEMM_TILED_ARGS) {
   STAGE_DECL_A
   STAGE_DECL_B
   const uint tx = get_local_id(0), ty = get_local_id(1);
   const uint lid = ty * NDIMC + tx;
   const uint i0 = get_group_id(1) * MWG, j0 = get_group_id(0) * NWG;
   const ulong bt_ = get_global_id(2);
-  a += a_off + bt_ * a_batch;
-  b += b_off + bt_ * b_batch;
-  c += c_off + bt_ * c_batch;
+  GEMM_BATCH(bt_)
+  GEMM_PROLOGUE
   /* A's rows run along consecutive addresses when its row stride is 1 and
    * its k stride is not; B's columns likewise. */
   const bool a_rows_fast = a_rs == 1 && a_cs != 1;
@@ -326,6 +354,7 @@ gemm_gpu(GEMM_ARGS) {
               acc[r][q], EPILOGUE_ARGS);
 }
 
+#ifndef GEMM_TILED_ONLY
 /* The direct kernel: DWI x DWI outputs per work-item, rows and columns DWG
  * apart, A and B read straight from global memory. */
 __kernel __attribute__((reqd_work_group_size(DWG, DWG, 1))) void
@@ -358,3 +387,4 @@ gemm_direct(GEMM_ARGS) {
 }
 
 #include "gemm_scale.clh"
+#endif

@@ -1,5 +1,5 @@
 /* kiln tune's gates for the small spaces (tools/tune/tune_ops.c:
- * transpose, reduce, elementwise), driven through the search's test hooks
+ * transpose, reduce, elementwise, conv2d), driven through the search's test hooks
  * as test_tune_gate.c does for GEMM: a candidate whose output is made wrong
  * (one word changed after each of its gate's ops) and whose timing is made
  * the fastest by far must be rejected by the gate, counted, and never
@@ -123,6 +123,12 @@ static void test_elementwise(void **state) {
   gate_and_control("axpy", "VW", "VW=1", "VW=4", 4096);
 }
 
+/* The implicit GEMM convolution's (8 images of 8 channels, 28 x 28, to 8). */
+static void test_conv2d(void **state) {
+  (void)state;
+  gate_and_control("conv2d", "VWN", "VWN=1", "VWN=2", 8);
+}
+
 /* The CPU family's spaces: the same gates (MB and TILE: candidates whose
  * programs are built once or are few). */
 static void test_gemm_cpu(void **state) {
@@ -140,6 +146,7 @@ int main(void) {
       cmocka_unit_test(test_transpose),
       cmocka_unit_test(test_reduce),
       cmocka_unit_test(test_elementwise),
+      cmocka_unit_test(test_conv2d),
       cmocka_unit_test(test_gemm_cpu),
       cmocka_unit_test(test_transpose_cpu),
   };

@@ -46,6 +46,13 @@
  * the chunk) and adds them up in image order. Same sizes, same device,
  * same bits.
  *
+ * On the GPU family the forward pass and the input gradient are implicit
+ * GEMMs instead: the GEMM kernel's tiles reading their operands through
+ * the convolution's index map, no columns and no workspace, tunable as the
+ * conv2d space (kiln tune --op conv2d; docs/tuning.md); the forward pass
+ * gives im2col's bits with the same tile. im2col stays for f16 and bf16
+ * where the GEMM runs them on matrix units.
+ *
  * Operands must not overlap, except that the inputs may. Image and kernel
  * heights and widths of 0 are KILN_ERR_INVALID_SIZE; n, c and oc may be 0:
  * sums over nothing are 0 (c 0 makes y = act(beta y + bias), an empty

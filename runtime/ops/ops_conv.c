@@ -30,6 +30,7 @@
  * The bias gradient is one kernel over the whole batch (conv_bias_grad).
  * The CPU family runs im2col and col2im a plane per work-item, the GPU
  * family an element per work-item (cl_kernels/conv.cl). */
+#include "ops_conv_gpu.h"
 #include "ops_gemm.h"
 #include "ops_internal.h"
 #include "ops_train_internal.h"
@@ -424,6 +425,11 @@ static kiln_status im2col(struct kiln__op *op, kiln_dtype dt,
   return s;
 }
 
+/* gm as ops_conv_gpu.h's shape (an initializer). */
+#define GPU_SHAPE(gm)                                                          \
+  {(gm).n,  (gm).c,  (gm).h,  (gm).w,  (gm).oc, (gm).oh, (gm).ow, (gm).kh,     \
+   (gm).kw, (gm).sh, (gm).sw, (gm).ph, (gm).pw, (gm).dh, (gm).dw, (gm).groups}
+
 /* ---- forward ------------------------------------------------------------- */
 
 KILN_API kiln_status kiln_conv2d(kiln_queue *queue, const kiln_image *x,
@@ -482,7 +488,12 @@ KILN_API kiln_status kiln_conv2d(kiln_queue *queue, const kiln_image *x,
                  num_wait, wait_list, out_event);
   if (s != KILN_OK)
     return s;
-  if (gm.y_count > 0) {
+  /* The GPU family's implicit GEMM where it applies (ops_conv_gpu.c). */
+  bool implicit = false;
+  if (gm.y_count > 0)
+    s = kiln__conv_forward_gpu(&op, &(struct kiln__conv_shape)GPU_SHAPE(gm),
+                               x, w, y, e, &implicit);
+  if (s == KILN_OK && gm.y_count > 0 && !implicit) {
     /* Columns of one image: [g][r][p]; of the chunk: [image][g][r][p]. */
     const size_t per_image = gm.groups * gm.kk * gm.ohw;
     const size_t nb = chunk_images(&op, gm.n, per_image * es);
@@ -554,7 +565,12 @@ KILN_API kiln_status kiln_conv2d_backward_data(
                  num_wait, wait_list, out_event);
   if (s != KILN_OK)
     return s;
-  if (gm.x_count > 0) {
+  /* The GPU family's implicit GEMM where it applies (ops_conv_gpu.c). */
+  bool implicit = false;
+  if (gm.x_count > 0)
+    s = kiln__conv_backward_data_gpu(
+        &op, &(struct kiln__conv_shape)GPU_SHAPE(gm), dy, w, dx, &implicit);
+  if (s == KILN_OK && gm.x_count > 0 && !implicit) {
     /* f32 columns of the chunk: [image][g][r][p]. */
     const size_t per_image = gm.groups * gm.kk * gm.ohw;
     const size_t nb = chunk_images(&op, gm.n, per_image * 4);

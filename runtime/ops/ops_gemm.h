@@ -157,6 +157,11 @@ kiln_status kiln__packed_resolve(const char *fn, const char *what,
 
 kiln_status kiln__gemm_run_gpu(struct kiln__op *op,
                                const struct gemm_problem *g);
+/* Set arguments 0 to 27 of kernel, gemm_store.clh's GEMM_ARGS, from g (the
+ * kernels of the family and those built on their tiles: conv_gemm.cl). */
+kiln_status kiln__gemm_gpu_args(struct kiln__op *op, cl_kernel kernel,
+                                const struct gemm_problem *g, cl_uint a_vec,
+                                cl_uint b_vec);
 
 /* ---- the CPU family's unpacked kernel (ops_gemm_skinny.c) ---------------- */
 

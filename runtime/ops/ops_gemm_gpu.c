@@ -34,12 +34,9 @@ static cl_uint vec_ok(const struct gemm_operand *x, unsigned vw) {
   return x->offset % vw == 0 && other % vw == 0 && x->batch_stride % vw == 0;
 }
 
-/* The arguments every kernel of the family takes (gemm_store.clh's
- * GEMM_ARGS), then the launch. */
-static kiln_status launch(struct kiln__op *op, cl_kernel kernel,
-                          const struct gemm_problem *g, cl_uint a_vec,
-                          cl_uint b_vec, const size_t *global,
-                          const size_t *local) {
+kiln_status kiln__gemm_gpu_args(struct kiln__op *op, cl_kernel kernel,
+                                const struct gemm_problem *g, cl_uint a_vec,
+                                cl_uint b_vec) {
   const cl_uint m32 = (cl_uint)g->m, n32 = (cl_uint)g->n, k32 = (cl_uint)g->k,
                 read_c = g->beta != 0.0f;
   const cl_ulong a_off = g->a.offset, a_bs = g->a.batch_stride, a_rs = g->a.rs,
@@ -57,6 +54,15 @@ static kiln_status launch(struct kiln__op *op, cl_kernel kernel,
       KILN__ARG(c_bs), KILN__ARG(ldc), KILN__ARG(e.act), KILN__ARG(e.use_bias),
       KILN__ARG(e.bias), KILN__ARG(e.off), KILN__ARG(e.rs), KILN__ARG(e.cs),
       KILN__ARG(a_vec), KILN__ARG(b_vec));
+  return s;
+}
+
+/* The arguments every kernel of the family takes, then the launch. */
+static kiln_status launch(struct kiln__op *op, cl_kernel kernel,
+                          const struct gemm_problem *g, cl_uint a_vec,
+                          cl_uint b_vec, const size_t *global,
+                          const size_t *local) {
+  kiln_status s = kiln__gemm_gpu_args(op, kernel, g, a_vec, b_vec);
   if (s == KILN_OK)
     s = kiln__op_launch(op, kernel, 3, global, local);
   return s;

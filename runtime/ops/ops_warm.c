@@ -9,6 +9,7 @@
 
 #include "program/program.h"
 #include "kiln/kiln_cache.h"
+#include "ops_conv_gpu.h"
 #include "ops_internal.h"
 
 /* Every op module's list of variants, in the order they are built. */
@@ -21,6 +22,7 @@ static void (*const op_modules[])(const kiln_context *ctx,
     kiln__ops_warm_train_optim,       kiln__ops_warm_train_random,
     kiln__ops_warm_train_index,       kiln__ops_warm_conv,
     kiln__ops_warm_image,             kiln__ops_warm_attention,
+    kiln__ops_warm_conv_gpu,
 };
 
 /* The (embedded source, options) pairs the op library builds on ctx: call

@@ -91,6 +91,16 @@ enum {
   KILN__GEMM_CPU_NB
 };
 
+/* The implicit GEMM convolution (space_conv.c): gemm_gpu's tiling knobs. */
+enum {
+  KILN__CONV_MWG,
+  KILN__CONV_NWG,
+  KILN__CONV_KWG,
+  KILN__CONV_MDIMC,
+  KILN__CONV_NDIMC,
+  KILN__CONV_VWN
+};
+
 /* NVIDIA's matrix units (space_mma.c): the block tile, the k stage, the
  * warp tile and the stages of cl_kernels/gemm_mma.cl. */
 enum {
@@ -191,6 +201,7 @@ extern const struct kiln__space kiln__elementwise_space;
 extern const struct kiln__space kiln__gemm_cpu_space;
 extern const struct kiln__space kiln__transpose_cpu_space;
 extern const struct kiln__space kiln__gemm_mma_space;
+extern const struct kiln__space kiln__conv_space;
 
 /* Whether ctx runs gemm_mma for dtype's operands, the point's source being
  * source (kiln__space_params's); false with the reason in why otherwise
@@ -327,6 +338,8 @@ extern const struct kiln__tuning_space kiln__gemm_cpu_tuning_space;
 extern const struct kiln__tuning_space kiln__transpose_cpu_tuning_space;
 /* NVIDIA's matrix units (space_mma.c). */
 extern const struct kiln__tuning_space kiln__gemm_mma_tuning_space;
+/* The implicit GEMM convolution (space_conv.c). */
+extern const struct kiln__tuning_space kiln__conv_tuning_space;
 
 /* ---- tuning files (tuning_file.c) -------------------------------------------- */
 
@@ -394,6 +407,7 @@ enum kiln__tuned {
   KILN__TUNED_GEMM_CPU,
   KILN__TUNED_TRANSPOSE_CPU,
   KILN__TUNED_GEMM_MMA,
+  KILN__TUNED_CONV2D,
   KILN__TUNED_COUNT
 };
 

@@ -14,7 +14,7 @@ static const struct kiln__tuning_space *const spaces[] = {
     &kiln__gemm_tuning_space,        &kiln__transpose_tuning_space,
     &kiln__reduce_tuning_space,      &kiln__elementwise_tuning_space,
     &kiln__gemm_cpu_tuning_space,    &kiln__transpose_cpu_tuning_space,
-    &kiln__gemm_mma_tuning_space,
+    &kiln__gemm_mma_tuning_space,    &kiln__conv_tuning_space,
 };
 #define SPACES (sizeof spaces / sizeof spaces[0])
 

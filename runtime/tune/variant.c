@@ -69,6 +69,7 @@ static const struct kiln__space *const small_spaces[KILN__TUNED_COUNT] = {
     [KILN__TUNED_GEMM_CPU] = &kiln__gemm_cpu_space,
     [KILN__TUNED_TRANSPOSE_CPU] = &kiln__transpose_cpu_space,
     [KILN__TUNED_GEMM_MMA] = &kiln__gemm_mma_space,
+    [KILN__TUNED_CONV2D] = &kiln__conv_space,
 };
 
 /* v's point, source and options, from the sources in effect now. */

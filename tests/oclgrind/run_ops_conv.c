@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "run_ops_conv.h"
+#include "ops/ops_conv_gpu.h"
 
 struct geo {
   size_t n, c, h, w, oc, kh, kw;
@@ -131,4 +132,27 @@ void run_conv(void) {
           false);
   kiln_conv2d_params d = {1, 1, 1, 1, 1, 1, 3}; /* depthwise */
   run_one("depthwise", KILN_F16, geo(2, 3, 5, 6, 3, 3, 3, d), true);
+  /* The GPU family's implicit GEMM (conv_gemm.cl) on a point other than
+   * the profile's: two positions gathered per load, a tile of 32 channels,
+   * 16 positions. */
+  static const char point[] = "MWG=32 NWG=16 KWG=8 MDIMC=8 NDIMC=8 VWN=2";
+  kiln_tuning_info info;
+  CHECK_OK(kiln_tuning_get_info(ctx, "conv2d", &info));
+  if (info.params[0] == '\0') {
+    printf("skip conv2d point: the CPU family runs im2col\n");
+    return;
+  }
+  CHECK_OK(kiln_tuning_set(ctx, "conv2d", point));
+  printf("# conv2d point: %s\n", point);
+  run_one("3x3 pad 1, conv2d point", KILN_F32, geo(2, 3, 7, 5, 4, 3, 3, p),
+          true);
+  run_one("strided dilated groups, conv2d point", KILN_BF16,
+          geo(1, 4, 9, 10, 6, 2, 3, s), false);
+  CHECK_OK(kiln_tuning_set(ctx, "conv2d", NULL));
+  /* The GPU family's im2col path, the fallback (conv_im2col and
+   * conv_col2im with gemm_gpu). */
+  kiln__conv_set_implicit(false);
+  printf("# conv: the GPU family's im2col path\n");
+  run_one("3x3 pad 1, im2col", KILN_F32, geo(2, 3, 7, 5, 4, 3, 3, p), true);
+  kiln__conv_set_implicit(true);
 }

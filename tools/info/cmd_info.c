@@ -297,6 +297,7 @@ static void print_tuning(FILE *out, const kiln_device *kdev) {
                                        {"reduce", "Reduce"},
                                        {"elementwise", "Elementwise"},
                                        {"gemm_mma", "GEMM (matrix units)"},
+                                       {"conv2d", "Convolution"},
                                        {"gemm_cpu", "GEMM (CPU)"},
                                        {"transpose_cpu", "Transpose (CPU)"}};
   kiln_context *ctx = NULL;
