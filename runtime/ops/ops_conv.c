@@ -505,8 +505,9 @@ KILN_API kiln_status kiln_conv2d(kiln_queue *queue, const kiln_image *x,
                              .alpha = e->alpha,
                              .beta = e->beta,
                              .dtype = dt,
-                             .a = {w->buffer->cl, w->offset, 0, gm.kk, 1},
-                             .b = {NULL, 0, per_image, gm.ohw, 1},
+                             .a = {w->buffer->cl, w->offset, 0, gm.kk, 1,
+                                   false},
+                             .b = {NULL, 0, per_image, gm.ohw, 1, false},
                              .c = y->buffer->cl,
                              .c_stride = gm.oc * gm.ohw,
                              .ldc = gm.ohw,
@@ -526,7 +527,9 @@ KILN_API kiln_status kiln_conv2d(kiln_queue *queue, const kiln_image *x,
     for (size_t i0 = 0; i0 < gm.n && s == KILN_OK; i0 += nb) {
       const size_t cnt = gm.n - i0 < nb ? gm.n - i0 : nb;
       if (gm.kk > 0)
-        s = im2col(&op, dt, &gm, x->buffer->cl, x->offset + i0 * gm.c * gm.h * gm.w, cnt, ws, 0, gm.kk * gm.ohw, per_image, gm.ohw);
+        s = im2col(&op, dt, &gm, x->buffer->cl,
+                   x->offset + i0 * gm.c * gm.h * gm.w, cnt, ws, 0,
+                   gm.kk * gm.ohw, per_image, gm.ohw);
       g.batch = cnt;
       for (size_t gi = 0; gi < gm.groups && s == KILN_OK; gi++) {
         g.a.offset = w->offset + gi * gm.ocg * gm.kk;
@@ -582,9 +585,9 @@ KILN_API kiln_status kiln_conv2d_backward_data(
                              .alpha = 1.0f,
                              .beta = 0.0f,
                              .dtype = dt,
-                             .a = {w->buffer->cl, 0, 0, 1, gm.kk},
+                             .a = {w->buffer->cl, 0, 0, 1, gm.kk, false},
                              .b = {dy->buffer->cl, 0, gm.oc * gm.ohw, gm.ohw,
-                                   1},
+                                   1, false},
                              .c_stride = per_image,
                              .ldc = gm.ohw,
                              .act = KILN_ACT_NONE,
@@ -674,8 +677,8 @@ static kiln_status weights_one_gemm(struct kiln__op *op, const struct geom *gm,
       .batch = 1,
       .alpha = 1.0f,
       .dtype = dt,
-      .a = {NULL, 0, 0, run, 1},
-      .b = {NULL, 0, 0, 1, run},
+      .a = {NULL, 0, 0, run, 1, false},
+      .b = {NULL, 0, 0, 1, run, false},
       .c = dw->buffer->cl,
       .ldc = gm->kk,
       .act = KILN_ACT_NONE,
@@ -689,8 +692,9 @@ static kiln_status weights_one_gemm(struct kiln__op *op, const struct geom *gm,
   g.a.mem = g.b.mem = ws;
   for (size_t i0 = 0; i0 < gm->n && s == KILN_OK; i0 += nb) {
     const size_t cnt = gm->n - i0 < nb ? gm->n - i0 : nb;
-    s = im2col(op, dt, gm, x->buffer->cl, x->offset + i0 * gm->c * gm->h * gm->w,
-               cnt, ws, 0, gm->kk * run, gm->ohw, run);
+    s = im2col(op, dt, gm, x->buffer->cl,
+               x->offset + i0 * gm->c * gm->h * gm->w, cnt, ws, 0,
+               gm->kk * run, gm->ohw, run);
     KILN__CHECK(s, im2col(op, dt, &dg, dy->buffer->cl,
                           dy->offset + i0 * dy_image, cnt, ws, dy_at,
                           gm->ocg * run, gm->ohw, run));
@@ -776,8 +780,8 @@ KILN_API kiln_status kiln_conv2d_backward_weights(
                              .beta = 0.0f,
                              .dtype = dt,
                              .a = {dy->buffer->cl, 0, gm.oc * gm.ohw, gm.ohw,
-                                   1},
-                             .b = {NULL, 0, cols_image, 1, gm.ohw},
+                                   1, false},
+                             .b = {NULL, 0, cols_image, 1, gm.ohw, false},
                              .ldc = gm.kk,
                              .c_stride = part_image,
                              .act = KILN_ACT_NONE,
