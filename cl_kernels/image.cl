@@ -533,12 +533,16 @@ __kernel void bn_dx(__global const T *x, ulong xo, __global const T *dy,
   ulong base = i / pieces * HW, lo = i % pieces * span;                        \
   ulong hi = min(lo + span, HW), ch = (i / pieces) % C;
 
-/* The 16 lanes of v added in a fixed tree. */
+/* The 16 lanes of v added in a fixed tree (lane k and k + 8, then k and
+ * k + 4, ...). Written with scalar lanes, not .lo/.hi halves: Oclgrind's
+ * uninitialised-value plugin takes the results of vector shuffles for
+ * uninitialised (run.sh lists the same for transpose_cpu). */
 float bn_hsum(float16 v) {
-  float8 a = v.lo + v.hi;
-  float4 b = a.lo + a.hi;
-  float2 c = b.lo + b.hi;
-  return c.x + c.y;
+  float a0 = v.s0 + v.s8, a1 = v.s1 + v.s9, a2 = v.s2 + v.sa,
+        a3 = v.s3 + v.sb, a4 = v.s4 + v.sc, a5 = v.s5 + v.sd,
+        a6 = v.s6 + v.se, a7 = v.s7 + v.sf;
+  float b0 = a0 + a4, b1 = a1 + a5, b2 = a2 + a6, b3 = a3 + a7;
+  return (b0 + b2) + (b1 + b3);
 }
 
 /* bn_partial's two sums over item i's piece (plane i / pieces of channel

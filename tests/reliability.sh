@@ -78,6 +78,10 @@ asan_skip+=" package_pkgconfig package_cmake package_mpi package_install"
 asan_skip+=" quiet_kernels parallel_builds"
 # gemm_mma_ptxas runs clang-15 and ptxas on PTX: no kiln code to instrument.
 asan_skip+=" gemm_mma_ptxas"
+# gpu_session is bash driving `kiln report` (tools/gpu-session.sh): the
+# kiln code it reaches is the report tool's, which report_quick runs in the
+# second pass; alone here it took 92 s of the stage.
+asan_skip+=" gpu_session"
 
 # PoCL's own kernel cache for the sanitizer stages. The tests of kiln's
 # cache (program, kernel, cache, cache_warm, memo) turn PoCL's cache off so
@@ -146,6 +150,10 @@ rusticl_skip+=" parallel_builds gemm_mma_ptxas abi_symbols abi_symbols_mpi"
 rusticl_skip+=" bad_input_coverage bad_input_coverage_selftest conventions"
 rusticl_skip+=" conventions_selftest layers layers_selftest docs_links"
 rusticl_skip+=" docs_selftest train_data_errors"
+# report_quick and gpu_session run `kiln report` on the first device, and
+# gpu_session's parts on PoCL by name (--pocl): both only repeat README
+# command (b) here, each alone (64 s of the stage).
+rusticl_skip+=" report_quick gpu_session"
 # quiet_kernels runs `kiln cache warm` on the default devices, which with
 # rusticl enabled are both CPUs: here it runs by itself with KILN_DEVICE
 # selecting rusticl, so that rusticl's compiler gets every kernel variant
