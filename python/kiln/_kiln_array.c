@@ -5,6 +5,8 @@
 
 PyTypeObject *array_class = &ArrayType;
 
+/* ---- sizes, spans, checks ------------------------------------------------------ */
+
 int array_is_contiguous(const ArrayObject *a) {
   Py_ssize_t expect = 1;
   for (int i = a->ndim - 1; i >= 0; i--) {
