@@ -40,19 +40,32 @@ typedef union {
   unsigned long long k;
 } Slot;
 
+/* An op's spec, read once (at its first call): the keyword list and
+ * format for PyArg_ParseTupleAndKeywords, the types, the outputs' slots. */
+typedef struct {
+  int ready;
+  int n;                     /* arguments before wait and event */
+  const char *op;
+  char names[256];           /* the spec's names, NUL-terminated in place */
+  char *kwl[MAX_ARGS + 3];
+  char type[MAX_ARGS];
+  char fmt[MAX_ARGS + 40];
+  int nout;
+  int out[4];
+} OpSpec;
+
 typedef struct {
   Call c;
-  const char *op;
+  const OpSpec *s;
   int n;                /* slots converted (and to be freed) */
-  char type[MAX_ARGS];
   Slot v[MAX_ARGS];
 } OpArgs;
 
 static void op_free(OpArgs *a) {
   for (int i = 0; i < a->n; i++) {
-    if (a->type[i] == 'l')
+    if (a->s->type[i] == 'l')
       PyMem_Free(a->v[i].l.r);
-    else if (a->type[i] == 'y')
+    else if (a->s->type[i] == 'y')
       PyBuffer_Release(&a->v[i].y);
   }
   a->n = 0;
@@ -62,7 +75,7 @@ static void op_free(OpArgs *a) {
 static int bad_number(const OpArgs *a, const char *name, const char *what, PyObject *o) {
   if (PyErr_ExceptionMatches(PyExc_TypeError)) {
     PyErr_Clear();
-    PyErr_Format(PyExc_TypeError, "%s(): %s must be %s, not %.100s", a->op, name, what,
+    PyErr_Format(PyExc_TypeError, "%s(): %s must be %s, not %.100s", a->s->op, name, what,
                  Py_TYPE(o)->tp_name);
   }
   return 0;
@@ -117,7 +130,8 @@ static int convert(OpArgs *a, char type, const char *name, PyObject *o, Slot *s)
     if (v == -1 && PyErr_Occurred())
       return bad_number(a, name, "an int", o);
     if (v < INT_MIN || v > INT_MAX) {
-      PyErr_Format(PyExc_OverflowError, "%s(): %s is out of range (%ld)", a->op, name, v);
+      PyErr_Format(PyExc_OverflowError, "%s(): %s is out of range (%ld)", a->s->op, name,
+                   v);
       return 0;
     }
     s->i = (int)v;
@@ -128,8 +142,8 @@ static int convert(OpArgs *a, char type, const char *name, PyObject *o, Slot *s)
     if (s->z == -1 && PyErr_Occurred())
       return bad_number(a, name, "an int", o);
     if (s->z < 0) {
-      PyErr_Format(PyExc_ValueError, "%s(): %s must not be negative (got %zd)", a->op, name,
-                   s->z);
+      PyErr_Format(PyExc_ValueError, "%s(): %s must not be negative (got %zd)", a->s->op,
+                   name, s->z);
       return 0;
     }
     return 1;
@@ -153,7 +167,7 @@ static int convert(OpArgs *a, char type, const char *name, PyObject *o, Slot *s)
 
 /* The Array of slot i when it is an operand that was given, else NULL. */
 static ArrayObject *slot_array(const OpArgs *a, int i) {
-  switch (a->type[i]) {
+  switch (a->s->type[i]) {
   case 'r': case 'R': return a->v[i].r.a;
   case 'm': case 'g': return a->v[i].m.a;
   case 'x': case 'X': return a->v[i].x.a;
@@ -175,54 +189,71 @@ static char *next_word(char **p) {
   return w;
 }
 
-/* Parse the arguments of op (args, kw) by spec into a, and resolve the
- * queue from the first given operand named in outs and the wait list.
- * On failure nothing is left to free. */
-static int op_parse(OpArgs *a, const char *op, const char *spec, const char *outs,
-                    PyObject *args, PyObject *kw) {
-  char names[256], fmt[MAX_ARGS + 40];
-  char *kwl[MAX_ARGS + 3];
-  PyObject *o[MAX_ARGS + 2] = {NULL};
+static void spec_read(OpSpec *s, const char *op, const char *spec, const char *outs) {
   int n = 0;
-  a->op = op;
-  a->n = 0;
-  a->c = (Call)CALL_INIT;
-  snprintf(names, sizeof names, "%s", spec);
-  char *rest = names;
+  s->op = op;
+  snprintf(s->names, sizeof s->names, "%s", spec);
+  char *rest = s->names;
   for (char *p; n < MAX_ARGS && (p = next_word(&rest));) {
     char *colon = strchr(p, ':');
     *colon = '\0';
-    kwl[n] = p;
-    a->type[n] = colon[1];
-    fmt[n++] = 'O';
+    s->kwl[n] = p;
+    s->type[n] = colon[1];
+    s->fmt[n++] = 'O';
   }
-  kwl[n] = "wait";
-  kwl[n + 1] = "event";
-  kwl[n + 2] = NULL;
-  snprintf(fmt + n, sizeof fmt - (size_t)n, "|OO:%s", op);
-  if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwl, &o[0], &o[1], &o[2], &o[3], &o[4],
-                                   &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12],
-                                   &o[13], &o[14], &o[15]))
+  s->n = n;
+  s->kwl[n] = "wait";
+  s->kwl[n + 1] = "event";
+  s->kwl[n + 2] = NULL;
+  snprintf(s->fmt + n, sizeof s->fmt - (size_t)n, "|OO:%s", op);
+  char want[64];
+  snprintf(want, sizeof want, "%s", outs);
+  rest = want;
+  s->nout = 0;
+  for (char *p; s->nout < 4 && (p = next_word(&rest));)
+    for (int i = 0; i < n; i++)
+      if (strcmp(s->kwl[i], p) == 0)
+        s->out[s->nout++] = i;
+  s->ready = 1;
+}
+
+/* Parse the arguments of op (args, kw) by its spec (read into s at the
+ * first call) into a, and resolve the queue (the first given operand of
+ * the outputs) and the wait list. Positional calls, as kiln/_ops.py
+ * makes, take the tuple's items as they are. On failure nothing is left
+ * to free. */
+static int op_parse(OpArgs *a, OpSpec *s, const char *op, const char *spec, const char *outs,
+                    PyObject *args, PyObject *kw) {
+  PyObject *o[MAX_ARGS + 2] = {NULL};
+  if (!s->ready)
+    spec_read(s, op, spec, outs);
+  int n = s->n;
+  a->s = s;
+  a->n = 0;
+  a->c = (Call)CALL_INIT;
+  Py_ssize_t given = PyTuple_GET_SIZE(args);
+  if (!kw && given >= n && given <= n + 2) {
+    for (Py_ssize_t i = 0; i < given; i++)
+      o[i] = PyTuple_GET_ITEM(args, i);
+  } else if (!PyArg_ParseTupleAndKeywords(args, kw, s->fmt, s->kwl, &o[0], &o[1], &o[2], &o[3],
+                                          &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10],
+                                          &o[11], &o[12], &o[13], &o[14], &o[15])) {
     return 0;
+  }
   if (o[n])
     a->c.wait = o[n];
   if (o[n + 1] && (a->c.want_event = PyObject_IsTrue(o[n + 1])) < 0)
     return 0;
   for (int i = 0; i < n; i++) {
-    if (!convert(a, a->type[i], kwl[i], o[i], &a->v[i])) {
+    if (!convert(a, s->type[i], s->kwl[i], o[i], &a->v[i])) {
       op_free(a);
       return 0;
     }
     a->n = i + 1;
   }
   ArrayObject *out = NULL;
-  char want[64];
-  snprintf(want, sizeof want, "%s", outs);
-  rest = want;
-  for (char *p; !out && (p = next_word(&rest));)
-    for (int i = 0; i < n; i++)
-      if (strcmp(kwl[i], p) == 0)
-        out = slot_array(a, i);
+  for (int k = 0; k < s->nout && !out; k++)
+    out = slot_array(a, s->out[k]);
   if (!call_prepare(&a->c, NULL, out)) {
     op_free(a);
     return 0;
@@ -240,8 +271,9 @@ static PyObject *op_finish(OpArgs *a, kiln_status st) {
 /* Within an op: its parsed arguments `a`, read by position in the spec. */
 #define OP_DEF(name) static PyObject *op_##name(PyObject *self, PyObject *args, PyObject *kw)
 #define OP_ARGS(spec, outs)                                                          \
+  static OpSpec spec_;                                                               \
   OpArgs a;                                                                          \
-  if (!op_parse(&a, __func__ + 3, spec, outs, args, kw))                             \
+  if (!op_parse(&a, &spec_, __func__ + 3, spec, outs, args, kw))                     \
   return NULL
 /* An op that is its C call. */
 #define OP(name, spec, outs, call)                                                   \
