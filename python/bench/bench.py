@@ -3,7 +3,7 @@
 
   python3 python/bench/bench.py [--device SEL] [--build build] [--rounds N]
       [--calls N] [--mlp-steps N] [--gpt-steps N] [--gpt-124m-steps N]
-      [--gpt-data FILE] [--skip axpy,transfers,mlp]
+      [--gpt-data FILE] [--skip axpy,transfers,mlp,inference]
 
 1. Per-call cost of a warm 16-element axpy: kiln.axpy from Python against
    kiln_axpy from C (build/python/bench/axpy_call) and PyOpenCL's launch of
@@ -18,6 +18,10 @@
 4. The Fashion-MNIST MLP step (examples/train_fashion_mnist.py) against the
    C trainer (build/examples/train_fashion_mnist), same arguments, median
    step time of each, run alternately.
+5. The MLP's batch-256 inference (three matmuls with bias and ReLU fused,
+   PyTorch's (out, in) weights used as w.T) with its weights as they are
+   against kiln.Packed weights packed once, alternately; the outputs are
+   checked to be identical.
 Each comparison alternates its sides for several rounds and reports the
 median of the per-round figures and ratios, since the load of a shared
 machine moves between rounds more than within one.
@@ -188,6 +192,47 @@ def gpt(dev_sel, build, data, shape, steps, rounds):
                             r"mean step ([0-9.]+) ms")
 
 
+def mlp_inference(kiln, dev, rounds, reps=20):
+    """Median ms of the MLP's batch-256 forward pass with plain and with
+    packed weights, and the median of the rounds' packed / plain ratios."""
+    rng = np.random.default_rng(0)
+    sizes = [784, 1024, 1024, 10]
+    x = kiln.asarray(rng.standard_normal((256, 784)), device=dev)
+    ws = [kiln.asarray(rng.standard_normal((o, i)) / np.sqrt(i), device=dev)
+          for i, o in zip(sizes, sizes[1:])]
+    bs = [kiln.asarray(rng.standard_normal(o) * 0.1, device=dev) for o in sizes[1:]]
+    hs = [kiln.empty((256, o), device=dev) for o in sizes[1:]]
+    plain = [w.T for w in ws]
+    packed = [kiln.Packed(dev, w) for w in plain]
+    for p, w in zip(packed, plain):
+        p.pack(w)
+
+    def forward(weights):
+        h = x
+        for i, (w, b, out) in enumerate(zip(weights, bs, hs)):
+            kiln.matmul(h, w, out, bias=b, activation="relu" if i < 2 else None)
+            h = out
+        dev.sync()
+        return h
+
+    want = forward(plain).numpy()
+    if not np.array_equal(forward(packed).numpy(), want):
+        raise SystemExit("packed inference differs from unpacked")
+
+    def timed(weights):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            forward(weights)
+        return (time.perf_counter() - t0) / reps * 1e3
+
+    res = {"plain": [], "packed": []}
+    for _ in range(rounds):
+        for name, weights in (("plain", plain), ("packed", packed)):
+            res[name].append(timed(weights))
+    ratio = float(np.median(np.array(res["packed"]) / np.array(res["plain"])))
+    return float(np.median(res["plain"])), float(np.median(res["packed"])), ratio
+
+
 def axpy_table(kiln, dev, o):
     """The per-call table: C, Python and PyOpenCL alternating in each round."""
     axpy_c = [os.path.join(o.build, "python", "bench", "axpy_call"), dev.info["selector"],
@@ -247,7 +292,8 @@ def main():
     p.add_argument("--gpt-124m-steps", type=int, default=4,
                    help="steps of the 124M-shape run, B 4, T 64 (0: skip it)")
     p.add_argument("--gpt-rounds", type=int, default=1)
-    p.add_argument("--skip", default="", help="comma-separated: axpy, transfers, mlp")
+    p.add_argument("--skip", default="",
+                   help="comma-separated: axpy, transfers, mlp, inference")
     o = p.parse_args()
     sys.path.insert(0, os.path.join(o.build, "python"))
     import kiln
@@ -279,6 +325,14 @@ def main():
         print("| C trainer | %.2f |" % cm)
         print("| Python (examples/train_fashion_mnist.py) | %.2f |" % pm)
         print("| Python / C (median of the rounds' ratios) | %.3f |" % ratio)
+    if "inference" not in skip:
+        plain, packed, ratio = mlp_inference(kiln, dev, o.rounds)
+        print("\n| MLP inference (784-1024-1024-10, batch 256, f32; %d rounds of 20) | "
+              "median ms |" % o.rounds)
+        print("| --- | --- |")
+        print("| weights as they are, `matmul(h, w.T)` | %.2f |" % plain)
+        print("| weights packed once, `kiln.Packed` (outputs identical) | %.2f |" % packed)
+        print("| packed / as they are (median of the rounds' ratios) | %.3f |" % ratio)
     return 0
 
 

@@ -7,8 +7,9 @@ on the first input's queue) and returns the output without waiting. Each
 takes ``wait=`` (a sequence of kiln.Event to wait for first) and
 ``event=True`` (return ``(output, Event)`` instead of the output).
 
-Adding an op binding: a function in _kiln.c in the pattern of op_axpy, one
-line in its method table, and here a wrapper that allocates the output.
+Adding an op binding: an OP line in _kiln_ops.c (its argument spec and the
+C call), one line in its method table, and here a wrapper that allocates
+the output.
 """
 
 import numpy as _np
@@ -313,13 +314,17 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, bias=None, activation=None,
     """out = activation(alpha * a @ b + beta * out + bias) (kiln_matmul).
 
     a and b: float32, float16 or bfloat16 (one dtype), 2-D or batched 3-D,
-    row-major or column-major (a.T of a row-major matrix: no copy); out
-    float32. bias: n float32, per column. activation: None, 'relu', 'gelu'.
-    A 3-D out is a batch (a 2-D a or b is shared by every entry)."""
+    row-major or column-major (a.T of a row-major matrix: no copy), or a
+    kiln.Packed of their role; out float32. bias: n float32, per column.
+    activation: None, 'relu', 'gelu'. A 3-D out is a batch (a 2-D a or b
+    is shared by every entry)."""
     if out is None:
         m, n = a.shape[-2], b.shape[-1]
         batch = a.shape[0] if a.ndim == 3 else b.shape[0] if b.ndim == 3 else None
-        out = _kiln.empty(a.queue, (m, n) if batch is None else (batch, m, n), 0)
+        arrays = [x for x in (a, b) if isinstance(x, _kiln.ArrayBase)]
+        if not arrays:
+            raise TypeError("matmul: a and b are both kiln.Packed; pass out=")
+        out = _kiln.empty(arrays[0].queue, (m, n) if batch is None else (batch, m, n), 0)
     return _ret(out, _kiln.matmul(a, b, out, alpha, beta, bias,
                                   _key(ACTIVATION, activation, "activation"), wait, event))
 

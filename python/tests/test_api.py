@@ -3,6 +3,10 @@ every C op of kiln._kiln has a Python function."""
 
 import ast
 import os
+import shutil
+import subprocess
+
+import pytest
 
 import kiln
 
@@ -48,3 +52,14 @@ def test_every_c_op_is_bound():
     for op in c_ops:
         assert hasattr(kiln, wrapped.get(op, op)), op
     assert len(c_ops) >= 48
+
+
+def test_extension_exports_only_its_init():
+    """The extension's C files share their names hidden: the shared object
+    exports PyInit__kiln alone (nm -D; skipped without binutils)."""
+    if not shutil.which("nm"):
+        pytest.skip("no nm")
+    out = subprocess.run(["nm", "-D", "--defined-only", kiln._kiln.__file__],
+                         capture_output=True, text=True, check=True).stdout
+    names = {line.split()[-1] for line in out.splitlines() if line.split()[1:2] != ["A"]}
+    assert names == {"PyInit__kiln"}, sorted(names)

@@ -29,6 +29,13 @@ def cycle(dev, q, host, i):
         if i % 100 == 5:
             p = kiln.pinned_empty(4, device=dev)    # pinned host memory
             p[:] = r
+    if i % 100 == 50:
+        w = a.reshape(2, 2)
+        wp = kiln.Packed(dev, w)                    # packed operand, closed or dropped
+        wp.pack(w)
+        kiln.matmul(w, wp)
+        if i % 200 == 50:
+            wp.close()
     del cap, v
     return b, e2
 
