@@ -105,6 +105,7 @@ static const command *find(const char *name) {
 }
 
 int main(int argc, char **argv) {
+  cli_log_to_stderr();
   if (argc < 2) {
     usage(stderr);
     return CLI_USAGE;
