@@ -554,6 +554,19 @@ static void read_all(int fd, char *text, size_t size) {
   close(fd);
 }
 
+/* The file at path into text (size bytes, NUL-terminated), then removed;
+ * fails the test when it cannot be read. Returns its length. */
+static size_t take_file(const char *path, char *text, size_t size) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    fail_msg("cannot read %s", path);
+  size_t n = fread(text, 1, size - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  unlink(path);
+  return n;
+}
+
 /* Run this binary as a child in mode ("run", "report", "handler", "ring")
  * with env changes ("NAME=value" sets, "NAME" unsets); its stderr and its
  * stdout, NUL-terminated, into err and out (size bytes each; both are
@@ -629,13 +642,7 @@ static void test_trace_summary(void **state) {
   assert_string_equal(out, "");
   snprintf(path, sizeof path, "/tmp/kiln-test-summary-%ld-%ld.txt",
            (long)getpid(), (long)child);
-  FILE *f = fopen(path, "r");
-  if (f == NULL)
-    fail_msg("no summary file %s", path);
-  size_t n = fread(err, 1, sizeof err - 1, f);
-  err[n] = '\0';
-  fclose(f);
-  unlink(path);
+  size_t n = take_file(path, err, sizeof err);
   assert_summary(err);
   assert_true(n > 0 && err[n - 1] == '\n');
 
@@ -734,11 +741,7 @@ static void test_log_handler(void **state) {
   if (strncmp(out, "diagnostic: KILN_TRACE: cannot open", 35) != 0 ||
       strstr(out, "warning:") != NULL)
     fail_msg("with a handler the diagnostic is:\n%s", out);
-  FILE *f = fopen(file, "r");
-  assert_non_null(f);
-  size_t n = fread(got, 1, sizeof got - 1, f);
-  got[n] = '\0';
-  fclose(f);
+  take_file(file, got, sizeof got);
   static const char *const want[] = {
       "level 2: KILN_TRACE: cannot open '/nonexistent/kiln/x.json': ",
       "level 2: program cache: working without the program cache: ",
@@ -751,12 +754,7 @@ static void test_log_handler(void **state) {
                          "KILN_TRACE=/nonexistent/kiln/x.json", env_file, NULL};
   child_output("handler", unset, text, out, sizeof text);
   assert_string_equal(text, "");
-  f = fopen(file, "r");
-  assert_non_null(f);
-  n = fread(got, 1, sizeof got - 1, f);
-  got[n] = '\0';
-  fclose(f);
-  unlink(file);
+  take_file(file, got, sizeof got);
   if (count_of(got, "level 2: KILN_TRACE: cannot open") != 1 ||
       strstr(got, "trace summary") != NULL)
     fail_msg("with KILN_LOG unset the handler got:\n%s", got);
@@ -766,12 +764,7 @@ static void test_log_handler(void **state) {
                        env_file, NULL};
   child_output("handler", bad, text, out, sizeof text);
   assert_string_equal(text, "");
-  f = fopen(file, "r");
-  assert_non_null(f);
-  n = fread(got, 1, sizeof got - 1, f);
-  got[n] = '\0';
-  fclose(f);
-  unlink(file);
+  take_file(file, got, sizeof got);
   if (count_of(got, "level 2: KILN_TRACE_SUMMARY: cannot write "
                     "'/nonexistent/kiln/summary.txt': ") != 1)
     fail_msg("the unwritable summary file: %s", got);
