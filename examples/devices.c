@@ -12,7 +12,10 @@
 
 #include <kiln/kiln.h>
 
+#include "log_stderr.h"
+
 int main(int argc, char **argv) {
+  log_to_stderr(); /* kiln never prints: its log on stderr */
   /* --help; any other option is a usage error (exit 2). An operand is the
    * selector. */
   if (argc > 1 && argv[1][0] == '-') {

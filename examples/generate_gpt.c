@@ -29,6 +29,7 @@
 #include <kiln/kiln.h>
 
 #include "gpt.h"
+#include "log_stderr.h"
 
 static const char *const PROG = "generate_gpt";
 
@@ -236,6 +237,7 @@ static void print_token(uint32_t t, size_t vocab, const tokenizer *tok) {
 }
 
 int main(int argc, char **argv) {
+  log_to_stderr(); /* kiln never prints: its log on stderr */
   options o;
   int rc = parse_args(argc, argv, &o);
   if (rc)

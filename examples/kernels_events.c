@@ -13,6 +13,8 @@
 
 #include <kiln/kiln.h>
 
+#include "log_stderr.h"
+
 static const char *source =
     "__kernel void scale(__global const float *x, __global float *y, float a) {\n"
     "  size_t i = get_global_id(0);\n"
@@ -26,6 +28,7 @@ static const char *source =
 enum { N = 1 << 16 };
 
 int main(int argc, char **argv) {
+  log_to_stderr(); /* kiln never prints: its log on stderr */
   /* --help; anything else is a usage error (exit 2). The device comes
    * from KILN_DEVICE. */
   if (argc > 1) {

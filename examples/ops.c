@@ -15,9 +15,12 @@
 
 #include <kiln/kiln.h>
 
+#include "log_stderr.h"
+
 enum { M = 64, N = 48, K = 32 };
 
 int main(int argc, char **argv) {
+  log_to_stderr(); /* kiln never prints: its log on stderr */
   /* --help; anything else is a usage error (exit 2). The device comes
    * from KILN_DEVICE. */
   if (argc > 1) {

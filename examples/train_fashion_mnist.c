@@ -61,6 +61,7 @@
 #include <kiln/kiln.h>
 
 #include "fmnist_data.h"
+#include "log_stderr.h"
 #include "model.h"
 #include "train_dp.h"
 
@@ -433,6 +434,7 @@ done:
 }
 
 int main(int argc, char **argv) {
+  log_to_stderr(); /* kiln never prints: its log on stderr */
   options o;
   int rc = parse_args(argc, argv, &o);
   if (rc)

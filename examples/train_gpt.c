@@ -45,6 +45,7 @@
 #include <kiln/kiln.h>
 
 #include "gpt.h"
+#include "log_stderr.h"
 #include "train_dp.h"
 
 static const char *const PROG = "train_gpt";
@@ -412,6 +413,7 @@ static kiln_status step_loss(gpt *m, dp *par, const tokens *t, size_t *pos,
 }
 
 int main(int argc, char **argv) {
+  log_to_stderr(); /* kiln never prints: its log on stderr */
   options o;
   int rc = parse_args(argc, argv, &o);
   if (rc)

@@ -51,7 +51,14 @@ The grammar every subcommand shares (docs/cli.md, kiln(1)):
 - doctor_width: `kiln info --doctor` fits 80 columns when not a terminal
   (findings with long paths), and --wide keeps each line whole;
 - tune_reset: `kiln tune --reset` with no tuning file says there was none
-  and exits 0 (before, it claimed a removal); with one, removes it.
+  and exits 0 (before, it claimed a removal); with one, removes it;
+- log_handlers: libkiln never prints, so the tool's handler (tools/cli)
+  and the examples' (examples/log_stderr.h) write its log on stderr as the
+  library once did: one "kiln: warning: KILN_TRACE: cannot open" for an
+  unwritable trace, the unusable cache with KILN_LOG=warn and nothing
+  without a variable, KILN_TRACE_SUMMARY=1's table after "kiln: ";
+  KILN_TRACE_SUMMARY=PATH writes the table to PATH ("%p": the process id)
+  and not to stderr.
 
 usage: check_cli.py KILN_BIN SOURCE_ROOT [TEST...]
 """
@@ -625,6 +632,49 @@ def test_tune_reset():
     p = run(["tune", "--reset", "--wide"], env={"KILN_TUNING": path})
     assert "removed the tuning file of" in p.stdout and path in p.stdout, p.stdout
     assert not os.path.exists(path), "the tuning file is still there"
+
+
+def test_log_handlers():
+    demo = ["demo", "--size", "1024"]
+    bad = "/nonexistent/kiln/x.json"
+    p = run(demo, ok=(0, 1), env={"KILN_TRACE": bad})
+    if p.returncode != 0:
+        if os.environ.get("KILN_REQUIRE_DEVICE") == "1":
+            raise AssertionError(p.stdout + p.stderr)
+        print("# log_handlers: no device, skipped")
+        return
+    want = f"kiln: warning: KILN_TRACE: cannot open '{bad}': "
+    assert p.stderr.count(want) == 1 and p.stderr.count("kiln: ") == 1, p.stderr
+    no_cache = {"KILN_CACHE_DIR": "/proc/version/kiln"}
+    p = run(demo, env=no_cache)
+    assert "kiln: " not in p.stderr, p.stderr
+    p = run(demo, env={**no_cache, "KILN_LOG": "warn"})
+    assert p.stderr.count("kiln: warning: program cache: working without the "
+                          "program cache: ") == 1, p.stderr
+
+    work = tempfile.mkdtemp()
+    p = run(demo, env={"KILN_TRACE_SUMMARY": os.path.join(work, "summary-%p.txt")})
+    assert "trace summary" not in p.stderr, p.stderr
+    made = os.listdir(work)
+    assert len(made) == 1 and re.fullmatch(r"summary-\d+\.txt", made[0]), made
+    with open(os.path.join(work, made[0])) as f:
+        table = f.read()
+    pid = made[0][len("summary-"):-len(".txt")]
+    assert table.startswith(f"trace summary of process {pid}: "), table
+    assert summary_rows(table) and not long_lines(table, 80), table
+
+    where = os.environ.get("KILN_EXAMPLES_DIR")
+    if not where or not os.path.isfile(os.path.join(where, "ops")):
+        print("# log_handlers: examples not built, their handler skipped")
+        return
+    env = dict(os.environ, KILN_TRACE=bad, KILN_TRACE_SUMMARY="1")
+    env.pop("KILN_LOG", None)
+    q = subprocess.run([os.path.join(where, "ops")], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert q.returncode == 0, q.stdout + q.stderr
+    assert q.stderr.count(want) == 1, q.stderr
+    rows = summary_rows(q.stderr.split("kiln: trace summary of process ", 1)[-1])
+    assert any(w.startswith("op ") for w in rows), q.stderr
 
 
 def main():

@@ -68,6 +68,7 @@ static void usage(FILE *out) {
           "                     kernel, transfer and build (%%p: process id)\n"
           "  KILN_TRACE_SUMMARY 1: at exit, a table on stderr of what ran, by\n"
           "                     total time (calls, mean, MB, GB/s, GFLOP/s);\n"
+          "                     a path: the table in that file (%%p: pid);\n"
           "                     kiln trace summarize FILE: the same from a\n"
           "                     KILN_TRACE file\n"
           "  KILN_LOG           off, error, warn, info or debug: diagnostics on\n"
@@ -105,6 +106,7 @@ static const command *find(const char *name) {
 }
 
 int main(int argc, char **argv) {
+  cli_log_to_stderr();
   if (argc < 2) {
     usage(stderr);
     return CLI_USAGE;

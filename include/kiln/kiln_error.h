@@ -55,15 +55,21 @@ KILN_API kiln_status kiln_set_last_error(kiln_status status,
  * "CL_UNKNOWN_ERROR" for a code no header defines. Static storage. */
 KILN_API const char *kiln_cl_error_name(int32_t cl_error);
 
-/* Why KILN_TRACE produces no trace in this process, or "" when it does (or
- * is not set): the file could not be opened, or another process holds it
- * (two processes on one path: the second writes nothing; put "%p" in the
- * path, which becomes the process id, for one file each). Tracing never
- * fails the work it records, so this is the one place its problems show.
- * Owned by kiln; valid until this thread's next call of it. Thread-safe. */
+/* What kiln's trace and log have to say that nobody received, or "" when
+ * nothing: first why KILN_TRACE produces no trace in this process (the
+ * file could not be opened, or another process holds it: two processes on
+ * one path, the second writes nothing; put "%p" in the path, which becomes
+ * the process id, for one file each); then, when no log handler is
+ * installed (kiln_log_set_handler), the last four messages of kiln's log
+ * (KILN_LOG) that were kept instead of printed, oldest first, each on a
+ * line of its own after its level ("warning: program cache: ..."), the
+ * trace's problem not repeated. Tracing never fails the work it records and
+ * kiln never prints, so this and the handler are where their problems
+ * show. Owned by kiln; valid until this thread's next call of it.
+ * Thread-safe. */
 KILN_API const char *kiln_trace_diagnostic(void);
 
-/* Write to out the table of what ran that KILN_TRACE_SUMMARY=1 delivers at
+/* Write to out the table of what ran that KILN_TRACE_SUMMARY delivers at
  * a program's exit, computed from the trace file at path that KILN_TRACE
  * wrote (docs/tracing.md): a line "N kinds of work, T ms in all", then the
  * ops, kernels, transfers and builds by total time with their calls, mean
@@ -94,14 +100,16 @@ typedef enum kiln_log_level {
 typedef void (*kiln_log_fn)(kiln_log_level level, const char *message,
                             void *user_data);
 
-/* Route kiln's log to handler (with user_data) instead of stderr; NULL
- * returns to the default. The library prints nothing by itself: without a
- * handler, a message is written to stderr only when the environment asked
- * for it (KILN_LOG, KILN_TRACE, KILN_TRACE_SUMMARY; docs/tracing.md). With a
- * handler, the handler receives every message at or above KILN_LOG's level
- * (warn when KILN_LOG is unset) and KILN_TRACE_SUMMARY's table at exit, and
- * nothing reaches stderr: a handler that does nothing silences kiln. It is
- * called one message at a time, from whichever thread logs (an OpenCL
+/* Route kiln's log to handler (with user_data); NULL returns to the
+ * default. kiln never prints; install a handler, as the kiln tool does, to
+ * show its messages. Without one, the messages the environment asks for
+ * (KILN_LOG, KILN_TRACE, KILN_TRACE_SUMMARY; docs/tracing.md) are kept, the
+ * last four readable through kiln_trace_diagnostic(), and
+ * KILN_TRACE_SUMMARY=1's table goes nowhere (=PATH writes it to a file
+ * either way). With a handler, the handler receives every message at or
+ * above KILN_LOG's level (warn when KILN_LOG is unset) and
+ * KILN_TRACE_SUMMARY=1's table at exit, and none is kept: a handler that
+ * does nothing silences kiln. It is called one message at a time, from whichever thread logs (an OpenCL
  * driver's callback thread included), and from kiln's exit-time destructor
  * for the summary: it must not call kiln, and it must stay callable until
  * the process exits or another call replaces it. Thread-safe. */

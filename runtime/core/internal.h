@@ -158,23 +158,34 @@ FILE *kiln__fopen_regular(const char *path, char *why, size_t cap);
 int kiln__open_output(const char *path, int flags, char *why, size_t cap);
 const char *kiln__file_kind(unsigned mode);
 
-/* KILN_LOG (log.c): a message to kiln_log_set_handler's handler, else a
- * line on stderr, when at is within the level in force (off unless
- * KILN_LOG, KILN_TRACE or KILN_TRACE_SUMMARY is set, or a handler is). For
- * diagnostics that otherwise stay in status messages; never for errors
- * the caller receives. */
+/* KILN_LOG (log.c): a message to kiln_log_set_handler's handler, else kept
+ * (never printed) for kiln_trace_diagnostic(), when at is within the level
+ * in force (off unless KILN_LOG, KILN_TRACE or KILN_TRACE_SUMMARY is set,
+ * or a handler is). For diagnostics that otherwise stay in status messages;
+ * never for errors the caller receives. */
 enum {
   KILN__LOG_ERROR = KILN_LOG_ERROR,
   KILN__LOG_WARN = KILN_LOG_WARN,
   KILN__LOG_INFO = KILN_LOG_INFO,
   KILN__LOG_DEBUG = KILN_LOG_DEBUG,
 };
+/* The most characters of one kept message (longer ones are cut), and how
+ * many are kept: kiln__log_kept writes at most KILN__LOG_KEPT lines of at
+ * most KILN__LOG_KEPT_CHARS + 10 characters. */
+#define KILN__LOG_KEPT_CHARS 1024
+#define KILN__LOG_KEPT 4
 bool kiln__log_enabled(int at);
 void kiln__log(int at, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* A report the environment asked for (KILN_TRACE_SUMMARY's table), whatever
- * the level: to the handler at level info, else to stderr after "kiln: ". */
-void kiln__log_report(const char *text);
+ * the level: to the handler at level info. Returns false, delivering
+ * nothing, when no handler is installed. */
+bool kiln__log_report(const char *text);
+/* Append to the NUL-terminated text in out (cap bytes in all) the messages
+ * kept without a handler, oldest first, one per line ("warning: ..."),
+ * leaving out one whose text is skip (NULL: none); truncates at cap.
+ * Returns the length of out. */
+size_t kiln__log_kept(char *out, size_t cap, const char *skip);
 
 /* Whether PoCL cannot create its kernel cache directory (pocl_cache.c), in
  * which case its platform lists no device: true with a sentence naming the

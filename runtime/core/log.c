@@ -1,14 +1,22 @@
 /* KILN_LOG: diagnostics that kiln otherwise keeps to its status messages,
  * at or above the level asked for: off, error, warn, info, debug (or 0 to
- * 4). Each goes to the application's handler (kiln_log_set_handler), else
- * to stderr as one line ("kiln: warning: ...").
+ * 4).
  *
- * The library prints nothing by itself: with KILN_LOG unset the level is
- * off, except that KILN_TRACE or KILN_TRACE_SUMMARY (a request for output)
- * makes it warn, so that a trace that cannot be written says so once
- * instead of failing silently; so does a handler (the application asked
- * for the messages). A value kiln does not know counts as warn and is
- * itself reported once. */
+ * kiln never prints (docs/conventions.md, Errors): a message goes to the
+ * application's handler (kiln_log_set_handler), which decides where it is
+ * shown; the kiln tool and the examples install one that writes "kiln:
+ * warning: ..." lines to stderr. Without a handler a message is kept, not
+ * written: the last KILN__LOG_KEPT (4) of them stay readable through
+ * kiln_trace_diagnostic(), oldest first, each after its level's word
+ * ("warning: ..."); older ones are dropped. A ring rather than the last
+ * message alone, because the message that explains a failure (an unusable
+ * cache, a skipped tuning file) is often followed by a less telling one.
+ *
+ * The level: with KILN_LOG unset it is off, except that KILN_TRACE or
+ * KILN_TRACE_SUMMARY (a request for output) makes it warn, so that a trace
+ * that cannot be written says so once instead of failing silently; so does
+ * a handler (the application asked for the messages). A value kiln does not
+ * know counts as warn and is itself reported once. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +34,18 @@ static const char *unknown; /* a KILN_LOG value not understood */
 static kiln_log_fn handler; /* under lock */
 static void *handler_data;
 
+/* The messages kept without a handler (under lock): a ring of the last
+ * KEPT, kept_total counting every one ever kept. */
+#define KEPT KILN__LOG_KEPT
+static struct {
+  int level;
+  char text[KILN__LOG_KEPT_CHARS];
+} kept[KEPT];
+static unsigned long kept_total;
+
 static const char *const names[] = {"off", "error", "warn", "info", "debug"};
+/* The word before a message: "warning: ...". */
+static const char *const words[] = {"", "error", "warning", "info", "debug"};
 
 static bool set(const char *v) {
   return v != NULL && v[0] != '\0';
@@ -68,22 +87,16 @@ bool kiln__log_enabled(int at) {
   return at <= atomic_load(&level);
 }
 
-/* Deliver one message: to the handler, else to stderr (after "kiln: " and
- * the level's word unless plain). Called with lock held. */
-static void deliver(int at, const char *text, bool plain) {
+/* Deliver one message: to the handler, else into the ring of kept
+ * messages. Called with lock held. */
+static void deliver(int at, const char *text) {
   if (handler != NULL) {
     handler((kiln_log_level)at, text, handler_data);
     return;
   }
-  if (plain)
-    fprintf(stderr, "kiln: %s\n", text);
-  else
-    fprintf(stderr, "kiln: %s: %s\n", at == KILN__LOG_ERROR  ? "error"
-                                      : at == KILN__LOG_WARN ? "warning"
-                                      : at == KILN__LOG_INFO ? "info"
-                                                             : "debug",
-            text);
-  fflush(stderr);
+  unsigned long slot = kept_total++ % KEPT;
+  kept[slot].level = at;
+  snprintf(kept[slot].text, sizeof kept[slot].text, "%s", text);
 }
 
 /* The unknown KILN_LOG value, once. Called with lock held. */
@@ -96,7 +109,7 @@ static void report_unknown(void) {
            "warn",
            unknown);
   unknown = NULL;
-  deliver(KILN__LOG_WARN, line, false);
+  deliver(KILN__LOG_WARN, line);
 }
 
 void kiln__log(int at, const char *fmt, ...) {
@@ -109,13 +122,32 @@ void kiln__log(int at, const char *fmt, ...) {
   va_end(ap);
   pthread_mutex_lock(&lock);
   report_unknown();
-  deliver(at, line, false);
+  deliver(at, line);
   pthread_mutex_unlock(&lock);
 }
 
-void kiln__log_report(const char *text) {
+bool kiln__log_report(const char *text) {
   pthread_once(&once, read_env);
   pthread_mutex_lock(&lock);
-  deliver(KILN__LOG_INFO, text, true);
+  bool delivered = handler != NULL;
+  if (delivered)
+    handler(KILN_LOG_INFO, text, handler_data);
   pthread_mutex_unlock(&lock);
+  return delivered;
+}
+
+size_t kiln__log_kept(char *out, size_t cap, const char *skip) {
+  pthread_mutex_lock(&lock);
+  size_t used = strnlen(out, cap);
+  unsigned long first = kept_total > KEPT ? kept_total - KEPT : 0;
+  for (unsigned long i = first; i < kept_total && used + 1 < cap; i++) {
+    const char *text = kept[i % KEPT].text;
+    if (skip != NULL && strcmp(text, skip) == 0)
+      continue;
+    int n = snprintf(out + used, cap - used, "%s%s: %s", used > 0 ? "\n" : "",
+                     words[kept[i % KEPT].level], text);
+    used = n < 0 ? used : used + (size_t)n >= cap ? cap - 1 : used + (size_t)n;
+  }
+  pthread_mutex_unlock(&lock);
+  return used;
 }

@@ -32,14 +32,19 @@
  *   truncated, so a second process given the same path writes nothing and
  *   says why once, through kiln_trace_diagnostic(), instead of two writers
  *   interleaving into a corrupt file.
- * - KILN_TRACE_SUMMARY=1 (with or without KILN_TRACE) adds every event to a
+ * - KILN_TRACE_SUMMARY (with or without KILN_TRACE) adds every event to a
  *   table of totals by category and name (calls, time, bytes, flops) that
- *   a destructor delivers through the log when the process exits (or kiln
- *   is unloaded): which ops and kernels ran for how long, without
- *   Perfetto. The table's code (trace_table.c) is shared with `kiln trace
- *   summarize`, which builds the same table from a trace file. The log
- *   (log.c) writes it to stderr, which is what the variable asks for,
- *   unless the application routes it (kiln_log_set_handler).
+ *   a destructor delivers when the process exits (or kiln is unloaded):
+ *   which ops and kernels ran for how long, without Perfetto. The table's
+ *   code (trace_table.c) is shared with `kiln trace summarize`, which
+ *   builds the same table from a trace file. kiln never prints, so where
+ *   the table goes is the variable's value: 1 (on, yes, true) delivers it
+ *   to the application's log handler (kiln_log_set_handler; the kiln tool's
+ *   and the examples' write it to stderr), and nowhere without one; any
+ *   other value but 0, off, no and false is a path ("%p" expanded as in
+ *   KILN_TRACE) that the table is written to, replacing the file, as
+ *   KILN_TRACE writes its trace: a file the user named. A path that cannot
+ *   be written is reported through the log.
  * Tracing never fails the work it records: problems only stop the trace and
  * become the diagnostic. */
 #include "internal.h"
@@ -50,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -73,8 +79,10 @@ static bool host_lane_named;
 
 static const char closing[] = "\n]\n";
 
-/* KILN_TRACE_SUMMARY's table (trace_table.h), under trace_lock. */
+/* KILN_TRACE_SUMMARY's table (trace_table.h), under trace_lock, and the
+ * file it goes to (NULL: the log handler). */
 static bool summary_on;
+static char *summary_path;
 static kiln__trace_table summary;
 
 /* KILN_TRACE with every "%p" replaced by the process id and "%%" by "%". */
@@ -101,14 +109,26 @@ static char *expand_path(const char *pattern) {
   return out;
 }
 
+/* Whether v is one of the words in list (case aside). */
+static bool one_of(const char *v, const char *const *list, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (strcasecmp(v, list[i]) == 0)
+      return true;
+  return false;
+}
+
 static void read_env(void) {
   const char *p = getenv("KILN_TRACE");
   if (p != NULL && p[0] != '\0')
     trace_path = expand_path(p);
+  static const char *const no[] = {"0", "off", "no", "false"};
+  static const char *const yes[] = {"1", "on", "yes", "true"};
   const char *s = getenv("KILN_TRACE_SUMMARY");
-  summary_on = s != NULL && s[0] != '\0' && strcmp(s, "0") != 0 &&
-               strcmp(s, "off") != 0 && strcmp(s, "no") != 0 &&
-               strcmp(s, "false") != 0;
+  summary_on = s != NULL && s[0] != '\0' && !one_of(s, no, 4);
+  if (summary_on && !one_of(s, yes, 4)) {
+    summary_path = expand_path(s);
+    summary_on = summary_path != NULL;
+  }
 }
 
 bool kiln__trace_enabled(void) {
@@ -116,9 +136,35 @@ bool kiln__trace_enabled(void) {
   return trace_path != NULL || summary_on;
 }
 
-/* KILN_TRACE_SUMMARY's table, 80 columns, longest total first, through
- * the log (log.c: the application's handler, else stderr). */
-__attribute__((destructor)) static void print_summary(void) {
+/* Write text and a newline to KILN_TRACE_SUMMARY's file, replacing it;
+ * a failure goes to the log. Called with trace_lock held. */
+static void write_summary_file(const char *text) {
+  char why[128];
+  int fd = kiln__open_output(summary_path, O_CREAT | O_TRUNC, why, sizeof why);
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+  if (fd >= 0 && f == NULL) {
+    snprintf(why, sizeof why, "%s", strerror(errno));
+    close(fd);
+  }
+  if (f != NULL) {
+    bool ok = fputs(text, f) >= 0 && fputs("\n", f) >= 0;
+    if (!ok)
+      snprintf(why, sizeof why, "%s", strerror(errno));
+    if (fclose(f) != 0 && ok) {
+      ok = false;
+      snprintf(why, sizeof why, "%s", strerror(errno));
+    }
+    if (ok)
+      return;
+  }
+  kiln__log(KILN__LOG_WARN,
+            "KILN_TRACE_SUMMARY: cannot write '%s': %s; no summary is written",
+            summary_path, why);
+}
+
+/* KILN_TRACE_SUMMARY's table, 80 columns, longest total first: to the file
+ * it names, else to the log handler (none: nowhere, kiln never prints). */
+__attribute__((destructor)) static void deliver_summary(void) {
   if (!summary_on)
     return;
   pthread_mutex_lock(&trace_lock);
@@ -131,7 +177,10 @@ __attribute__((destructor)) static void print_summary(void) {
     if (fclose(out) == 0 && text != NULL) {
       if (size > 0 && text[size - 1] == '\n')
         text[size - 1] = '\0';
-      kiln__log_report(text);
+      if (summary_path != NULL)
+        write_summary_file(text);
+      else
+        kiln__log_report(text);
     }
     free(text);
   }
@@ -140,10 +189,17 @@ __attribute__((destructor)) static void print_summary(void) {
 }
 
 KILN_API const char *kiln_trace_diagnostic(void) {
-  static _Thread_local char copy[sizeof trace_problem];
+  /* The trace's problem, then the log's kept messages but the one that
+   * repeats it (kiln__log_kept: KILN__LOG_KEPT lines at most). */
+  static _Thread_local char
+      copy[sizeof trace_problem +
+           KILN__LOG_KEPT * (KILN__LOG_KEPT_CHARS + 16)];
+  char problem[sizeof trace_problem];
   pthread_mutex_lock(&trace_lock);
-  memcpy(copy, trace_problem, sizeof copy);
+  memcpy(problem, trace_problem, sizeof problem);
   pthread_mutex_unlock(&trace_lock);
+  memcpy(copy, problem, sizeof problem);
+  kiln__log_kept(copy, sizeof copy, problem[0] != '\0' ? problem : NULL);
   return copy;
 }
 

@@ -353,3 +353,26 @@ int cli_check_selector(const char *prog, const char *selector) {
   kiln_device_list_destroy(list);
   return rc;
 }
+
+static void log_line(kiln_log_level level, const char *message, void *data) {
+  static const char *const word[] = {"", "error", "warning", "info", "debug"};
+  (void)data;
+  if (strchr(message, '\n') != NULL || level < KILN_LOG_ERROR ||
+      level > KILN_LOG_DEBUG)
+    fprintf(stderr, "kiln: %s\n", message);
+  else
+    fprintf(stderr, "kiln: %s: %s\n", word[level], message);
+  fflush(stderr);
+}
+
+void cli_log_to_stderr(void) {
+  static const char *const asked[] = {"KILN_LOG", "KILN_TRACE",
+                                      "KILN_TRACE_SUMMARY"};
+  for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++) {
+    const char *v = getenv(asked[i]);
+    if (v != NULL && v[0] != '\0') {
+      kiln_log_set_handler(log_line, NULL);
+      return;
+    }
+  }
+}

@@ -110,4 +110,12 @@ int cli_select_device(const char *prog, const char *selector,
  * parse; else CLI_OK. For the subcommands that need no device. */
 int cli_check_selector(const char *prog, const char *selector);
 
+/* Install kiln's log handler of the tool (the library never prints): each
+ * message on stderr as "kiln: warning: TEXT", a message of several lines
+ * (KILN_TRACE_SUMMARY's table) after "kiln: " alone; only when KILN_LOG,
+ * KILN_TRACE or KILN_TRACE_SUMMARY is set, so that an unset environment
+ * stays silent (a handler alone would turn warnings on). main() calls it
+ * first. */
+void cli_log_to_stderr(void);
+
 #endif
