@@ -131,7 +131,10 @@ static double time_at(const struct search *s, const char *text, size_t i,
   switch (s->o->time(s->o->user, s->q, text, s->o->sizes[i], runs, stop_above,
                      deadline, s->run_timeout, &t, why, why_size)) {
   case KILN_TUNING_PASS:
-    return t > 0.0 ? t : -1.0;
+    if (t > 0.0)
+      return t;
+    snprintf(why, why_size, "the timing gave %g seconds", t);
+    return -1.0;
   case KILN_TUNING_DEADLINE:
     return 0.0;
   case KILN_TUNING_RUN_TIMEOUT:
@@ -362,7 +365,7 @@ static kiln_status check_args(kiln_queue *queue, const char *op,
                       FN ": options->knobs is NULL with knob_count %zu",
                       o->knob_count);
   memset(sp, 0, sizeof *sp);
-  kiln_status st;
+  kiln_status st = KILN_ERR_NOT_FOUND;
   while (sp->count < MAX_KNOBS &&
          (st = kiln_tuning_get_knob(op, sp->count, &sp->knob[sp->count])) ==
              KILN_OK)

@@ -569,7 +569,7 @@ done:
     kiln_queue_destroy(q);
   /* KILN_ERR_BUSY while a build the search gave up on (past the compile
    * timeout) still runs in the driver's compiler, or while a stuck queue
-   * lives: the process's exit takes them (tune_pool.c). */
+   * lives: the process's exit takes them (runtime/tune/build_pool.c). */
   if (ctx != NULL && kiln_context_destroy(ctx) == KILN_ERR_BUSY && status == 0)
     fprintf(stderr, "kiln tune: leaving a build or a launch that ran past "
                     "its timeout to the process's exit\n");
