@@ -1,5 +1,6 @@
-/* kiln tune's correctness gate (tools/tune/tune_gate.c) and search
- * (tune_search.c), driven through their test hooks: a candidate whose
+/* kiln tune's correctness gate (tools/tune/tune_op_gemm.c) and the
+ * library's search (kiln_tuning_search, runtime/tune/search.c) that it
+ * drives, through the gate's test hooks: a candidate whose
  * results are made wrong (one element of C changed after its GEMM) and
  * whose timing is made the fastest by far must be rejected by the gate,
  * counted, and never become the best (so never be saved); the control run,
@@ -77,7 +78,7 @@ static void with_switch(const char *params, unsigned value, char *out,
   snprintf(out, size, "%.*sSWITCH=%u", (int)(sw - params), params, value);
 }
 
-static void search_jobs(bool corrupt, tune_result *r, struct hook_state *h,
+static void search_jobs(bool corrupt, kiln_tuning_result *r, struct hook_state *h,
                         unsigned jobs, const char *const *knobs,
                         size_t nknobs) {
   kiln_context *ctx = NULL;
@@ -95,10 +96,11 @@ static void search_jobs(bool corrupt, tune_result *r, struct hook_state *h,
   h->corrupted = 0;
   h->timed = 0;
   tune_hooks hooks = {after_gemm, time_scale, h, before_build};
-  tune_options o;
+  tune_binding binding = {.op = tune_op_find("gemm"), .hooks = &hooks};
+  kiln_tuning_search_options o;
   memset(&o, 0, sizeof o);
   o.sizes[0][0] = o.sizes[0][1] = o.sizes[0][2] = 64;
-  o.nsizes = 1;
+  o.size_count = 1;
   o.budget_s = 600;
   /* A launch includes the driver's code generation on its first run
    * (llvmpipe under rusticl: past 20 s for one GEMM candidate in CI's loaded
@@ -106,15 +108,13 @@ static void search_jobs(bool corrupt, tune_result *r, struct hook_state *h,
   o.run_timeout_s = 600;
   o.seed = 1;
   o.exhaustive_max = 64;
-  for (size_t i = 0; i < nknobs; i++)
-    o.knobs[i] = knobs[i];
-  o.nknobs = nknobs;
-  o.hooks = &hooks;
+  o.knobs = knobs;
+  o.knob_count = nknobs;
   o.jobs = jobs;
   o.compile_timeout_s = h->slow[0] ? 0.5 : 0.0;
-  char why[512];
-  if (!tune_gemm(ctx, q, &o, r, why, sizeof why))
-    fail_msg("tune_gemm: %s", why);
+  tune_bind(&binding, &o);
+  if (kiln_tuning_search(q, "gemm", &o, r, 0, NULL, NULL) != KILN_OK)
+    fail_msg("kiln_tuning_search: %s", kiln_last_error());
   assert_true(r->exhaustive);
   if (nknobs == 1) /* the other SWITCH values */
     assert_int_equal(r->tried + r->skipped, 4);
@@ -129,7 +129,7 @@ static void search_jobs(bool corrupt, tune_result *r, struct hook_state *h,
 
 static const char *const switch_only[] = {"SWITCH"};
 
-static void search(bool corrupt, tune_result *r, struct hook_state *h) {
+static void search(bool corrupt, kiln_tuning_result *r, struct hook_state *h) {
   h->slow[0] = '\0';
   search_jobs(corrupt, r, h, 1, switch_only, 1);
 }
@@ -137,7 +137,7 @@ static void search(bool corrupt, tune_result *r, struct hook_state *h) {
 static void test_gate_rejects_wrong(void **state) {
   (void)state;
   struct hook_state h;
-  tune_result r;
+  kiln_tuning_result r;
   search(true, &r, &h);
   assert_true(h.corrupted >= 1);
   assert_true(r.rejected >= 1);
@@ -149,7 +149,7 @@ static void test_gate_rejects_wrong(void **state) {
 static void test_control_wins_when_correct(void **state) {
   (void)state;
   struct hook_state h;
-  tune_result r;
+  kiln_tuning_result r;
   search(false, &r, &h);
   assert_int_equal(h.corrupted, 0);
   assert_true(h.timed >= 1);
@@ -163,7 +163,7 @@ static void test_control_wins_when_correct(void **state) {
 static void test_parallel_builds_same_verdicts(void **state) {
   (void)state;
   static const char *const knobs[] = {"SWITCH", "KWI"};
-  tune_result one, three;
+  kiln_tuning_result one, three;
   struct hook_state h;
   memset(&h, 0, sizeof h);
   search_jobs(true, &one, &h, 1, knobs, 2);
@@ -198,7 +198,7 @@ static void test_compile_timeout(void **state) {
   with_switch(info.params, 512, h.slow, sizeof h.slow);
   assert_kiln_ok(kiln_context_destroy(ctx));
   h.slow_s = 3.0;
-  tune_result r;
+  kiln_tuning_result r;
   search_jobs(false, &r, &h, 2, switch_only, 1);
   assert_int_equal(r.rejected_timeout, 1);
   assert_int_equal(r.rejected_gate, 0);

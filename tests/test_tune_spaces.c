@@ -1,4 +1,5 @@
-/* kiln tune's gates for the small spaces (tools/tune/tune_ops.c:
+/* kiln tune's gates for the small spaces (tools/tune/tune_op_small.c,
+ * tune_op_conv.c:
  * transpose, reduce, elementwise, conv2d), driven through the search's test hooks
  * as test_tune_gate.c does for GEMM: a candidate whose output is made wrong
  * (one word changed after each of its gate's ops) and whose timing is made
@@ -44,7 +45,7 @@ static double time_scale(void *user, const char *params) {
 /* Search op's knob exhaustively, the wrong candidate being the default with
  * knob set to value (text "KNOB=V" replaced by "KNOB=W"). */
 static void search(const char *op_name, const char *knob, const char *from,
-                   const char *to, size_t size, bool corrupt, tune_result *r,
+                   const char *to, size_t size, bool corrupt, kiln_tuning_result *r,
                    struct hook_state *h) {
   const tune_op *op = tune_op_find(op_name);
   assert_non_null(op);
@@ -66,10 +67,11 @@ static void search(const char *op_name, const char *knob, const char *from,
   h->corrupted = 0;
   h->timed = 0;
   tune_hooks hooks = {after_op, time_scale, h, NULL};
-  tune_options o;
+  tune_binding binding = {.op = op, .hooks = &hooks};
+  kiln_tuning_search_options o;
   memset(&o, 0, sizeof o);
   o.sizes[0][0] = o.sizes[0][1] = o.sizes[0][2] = size;
-  o.nsizes = 1;
+  o.size_count = 1;
   o.budget_s = 600;
   /* A launch includes the driver's code generation on its first run
    * (llvmpipe under rusticl: past 20 s for one GEMM candidate in CI's loaded
@@ -77,12 +79,11 @@ static void search(const char *op_name, const char *knob, const char *from,
   o.run_timeout_s = 600;
   o.seed = 1;
   o.exhaustive_max = 16;
-  o.knobs[0] = knob;
-  o.nknobs = 1;
-  o.hooks = &hooks;
-  char why[512];
-  if (!tune_search(ctx, q, op, &o, r, why, sizeof why))
-    fail_msg("tune_search %s: %s", op->name, why);
+  o.knobs = &knob;
+  o.knob_count = 1;
+  tune_bind(&binding, &o);
+  if (kiln_tuning_search(q, op->name, &o, r, 0, NULL, NULL) != KILN_OK)
+    fail_msg("kiln_tuning_search %s: %s", op->name, kiln_last_error());
   assert_true(r->exhaustive);
   assert_kiln_ok(kiln_tuning_get_info(ctx, op->name, &info));
   assert_string_equal(info.source, "set");
@@ -95,7 +96,7 @@ static void search(const char *op_name, const char *knob, const char *from,
 static void gate_and_control(const char *op, const char *knob,
                              const char *from, const char *to, size_t size) {
   struct hook_state h;
-  tune_result r;
+  kiln_tuning_result r;
   search(op, knob, from, to, size, true, &r, &h);
   assert_true(h.corrupted >= 1);
   assert_true(r.rejected_gate >= 1);

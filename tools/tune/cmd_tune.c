@@ -1,8 +1,9 @@
 /* kiln tune: search an op's parameter space on one device, keep only
  * candidates that pass the correctness gate, and save the fastest to the
  * device's tuning file (kiln/kiln_tune.h), which every program on the
- * machine then reads. tune_search.c searches, tune_gate.c checks and
- * times; this file is the command line and the report. */
+ * machine then reads. The library searches (kiln_tuning_search), the ops'
+ * gates and timings (tune_op_*.c) check and time; this file is the command
+ * line and the report. */
 #include "cli/cli.h"
 #include "commands.h"
 #include "tune.h"
@@ -138,12 +139,12 @@ static void show_progress(void *user, size_t tried, size_t rejected,
 
 /* The sizes of text into o; false, with a message naming what is wrong,
  * when they do not parse. */
-static bool parse_sizes(const char *text, tune_options *o) {
+static bool parse_sizes(const char *text, kiln_tuning_search_options *o) {
   if (cli_check_list("kiln tune", "--size", text) != CLI_OK)
     return false;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", text);
-  o->nsizes = 0;
+  o->size_count = 0;
   for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok != NULL;
        tok = strtok_r(NULL, ",", &save)) {
     unsigned long a = 0, b = 0, c = 0;
@@ -155,9 +156,9 @@ static bool parse_sizes(const char *text, tune_options *o) {
       cli_usage_error("kiln tune", "--size '%s' is not N or MxNxK", tok);
       return false;
     }
-    if (o->nsizes == TUNE_MAX_SIZES) {
+    if (o->size_count == KILN_TUNING_MAX_SIZES) {
       cli_usage_error("kiln tune", "--size gives more than %d sizes",
-                      TUNE_MAX_SIZES);
+                      KILN_TUNING_MAX_SIZES);
       return false;
     }
     /* Each op has its own limit (tune_op.max_size, checked per op). */
@@ -167,12 +168,12 @@ static bool parse_sizes(const char *text, tune_options *o) {
                       "to 2^30 (1073741824)", tok);
       return false;
     }
-    o->sizes[o->nsizes][0] = a;
-    o->sizes[o->nsizes][1] = b;
-    o->sizes[o->nsizes][2] = c;
-    o->nsizes++;
+    o->sizes[o->size_count][0] = a;
+    o->sizes[o->size_count][1] = b;
+    o->sizes[o->size_count][2] = c;
+    o->size_count++;
   }
-  return o->nsizes > 0;
+  return o->size_count > 0;
 }
 
 static bool parse_seconds(const char *option, const char *text, double *out) {
@@ -236,8 +237,8 @@ static void size_name(const tune_op *op, const size_t *size, char *buf,
     snprintf(buf, len, "%zux%zux%zu", size[0], size[1], size[2]);
 }
 
-static void report(const tune_op *op, const tune_options *o,
-                   const tune_result *r, const char *device, bool json,
+static void report(const tune_op *op, const kiln_tuning_search_options *o,
+                   const kiln_tuning_result *r, const char *device, bool json,
                    const char *saved) {
   if (json) {
     printf("{\"schema\": \"kiln-tune/1\", \"device\": \"");
@@ -257,11 +258,11 @@ static void report(const tune_op *op, const tune_options *o,
            r->rejected_timeout, r->skipped, r->exhaustive ? "true" : "false",
            r->interrupted ? "true" : "false",
            r->kept_default ? "true" : "false", saved);
-    for (size_t i = 0; i < o->nsizes; i++)
+    for (size_t i = 0; i < o->size_count; i++)
       printf("%s{\"m\": %zu, \"n\": %zu, \"k\": %zu, \"before_gflops\": %.3f, "
              "\"tuned_gflops\": %.3f}",
              i ? ", " : "", o->sizes[i][0], o->sizes[i][1], o->sizes[i][2],
-             r->default_gflops[i], r->best_gflops[i]);
+             r->default_figures[i], r->best_figures[i]);
     printf("]}\n");
     return;
   }
@@ -284,11 +285,11 @@ static void report(const tune_op *op, const tune_options *o,
   print_wrapped(8, "before: %s", r->default_params);
   print_wrapped(8, "tuned:  %s", r->best_params);
   printf("\n%-16s %14s %14s %7s\n", "size", before, tuned, "ratio");
-  for (size_t i = 0; i < o->nsizes; i++) {
+  for (size_t i = 0; i < o->size_count; i++) {
     char size[64];
     size_name(op, o->sizes[i], size, sizeof size);
-    printf("%-16s %14.2f %14.2f %7.2f\n", size, r->default_gflops[i],
-           r->best_gflops[i], r->best_gflops[i] / r->default_gflops[i]);
+    printf("%-16s %14.2f %14.2f %7.2f\n", size, r->default_figures[i],
+           r->best_figures[i], r->best_figures[i] / r->default_figures[i]);
   }
   print_wrapped(2, "saved: %s", saved);
 }
@@ -343,7 +344,7 @@ static const tune_op *family_op(kiln_context *ctx, const tune_op *op) {
  * a launch ran past the run timeout: q still runs it, so the caller must
  * neither use nor destroy it (destroying would wait for it). */
 static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
-                    tune_options *o, bool json, const char *export_path,
+                    kiln_tuning_search_options *o, bool json, const char *export_path,
                     bool *stuck) {
   const char *name = kiln_context_get_device_info(ctx)->name;
   kiln_tuning_info t;
@@ -359,7 +360,7 @@ static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
             name, op->name, kiln_context_get_profile(ctx));
     return 1;
   }
-  for (size_t i = 0; i < o->nsizes; i++)
+  for (size_t i = 0; i < o->size_count; i++)
     if (o->sizes[i][0] > op->max_size || o->sizes[i][1] > op->max_size ||
         o->sizes[i][2] > op->max_size) {
       fprintf(stderr, "kiln tune: %s: --size %zux%zux%zu: each at most %zu "
@@ -371,12 +372,19 @@ static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
                         .columns = 80};
   if (pr.tty)
     pr.columns = cli_terminal_columns(STDERR_FILENO);
-  o->progress = show_progress;
-  o->progress_user = &pr;
+  tune_binding binding = {.op = op, .progress = show_progress,
+                          .progress_user = &pr};
+  tune_bind(&binding, o);
   o->stop = &stop_flag;
-  tune_result r;
+  kiln_tuning_result r;
   char why[512];
-  const bool ok = tune_search(ctx, q, op, o, &r, why, sizeof why);
+  const bool ok =
+      kiln_tuning_search(q, op->name, o, &r, 0, NULL, NULL) == KILN_OK;
+  if (!ok) { /* the message without the function's name */
+    const char *e = kiln_last_error(), *fn = "kiln_tuning_search: ";
+    snprintf(why, sizeof why, "%s",
+             strncmp(e, fn, strlen(fn)) == 0 ? e + strlen(fn) : e);
+  }
   if (pr.tty)
     fprintf(stderr, "\r%*s\r", pr.columns > 1 ? pr.columns - 1 : 79, "");
   *stuck = r.stuck;
@@ -394,12 +402,12 @@ static int tune_one(kiln_context *ctx, kiln_queue *q, const tune_op *op,
   char figures[KILN_TUNING_TEXT_CAPACITY];
   size_t used = (size_t)snprintf(figures, sizeof figures,
                                  "%s before -> tuned:", op->unit);
-  for (size_t i = 0; i < o->nsizes && used < sizeof figures; i++) {
+  for (size_t i = 0; i < o->size_count && used < sizeof figures; i++) {
     char size[64];
     size_name(op, o->sizes[i], size, sizeof size);
     used += (size_t)snprintf(figures + used, sizeof figures - used,
-                             " %s %.2f -> %.2f;", size, r.default_gflops[i],
-                             r.best_gflops[i]);
+                             " %s %.2f -> %.2f;", size, r.default_figures[i],
+                             r.best_figures[i]);
   }
   if (used < sizeof figures)
     snprintf(figures + used, sizeof figures - used,
@@ -432,7 +440,7 @@ int kiln_cmd_tune(int argc, char **argv) {
       {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   const char *selector = NULL, *ops = "gemm", *export_path = NULL;
   bool json = false, list = false, reset = false, sizes_given = false;
-  tune_options o;
+  kiln_tuning_search_options o;
   memset(&o, 0, sizeof o);
   o.budget_s = 120.0;
   o.seed = 1;
@@ -547,7 +555,7 @@ int kiln_cmd_tune(int argc, char **argv) {
   bool stuck = false;
   for (size_t i = 0; i < ntodo && status == 0 && !stop_flag && !stuck; i++) {
     const tune_op *op = family_op(ctx, todo[i]);
-    tune_options oi = o;
+    kiln_tuning_search_options oi = o;
     if (!sizes_given)
       parse_sizes(op->sizes, &oi);
     if (i > 0 && !json)
@@ -561,7 +569,7 @@ done:
     kiln_queue_destroy(q);
   /* KILN_ERR_BUSY while a build the search gave up on (past the compile
    * timeout) still runs in the driver's compiler, or while a stuck queue
-   * lives: the process's exit takes them (tune_pool.c). */
+   * lives: the process's exit takes them (runtime/tune/build_pool.c). */
   if (ctx != NULL && kiln_context_destroy(ctx) == KILN_ERR_BUSY && status == 0)
     fprintf(stderr, "kiln tune: leaving a build or a launch that ran past "
                     "its timeout to the process's exit\n");

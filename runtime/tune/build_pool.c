@@ -1,25 +1,29 @@
-/* kiln tune's build workers: the next candidates' programs are compiled on
- * other threads (kiln_tuning_build) while the tuner checks and times the
- * current one, and a build that runs past its timeout is given up on.
+/* The search's build workers (build_pool.h): the next candidates' programs
+ * are compiled on other threads (kiln_tuning_build) while the search checks
+ * and times the current one, and a build that runs past its timeout is
+ * given up on.
  *
  * clBuildProgram cannot be cancelled, so a build is never stopped: the
- * tuner stops *waiting* for it (tune_build_wait says TUNE_BUILD_TIMEOUT,
+ * search stops *waiting* for it (kiln__build_pool_wait says
+ * KILN__POOL_TIMEOUT,
  * and the candidate is rejected) and moves on. What keeps that safe:
  *  - the worker owns nothing the tuner frees: jobs live in the pool, and
  *    the pool is freed by whoever leaves it last, the tuner
- *    (tune_pool_destroy) or a worker returning from its last build, so a
+ *    (kiln__build_pool_destroy) or a worker returning from its last build, so a
  *    build that ends after the tuner finished writes into live memory and
  *    nothing leaks once it returns;
  *  - each worker holds a queue of the context for its whole life, which
  *    kiln counts as a child of the context: kiln_context_destroy fails with
  *    KILN_ERR_BUSY while a worker lives (stuck in a compiler or not)
- *    instead of freeing the program memo the build writes to. kiln tune
- *    then leaves the context to the process's exit; a test waits;
+ *    instead of freeing the program memo the build writes to. the caller
+ *    (kiln tune) leaves the context to the process's exit; a test waits;
  *  - a worker stuck in a timed-out build is replaced by a new one (up to a
  *    limit), so that the other candidates keep being built.
  * The tuner never blocks on a build for longer than its timeout or past
  * its deadline, whichever comes first. */
-#include "tune.h"
+#include "build_pool.h"
+
+#include "core/internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -29,37 +33,34 @@
 
 enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_BUILT, JOB_FAILED };
 
-struct tune_build {
-  struct tune_build *next_queued; /* FIFO of jobs not yet started */
-  struct tune_build *next_all;    /* every job, freed with the pool */
+struct kiln__build_job {
+  struct kiln__build_job *next_queued; /* FIFO of jobs not yet started */
+  struct kiln__build_job *next_all;    /* every job, freed with the pool */
   enum job_state state;
   double started; /* when a worker took it */
   char params[KILN_TUNING_TEXT_CAPACITY];
   char why[512];
 };
 
-struct tune_pool {
+struct kiln__build_pool {
   pthread_mutex_t lock;
   pthread_cond_t work, done; /* a job was queued; a build ended */
   kiln_context *ctx;
   char op[32];
-  const tune_hooks *hooks;
-  struct tune_build *head, *tail, *all;
-  unsigned refs;    /* the tuner's, and one per live worker */
+  void (*before_build)(void *user, const char *params);
+  void *user;
+  struct kiln__build_job *head, *tail, *all;
+  unsigned refs;     /* the tuner's, and one per live worker */
   unsigned workers;  /* live workers (each holding its lease) */
   unsigned building; /* of them, those between taking a job and its end */
   unsigned max_workers;
   bool stop;
 };
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+static double now(void) { return 1e-9 * (double)kiln__now_ns(); }
 
-static void pool_free(tune_pool *p) {
-  for (struct tune_build *b = p->all, *next; b != NULL; b = next) {
+static void pool_free(struct kiln__build_pool *p) {
+  for (struct kiln__build_job *b = p->all, *next; b != NULL; b = next) {
     next = b->next_all;
     free(b);
   }
@@ -70,7 +71,7 @@ static void pool_free(tune_pool *p) {
 }
 
 /* Drop one reference (under the lock, which it releases); the last frees. */
-static void unref_unlock(tune_pool *p) {
+static void unref_unlock(struct kiln__build_pool *p) {
   const bool last = --p->refs == 0;
   pthread_mutex_unlock(&p->lock);
   if (last)
@@ -78,13 +79,13 @@ static void unref_unlock(tune_pool *p) {
 }
 
 struct worker_start {
-  tune_pool *pool;
+  struct kiln__build_pool *pool;
   kiln_queue *lease; /* keeps the context alive while the worker lives */
 };
 
 static void *worker(void *arg) {
   struct worker_start *w = arg;
-  tune_pool *p = w->pool;
+  struct kiln__build_pool *p = w->pool;
   kiln_queue *lease = w->lease;
   free(w);
   pthread_mutex_lock(&p->lock);
@@ -93,7 +94,7 @@ static void *worker(void *arg) {
       pthread_cond_wait(&p->work, &p->lock);
     if (p->stop)
       break;
-    struct tune_build *b = p->head;
+    struct kiln__build_job *b = p->head;
     p->head = b->next_queued;
     if (p->head == NULL)
       p->tail = NULL;
@@ -101,8 +102,8 @@ static void *worker(void *arg) {
     b->started = now();
     p->building++;
     pthread_mutex_unlock(&p->lock);
-    if (p->hooks != NULL && p->hooks->before_build != NULL)
-      p->hooks->before_build(p->hooks->user, b->params);
+    if (p->before_build != NULL)
+      p->before_build(p->user, b->params);
     const kiln_status s = kiln_tuning_build(p->ctx, p->op, b->params);
     pthread_mutex_lock(&p->lock);
     if (s != KILN_OK)
@@ -121,7 +122,7 @@ static void *worker(void *arg) {
 }
 
 /* Start one more worker (under the lock); false when it cannot. */
-static bool spawn_locked(tune_pool *p) {
+static bool spawn_locked(struct kiln__build_pool *p) {
   struct worker_start *w = malloc(sizeof *w);
   if (w == NULL)
     return false;
@@ -146,9 +147,11 @@ static bool spawn_locked(tune_pool *p) {
   return true;
 }
 
-tune_pool *tune_pool_create(kiln_context *ctx, const char *op, unsigned jobs,
-                            const tune_hooks *hooks) {
-  tune_pool *p = calloc(1, sizeof *p);
+struct kiln__build_pool *
+kiln__build_pool_create(kiln_context *ctx, const char *op, unsigned jobs,
+                        void (*before_build)(void *user, const char *params),
+                        void *user) {
+  struct kiln__build_pool *p = calloc(1, sizeof *p);
   if (p == NULL)
     return NULL;
   pthread_condattr_t attr;
@@ -160,7 +163,8 @@ tune_pool *tune_pool_create(kiln_context *ctx, const char *op, unsigned jobs,
   pthread_condattr_destroy(&attr);
   p->ctx = ctx;
   snprintf(p->op, sizeof p->op, "%s", op);
-  p->hooks = hooks;
+  p->before_build = before_build;
+  p->user = user;
   p->refs = 1;
   if (jobs == 0)
     jobs = 1;
@@ -179,8 +183,9 @@ tune_pool *tune_pool_create(kiln_context *ctx, const char *op, unsigned jobs,
   return p;
 }
 
-tune_build *tune_pool_submit(tune_pool *p, const char *params) {
-  tune_build *b = calloc(1, sizeof *b);
+struct kiln__build_job *kiln__build_pool_submit(struct kiln__build_pool *p,
+                                                const char *params) {
+  struct kiln__build_job *b = calloc(1, sizeof *b);
   if (b == NULL)
     return NULL;
   snprintf(b->params, sizeof b->params, "%s", params);
@@ -197,27 +202,28 @@ tune_build *tune_pool_submit(tune_pool *p, const char *params) {
   return b;
 }
 
-tune_build_result tune_build_wait(tune_pool *p, tune_build *b,
-                                  double timeout_s, double deadline,
-                                  volatile sig_atomic_t *stop, char *why,
-                                  size_t why_size) {
-  tune_build_result r = TUNE_BUILD_DEADLINE;
+enum kiln__pool_result kiln__build_pool_wait(struct kiln__build_pool *p,
+                                             struct kiln__build_job *b,
+                                             double timeout_s, double deadline,
+                                             const volatile sig_atomic_t *stop,
+                                             char *why, size_t why_size) {
+  enum kiln__pool_result r = KILN__POOL_DEADLINE;
   pthread_mutex_lock(&p->lock);
   for (;;) {
     const double t = now();
     if (b->state == JOB_BUILT) {
-      r = TUNE_BUILD_OK;
+      r = KILN__POOL_OK;
       break;
     }
     if (b->state == JOB_FAILED) {
       snprintf(why, why_size, "%s", b->why);
-      r = TUNE_BUILD_FAILED;
+      r = KILN__POOL_FAILED;
       break;
     }
     if (b->state == JOB_RUNNING && t >= b->started + timeout_s) {
       snprintf(why, why_size, "compile timeout (the build ran past %g s)",
                timeout_s);
-      r = TUNE_BUILD_TIMEOUT;
+      r = KILN__POOL_TIMEOUT;
       /* Its worker is lost to the compiler for now: replace it. */
       if (p->workers < p->max_workers)
         (void)spawn_locked(p);
@@ -239,7 +245,7 @@ tune_build_result tune_build_wait(tune_pool *p, tune_build *b,
   return r;
 }
 
-void tune_pool_destroy(tune_pool *p) {
+void kiln__build_pool_destroy(struct kiln__build_pool *p) {
   if (p == NULL)
     return;
   pthread_mutex_lock(&p->lock);

@@ -1,4 +1,5 @@
-/* The tuner's correctness gate and its timing: every candidate runs on
+/* kiln tune's GEMM (ops gemm, gemm_cpu and gemm_mma): the correctness gate
+ * and the timing. every candidate runs on
  * awkward shapes and is checked against a float64 host reference before it
  * is timed, so that no set of parameters that computes a wrong result can
  * be kept (CLBlast's tuner has no such gate, and its users have shipped
@@ -19,7 +20,6 @@
  * Mikaitis and Pranesh, "Numerical behavior of NVIDIA tensor cores", 2021),
  * a few units in the last place per k-step of 16 at most, still about 1000
  * times below the error of a wrong index at these sizes. */
-#include "../commands.h"
 #include "tune.h"
 
 #include <math.h>
@@ -27,8 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
-#include <time.h>
 
 /* The shapes: non-multiples of every tile in the space (16 to 128, k steps
  * 8 to 32, vectors up to 8), 1, both layouts, every transpose, offsets and
@@ -42,36 +40,32 @@ struct gate_case {
   kiln_dtype dtype;
   size_t pad, off; /* added to every leading dimension; offset of A, B, C */
   bool relu_bias;
+  double tol_scale; /* times the tolerance (the opening comment) */
 };
 static const struct gate_case mma_cases[] = {
     {KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 1, 1, 1, 1.0f, 0.0f,
-     KILN_BF16, 0, 0, false},
+     KILN_BF16, 0, 0, false, 8.0},
     {KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 37, 45, 29, 1.0f, 0.5f,
-     KILN_F16, 3, 1, true},
+     KILN_F16, 3, 1, true, 8.0},
     {KILN_COL_MAJOR, KILN_TRANS, KILN_TRANS, 61, 19, 131, -1.0f, 0.0f,
-     KILN_BF16, 1, 5, false},
+     KILN_BF16, 1, 5, false, 8.0},
     {KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, 130, 67, 40, 0.5f, 1.0f,
-     KILN_F16, 8, 8, true},
+     KILN_F16, 8, 8, true, 8.0},
     {KILN_COL_MAJOR, KILN_NO_TRANS, KILN_TRANS, 133, 129, 70, 1.0f, 0.0f,
-     KILN_BF16, 2, 3, false},
+     KILN_BF16, 2, 3, false, 8.0},
 };
 static const struct gate_case cases[] = {
     {KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 1, 1, 1, 1.0f, 0.0f,
-     KILN_F32, 0, 0, false},
+     KILN_F32, 0, 0, false, 1.0},
     {KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 37, 45, 29, 1.0f, 0.5f,
-     KILN_F32, 3, 1, true},
+     KILN_F32, 3, 1, true, 1.0},
     {KILN_COL_MAJOR, KILN_TRANS, KILN_TRANS, 61, 19, 131, -1.0f, 0.0f,
-     KILN_F32, 1, 5, false},
+     KILN_F32, 1, 5, false, 1.0},
     {KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, 130, 67, 40, 0.5f, 1.0f,
-     KILN_F32, 8, 8, true},
+     KILN_F32, 8, 8, true, 1.0},
     {KILN_COL_MAJOR, KILN_NO_TRANS, KILN_TRANS, 33, 129, 70, 1.0f, 0.0f,
-     KILN_BF16, 2, 3, false},
+     KILN_BF16, 2, 3, false, 1.0},
 };
-
-static uint32_t lcg(uint32_t *s) {
-  *s = *s * 1664525u + 1013904223u;
-  return *s >> 8;
-}
 
 /* The f16 bits of v, a multiple of 1/256 in [-1, 1] (exact: at most 9
  * significant bits, exponent at least -8). */
@@ -88,7 +82,7 @@ static uint16_t f16_bits(float v) {
 /* A value in [-1, 1) as dtype: rounded to bf16 when bf16, to a multiple of
  * 1/256 when f16; its 16 bits in *bits (bf16's truncation otherwise). */
 static float draw(uint32_t *s, kiln_dtype dtype, uint16_t *bits) {
-  float v = (float)lcg(s) / (float)(1u << 24) * 2.0f - 1.0f;
+  float v = (float)tune_lcg(s) / (float)(1u << 24) * 2.0f - 1.0f;
   if (dtype == KILN_F16) {
     v = floorf(v * 256.0f) / 256.0f;
     *bits = f16_bits(v);
@@ -105,35 +99,6 @@ static float draw(uint32_t *s, kiln_dtype dtype, uint16_t *bits) {
 
 static size_t at(kiln_layout l, size_t r, size_t c, size_t ld) {
   return l == KILN_ROW_MAJOR ? r * ld + c : c * ld + r;
-}
-
-bool tune_wait(kiln_event *ev, double timeout_s, bool *timed_out) {
-  *timed_out = false;
-  const double t_end = tools_now() + timeout_s;
-  /* Poll: kiln_event_wait cannot be given up on. A few yields first (a
-   * short kernel's time stays exact), then sleeps growing from 20 us to
-   * 1 ms (a long one's is off by under 1 ms, and the waiting thread leaves
-   * the CPU to a CPU device). */
-  long sleep_ns = 20000;
-  for (int spins = 0;; spins++) {
-    kiln_event_state st;
-    if (kiln_event_get_state(ev, &st) != KILN_OK)
-      return false;
-    if (st == KILN_EVENT_COMPLETE || st == KILN_EVENT_FAILED)
-      return kiln_event_wait(ev) == KILN_OK; /* the failure's message */
-    if (tools_now() >= t_end) {
-      *timed_out = true;
-      return false;
-    }
-    if (spins < 100) {
-      sched_yield();
-      continue;
-    }
-    struct timespec ts = {0, sleep_ns};
-    nanosleep(&ts, NULL);
-    if (sleep_ns < 1000000)
-      sleep_ns *= 2;
-  }
 }
 
 /* The case's GEMM on the device buffers, with leading dimensions lda, ldb
@@ -158,11 +123,13 @@ static kiln_status gate_matmul(kiln_queue *q, const struct gate_case *g,
 }
 
 /* One case; false with why on any failure. */
-static bool run_case(kiln_context *ctx, kiln_queue *q,
-                     const struct gate_case *g, const char *params,
-                     const tune_hooks *hooks, double run_timeout_s,
-                     double tol_scale, bool *timed_out, char *why,
-                     size_t size) {
+static bool run_case(const tune_case_env *env, const void *c_case) {
+  const struct gate_case *g = c_case;
+  kiln_context *ctx = env->ctx;
+  kiln_queue *q = env->q;
+  char *why = env->why;
+  const size_t size = env->why_size;
+  const double run_timeout_s = env->run_timeout_s;
   const bool ta = g->ta == KILN_TRANS, tb = g->tb == KILN_TRANS;
   const bool row = g->layout == KILN_ROW_MAJOR;
   const size_t ar = ta ? g->k : g->m, ac = ta ? g->m : g->k;
@@ -208,8 +175,8 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
       kiln_buffer_write_sync(q, bias, &(kiln_range){dbias, 0, g->n, KILN_F32}) !=
           KILN_OK ||
       gate_matmul(q, g, da, db, dc, dbias, lda, ldb, ldc, &ev) != KILN_OK ||
-      !tune_wait(ev, run_timeout_s, timed_out)) {
-    if (*timed_out)
+      !tune_wait(ev, run_timeout_s, env->timed_out)) {
+    if (*env->timed_out)
       snprintf(why, size, "run timeout (a launch ran past %g s)",
                run_timeout_s);
     else
@@ -218,8 +185,7 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
     goto done;
   }
   kiln_event_release(ev);
-  if (hooks != NULL && hooks->after_gemm != NULL)
-    hooks->after_gemm(hooks->user, params, q, dc, nc);
+  tune_hook(env->hooks, env->params, q, dc, nc * 4);
   if (kiln_buffer_read_sync(q, &(kiln_range){dc, 0, nc, KILN_F32}, out) !=
       KILN_OK) {
     snprintf(why, size, "%s", kiln_last_error());
@@ -263,7 +229,7 @@ static bool run_case(kiln_context *ctx, kiln_queue *q,
       mag += fabs(bias[cc]);
       want = want < 0.0 ? 0.0 : want;
     }
-    const double tol = tol_scale * 2.0 * (double)(g->k + 4) * u * mag + 1e-30;
+    const double tol = g->tol_scale * 2.0 * (double)(g->k + 4) * u * mag + 1e-30;
     if (!(fabs(out[i] - want) <= tol)) {
       snprintf(why, size,
                "%s %c%c %zux%zux%zu %s: C[%zu][%zu] = %.9g, want %.9g "
@@ -290,43 +256,20 @@ done:
   return ok;
 }
 
-/* The cases in order, as tune_gate says. */
-static bool run_cases(kiln_context *ctx, kiln_queue *q,
-                      const struct gate_case *list, size_t count,
-                      double tol_scale, const char *params,
-                      const tune_hooks *hooks, double run_timeout_s,
-                      double deadline, bool *timed_out, char *why,
-                      size_t why_size) {
-  bool ok = true;
-  for (size_t i = 0; i < count && ok; i++) {
-    if (deadline > 0.0 && tools_now() >= deadline) {
-      why[0] = '\0';
-      return false;
-    }
-    ok = run_case(ctx, q, &list[i], params, hooks, run_timeout_s, tol_scale,
-                  timed_out, why, why_size);
-  }
-  return ok;
-}
-
-bool tune_gate(kiln_context *ctx, kiln_queue *q, const char *params,
-               const tune_hooks *hooks, double run_timeout_s,
-               double deadline, double *seconds, bool *timed_out, char *why,
-               size_t why_size) {
-  const double t0 = tools_now();
-  *timed_out = false;
-  const bool ok = run_cases(ctx, q, cases, sizeof cases / sizeof cases[0],
-                            1.0, params, hooks, run_timeout_s, deadline,
-                            timed_out, why, why_size);
-  *seconds = tools_now() - t0;
-  return ok;
+bool tune_gate_gemm(kiln_context *ctx, kiln_queue *q, const char *params,
+                    const tune_hooks *hooks, double run_timeout_s,
+                    double deadline, double *seconds, bool *timed_out,
+                    char *why, size_t why_size) {
+  const tune_case_env env = {ctx, q, params, hooks, run_timeout_s,
+                             timed_out, why, why_size};
+  return tune_run_cases(&env, cases, sizeof cases / sizeof cases[0],
+                        sizeof cases[0], run_case, deadline, seconds);
 }
 
 bool tune_gate_mma(kiln_context *ctx, kiln_queue *q, const char *params,
                    const tune_hooks *hooks, double run_timeout_s,
                    double deadline, double *seconds, bool *timed_out,
                    char *why, size_t why_size) {
-  const double t0 = tools_now();
   *timed_out = false;
   *seconds = 0.0;
   /* A gate passed by gemm_gpu would say nothing of the matrix units. */
@@ -342,89 +285,80 @@ bool tune_gate_mma(kiln_context *ctx, kiln_queue *q, const char *params,
   free(t);
   if (!used)
     return false;
-  const bool ok = run_cases(ctx, q, mma_cases,
-                            sizeof mma_cases / sizeof mma_cases[0], 8.0,
-                            params, hooks, run_timeout_s, deadline, timed_out,
-                            why, why_size);
-  *seconds = tools_now() - t0;
-  return ok;
+  const tune_case_env env = {ctx, q, params, hooks, run_timeout_s,
+                             timed_out, why, why_size};
+  return tune_run_cases(&env, mma_cases,
+                        sizeof mma_cases / sizeof mma_cases[0],
+                        sizeof mma_cases[0], run_case, deadline, seconds);
 }
 
-double tune_time_gemm(kiln_context *ctx, kiln_queue *q, size_t m, size_t n,
-                      size_t k, int runs, double stop_above, double deadline,
-                      double run_timeout_s, const tune_hooks *hooks,
-                      const char *params) {
-  return tune_time_gemm_dtype(ctx, q, KILN_F32, m, n, k, runs, stop_above,
-                              deadline, run_timeout_s, hooks, params);
+/* The timing's GEMM: C (f32) = A B, m x n x k, A and B of dtype. */
+struct timed_gemm {
+  kiln_dtype dtype;
+  size_t m, n, k;
+  kiln_buffer *a, *b, *c;
+};
+
+static kiln_status run_gemm(kiln_queue *q, void *arg) {
+  const struct timed_gemm *g = arg;
+  return kiln_matmul(
+      q, 1,
+      &(kiln_matrix){
+          .buffer = g->a, .rows = g->m, .cols = g->k, .dtype = g->dtype},
+      &(kiln_matrix){
+          .buffer = g->b, .rows = g->k, .cols = g->n, .dtype = g->dtype},
+      &(kiln_matrix){
+          .buffer = g->c, .rows = g->m, .cols = g->n, .dtype = KILN_F32},
+      NULL, 0, NULL, NULL);
 }
 
-double tune_time_gemm_dtype(kiln_context *ctx, kiln_queue *q,
-                            kiln_dtype dtype, size_t m, size_t n, size_t k,
-                            int runs, double stop_above, double deadline,
-                            double run_timeout_s, const tune_hooks *hooks,
-                            const char *params) {
-  kiln_buffer *a = NULL, *b = NULL, *c = NULL;
+/* tune_time_fn's timing of an m x n x k GEMM with A and B of dtype (f32,
+ * f16 or bf16; C f32). */
+static double time_gemm_dtype(kiln_context *ctx, kiln_queue *q,
+                              kiln_dtype dtype, const size_t *z, int runs,
+                              double stop_above, double deadline,
+                              double run_timeout_s, const tune_hooks *hooks,
+                              const char *params) {
+  struct timed_gemm g = {dtype, z[0], z[1], z[2], NULL, NULL, NULL};
   double best = -1.0;
   /* 0.5 as an f32, or the 16 bits of 0.5 in f16 (0x3800) and bf16. */
-  const float one = 0.5f;
+  const float half = 0.5f;
   const uint16_t half_bits = dtype == KILN_F16 ? 0x3800u : 0x3f00u;
   const size_t es = dtype == KILN_F32 ? 4 : 2;
-  const void *pattern = es == 4 ? (const void *)&one : (const void *)&half_bits;
-  if (kiln_buffer_create(ctx, m * k * es, 0, &a) != KILN_OK ||
-      kiln_buffer_create(ctx, k * n * es, 0, &b) != KILN_OK ||
-      kiln_buffer_create(ctx, m * n * 4, 0, &c) != KILN_OK ||
-      kiln_buffer_fill(q, pattern, es, &(kiln_range){a, 0, m * k, dtype}, 0,
-                       NULL, NULL) != KILN_OK ||
-      kiln_buffer_fill(q, pattern, es, &(kiln_range){b, 0, k * n, dtype}, 0,
-                       NULL, NULL) != KILN_OK ||
-      kiln_queue_finish(q) != KILN_OK)
-    goto done;
-  /* One warm-up run (kernel build and first-touch costs), then timed runs. */
-  for (int r = -1; r < runs; r++) {
-    if (deadline > 0.0 && tools_now() >= deadline) {
-      if (best < 0.0)
-        best = 0.0; /* no figure: out of time */
-      break;
-    }
-    const double t0 = tools_now();
-    kiln_event *ev = NULL;
-    bool timed_out = false;
-    const bool ran =
-        kiln_matmul(q, 1,
-                    &(kiln_matrix){
-                        .buffer = a, .rows = m, .cols = k, .dtype = dtype},
-                    &(kiln_matrix){
-                        .buffer = b, .rows = k, .cols = n, .dtype = dtype},
-                    &(kiln_matrix){
-                        .buffer = c, .rows = m, .cols = n, .dtype = KILN_F32},
-                    NULL, 0, NULL, &ev) == KILN_OK &&
-        tune_wait(ev, run_timeout_s, &timed_out);
-    kiln_event_release(ev);
-    if (!ran) {
-      best = timed_out ? -2.0 : -1.0;
-      goto done;
-    }
-    double t = tools_now() - t0;
-    if (hooks != NULL && hooks->time_scale != NULL)
-      t *= hooks->time_scale(hooks->user, params);
-    /* The warm-up already says when a candidate is clearly slower (its
-     * program was built by the gate): a slow candidate at a large size
-     * would otherwise cost the budget several long runs. */
-    if (r < 0) {
-      if (stop_above > 0.0 && t > stop_above) {
-        best = t;
-        goto done;
-      }
-      continue;
-    }
-    if (best < 0.0 || t < best)
-      best = t;
-    if (stop_above > 0.0 && t > stop_above)
-      break; /* clearly slower than the best so far: no need for more */
-  }
-done:
-  kiln_buffer_destroy(a);
-  kiln_buffer_destroy(b);
-  kiln_buffer_destroy(c);
+  const void *pattern =
+      es == 4 ? (const void *)&half : (const void *)&half_bits;
+  if (kiln_buffer_create(ctx, g.m * g.k * es, 0, &g.a) == KILN_OK &&
+      kiln_buffer_create(ctx, g.k * g.n * es, 0, &g.b) == KILN_OK &&
+      kiln_buffer_create(ctx, g.m * g.n * 4, 0, &g.c) == KILN_OK &&
+      kiln_buffer_fill(q, pattern, es, &(kiln_range){g.a, 0, g.m * g.k, dtype},
+                       0, NULL, NULL) == KILN_OK &&
+      kiln_buffer_fill(q, pattern, es, &(kiln_range){g.b, 0, g.k * g.n, dtype},
+                       0, NULL, NULL) == KILN_OK &&
+      kiln_queue_finish(q) == KILN_OK)
+    best = tune_time_loop(q, run_gemm, &g, runs, stop_above, deadline,
+                          run_timeout_s, hooks, params);
+  kiln_buffer_destroy(g.a);
+  kiln_buffer_destroy(g.b);
+  kiln_buffer_destroy(g.c);
   return best;
+}
+
+double tune_time_gemm(kiln_context *ctx, kiln_queue *q, const size_t *z,
+                      int runs, double stop_above, double deadline,
+                      double run_timeout_s, const tune_hooks *hooks,
+                      const char *params) {
+  return time_gemm_dtype(ctx, q, KILN_F32, z, runs, stop_above, deadline,
+                         run_timeout_s, hooks, params);
+}
+
+double tune_time_gemm_mma(kiln_context *ctx, kiln_queue *q, const size_t *z,
+                          int runs, double stop_above, double deadline,
+                          double run_timeout_s, const tune_hooks *hooks,
+                          const char *params) {
+  return time_gemm_dtype(ctx, q, KILN_BF16, z, runs, stop_above, deadline,
+                         run_timeout_s, hooks, params);
+}
+
+double tune_work_gemm(const size_t *z) {
+  return 2.0 * (double)z[0] * (double)z[1] * (double)z[2];
 }
