@@ -100,18 +100,26 @@ void pool_one(__global const T *x, __global T *y, size_t o, int is_max,
 
 #define POOL_PASS H, W, OH, OW, KH, KW, SH, SW, PH, PW
 
-__kernel void pool_forward(__global const T *x, ulong xo, __global T *y,
-                           ulong yo, int is_max, int exclude, ulong total,
-                           POOL_ARGS) {
+/* The arguments of every backward pooling kernel: x, dy and dx with their
+ * offsets, the mode, the work-item count and the geometry. */
+#define POOL_BACKWARD_ARGS                                                     \
+  __global const T *x, ulong xo, __global const T *dy, ulong go,               \
+      __global T *dx, ulong dxo, int is_max, int exclude, ulong total,         \
+      POOL_ARGS
+
+/* The arguments of both forward pooling kernels. */
+#define POOL_FORWARD_ARGS                                                      \
+  __global const T *x, ulong xo, __global T *y, ulong yo, int is_max,          \
+      int exclude, ulong total, POOL_ARGS
+
+__kernel void pool_forward(POOL_FORWARD_ARGS) {
   FOR_ELEMENT(o, total,
               pool_one(x + xo, y + yo, o, is_max, exclude, POOL_PASS))
 }
 
 /* dx for one input element: the windows covering (ih, iw) are outputs oh in
  * [oh0, oh1] and ow in [ow0, ow1]; visited in increasing (oh, ow). */
-__kernel void pool_backward(__global const T *x, ulong xo, __global const T *dy,
-                            ulong go, __global T *dx, ulong dxo, int is_max,
-                            int exclude, ulong total, POOL_ARGS) {
+__kernel void pool_backward(POOL_BACKWARD_ARGS) {
   size_t i = get_global_id(0);
   if (i >= total)
     return;
@@ -144,10 +152,7 @@ __kernel void pool_backward(__global const T *x, ulong xo, __global const T *dy,
  * gather above gives, with a read of the window instead of one per covering
  * window and element. Elements outside every window are zeroed first
  * (image_zero) unless the windows tile the image. */
-__kernel void pool_backward_tiled(__global const T *x, ulong xo,
-                                  __global const T *dy, ulong go,
-                                  __global T *dx, ulong dxo, int is_max,
-                                  int exclude, ulong total, POOL_ARGS) {
+__kernel void pool_backward_tiled(POOL_BACKWARD_ARGS) {
   size_t o = get_global_id(0);
   if (o >= total)
     return;
@@ -185,9 +190,7 @@ __kernel void pool_backward_tiled(__global const T *x, ulong xo,
  * the mean's sum over the window's elements in scan order). 2x2 windows of
  * stride 2 take four outputs at a time in float4 lanes (f32; PoCL turns
  * the per-element form into gathers across work-items). */
-__kernel void pool_forward_rows(__global const T *x, ulong xo, __global T *y,
-                                ulong yo, int is_max, int exclude, ulong total,
-                                POOL_ARGS) {
+__kernel void pool_forward_rows(POOL_FORWARD_ARGS) {
   size_t r = get_global_id(0);
   if (r >= total)
     return;
@@ -238,10 +241,7 @@ __kernel void pool_forward_rows(__global const T *x, ulong xo, __global T *y,
  * dy / divisor at every element of the window). Each element so receives
  * 0 + the covering windows' shares in increasing output position, the sum
  * pool_backward gathers in the same order: the same bits. */
-__kernel void pool_backward_planes(__global const T *x, ulong xo,
-                                   __global const T *dy, ulong go,
-                                   __global T *dx, ulong dxo, int is_max,
-                                   int exclude, ulong total, POOL_ARGS) {
+__kernel void pool_backward_planes(POOL_BACKWARD_ARGS) {
   size_t pl = get_global_id(0);
   if (pl >= total)
     return;
@@ -274,10 +274,7 @@ __kernel void pool_backward_planes(__global const T *x, ulong xo,
  * each element written once: the share of the one window that covers it
  * (max: dy at the argmax, 0 at the other three; mean: dy / 4), or 0 (a
  * last odd row or column): the values pool_backward gathers. */
-__kernel void pool_backward_2x2(__global const T *x, ulong xo,
-                                __global const T *dy, ulong go,
-                                __global T *dx, ulong dxo, int is_max,
-                                int exclude, ulong total, POOL_ARGS) {
+__kernel void pool_backward_2x2(POOL_BACKWARD_ARGS) {
   size_t r = get_global_id(0);
   if (r >= total)
     return;

@@ -77,6 +77,11 @@ void gpt_destroy(gpt *m);
  * biases 0, layer norms' weights 1; optimizer state zeroed. */
 kiln_status gpt_init(gpt *m, uint64_t seed);
 
+/* Zero the AdamW state and refresh the bf16 weights from the f32 ones
+ * (after new parameters were written, as gpt_init and gpt_load do). */
+kiln_status gpt_reset_optimizer(gpt *m);
+
+/* llm.c checkpoint files (gpt_checkpoint.c). */
 /* Read an llm.c header (no device): 0 and *cfg, or -1 and a sentence. */
 int gpt_read_header(const char *path, gpt_config *cfg, char *err,
                     size_t err_size);

@@ -1,6 +1,7 @@
 /* The GEMM correctness checks shared by test_op_gemm.c and
  * test_gemm_space.c: a case description, the float64 host reference and
- * its tolerance (derived in test_op_gemm.c's opening comment), and the
+ * its tolerance (derived in test_op_gemm.c's opening comment; the
+ * product itself from gemm_ref.h), and the
  * runner over every test device and both kernel families. Static functions
  * in a header, like op_test_util.h: each test program includes it once. */
 #ifndef KILN_GEMM_TEST_UTIL_H
@@ -12,6 +13,7 @@
 
 #include "harness.h"
 #include "core/internal.h"
+#include "gemm_ref.h"
 #include "op_test_util.h"
 #include "ops/ops_gemm.h"
 
@@ -52,9 +54,6 @@ static size_t extent(kiln_layout layout, size_t rows, size_t cols, size_t ld) {
     return 0;
   return layout == KILN_ROW_MAJOR ? (rows - 1) * ld + cols
                                   : (cols - 1) * ld + rows;
-}
-static size_t index_of(kiln_layout layout, size_t r, size_t c, size_t ld) {
-  return layout == KILN_ROW_MAJOR ? r * ld + c : c * ld + r;
 }
 
 static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
@@ -129,7 +128,7 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
   for (size_t t = 0; t < batch; t++)
     for (size_t i = 0; i < m; i++)
       for (size_t j = 0; j < n; j++)
-        inside[gc->c_off + t * stride_c + index_of(L, i, j, ldc)] = true;
+        inside[gc->c_off + t * stride_c + gemm_ref_index(L, i, j, ldc)] = true;
   for (size_t i = 0; i < c_count; i++)
     if (!inside[i] && memcmp(&c[i], &c0[i], 4) != 0)
       fail_msg("%s: element %zu outside C changed from %g to %g", tag, i,
@@ -143,28 +142,18 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct gcase *gc,
   assert_non_null(ref);
   assert_non_null(mag);
   for (size_t t = 0; t < batch; t++) {
-    const size_t ao = gc->a_off + t * stride_a, bo = gc->b_off + t * stride_b,
-                 co = gc->c_off + t * stride_c;
+    const size_t co = gc->c_off + t * stride_c;
+    const struct gemm_ref_operand ra = {gc->dtype, a,   gc->a_off + t * stride_a,
+                                        L,         lda, gc->ta};
+    const struct gemm_ref_operand rb = {gc->dtype, b,   gc->b_off + t * stride_b,
+                                        L,         ldb, gc->tb};
     /* Rows 0, step, 2 step, ... and always the last one. */
     for (size_t i = 0; i < m;
          i = i + step < m || i == m - 1 ? i + step : m - 1) {
-      for (size_t j = 0; j < n; j++)
-        ref[j] = mag[j] = 0.0;
-      if (gc->alpha != 0.0f)
-        for (size_t p = 0; p < k; p++) {
-          double av = util_get(
-              gc->dtype, a,
-              ao + (ta ? index_of(L, p, i, lda) : index_of(L, i, p, lda)));
-          for (size_t j = 0; j < n; j++) {
-            double bv = util_get(
-                gc->dtype, b,
-                bo + (tb ? index_of(L, j, p, ldb) : index_of(L, p, j, ldb)));
-            ref[j] += av * bv;
-            mag[j] += fabs(av * bv);
-          }
-        }
+      /* alpha == 0 reads neither (A may be NaN). */
+      gemm_ref_row(&ra, &rb, i, n, gc->alpha != 0.0f ? k : 0, ref, mag);
       for (size_t j = 0; j < n; j++) {
-        size_t ci = co + index_of(L, i, j, ldc);
+        size_t ci = co + gemm_ref_index(L, i, j, ldc);
         double want = gc->alpha * ref[j];
         double bound = fabs(gc->alpha) * mag[j];
         if (gc->beta != 0.0f) {

@@ -1,7 +1,8 @@
-/* What the image-op tests (test_op_image.c, test_op_image_torch.c) share:
- * descriptors and the error bounds of pooling and batch normalisation
- * against exact (float64) results, derived in test_op_image.c's header
- * comment. Header-only. */
+/* What the image-op tests (test_op_image_pool.c, test_op_image_bn.c,
+ * test_op_image_torch.c) share: descriptors, guarded uploads and the error
+ * bounds of pooling and batch normalisation against exact (float64)
+ * results, derived in the header comments of test_op_image_pool.c and
+ * test_op_image_bn.c. Header-only. */
 #ifndef KILN_IMAGE_TEST_UTIL_H
 #define KILN_IMAGE_TEST_UTIL_H
 
@@ -119,6 +120,47 @@ static inline double bn_tol_dx(double m, double sdy, double sdyx, double k,
   return k * (IMG_U * sdy + xh * (m + 4) * IMG_U * sdyx / m) +
          6 * IMG_U * k * (fabs(dy) + sdy / m + xh * sdyx / m + xh) +
          util_storage_tol(dt, want);
+}
+
+/* ---- device operands --------------------------------------------------- */
+
+/* Offsets of the input and output images in their buffers, and the guard
+ * elements after them. */
+#define XOFF 3
+#define YOFF 5
+#define GUARD 4
+
+/* Upload n doubles as dt, at offset off with GUARD random guard elements
+ * after; *stored receives the values as stored (rounded), *raw the whole
+ * host image for the guard check later. */
+static inline kiln_buffer *upload_at(kiln_context *ctx, kiln_queue *q,
+                                     kiln_dtype dt, size_t off, size_t n,
+                                     double lo, double hi, uint32_t seed,
+                                     double **stored, void **raw) {
+  size_t total = off + n + GUARD;
+  void *h = util_random(dt, total, lo, hi, seed);
+  if (stored != NULL) {
+    *stored = img_doubles(n);
+    for (size_t i = 0; i < n; i++)
+      (*stored)[i] = util_get(dt, h, off + i);
+  }
+  kiln_buffer *b = util_upload(ctx, q, dt, h, total);
+  if (raw != NULL)
+    *raw = h;
+  else
+    free(h);
+  return b;
+}
+
+/* got within rel (1 + max|want|) of want, element by element. */
+static inline void expect_close_arrays(const char *what, const double *got,
+                                       const double *want, size_t n,
+                                       double rel) {
+  double scale = 0;
+  for (size_t i = 0; i < n; i++)
+    scale = fmax(scale, fabs(want[i]));
+  for (size_t i = 0; i < n; i++)
+    UTIL_CLOSE(got[i], want[i], rel * (1 + scale), "%s [%zu]", what, i);
 }
 
 #endif

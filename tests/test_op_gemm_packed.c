@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "gemm_ref.h"
 #include "harness.h"
 #include "op_test_util.h"
 #include "ops/ops_gemm.h"
@@ -50,15 +51,6 @@ static size_t len_of(kiln_layout l, size_t rows, size_t cols) {
 }
 static size_t lines_of(kiln_layout l, size_t rows, size_t cols) {
   return l == ROW ? rows : cols;
-}
-static size_t at(kiln_layout l, size_t r, size_t c, size_t ld) {
-  return l == ROW ? r * ld + c : c * ld + r;
-}
-
-/* op(X)(r, c) of x stored in layout l with ld, transposed by t. */
-static double op_get(kiln_dtype dt, const void *x, size_t off, kiln_layout l,
-                     kiln_trans t, size_t ld, size_t r, size_t c) {
-  return util_get(dt, x, off + (t == T ? at(l, c, r, ld) : at(l, r, c, ld)));
 }
 
 /* Run kiln_matmul on the descriptors and return C (c_count f32). */
@@ -136,29 +128,32 @@ static void run_pcase(kiln_context *ctx, kiln_queue *q, const struct pcase *pc,
                (double)got[i], (double)want[i]);
   {
     const double u = ldexp(1.0, -24);
-    for (size_t t = 0; t < batch; t++)
-      for (size_t i = 0; i < m; i++)
+    double *ref = malloc(n * sizeof *ref), *mag = malloc(n * sizeof *mag);
+    assert_non_null(ref);
+    assert_non_null(mag);
+    for (size_t t = 0; t < batch; t++) {
+      const struct gemm_ref_operand ra = {pc->dtype, a,   ao + t * sa,
+                                          pc->la,    lda, pc->ta};
+      const struct gemm_ref_operand rb = {pc->dtype, b,   bo + t * sb,
+                                          pc->lb,    ldb, pc->tb};
+      for (size_t i = 0; i < m; i++) {
+        gemm_ref_row(&ra, &rb, i, n, k, ref, mag);
         for (size_t j = 0; j < n; j++) {
-          double s = 0.0, mag = 0.0;
-          for (size_t p = 0; p < k; p++) {
-            const double x =
-                op_get(pc->dtype, a, ao + t * sa, pc->la, pc->ta, lda, i, p);
-            const double y =
-                op_get(pc->dtype, b, bo + t * sb, pc->lb, pc->tb, ldb, p, j);
-            s += x * y;
-            mag += fabs(x * y);
-          }
           const size_t ci = t * c_stride + (pc->c_col ? j * m + i : i * n + j);
-          double w = s, bound = mag;
+          double w = ref[j], bound = mag[j];
           if (pc->epi) {
-            w = -0.75 * s + 0.5 * (double)c0[ci] + (double)bias[j];
-            bound =
-                0.75 * mag + 0.5 * fabs((double)c0[ci]) + fabs((double)bias[j]);
+            w = -0.75 * ref[j] + 0.5 * (double)c0[ci] + (double)bias[j];
+            bound = 0.75 * mag[j] + 0.5 * fabs((double)c0[ci]) +
+                    fabs((double)bias[j]);
             w = w < 0.0 ? 0.0 : w;
           }
           UTIL_CLOSE(got[ci], w, 2.0 * (double)(k + 4) * u * bound + 1e-30,
                      "%.60s: batch %zu C[%zu][%zu]", tag, t, i, j);
         }
+      }
+    }
+    free(ref);
+    free(mag);
   }
   free(got);
 
@@ -274,6 +269,40 @@ static void test_k_chunks(void **state) {
   kiln__gemm_set_workspace_limit(0);
 }
 
+/* The f32 product test_errors and test_sequence work on: A (m x k) and B
+ * (k x n) random on the device, C (m x n) for the result, described with
+ * every optional field zero. */
+struct fixture {
+  size_t m, n, k;
+  kiln_buffer *a, *b, *c;
+  kiln_matrix ma, mb, mc;
+};
+
+static struct fixture fixture_open(kiln_context *ctx, kiln_queue *q) {
+  struct fixture f = {.m = 70, .n = 90, .k = 110};
+  float *ha = util_random(KILN_F32, f.m * f.k, -1, 1, 1);
+  float *hb = util_random(KILN_F32, f.k * f.n, -1, 1, 2);
+  f.a = util_upload(ctx, q, KILN_F32, ha, f.m * f.k);
+  f.b = util_upload(ctx, q, KILN_F32, hb, f.k * f.n);
+  free(ha);
+  free(hb);
+  assert_kiln_ok(
+      kiln_buffer_create(ctx, f.m * f.n * 4, KILN_MEM_READ_WRITE, &f.c));
+  f.ma = (kiln_matrix){
+      .buffer = f.a, .rows = f.m, .cols = f.k, .dtype = KILN_F32};
+  f.mb = (kiln_matrix){
+      .buffer = f.b, .rows = f.k, .cols = f.n, .dtype = KILN_F32};
+  f.mc = (kiln_matrix){
+      .buffer = f.c, .rows = f.m, .cols = f.n, .dtype = KILN_F32};
+  return f;
+}
+
+static void fixture_close(const struct fixture *f) {
+  assert_kiln_ok(kiln_buffer_destroy(f->a));
+  assert_kiln_ok(kiln_buffer_destroy(f->b));
+  assert_kiln_ok(kiln_buffer_destroy(f->c));
+}
+
 #define MM(a, b, c) kiln_matmul(q, 1, (a), (b), (c), NULL, 0, NULL, NULL)
 
 static void test_errors(void **state) {
@@ -284,21 +313,10 @@ static void test_errors(void **state) {
       kiln_queue *q = NULL, *q2 = NULL;
       kiln_test_open_family(d, pass == 1, &ctx, &q);
       kiln_test_open_family(d, pass == 1, &ctx2, &q2);
-      const size_t m = 70, n = 90, k = 110;
-      float *ha = util_random(KILN_F32, m * k, -1, 1, 1);
-      kiln_buffer *a = util_upload(ctx, q, KILN_F32, ha, m * k);
-      free(ha);
-      kiln_buffer *b = NULL, *c = NULL;
-      assert_kiln_ok(
-          kiln_buffer_create(ctx, k * n * 4, KILN_MEM_READ_WRITE, &b));
-      assert_kiln_ok(
-          kiln_buffer_create(ctx, m * n * 4, KILN_MEM_READ_WRITE, &c));
-      const kiln_matrix ma = {
-          .buffer = a, .rows = m, .cols = k, .dtype = KILN_F32};
-      const kiln_matrix mb = {
-          .buffer = b, .rows = k, .cols = n, .dtype = KILN_F32};
-      const kiln_matrix mc = {
-          .buffer = c, .rows = m, .cols = n, .dtype = KILN_F32};
+      const struct fixture f = fixture_open(ctx, q);
+      const size_t m = f.m, n = f.n, k = f.k;
+      kiln_buffer *const b = f.b;
+      const kiln_matrix ma = f.ma, mb = f.mb, mc = f.mc;
       kiln_packed *p = NULL, *pa = NULL;
 
       /* kiln_packed_create */
@@ -453,9 +471,7 @@ static void test_errors(void **state) {
       assert_kiln_ok(kiln_packed_destroy(p));
       assert_kiln_ok(kiln_packed_destroy(pa));
       assert_kiln_ok(kiln_packed_destroy(NULL));
-      assert_kiln_ok(kiln_buffer_destroy(a));
-      assert_kiln_ok(kiln_buffer_destroy(b));
-      assert_kiln_ok(kiln_buffer_destroy(c));
+      fixture_close(&f);
       kiln_test_close(ctx2, q2);
       kiln_test_close(ctx, q);
     }
@@ -471,19 +487,10 @@ static void test_sequence(void **state) {
     kiln_context *ctx = NULL;
     kiln_queue *q = NULL;
     kiln_test_open(d, &ctx, &q);
-    const size_t m = 70, n = 90, k = 110;
-    float *ha = util_random(KILN_F32, m * k, -1, 1, 1);
-    float *hb = util_random(KILN_F32, k * n, -1, 1, 2);
-    kiln_buffer *a = util_upload(ctx, q, KILN_F32, ha, m * k);
-    kiln_buffer *b = util_upload(ctx, q, KILN_F32, hb, k * n);
-    kiln_buffer *c = NULL;
-    assert_kiln_ok(kiln_buffer_create(ctx, m * n * 4, KILN_MEM_READ_WRITE, &c));
-    const kiln_matrix ma = {
-        .buffer = a, .rows = m, .cols = k, .dtype = KILN_F32};
-    const kiln_matrix mb = {
-        .buffer = b, .rows = k, .cols = n, .dtype = KILN_F32};
-    const kiln_matrix mc = {
-        .buffer = c, .rows = m, .cols = n, .dtype = KILN_F32};
+    const struct fixture f = fixture_open(ctx, q);
+    const size_t m = f.m, n = f.n;
+    kiln_buffer *const c = f.c;
+    const kiln_matrix ma = f.ma, mb = f.mb, mc = f.mc;
     assert_kiln_ok(kiln_matmul(q, 1, &ma, &mb, &mc, NULL, 0, NULL, NULL));
     float *want = util_download(q, c, KILN_F32, m * n);
     kiln_packed *p = NULL;
@@ -507,11 +514,7 @@ static void test_sequence(void **state) {
     assert_kiln_ok(kiln_packed_destroy(p));
     free(got);
     free(want);
-    free(ha);
-    free(hb);
-    assert_kiln_ok(kiln_buffer_destroy(a));
-    assert_kiln_ok(kiln_buffer_destroy(b));
-    assert_kiln_ok(kiln_buffer_destroy(c));
+    fixture_close(&f);
     kiln_test_close(ctx, q);
   }
 }

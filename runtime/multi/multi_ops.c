@@ -88,24 +88,30 @@ static bool span(size_t nb, size_t stride, size_t one, size_t *out) {
   return *out <= SIZE_MAX / 4;
 }
 
-/* The split GEMM once the descriptors are read into BLAS terms. */
+/* The leading dimension in force: ld, or the packed one when ld is 0. */
+static size_t lead(const kiln_matrix *x) {
+  if (x->ld != 0)
+    return x->ld;
+  return x->layout == KILN_COL_MAJOR ? x->rows : x->cols;
+}
+
+/* The split GEMM of checked operands: each device's part of the batch runs
+ * on the caller's descriptors moved onto its own buffers (offset 0, the
+ * leading dimension in force). */
 static kiln_status gemm_split(const char *fn, kiln_device_set *set,
-                              kiln_layout layout, kiln_trans trans_a,
-                              kiln_trans trans_b, size_t m, size_t n, size_t k,
-                              float alpha, const float *a, size_t lda,
-                              size_t stride_a, const float *b, size_t ldb,
-                              size_t stride_b, float beta, float *c,
-                              size_t ldc, size_t stride_c, size_t batch) {
+                              size_t batch, const kiln_matrix *a,
+                              const float *a_host, const kiln_matrix *b,
+                              const float *b_host, const kiln_matrix *c,
+                              float *c_host, const kiln_epilogue *e) {
   kiln_status status = KILN_OK;
-  if (batch == 0 || m == 0 || n == 0)
+  if (batch == 0 || c->rows == 0 || c->cols == 0)
     return KILN_OK;
-  size_t ea, eb, ec;
-  bool ok = extent(layout, trans_a ? k : m, trans_a ? m : k, lda, &ea) &&
-            extent(layout, trans_b ? n : k, trans_b ? k : n, ldb, &eb) &&
-            extent(layout, m, n, ldc, &ec);
-  if (!ok)
-    return kiln__fail(KILN_ERR_INVALID_SIZE,
-                      "%s: a matrix's extent overflows size_t", fn);
+  const kiln_matrix *x[3] = {a, b, c};
+  size_t ext[3];
+  for (int i = 0; i < 3; i++)
+    if (!extent(x[i]->layout, x[i]->rows, x[i]->cols, lead(x[i]), &ext[i]))
+      return kiln__fail(KILN_ERR_INVALID_SIZE,
+                        "%s: a matrix's extent overflows size_t", fn);
   struct part parts[KILN__MULTI_MAX];
   if ((status = split(set, batch, parts)) != KILN_OK)
     return status;
@@ -115,35 +121,34 @@ static kiln_status gemm_split(const char *fn, kiln_device_set *set,
       continue;
     kiln_context *ctx = set->dev[d].ctx;
     kiln_queue *q = set->dev[d].queue;
-    size_t na, nb, nc;
-    if (!span(p->count, stride_a, ea, &na) || !span(p->count, stride_b, eb, &nb) ||
-        !span(p->count, stride_c, ec, &nc)) {
+    size_t n[3];
+    if (!span(p->count, a->batch_stride, ext[0], &n[0]) ||
+        !span(p->count, b->batch_stride, ext[1], &n[1]) ||
+        !span(p->count, c->batch_stride, ext[2], &n[2])) {
       status = kiln__fail(KILN_ERR_INVALID_SIZE,
                           "%s: the batch's extent overflows size_t", fn);
       break;
     }
-    const float *pa = a + (stride_a ? p->first * stride_a : 0);
-    const float *pb = b + (stride_b ? p->first * stride_b : 0);
-    float *pc = c + p->first * stride_c;
-    status = upload(ctx, q, pa, na, &p->buf[0]);
+    float *pc = c_host + c->offset + p->first * c->batch_stride;
+    /* A shared operand (batch stride 0) goes whole to every device; beta
+     * == 0 never reads C: it is not uploaded. */
+    const float *host[3] = {
+        a_host + a->offset + p->first * a->batch_stride,
+        b_host + b->offset + p->first * b->batch_stride,
+        e->beta != 0.0f ? pc : NULL};
+    kiln_matrix dev[3];
+    for (int i = 0; i < 3 && status == KILN_OK; i++) {
+      status = upload(ctx, q, host[i], n[i], &p->buf[i]);
+      dev[i] = *x[i];
+      dev[i].buffer = p->buf[i];
+      dev[i].offset = 0;
+      dev[i].ld = lead(x[i]);
+    }
     if (status == KILN_OK)
-      status = upload(ctx, q, pb, nb, &p->buf[1]);
-    /* beta == 0 never reads C: do not upload it. */
+      status = kiln_matmul(q, p->count, &dev[0], &dev[1], &dev[2], e, 0, NULL,
+                           NULL);
     if (status == KILN_OK)
-      status = upload(ctx, q, beta != 0.0f ? pc : NULL, nc, &p->buf[2]);
-    const kiln_matrix da = {p->buf[0],       0,      trans_a ? k : m,
-                            trans_a ? m : k, lda,    stride_a,
-                            KILN_F32,        layout, trans_a, NULL};
-    const kiln_matrix db = {p->buf[1],       0,      trans_b ? n : k,
-                            trans_b ? k : n, ldb,    stride_b,
-                            KILN_F32,        layout, trans_b, NULL};
-    const kiln_matrix dc = {
-        p->buf[2], 0, m, n, ldc, stride_c, KILN_F32, layout, KILN_NO_TRANS, NULL};
-    const kiln_epilogue e = {alpha, beta, NULL, KILN_ACT_NONE};
-    if (status == KILN_OK)
-      status = kiln_matmul(q, p->count, &da, &db, &dc, &e, 0, NULL, NULL);
-    if (status == KILN_OK)
-      status = kiln_buffer_read(q, &(kiln_range){p->buf[2], 0, nc, KILN_F32},
+      status = kiln_buffer_read(q, &(kiln_range){p->buf[2], 0, n[2], KILN_F32},
                                 pc, 0, NULL, NULL);
     if (status == KILN_OK)
       status = kiln_queue_flush(q);
@@ -185,13 +190,6 @@ static kiln_status check_host_matrix(const char *fn, const char *name,
   return KILN_OK;
 }
 
-/* The leading dimension in force: ld, or the packed one when ld is 0. */
-static size_t lead(const kiln_matrix *x) {
-  if (x->ld != 0)
-    return x->ld;
-  return x->layout == KILN_COL_MAJOR ? x->rows : x->cols;
-}
-
 kiln_status kiln_multi_gemm_batched(kiln_device_set *set, size_t batch,
                                     const kiln_matrix *a, const float *a_host,
                                     const kiln_matrix *b, const float *b_host,
@@ -220,10 +218,8 @@ kiln_status kiln_multi_gemm_batched(kiln_device_set *set, size_t batch,
                       "%s: op(a) is %zu x %zu, op(b) %zu x %zu and c %zu x "
                       "%zu; they must be m x k, k x n and m x n",
                       fn, m, k, kb, n, c->rows, c->cols);
-  return gemm_split(fn, set, a->layout, a->trans, b->trans, m, n, k, alpha,
-                    a_host + a->offset, lead(a), a->batch_stride,
-                    b_host + b->offset, lead(b), b->batch_stride, beta,
-                    c_host + c->offset, lead(c), c->batch_stride, batch);
+  const kiln_epilogue e = {alpha, beta, NULL, KILN_ACT_NONE};
+  return gemm_split(fn, set, batch, a, a_host, b, b_host, c, c_host, &e);
 }
 
 /* The elementwise ops: arity 1 (unary) or 2 (binary). */

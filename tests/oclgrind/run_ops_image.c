@@ -3,7 +3,8 @@
  * inference mode and backward, once each on small awkward shapes at odd
  * offsets in sentinel-framed buffers, checked against host references, so
  * that Oclgrind sees every kernel of cl_kernels/image.cl. The thorough
- * checks are tests/test_op_image.c and tests/test_op_image_torch.c. */
+ * checks are tests/test_op_image_pool.c, tests/test_op_image_bn.c and
+ * tests/test_op_image_torch.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
