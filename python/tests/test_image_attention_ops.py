@@ -1,8 +1,8 @@
 """The image ops (kiln_ops_conv.h, kiln_ops_image.h) and attention
 (kiln_ops_attention.h) from Python against NumPy float64 references: the
 binding's shapes, defaults and argument order. The ops' own accuracy on
-awkward shapes is the C tests' (test_op_conv, test_op_image,
-test_op_attention); the tolerances here are the f32 bound for a sum of k
+awkward shapes is the C tests' (test_op_conv, test_op_image_pool,
+test_op_image_bn, test_op_attention); the tolerances here are the f32 bound for a sum of k
 terms, k u sum|terms| (u = 2^-24), with margin."""
 
 import numpy as np
