@@ -55,6 +55,17 @@ static PyObject *sink;
 
 static int drain(void *unused);
 
+/* A second guard beside live (which log_at_exit clears before Py_FinalizeEx
+ * tears anything down): reads of the runtime's static flags, safe from any
+ * thread and after finalisation, false once it has begun. */
+static int interpreter_running(void) {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
 /* kiln's handler: queue the message, schedule drain. Any thread, with
  * kiln's log lock held; no Python. */
 static void log_to_queue(kiln_log_level level, const char *message, void *data) {
@@ -78,7 +89,7 @@ static void log_to_queue(kiln_log_level level, const char *message, void *data) 
     qtail = m;
     queued++;
   }
-  if (live && !scheduled && Py_AddPendingCall(drain, NULL) == 0)
+  if (live && !scheduled && interpreter_running() && Py_AddPendingCall(drain, NULL) == 0)
     scheduled = 1;
   pthread_mutex_unlock(&qlock);
 }
