@@ -48,10 +48,11 @@ static size_t queued;
 static unsigned long dropped;
 static int live;      /* the bridge is installed and Python may be asked */
 static int scheduled; /* drain is pending with the interpreter */
-static int exited;    /* log_at_exit ran: the bridge stays off */
 
-/* Under the GIL: the Python callable sink(level, text), or NULL. */
+/* Under the GIL: the Python callable sink(level, text), or NULL, and
+ * whether log_at_exit ran (the bridge then stays off). */
 static PyObject *sink;
+static int exited;
 
 static int drain(void *unused);
 
