@@ -13,7 +13,10 @@ same sequence of kiln ops, so one seed gives the C trainer's losses:
 
 Each dense layer is one kiln.matmul (bias and ReLU fused); the rest of a
 step is kiln's training ops. The next batch is uploaded on a second queue
-while the current step computes, as in C. Needs the Fashion-MNIST files of
+while the current step computes, as in C. The test-set evaluation reads
+the weights packed once per evaluation (kiln.Packed), as the C trainer
+does: the same bits as the weights as they are, without packing them into
+the queue's workspace at every matmul. Needs the Fashion-MNIST files of
 Debian's dataset-fashion-mnist (or --data DIR).
 """
 
@@ -81,7 +84,7 @@ class MLP:
     with the same offsets (examples/mlp.h)."""
 
     def __init__(self, dev, batch, hidden):
-        self.q = dev.queue
+        self.dev, self.q = dev, dev.queue
         sizes = [(INPUTS, hidden), (hidden, hidden), (hidden, CLASSES)]
         self.layers, off = [], 0
         for i, o in sizes:
@@ -95,6 +98,7 @@ class MLP:
         self.dz = new(batch * max(hidden, CLASSES))
         self.dh = new(batch * hidden)
         self.steps = 0
+        self.packed, self.packed_steps = None, None
         # Views: per layer W (out x in), b, and their gradients.
         self.w = [self.params[w:w + i * o].reshape(o, i) for i, o, w, _ in self.layers]
         self.b = [self.params[b:b + o] for _, o, _, b in self.layers]
@@ -109,12 +113,30 @@ class MLP:
         kiln.fill(self.m, 0.0)
         kiln.fill(self.v, 0.0)
         self.steps = 0
+        self.packed_steps = None
 
-    def forward(self, x, rows, wait=None):
+    def pack_weights(self):
+        """The weights packed for inference, packed again when an optimizer
+        step (or init) changed them: the first inference of an evaluation
+        packs, the others reuse (examples/mlp.c)."""
+        if self.packed_steps == self.steps:
+            return
+        if self.packed is None:
+            self.packed = [kiln.Packed(self.dev, w.T) for w in self.w]
+        for wp, w in zip(self.packed, self.w):
+            wp.pack(w.T)
+        self.packed_steps = self.steps
+
+    def forward(self, x, rows, wait=None, training=True):
+        """Logits of x's rows; inference (training=False) reads the packed
+        weights (training changes them at every step)."""
+        if not training:
+            self.pack_weights()
         a = x
         for l, (i, o, _, _) in enumerate(self.layers):
             h = self.h[l][:rows]
-            kiln.matmul(a, self.w[l].T, h, bias=self.b[l],
+            w = self.w[l].T if training else self.packed[l]
+            kiln.matmul(a, w, h, bias=self.b[l],
                         activation=None if l == len(self.layers) - 1 else "relu", wait=wait)
             wait = None
             a = h
@@ -245,7 +267,7 @@ def main(argv=None):
         kiln.fill(correct, 0)
         for start in range(0, len(test_y), B):
             rows = min(B, len(test_y) - start)
-            logits = model.forward(tx[start:start + rows], rows)
+            logits = model.forward(tx[start:start + rows], rows, training=False)
             kiln.accuracy_count(logits, ty[start:start + rows], correct, True)
         acc = 100.0 * int(correct.numpy()[0]) / len(test_y)
         print("epoch %d/%d: loss %.6f, test accuracy %.2f%%, %.2f s (%d steps)"

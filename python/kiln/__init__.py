@@ -11,7 +11,9 @@ Failures raise ``kiln.Error`` subclasses carrying the C library's status
 and message (``kiln_last_error()``). See docs/python.md.
 """
 
+import atexit as _atexit
 import builtins as _builtins
+import logging as _logging
 import operator as _operator
 import threading as _threading
 
@@ -80,6 +82,41 @@ def version():
 def last_error():
     """(status name, message) of the last failure of a kiln call on this thread."""
     return _kiln.last_error()
+
+
+def trace_diagnostic():
+    """What kiln's trace and log said that nobody received, or "":
+    ``kiln_trace_diagnostic()``: why ``KILN_TRACE`` writes no trace, then,
+    while the log is not sent to Python (``log_to_python(False)``), the last
+    four messages kiln kept, one per line after their level."""
+    return _kiln.trace_diagnostic()
+
+
+# kiln_log_level -> logging's levels.
+_LOG_LEVELS = {1: _logging.ERROR, 2: _logging.WARNING, 3: _logging.INFO,
+               4: _logging.DEBUG}
+_logger = _logging.getLogger("kiln")
+
+
+def _log_sink(level, text):
+    _logger.log(_LOG_LEVELS.get(level, _logging.WARNING), text)
+
+
+def log_to_python(on=True):
+    """Send kiln's log to Python's ``logging`` (logger "kiln": kiln's error,
+    warn, info and debug as ERROR, WARNING, INFO, DEBUG), or with False
+    back to kiln's default (messages kept for ``trace_diagnostic()``).
+    On from import. ``KILN_LOG`` chooses what kiln says (warn and error
+    when unset), the logger what is shown. Messages logged on other threads
+    (OpenCL callbacks) are delivered on the main thread at its next Python
+    instruction, and at exit. Returns whether it was on."""
+    return _kiln._log_bridge(_log_sink if on else None)
+
+
+log_to_python(True)
+# Runs before logging's own exit hook (registered earlier, atexit is last
+# in, first out): delivers what is queued, then leaves kiln without Python.
+_atexit.register(_kiln._log_at_exit)
 
 
 def devices(selector=None):
@@ -701,5 +738,6 @@ __all__ = [
     "dtype_code", "empty", "empty_like", "zeros", "full", "asarray", "from_dlpack",
     "sync", "wait_all", "float32", "float16", "bfloat16", "int32", "uint32",
     "kDLCPU", "kDLOpenCL", "tuning_knobs", "pinned_empty", "Packed",
+    "trace_diagnostic", "log_to_python",
 ] + list(_ops_all)
 

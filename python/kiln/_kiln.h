@@ -13,6 +13,8 @@
  *   _kiln_ops.c       the op library: one argument parser, one line per op
  *   _kiln_packed.c    Packed: GEMM operands that stay packed
  *   _kiln_dlpack.c    DLPack export and import
+ *   _kiln_log.c       kiln's log: kiln_trace_diagnostic, the bridge to
+ *                     Python's logging module
  *
  * Everything declared here is hidden (the visibility pragma below): the
  * only name the shared object exports is PyInit__kiln.
@@ -249,7 +251,7 @@ int packed_matrix(PackedObject *p, kiln_matrix *out);
 /* ---- module functions of each file, added by PyInit__kiln ------------------ */
 
 extern PyMethodDef objects_functions[], array_functions[], transfer_functions[],
-    ops_functions[], dlpack_functions[];
+    ops_functions[], dlpack_functions[], log_functions[];
 
 #pragma GCC visibility pop
 

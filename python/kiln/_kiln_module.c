@@ -137,7 +137,7 @@ PyMODINIT_FUNC PyInit__kiln(void) {
   if (!m)
     return NULL;
   PyMethodDef *tables[] = {objects_functions, array_functions, transfer_functions,
-                           ops_functions, dlpack_functions};
+                           ops_functions, dlpack_functions, log_functions};
   for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)
     if (PyModule_AddFunctions(m, tables[i]) < 0)
       return NULL;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cli/cli.h"
 #include "kiln/kiln_mpi.h"
 
 static int cmp(const void *a, const void *b) {
@@ -25,6 +26,7 @@ static double median(double *t, int reps) {
 }
 
 int main(int argc, char **argv) {
+  cli_log_to_stderr();
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

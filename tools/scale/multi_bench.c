@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../cli/cli.h"
 #include "../commands.h"
 #include "kiln/kiln.h"
 
@@ -21,6 +22,7 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
+  cli_log_to_stderr();
   const char *selector = argc > 1 ? argv[1] : "all";
   size_t n = argc > 2 ? (size_t)atol(argv[2]) : 256;
   size_t batch = argc > 3 ? (size_t)atol(argv[3]) : 16;
