@@ -22,8 +22,9 @@ kiln_status kiln__train_launch_elems(struct kiln__op *op, cl_kernel k,
 kiln_status kiln__train_launch_matrix(struct kiln__op *op, cl_kernel k,
                                       size_t rows, size_t cols);
 
-/* Row kernels (train_rows.cl): a work-item per row on the CPU family, a
- * work-group of wg items per row on the GPU family. */
+/* Row kernels (train_rows.cl, and likewise rows.cl and scan.cl's chunks):
+ * a work-item per row on the CPU family, a work-group of wg items per row
+ * on the GPU family; options "-DDT=dtype -DFAMILY=cpu -DWG=wg". */
 struct kiln__train_rows {
   bool cpu;
   size_t wg;
