@@ -4,7 +4,7 @@
  * KILN_TRACE_SUMMARY=PATH writes the table to PATH, and a handler
  * (kiln_log_set_handler) receives what KILN_LOG asks for. Each case runs
  * this binary again with --child MODE (trace_child.h) in an environment of
- * its own, since KILN_LOG and KILN_TRACE are read once per process. */
+ * its own. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +25,7 @@ static size_t take_file(const char *path, char *text, size_t size) {
   unlink(path);
   return n;
 }
+
 /* Run this binary as a child in mode ("run", "report", "handler", "ring")
  * with env changes ("NAME=value" sets, "NAME" unsets); its stderr and its
  * stdout, NUL-terminated, into err and out (size bytes each, cut to fit).
