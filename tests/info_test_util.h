@@ -1,7 +1,8 @@
 /* What the tests of `kiln info` (test_info.c, test_info_clinfo.c) share:
  * running a program the way users do (KILN_BIN names the built kiln binary)
  * with its standard output captured, and the strict reading of
- * `kiln info --json`. Header-only. */
+ * `kiln info --json`; test_log.c runs its children with run_capture.
+ * Header-only. */
 #ifndef KILN_INFO_TEST_UTIL_H
 #define KILN_INFO_TEST_UTIL_H
 
@@ -24,15 +25,38 @@
 typedef struct run_result {
   char *out; /* stdout, NUL-terminated */
   size_t len;
+  char *err; /* stderr, NUL-terminated (run_capture's with_err), else NULL */
+  size_t err_len;
   int status; /* exit status, or 128 + signal */
+  pid_t pid;
 } run_result;
 
+/* Read once from fd into *buf (*len bytes of *cap); false at its end. */
+static inline bool run_read(int fd, char **buf, size_t *len, size_t *cap) {
+  if (*len + 4096 > *cap) {
+    *cap *= 2;
+    *buf = realloc(*buf, *cap);
+    assert_non_null(*buf);
+  }
+  ssize_t got = read(fd, *buf + *len, *cap - *len - 1);
+  if (got < 0 && errno == EINTR)
+    return true;
+  if (got <= 0)
+    return false;
+  *len += (size_t)got;
+  return true;
+}
+
 /* Run argv with env changes ("NAME=value" sets, "NAME" unsets) applied in
- * the child; capture stdout. */
-static inline run_result run(const char *const *env, const char *const *argv) {
-  run_result r = {NULL, 0, -1};
-  int fds[2];
+ * the child; capture stdout, and stderr too when with_err (else it goes
+ * where the test's goes). Killed, failing the test, after RUN_TIMEOUT_MS. */
+static inline run_result run_capture(const char *const *env,
+                                     const char *const *argv, bool with_err) {
+  run_result r = {NULL, 0, NULL, 0, -1, -1};
+  int fds[2], efds[2] = {-1, -1};
   assert_int_equal(pipe(fds), 0);
+  if (with_err)
+    assert_int_equal(pipe(efds), 0);
   fflush(NULL);
   pid_t pid = fork();
   assert_true(pid >= 0);
@@ -40,47 +64,63 @@ static inline run_result run(const char *const *env, const char *const *argv) {
     close(fds[0]);
     dup2(fds[1], STDOUT_FILENO);
     close(fds[1]);
+    if (with_err) {
+      close(efds[0]);
+      dup2(efds[1], STDERR_FILENO);
+      close(efds[1]);
+    }
     kiln_test_apply_env(env);
     execv(argv[0], (char *const *)argv);
     fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
     _exit(127);
   }
   close(fds[1]);
-  size_t cap = 1 << 16;
+  if (with_err)
+    close(efds[1]);
+  size_t cap = 1 << 16, err_cap = 1 << 13;
   r.out = malloc(cap);
   assert_non_null(r.out);
+  if (with_err) {
+    r.err = malloc(err_cap);
+    assert_non_null(r.err);
+  }
+  /* poll(2) passes over a negative fd: stderr's when not captured, and
+   * either once at its end. */
+  struct pollfd pfd[2] = {{fds[0], POLLIN, 0}, {efds[0], POLLIN, 0}};
   const double t0 = kiln_test_now();
-  for (;;) {
-    struct pollfd pfd = {fds[0], POLLIN, 0};
-    int ready = poll(&pfd, 1, 1000);
+  while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
+    int ready = poll(pfd, 2, 1000);
     long ms = (long)((kiln_test_now() - t0) * 1000);
     if (ms > RUN_TIMEOUT_MS) {
       kill(pid, SIGKILL);
       fail_msg("%s %s hung for %ld ms", argv[0], argv[1] ? argv[1] : "", ms);
     }
-    if (ready < 0 && errno == EINTR)
-      continue;
     if (ready <= 0)
       continue;
-    if (r.len + 4096 > cap) {
-      cap *= 2;
-      r.out = realloc(r.out, cap);
-      assert_non_null(r.out);
+    if (pfd[0].revents != 0 && !run_read(pfd[0].fd, &r.out, &r.len, &cap)) {
+      close(pfd[0].fd);
+      pfd[0].fd = -1;
     }
-    ssize_t got = read(fds[0], r.out + r.len, cap - r.len - 1);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
-      break;
-    r.len += (size_t)got;
+    if (pfd[1].revents != 0 &&
+        !run_read(pfd[1].fd, &r.err, &r.err_len, &err_cap)) {
+      close(pfd[1].fd);
+      pfd[1].fd = -1;
+    }
   }
-  close(fds[0]);
   r.out[r.len] = '\0';
+  if (with_err)
+    r.err[r.err_len] = '\0';
   int status;
   while (waitpid(pid, &status, 0) < 0)
     assert_int_equal(errno, EINTR);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.pid = pid;
   return r;
+}
+
+/* run_capture of stdout alone. */
+static inline run_result run(const char *const *env, const char *const *argv) {
+  return run_capture(env, argv, false);
 }
 
 static inline const char *kiln_bin(void) {

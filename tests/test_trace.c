@@ -8,10 +8,8 @@
  * Other processes (this binary run with --child) show that "%p" becomes the
  * process id, that a second process on one path writes nothing and says so
  * through kiln_trace_diagnostic, and that a killed process leaves a file
- * that parses. The library never prints: without a log handler, the
- * KILN_LOG messages and KILN_TRACE_SUMMARY=1's table reach neither stderr
- * nor stdout (messages are kept for kiln_trace_diagnostic), and
- * KILN_TRACE_SUMMARY=PATH writes the table to PATH. KILN_TRACE is read once
+ * that parses (the child: trace_child.h). Where the log's messages and
+ * KILN_TRACE_SUMMARY's table go is test_log.c's. KILN_TRACE is read once
  * per process, so main() sets it before anything runs. */
 #include <jansson.h>
 #include <pthread.h>
@@ -24,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/internal.h"
 #include "harness.h"
+#include "trace_child.h"
 
 static char trace_path[256];
 
@@ -374,64 +372,6 @@ static void test_trace_user_work(void **state) {
 
 /* ---- other processes ------------------------------------------------------ */
 
-/* The child's work (this binary run with --child MODE): one op on the test
- * device. MODE "run" exits; "report" also prints kiln_trace_diagnostic();
- * "hold" writes "ready" to stdout once its event is in the file, then waits
- * to be killed; "handler" installs record_message first and reports;
- * "ring" logs six warnings ("message 1" to "message 6") before the op and
- * reports. */
-/* The "handler" child's log handler: each message, with its level, as a
- * line of the file KILN_TEST_LOG_FILE names. */
-static void record_message(kiln_log_level level, const char *message,
-                           void *user_data) {
-  fprintf(user_data, "level %d: %s\n", (int)level, message);
-  fflush(user_data);
-}
-
-static int child_main(const char *mode) {
-  if (strcmp(mode, "handler") == 0) {
-    FILE *log = fopen(getenv("KILN_TEST_LOG_FILE"), "w");
-    if (log == NULL)
-      return 1;
-    kiln_log_set_handler(record_message, log);
-  }
-  if (strcmp(mode, "ring") == 0)
-    for (int i = 1; i <= 6; i++)
-      kiln__log(KILN__LOG_WARN, "message %d", i);
-  kiln_context *ctx = NULL;
-  kiln_queue *q = NULL;
-  kiln_buffer *x = NULL;
-  kiln_status s = kiln_context_create_default(getenv("KILN_TEST_DEVICE"), &ctx);
-  if (s == KILN_OK)
-    s = kiln_queue_create(ctx, 0, &q);
-  if (s == KILN_OK)
-    s = kiln_buffer_create(ctx, 4096, 0, &x);
-  if (s == KILN_OK)
-    s = kiln_fill(q, range_of(x, 0, 1024, KILN_F32), &(float){1.0f}, 0, NULL,
-                  NULL);
-  if (s == KILN_OK)
-    s = kiln_queue_finish(q);
-  if (s != KILN_OK) {
-    fprintf(stderr, "child: %s\n", kiln_last_error());
-    return 1;
-  }
-  /* The event is written by a completion callback: give it a moment. */
-  struct timespec settle = {0, 200 * 1000 * 1000};
-  nanosleep(&settle, NULL);
-  if (strcmp(mode, "run") != 0 && strcmp(mode, "hold") != 0)
-    printf("diagnostic: %s\n", kiln_trace_diagnostic());
-  if (strcmp(mode, "hold") == 0) {
-    printf("ready\n");
-    fflush(stdout);
-    for (;;)
-      pause();
-  }
-  kiln_buffer_destroy(x);
-  kiln_queue_destroy(q);
-  kiln_context_destroy(ctx);
-  return 0;
-}
-
 /* Start this binary with --child mode and KILN_TRACE=trace; its stdout is
  * readable from *out. Returns the child's pid. */
 static pid_t spawn_child(const char *mode, const char *trace, FILE **out) {
@@ -544,249 +484,6 @@ static void test_trace_fifo_without_reader(void **state) {
   unlink(path);
 }
 
-/* Read fd to its end into text (size bytes, NUL-terminated); closes fd. */
-static void read_all(int fd, char *text, size_t size) {
-  size_t len = 0;
-  ssize_t got;
-  while (len < size - 1 && (got = read(fd, text + len, size - 1 - len)) > 0)
-    len += (size_t)got;
-  text[len] = '\0';
-  close(fd);
-}
-
-/* The file at path into text (size bytes, NUL-terminated), then removed;
- * fails the test when it cannot be read. Returns its length. */
-static size_t take_file(const char *path, char *text, size_t size) {
-  FILE *f = fopen(path, "r");
-  if (f == NULL)
-    fail_msg("cannot read %s", path);
-  size_t n = fread(text, 1, size - 1, f);
-  text[n] = '\0';
-  fclose(f);
-  unlink(path);
-  return n;
-}
-
-/* Run this binary as a child in mode ("run", "report", "handler", "ring")
- * with env changes ("NAME=value" sets, "NAME" unsets); its stderr and its
- * stdout, NUL-terminated, into err and out (size bytes each; both are
- * small, so reading one pipe to its end before the other cannot block the
- * child). Exits 0. Returns the child's pid. */
-static pid_t child_output(const char *mode, const char *const *env, char *err,
-                         char *out, size_t size) {
-  int efds[2], ofds[2];
-  assert_int_equal(pipe(efds), 0);
-  assert_int_equal(pipe(ofds), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    dup2(efds[1], STDERR_FILENO);
-    dup2(ofds[1], STDOUT_FILENO);
-    close(efds[0]);
-    close(efds[1]);
-    close(ofds[0]);
-    close(ofds[1]);
-    kiln_test_apply_env(env);
-    alarm(120);
-    execl("/proc/self/exe", "test_trace", "--child", mode, (char *)NULL);
-    _exit(127);
-  }
-  close(efds[1]);
-  close(ofds[1]);
-  read_all(efds[0], err, size);
-  read_all(ofds[0], out, size);
-  assert_int_equal(wait_child(pid), 0);
-  return pid;
-}
-
-static size_t count_of(const char *text, const char *what) {
-  size_t n = 0;
-  for (const char *p = text; (p = strstr(p, what)) != NULL; p++)
-    n++;
-  return n;
-}
-
-/* The summary table in text: its heading, the child's fill and its build,
- * every line within 80 columns. */
-static void assert_summary(const char *text) {
-  static const char *const want[] = {"trace summary of process ",
-                                     "total ms  share   calls", "op fill",
-                                     "build "};
-  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-    if (strstr(text, want[i]) == NULL)
-      fail_msg("the summary lacks \"%s\":\n%s", want[i], text);
-  for (const char *line = text; *line;) {
-    const char *nl = strchr(line, '\n');
-    size_t n = nl ? (size_t)(nl - line) : strlen(line);
-    if (n > 80)
-      fail_msg("a summary line of %zu columns: %.*s", n, (int)n, line);
-    line += n + (nl != NULL);
-  }
-}
-
-/* KILN_TRACE_SUMMARY without KILN_TRACE and without a log handler: =PATH
- * ("%p" the process id) writes the table of what ran to PATH at exit, =1
- * delivers it nowhere; neither writes a trace file, and nothing reaches
- * stderr or stdout (kiln never prints; before, the table went to stderr).
- * The handler's case is test_log_handler's. */
-static void test_trace_summary(void **state) {
-  (void)state;
-  char err[8192], out[8192], path[256], env_path[300];
-  snprintf(env_path, sizeof env_path,
-           "KILN_TRACE_SUMMARY=/tmp/kiln-test-summary-%ld-%%p.txt",
-           (long)getpid());
-  const char *to_file[] = {"KILN_TRACE", "KILN_LOG", env_path, NULL};
-  pid_t child = child_output("run", to_file, err, out, sizeof err);
-  assert_string_equal(err, "");
-  assert_string_equal(out, "");
-  snprintf(path, sizeof path, "/tmp/kiln-test-summary-%ld-%ld.txt",
-           (long)getpid(), (long)child);
-  size_t n = take_file(path, err, sizeof err);
-  assert_summary(err);
-  assert_true(n > 0 && err[n - 1] == '\n');
-
-  const char *to_handler[] = {"KILN_TRACE", "KILN_LOG", "KILN_TRACE_SUMMARY=1",
-                              NULL};
-  child_output("run", to_handler, err, out, sizeof err);
-  assert_string_equal(err, "");
-  assert_string_equal(out, "");
-
-  /* A summary file that cannot be written is a warning of the log. */
-  const char *bad[] = {"KILN_TRACE", "KILN_LOG=warn",
-                       "KILN_TRACE_SUMMARY=/nonexistent/kiln/summary.txt",
-                       NULL};
-  child_output("run", bad, err, out, sizeof err);
-  assert_string_equal(err, "");
-  assert_string_equal(out, "");
-}
-
-/* KILN_LOG without a handler: nothing reaches stderr or stdout in any
- * environment (before, the messages below were printed on stderr), and
- * kiln_trace_diagnostic() holds what the log kept: an unwritable
- * KILN_TRACE once (the trace's problem, not repeated as the log's warning;
- * KILN_TRACE turns the log on at warn), the same with KILN_LOG=off but no
- * log line, nothing without any variable, the program cache kiln cannot
- * use with KILN_LOG=warn once for all builds, an unknown level named; and
- * only the last four messages. */
-static void test_log(void **state) {
-  (void)state;
-  char err[8192], out[16384];
-  const char *bad_trace[] = {"KILN_LOG", "KILN_TRACE_SUMMARY",
-                             "KILN_TRACE=/nonexistent/kiln/x.json", NULL};
-  child_output("report", bad_trace, err, out, sizeof err);
-  assert_string_equal(err, "");
-  if (count_of(out, "KILN_TRACE: cannot open '/nonexistent/kiln/x.json': ") !=
-          1 ||
-      strncmp(out, "diagnostic: KILN_TRACE: cannot open", 35) != 0)
-    fail_msg("not one report of the unwritable trace:\n%s", out);
-
-  const char *off[] = {"KILN_LOG=off", "KILN_TRACE_SUMMARY",
-                       "KILN_TRACE=/nonexistent/kiln/x.json", NULL};
-  child_output("report", off, err, out, sizeof err);
-  assert_string_equal(err, "");
-  if (count_of(out, "KILN_TRACE: cannot open") != 1 ||
-      strstr(out, "warning:") != NULL)
-    fail_msg("KILN_LOG=off: %s", out);
-  const char *quiet[] = {"KILN_LOG", "KILN_TRACE", "KILN_TRACE_SUMMARY",
-                         "KILN_CACHE_DIR=/proc/version/kiln", NULL};
-  child_output("report", quiet, err, out, sizeof err);
-  assert_string_equal(err, "");
-  assert_string_equal(out, "diagnostic: \n");
-
-  const char *cache[] = {"KILN_LOG=warn", "KILN_TRACE", "KILN_TRACE_SUMMARY",
-                         "KILN_CACHE_DIR=/proc/version/kiln", NULL};
-  child_output("report", cache, err, out, sizeof err);
-  assert_string_equal(err, "");
-  if (count_of(out, "warning: program cache: working without the program "
-                    "cache: ") != 1)
-    fail_msg("not one warning for the unusable cache:\n%s", out);
-  const char *unknown[] = {"KILN_LOG=loud", "KILN_TRACE", "KILN_TRACE_SUMMARY",
-                           "KILN_CACHE_DIR=/proc/version/kiln", NULL};
-  child_output("report", unknown, err, out, sizeof err);
-  assert_string_equal(err, "");
-  if (strstr(out, "warning: KILN_LOG=loud is not off, error, warn, info or "
-                  "debug") == NULL)
-    fail_msg("an unknown KILN_LOG is not named:\n%s", out);
-
-  /* Six warnings (and none from the op, with a usable cache): the last
-   * four are kept, oldest first. */
-  const char *ring[] = {"KILN_LOG=warn", "KILN_TRACE", "KILN_TRACE_SUMMARY",
-                        NULL};
-  child_output("ring", ring, err, out, sizeof err);
-  assert_string_equal(err, "");
-  assert_string_equal(out, "diagnostic: warning: message 3\n"
-                           "warning: message 4\nwarning: message 5\n"
-                           "warning: message 6\n");
-}
-
-/* kiln_log_set_handler: the handler receives the messages KILN_LOG asks
- * for (the unwritable trace at warn, the unusable cache) and
- * KILN_TRACE_SUMMARY=1's table at exit, with their levels, and nothing
- * reaches stderr or is kept for kiln_trace_diagnostic (which still has the
- * trace's problem); with KILN_LOG unset a handler gets warnings. */
-static void test_log_handler(void **state) {
-  (void)state;
-  char file[256], env_file[300], text[8192], out[8192], got[16384];
-  snprintf(file, sizeof file, "/tmp/kiln-test-log-%ld.txt", (long)getpid());
-  snprintf(env_file, sizeof env_file, "KILN_TEST_LOG_FILE=%s", file);
-  const char *env[] = {"KILN_LOG=warn",
-                       "KILN_TRACE_SUMMARY=1",
-                       "KILN_TRACE=/nonexistent/kiln/x.json",
-                       "KILN_CACHE_DIR=/proc/version/kiln",
-                       env_file,
-                       NULL};
-  child_output("handler", env, text, out, sizeof text);
-  assert_string_equal(text, "");
-  if (strncmp(out, "diagnostic: KILN_TRACE: cannot open", 35) != 0 ||
-      strstr(out, "warning:") != NULL)
-    fail_msg("with a handler the diagnostic is:\n%s", out);
-  take_file(file, got, sizeof got);
-  static const char *const want[] = {
-      "level 2: KILN_TRACE: cannot open '/nonexistent/kiln/x.json': ",
-      "level 2: program cache: working without the program cache: ",
-      "level 3: trace summary of process ", "op fill"};
-  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-    if (count_of(got, want[i]) != 1)
-      fail_msg("the handler did not get \"%s\" once:\n%s", want[i], got);
-  /* KILN_LOG unset: a handler gets warnings (the application asked). */
-  const char *unset[] = {"KILN_LOG", "KILN_TRACE_SUMMARY",
-                         "KILN_TRACE=/nonexistent/kiln/x.json", env_file, NULL};
-  child_output("handler", unset, text, out, sizeof text);
-  assert_string_equal(text, "");
-  take_file(file, got, sizeof got);
-  if (count_of(got, "level 2: KILN_TRACE: cannot open") != 1 ||
-      strstr(got, "trace summary") != NULL)
-    fail_msg("with KILN_LOG unset the handler got:\n%s", got);
-  /* A summary file that cannot be written: the handler hears why. */
-  const char *bad[] = {"KILN_LOG", "KILN_TRACE",
-                       "KILN_TRACE_SUMMARY=/nonexistent/kiln/summary.txt",
-                       env_file, NULL};
-  child_output("handler", bad, text, out, sizeof text);
-  assert_string_equal(text, "");
-  take_file(file, got, sizeof got);
-  if (count_of(got, "level 2: KILN_TRACE_SUMMARY: cannot write "
-                    "'/nonexistent/kiln/summary.txt': ") != 1)
-    fail_msg("the unwritable summary file: %s", got);
-}
-
-/* Bad input to the trace summary and the log handler: NULL path or stream
- * and a missing file are refused with their status, writing nothing; a
- * NULL handler restores the default and is harmless when none was set. */
-static void test_summarize_and_handler_bad_input(void **state) {
-  (void)state;
-  assert_kiln_status(kiln_trace_summarize(NULL, stdout, 80),
-                     KILN_ERR_NULL_POINTER);
-  assert_kiln_status(kiln_trace_summarize(trace_path, NULL, 80),
-                     KILN_ERR_NULL_POINTER);
-  assert_kiln_status(
-      kiln_trace_summarize("/nonexistent/kiln/none.json", stdout, 0),
-      KILN_ERR_IO);
-  assert_non_null(strstr(kiln_last_error(), "/nonexistent/kiln/none.json"));
-  kiln_log_set_handler(NULL, NULL);
-  kiln_log_set_handler(NULL, NULL);
-}
-
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--child") == 0)
     return child_main(argv[2]);
@@ -800,10 +497,6 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_trace_pid_in_path),
       cmocka_unit_test(test_trace_second_process_and_kill),
       cmocka_unit_test(test_trace_fifo_without_reader),
-      cmocka_unit_test(test_trace_summary),
-      cmocka_unit_test(test_log),
-      cmocka_unit_test(test_log_handler),
-      cmocka_unit_test(test_summarize_and_handler_bad_input),
   };
   int rc = KILN_TEST_RUN("trace", tests, true);
   unlink(trace_path);

@@ -27,16 +27,9 @@ static kiln_status check_operand(const char *fn, const kiln_queue *queue,
                                  size_t entries, kiln_dtype dtype,
                                  const char *dtype_of, bool write,
                                  struct span *sp) {
-  kiln_status s = kiln__train_need(fn, what, m);
-  if (s == KILN_OK)
-    s = kiln__ops_check_unpacked(fn, what, m);
+  kiln_status s = kiln__train_check_row_major(fn, what, m);
   if (s != KILN_OK)
     return s;
-  if (m->layout != KILN_ROW_MAJOR || m->trans != KILN_NO_TRANS)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                      "%s: %s must be row-major and not transposed (layout "
-                      "%d, trans %d)",
-                      fn, what, (int)m->layout, (int)m->trans);
   if (m->rows != rows || m->cols != cols)
     return kiln__fail(KILN_ERR_SHAPE_MISMATCH,
                       "%s: %s is %zux%zu but %s makes it %zux%zu", fn, what,

@@ -152,6 +152,33 @@ static kiln_status check_binary_op(const char *fn, kiln_binary_op op) {
   return KILN_OK;
 }
 
+/* The operands of y = f(a, b), where b may be y itself (axpy): one count,
+ * a floating dtype ("<a_what>.dtype"), a and b read, y written and disjoint
+ * from a and b, or the very same range where same_ok; in that order. */
+static kiln_status check_ab_y(const char *fn, kiln_queue *queue,
+                              const char *a_what, const kiln_range *a,
+                              const char *b_what, const kiln_range *b,
+                              const kiln_range *y, bool same_ok) {
+  kiln_status s = kiln__ops_check_agree(fn, a_what, a, b_what, b);
+  KILN__CHECK(s, kiln__ops_check_agree(fn, a_what, a, "y", y));
+  if (s != KILN_OK)
+    return s;
+  const size_t n = a->count;
+  const kiln_dtype dt = a->dtype;
+  char what[64];
+  snprintf(what, sizeof what, "%s.dtype", a_what);
+  s = kiln__ops_check_dtype(fn, what, dt, KILN__DT_FLOATS);
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, a_what, a->buffer, a->offset, n, dt));
+  KILN__CHECK(s, kiln__ops_check_in(fn, queue, b_what, b->buffer, b->offset, n, dt));
+  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "y", y->buffer, y->offset, n, dt));
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, a_what, a->buffer, a->offset, n, dt,
+                                         "y", y->buffer, y->offset, n, dt, same_ok));
+  if (b != y)
+    KILN__CHECK(s, kiln__ops_check_overlap(fn, b_what, b->buffer, b->offset, n, dt,
+                                           "y", y->buffer, y->offset, n, dt, same_ok));
+  return s;
+}
+
 KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
                                  const kiln_range *ar, const kiln_range *br,
                                  const kiln_range *yr, size_t num_wait,
@@ -160,8 +187,7 @@ KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
   static const char fn[] = "kiln_binary";
   kiln_status s = kiln__ops_check_queue(fn, queue);
   KILN__CHECK(s, check_binary_op(fn, op));
-  KILN__CHECK(s, kiln__ops_check_agree(fn, "a", ar, "b", br));
-  KILN__CHECK(s, kiln__ops_check_agree(fn, "a", ar, "y", yr));
+  KILN__CHECK(s, check_ab_y(fn, queue, "a", ar, "b", br, yr, true));
   if (s != KILN_OK)
     return s;
   const size_t n = ar->count;
@@ -170,16 +196,6 @@ KILN_API kiln_status kiln_binary(kiln_queue *queue, kiln_binary_op op,
   kiln_buffer *y = yr->buffer;
   const size_t a_offset = ar->offset, b_offset = br->offset,
                y_offset = yr->offset;
-  KILN__CHECK(s, kiln__ops_check_dtype(fn, "a.dtype", dtype, KILN__DT_FLOATS));
-  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "a", a, a_offset, n, dtype));
-  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "b", b, b_offset, n, dtype));
-  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
-  KILN__CHECK(s, kiln__ops_check_overlap(fn, "a", a, a_offset, n, dtype, "y", y,
-                                y_offset, n, dtype, true));
-  KILN__CHECK(s, kiln__ops_check_overlap(fn, "b", b, b_offset, n, dtype, "y", y,
-                                y_offset, n, dtype, true));
-  if (s != KILN_OK)
-    return s;
   struct kiln__op o;
   if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
     return s;
@@ -243,7 +259,7 @@ KILN_API kiln_status kiln_axpy(kiln_queue *queue, const kiln_range *xr,
                                kiln_event **out_event) {
   static const char fn[] = "kiln_axpy";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  KILN__CHECK(s, kiln__ops_check_agree(fn, "x", xr, "y", yr));
+  KILN__CHECK(s, check_ab_y(fn, queue, "x", xr, "y", yr, yr, false));
   if (s != KILN_OK)
     return s;
   const size_t n = xr->count;
@@ -251,14 +267,6 @@ KILN_API kiln_status kiln_axpy(kiln_queue *queue, const kiln_range *xr,
   const kiln_buffer *x = xr->buffer;
   kiln_buffer *y = yr->buffer;
   const size_t x_offset = xr->offset, y_offset = yr->offset;
-  KILN__CHECK(s, kiln__ops_check_dtype(fn, "x.dtype", dtype, KILN__DT_FLOATS));
-  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "x", x, x_offset, n, dtype));
-  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "y", y, y_offset, n, dtype));
-  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "y", y, y_offset, n, dtype));
-  KILN__CHECK(s, kiln__ops_check_overlap(fn, "x", x, x_offset, n, dtype, "y", y,
-                                y_offset, n, dtype, false));
-  if (s != KILN_OK)
-    return s;
   struct kiln__op o;
   if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
     return s;

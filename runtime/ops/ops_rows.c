@@ -7,37 +7,9 @@
  * work-group of reduce_wg items. A few very long rows therefore use few
  * cores; the ops are meant for the many-rows shapes of neural networks.
  * No workspace. */
-#include "ops_internal.h"
+#include "ops_train_internal.h" /* the row-kernel parameters */
 
 #include <math.h>
-#include <stdio.h>
-
-struct params {
-  bool cpu;
-  size_t wg;
-  char options[64];
-};
-
-static void get_params(const kiln_context *ctx, kiln_dtype dtype,
-                       struct params *p) {
-  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
-  p->cpu = t->family == KILN_FAMILY_CPU;
-  p->wg = kiln__ops_local_size(ctx, kiln__ops_tune(t->reduce_wg,
-                                                   p->cpu ? 16 : 256));
-  snprintf(p->options, sizeof p->options, "-DDT=%d -DFAMILY=%d -DWG=%zu",
-           (int)dtype, p->cpu ? 1 : 0, p->wg);
-}
-
-/* CPU: a work-item per row; GPU: a work-group per row. */
-static kiln_status launch_rows(struct kiln__op *op, const struct params *p,
-                               cl_kernel k, size_t rows) {
-  size_t items = rows, global;
-  if ((!p->cpu && kiln__mul_overflows(rows, p->wg, &items)) ||
-      !kiln__ops_round_up(items, p->wg, &global))
-    return kiln__fail(KILN_ERR_INVALID_SIZE, "%s: rows %zu is too large",
-                      op->fn, rows);
-  return kiln__op_launch(op, k, 1, &global, &p->wg);
-}
 
 /* Descriptor, shape, dtype and x/y checks shared by both ops. */
 static kiln_status check_common(const char *fn, kiln_queue *queue,
@@ -84,14 +56,14 @@ KILN_API kiln_status kiln_softmax_rows(kiln_queue *queue, const kiln_matrix *xm,
                     2.0 * (double)kiln_dtype_size(dtype) * count,
                     25.0 * count /* two exps, a max, a sum, a product */);
   if (rows > 0) {
-    struct params p;
-    get_params(queue->ctx, dtype, &p);
+    struct kiln__train_rows p;
+    kiln__train_rows_params(queue->ctx, dtype, &p);
     cl_kernel k = NULL;
     cl_ulong xo = x_offset, yo = y_offset, nr = rows, nc = cols;
     KILN__CHECK(s, kiln__op_kernel(&o, "rows", p.options, "softmax_rows", &k, 6,
                           KILN__ARG(x->cl), KILN__ARG(xo), KILN__ARG(y->cl),
                           KILN__ARG(yo), KILN__ARG(nr), KILN__ARG(nc)));
-    KILN__CHECK(s, launch_rows(&o, &p, k, rows));
+    KILN__CHECK(s, kiln__train_launch_rows(&o, &p, k, rows));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -156,8 +128,8 @@ KILN_API kiln_status kiln_layernorm_rows(
                     2.0 * (double)kiln_dtype_size(dtype) * count,
                     8.0 * count);
   if (rows > 0) {
-    struct params p;
-    get_params(queue->ctx, dtype, &p);
+    struct kiln__train_rows p;
+    kiln__train_rows_params(queue->ctx, dtype, &p);
     cl_kernel k = NULL;
     /* Absent vectors: any valid buffer stands in; the kernel never reads
      * it. */
@@ -173,7 +145,7 @@ KILN_API kiln_status kiln_layernorm_rows(
                           KILN__ARG(has_scale), KILN__ARG(has_bias),
                           KILN__ARG(eps), KILN__ARG(y->cl), KILN__ARG(yo),
                           KILN__ARG(nr), KILN__ARG(nc)));
-    KILN__CHECK(s, launch_rows(&o, &p, k, rows));
+    KILN__CHECK(s, kiln__train_launch_rows(&o, &p, k, rows));
   }
   return kiln__op_end(&o, s, out_event);
 }
@@ -182,8 +154,8 @@ void kiln__ops_warm_rows(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user) {
   const kiln_dtype dts[] = {KILN_F32, KILN_F16, KILN_BF16};
   for (size_t i = 0; i < sizeof dts / sizeof *dts; i++) {
-    struct params p;
-    get_params(ctx, dts[i], &p);
+    struct kiln__train_rows p;
+    kiln__train_rows_params(ctx, dts[i], &p);
     add(user, "rows", p.options);
   }
 }

@@ -9,35 +9,23 @@
  * profile. A single chunk skips the first two phases.
  *
  * Workspace: one element per chunk (n / 2048 bytes at the CPU default). */
-#include "ops_internal.h"
+#include "ops_train_internal.h" /* the row-kernel parameters */
 
-#include <stdio.h>
-
-struct params {
-  bool cpu;
-  size_t wg, chunk;
-  char options[64];
-};
-
-static void get_params(const kiln_context *ctx, kiln_dtype dtype,
-                       struct params *p) {
-  const struct kiln_tuning *t = kiln__ops_tuning(ctx);
-  p->cpu = t->family == KILN_FAMILY_CPU;
-  p->wg = kiln__ops_local_size(ctx, kiln__ops_tune(t->reduce_wg,
-                                                   p->cpu ? 16 : 256));
-  p->chunk = kiln__ops_tune(t->scan_chunk,
-                            p->cpu ? 8192 : (unsigned)(16 * p->wg));
-  snprintf(p->options, sizeof p->options, "-DDT=%d -DFAMILY=%d -DWG=%zu",
-           (int)dtype, p->cpu ? 1 : 0, p->wg);
+/* The row kernels' parameters (ops_train_internal.h) and the chunk. */
+static size_t get_params(const kiln_context *ctx, kiln_dtype dtype,
+                         struct kiln__train_rows *p) {
+  kiln__train_rows_params(ctx, dtype, p);
+  return kiln__ops_tune(kiln__ops_tuning(ctx)->scan_chunk,
+                        p->cpu ? 8192 : (unsigned)(16 * p->wg));
 }
 
 static kiln_status run(struct kiln__op *op, kiln_scan_kind kind,
                        kiln_dtype dtype, size_t n, const kiln_buffer *x,
                        size_t x_offset, kiln_buffer *y, size_t y_offset) {
-  struct params p;
-  get_params(op->queue->ctx, dtype, &p);
+  struct kiln__train_rows p;
+  size_t chunk = get_params(op->queue->ctx, dtype, &p);
   bool cpu = p.cpu;
-  size_t wg = p.wg, chunk = p.chunk;
+  size_t wg = p.wg;
   size_t chunks = n / chunk + (n % chunk != 0);
   const char *options = p.options;
   /* CPU: a work-item per chunk; GPU: a work-group per chunk. */
@@ -111,7 +99,7 @@ void kiln__ops_warm_scan(const kiln_context *ctx, kiln__warm_add_fn add,
                          void *user) {
   const kiln_dtype dts[] = {KILN_F32, KILN_I32, KILN_U32};
   for (size_t i = 0; i < sizeof dts / sizeof *dts; i++) {
-    struct params p;
+    struct kiln__train_rows p;
     get_params(ctx, dts[i], &p);
     add(user, "scan", p.options);
   }

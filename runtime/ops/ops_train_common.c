@@ -64,18 +64,25 @@ kiln_status kiln__train_need(const char *fn, const char *what,
   return KILN_OK;
 }
 
-kiln_status kiln__train_check_matrix(const char *fn, const char *what,
-                                     const kiln_matrix *m) {
+kiln_status kiln__train_check_row_major(const char *fn, const char *what,
+                                        const kiln_matrix *m) {
   kiln_status s = kiln__train_need(fn, what, m);
   if (s == KILN_OK)
     s = kiln__ops_check_unpacked(fn, what, m);
+  if (s == KILN_OK &&
+      (m->layout != KILN_ROW_MAJOR || m->trans != KILN_NO_TRANS))
+    s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
+                   "%s: %s must be row-major and not transposed (layout %d, "
+                   "trans %d)",
+                   fn, what, (int)m->layout, (int)m->trans);
+  return s;
+}
+
+kiln_status kiln__train_check_matrix(const char *fn, const char *what,
+                                     const kiln_matrix *m) {
+  kiln_status s = kiln__train_check_row_major(fn, what, m);
   if (s != KILN_OK)
     return s;
-  if (m->layout != KILN_ROW_MAJOR || m->trans != KILN_NO_TRANS)
-    return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
-                      "%s: %s must be row-major and not transposed (layout %d, "
-                      "trans %d)",
-                      fn, what, (int)m->layout, (int)m->trans);
   if (m->ld != 0 && m->ld != m->cols)
     return kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                       "%s: %s->ld %zu: the training ops take packed rows (ld 0 "

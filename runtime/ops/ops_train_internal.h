@@ -22,8 +22,9 @@ kiln_status kiln__train_launch_elems(struct kiln__op *op, cl_kernel k,
 kiln_status kiln__train_launch_matrix(struct kiln__op *op, cl_kernel k,
                                       size_t rows, size_t cols);
 
-/* Row kernels (train_rows.cl): a work-item per row on the CPU family, a
- * work-group of wg items per row on the GPU family. */
+/* Row kernels (train_rows.cl, and likewise rows.cl and scan.cl's chunks):
+ * a work-item per row on the CPU family, a work-group of wg items per row
+ * on the GPU family; options "-DDT=dtype -DFAMILY=cpu -DWG=wg". */
 struct kiln__train_rows {
   bool cpu;
   size_t wg;
@@ -46,9 +47,14 @@ kiln_status kiln__train_check_finite(const char *fn, const char *what,
 kiln_status kiln__train_need(const char *fn, const char *what,
                              const void *desc);
 
-/* A matrix operand: not NULL, and one the training kernels read as they
- * are: row-major, as stored, packed (ld 0 or cols), not batched; and rows *
- * cols does not overflow. */
+/* A matrix operand: not NULL, not packed (kiln__ops_check_unpacked),
+ * row-major and not transposed. */
+kiln_status kiln__train_check_row_major(const char *fn, const char *what,
+                                        const kiln_matrix *m);
+
+/* A matrix operand: kiln__train_check_row_major, and one the training
+ * kernels read as they are: packed rows (ld 0 or cols), not batched; and
+ * rows * cols does not overflow. */
 kiln_status kiln__train_check_matrix(const char *fn, const char *what,
                                      const kiln_matrix *m);
 

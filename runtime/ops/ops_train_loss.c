@@ -62,6 +62,23 @@ static kiln_status check_logits(const char *fn, kiln_queue *queue,
   return s;
 }
 
+/* An output of the ops above (what: count elements of dtype at offset in
+ * b) overlaps neither the logits nor the labels; it may be the very logits
+ * where same_ok (the backward pass in place). */
+static kiln_status check_apart(const char *fn, const struct logits_in *L,
+                               const char *what, const kiln_buffer *b,
+                               size_t offset, size_t count, kiln_dtype dtype,
+                               bool same_ok) {
+  kiln_status s = kiln__ops_check_overlap(
+      fn, "logits", L->logits, L->logits_offset, L->count, L->dtype, what, b,
+      offset, count, dtype, same_ok);
+  KILN__CHECK(s, kiln__ops_check_overlap(fn, "labels", L->labels,
+                                         L->labels_offset, L->rows,
+                                         L->label_dtype, what, b, offset,
+                                         count, dtype, false));
+  return s;
+}
+
 KILN_API kiln_status kiln_softmax_cross_entropy(
     kiln_queue *queue, const kiln_matrix *logits_m, const kiln_range *labels_r,
     const kiln_range *loss_r, const kiln_range *mean_r, size_t num_wait,
@@ -86,12 +103,8 @@ KILN_API kiln_status kiln_softmax_cross_entropy(
                                  L.rows));
     KILN__CHECK(s, kiln__ops_check_out(fn, queue, "loss", loss, loss_offset, L.rows,
                               KILN_F32));
-    KILN__CHECK(s, kiln__ops_check_overlap(fn, "logits", L.logits, L.logits_offset,
-                                  L.count, L.dtype, "loss", loss, loss_offset,
-                                  L.rows, KILN_F32, false));
-    KILN__CHECK(s, kiln__ops_check_overlap(fn, "labels", L.labels, L.labels_offset,
-                                  L.rows, L.label_dtype, "loss", loss,
-                                  loss_offset, L.rows, KILN_F32, false));
+    KILN__CHECK(s, check_apart(fn, &L, "loss", loss, loss_offset, L.rows,
+                               KILN_F32, false));
   }
   if (mean_r != NULL) {
     KILN__CHECK(s, kiln__train_check_scalar(fn, "mean", mean_r, KILN_F32));
@@ -159,12 +172,8 @@ KILN_API kiln_status kiln_softmax_cross_entropy_backward(
   KILN__CHECK(s, kiln__train_check_finite(fn, "scale", scale));
   KILN__CHECK(s, kiln__ops_check_out(fn, queue, "dlogits", dlogits, dlogits_offset,
                             L.count, L.dtype));
-  KILN__CHECK(s, kiln__ops_check_overlap(fn, "logits", L.logits, L.logits_offset,
-                                L.count, L.dtype, "dlogits", dlogits,
-                                dlogits_offset, L.count, L.dtype, true));
-  KILN__CHECK(s, kiln__ops_check_overlap(fn, "labels", L.labels, L.labels_offset, L.rows,
-                                L.label_dtype, "dlogits", dlogits,
-                                dlogits_offset, L.count, L.dtype, false));
+  KILN__CHECK(s, check_apart(fn, &L, "dlogits", dlogits, dlogits_offset,
+                             L.count, L.dtype, true));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;
@@ -206,12 +215,8 @@ KILN_API kiln_status kiln_accuracy_count(
       kiln__ops_check_in(fn, queue, "count", count, count_offset, 1, KILN_U32));
   KILN__CHECK(s, kiln__ops_check_out(fn, queue, "count", count, count_offset, 1,
                             KILN_U32));
-  KILN__CHECK(s, kiln__ops_check_overlap(fn, "logits", L.logits, L.logits_offset,
-                                L.count, L.dtype, "count", count, count_offset,
-                                1, KILN_U32, false));
-  KILN__CHECK(s, kiln__ops_check_overlap(fn, "labels", L.labels, L.labels_offset, L.rows,
-                                L.label_dtype, "count", count, count_offset, 1,
-                                KILN_U32, false));
+  KILN__CHECK(s, check_apart(fn, &L, "count", count, count_offset, 1,
+                             KILN_U32, false));
   if (s != KILN_OK)
     return s;
   struct kiln__op o;

@@ -273,17 +273,58 @@ static void norm_split(size_t n, size_t *chunks, size_t *chunk) {
   *chunk = (per + 63) / 64 * 64;
 }
 
-static double range_elems(size_t num_ranges, const kiln_range *ranges) {
-  double t = 0;
-  for (size_t i = 0; i < num_ranges; i++)
-    t += (double)ranges[i].count;
-  return t;
-}
-
 /* The dtype of a checked range list (f32 for an empty one: nothing is read,
  * and the f32 program is the likeliest to exist). */
 static kiln_dtype ranges_dtype(size_t num_ranges, const kiln_range *ranges) {
   return num_ranges > 0 ? ranges[0].dtype : KILN_F32;
+}
+
+/* The checks of an op over a list of ranges (written or only read) and one
+ * element r of dtype dt, named what, that the op reads (in) and/or writes
+ * (out) and that no range may overlap. */
+static kiln_status check_list(const char *fn, kiln_queue *queue,
+                              size_t num_ranges, const kiln_range *ranges,
+                              bool written, const char *what,
+                              const kiln_range *r, kiln_dtype dt, bool in,
+                              bool out) {
+  kiln_status s =
+      kiln__train_check_ranges(fn, queue, num_ranges, ranges, written);
+  KILN__CHECK(s, kiln__train_check_scalar(fn, what, r, dt));
+  if (s != KILN_OK)
+    return s;
+  kiln_dtype dtype = ranges_dtype(num_ranges, ranges);
+  if (in)
+    s = kiln__ops_check_in(fn, queue, what, r->buffer, r->offset, 1, dt);
+  if (out)
+    KILN__CHECK(s, kiln__ops_check_out(fn, queue, what, r->buffer, r->offset,
+                                       1, dt));
+  for (size_t i = 0; i < num_ranges && s == KILN_OK; i++)
+    s = kiln__ops_check_overlap(fn, "a range", ranges[i].buffer,
+                                ranges[i].offset, ranges[i].count, dtype, what,
+                                r->buffer, r->offset, 1, dt, false);
+  return s;
+}
+
+/* Begin an op over a list of ranges: the wait list, and the trace's record
+ * (name, passes over the ranges' bytes, flops per element). */
+static kiln_status list_begin(struct kiln__op *o, kiln_queue *queue,
+                              const char *fn, const char *name,
+                              size_t num_ranges, const kiln_range *ranges,
+                              double passes, double flops, size_t num_wait,
+                              kiln_event *const *wait_list,
+                              kiln_event **out_event) {
+  kiln_status s = kiln__op_begin(o, queue, fn, num_wait, wait_list, out_event);
+  if (s != KILN_OK)
+    return s;
+  kiln_dtype dtype = ranges_dtype(num_ranges, ranges);
+  double elems = 0;
+  for (size_t i = 0; i < num_ranges; i++)
+    elems += (double)ranges[i].count;
+  size_t shape = (size_t)elems;
+  kiln__op_describe(o, name, dtype, 1, &shape,
+                    passes * elems * (double)kiln_dtype_size(dtype),
+                    flops * elems);
+  return KILN_OK;
 }
 
 KILN_API kiln_status kiln_grad_norm(kiln_queue *queue, const kiln_range *ranges,
@@ -293,27 +334,17 @@ KILN_API kiln_status kiln_grad_norm(kiln_queue *queue, const kiln_range *ranges,
                                     kiln_event **out_event) {
   static const char fn[] = "kiln_grad_norm";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  KILN__CHECK(s, kiln__train_check_ranges(fn, queue, num_ranges, ranges, false));
-  KILN__CHECK(s, kiln__train_check_scalar(fn, "norm", norm_r, KILN_F32));
+  KILN__CHECK(s, check_list(fn, queue, num_ranges, ranges, false, "norm",
+                            norm_r, KILN_F32, false, true));
   if (s != KILN_OK)
     return s;
   kiln_dtype dtype = ranges_dtype(num_ranges, ranges);
   kiln_buffer *norm = norm_r->buffer;
   size_t norm_offset = norm_r->offset;
-  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "norm", norm, norm_offset, 1, KILN_F32));
-  for (size_t i = 0; i < num_ranges && s == KILN_OK; i++)
-    s = kiln__ops_check_overlap(fn, "a range", ranges[i].buffer,
-                                ranges[i].offset, ranges[i].count, dtype,
-                                "norm", norm, norm_offset, 1, KILN_F32, false);
-  if (s != KILN_OK)
-    return s;
   struct kiln__op o;
-  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+  if ((s = list_begin(&o, queue, fn, "grad_norm", num_ranges, ranges, 1, 2,
+                      num_wait, wait_list, out_event)))
     return s;
-  double elems = range_elems(num_ranges, ranges);
-  size_t shape = (size_t)elems;
-  kiln__op_describe(&o, "grad_norm", dtype, 1, &shape,
-                    elems * (double)kiln_dtype_size(dtype), 2.0 * elems);
   size_t parts = 0;
   for (size_t i = 0; i < num_ranges; i++) {
     size_t it, ch;
@@ -359,27 +390,17 @@ KILN_API kiln_status kiln_clip_grad_norm(
     s = kiln__fail(KILN_ERR_INVALID_ARGUMENT,
                    "%s: max_norm %g must be finite and > 0", fn,
                    (double)max_norm);
-  KILN__CHECK(s, kiln__train_check_ranges(fn, queue, num_ranges, ranges, true));
-  KILN__CHECK(s, kiln__train_check_scalar(fn, "norm", norm_r, KILN_F32));
+  KILN__CHECK(s, check_list(fn, queue, num_ranges, ranges, true, "norm",
+                            norm_r, KILN_F32, true, false));
   if (s != KILN_OK)
     return s;
   kiln_dtype dtype = ranges_dtype(num_ranges, ranges);
   const kiln_buffer *norm = norm_r->buffer;
   size_t norm_offset = norm_r->offset;
-  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "norm", norm, norm_offset, 1, KILN_F32));
-  for (size_t i = 0; i < num_ranges && s == KILN_OK; i++)
-    s = kiln__ops_check_overlap(fn, "a range", ranges[i].buffer,
-                                ranges[i].offset, ranges[i].count, dtype,
-                                "norm", norm, norm_offset, 1, KILN_F32, false);
-  if (s != KILN_OK)
-    return s;
   struct kiln__op o;
-  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+  if ((s = list_begin(&o, queue, fn, "clip_grad_norm", num_ranges, ranges, 2,
+                      1, num_wait, wait_list, out_event)))
     return s;
-  double elems = range_elems(num_ranges, ranges);
-  size_t shape = (size_t)elems;
-  kiln__op_describe(&o, "clip_grad_norm", dtype, 1, &shape,
-                    2.0 * elems * (double)kiln_dtype_size(dtype), elems);
   const char *options = optim_options(dtype);
   for (size_t i = 0; i < num_ranges && s == KILN_OK; i++) {
     if (ranges[i].count == 0)
@@ -401,28 +422,17 @@ kiln_has_nonfinite(kiln_queue *queue, const kiln_range *ranges,
                    kiln_event *const *wait_list, kiln_event **out_event) {
   static const char fn[] = "kiln_has_nonfinite";
   kiln_status s = kiln__ops_check_queue(fn, queue);
-  KILN__CHECK(s, kiln__train_check_ranges(fn, queue, num_ranges, ranges, false));
-  KILN__CHECK(s, kiln__train_check_scalar(fn, "flag", flag_r, KILN_U32));
+  KILN__CHECK(s, check_list(fn, queue, num_ranges, ranges, false, "flag",
+                            flag_r, KILN_U32, true, true));
   if (s != KILN_OK)
     return s;
   kiln_dtype dtype = ranges_dtype(num_ranges, ranges);
   kiln_buffer *flag = flag_r->buffer;
   size_t flag_offset = flag_r->offset;
-  KILN__CHECK(s, kiln__ops_check_in(fn, queue, "flag", flag, flag_offset, 1, KILN_U32));
-  KILN__CHECK(s, kiln__ops_check_out(fn, queue, "flag", flag, flag_offset, 1, KILN_U32));
-  for (size_t i = 0; i < num_ranges && s == KILN_OK; i++)
-    s = kiln__ops_check_overlap(fn, "a range", ranges[i].buffer,
-                                ranges[i].offset, ranges[i].count, dtype,
-                                "flag", flag, flag_offset, 1, KILN_U32, false);
-  if (s != KILN_OK)
-    return s;
   struct kiln__op o;
-  if ((s = kiln__op_begin(&o, queue, fn, num_wait, wait_list, out_event)))
+  if ((s = list_begin(&o, queue, fn, "has_nonfinite", num_ranges, ranges, 1, 1,
+                      num_wait, wait_list, out_event)))
     return s;
-  double elems = range_elems(num_ranges, ranges);
-  size_t shape = (size_t)elems;
-  kiln__op_describe(&o, "has_nonfinite", dtype, 1, &shape,
-                    elems * (double)kiln_dtype_size(dtype), elems);
   const char *options = optim_options(dtype);
   cl_kernel kz = NULL;
   cl_ulong fo = flag_offset;
