@@ -69,7 +69,7 @@
 #define STAGES 2
 #endif
 
-#if BM % WM != 0 || BN % WN != 0 || WM % 16 != 0 || WN % 16 != 0 ||          \
+#if BM % WM != 0 || BN % WN != 0 || WM % 16 != 0 || WN % 16 != 0 ||            \
     BK % 16 != 0 || STAGES < 1 || STAGES > 2
 #error "BM, BN multiples of WM, WN; WM, WN, BK multiples of 16; STAGES 1, 2"
 #endif
@@ -115,7 +115,7 @@
     mma_x_[warp][lane][0] = (off);                                             \
     barrier(CLK_LOCAL_MEM_FENCE);                                              \
     for (uint j_ = 0; j_ < 4; j_++) {                                          \
-      const uint src_ = mma_x_[warp][8 * j_ + lane / 4][0] + 2 * (lane % 4);    \
+      const uint src_ = mma_x_[warp][8 * j_ + lane / 4][0] + 2 * (lane % 4);   \
       (d)[j_] = (uint)(tile)[src_] | (uint)(tile)[src_ + 1] << 16;             \
     }                                                                          \
     barrier(CLK_LOCAL_MEM_FENCE);                                              \
@@ -139,7 +139,7 @@
       for (uint kk_ = 0; kk_ < 16; kk_++)                                      \
         s_ = fma(MMA_HALF(mma_x_[warp], 4 * (row_ % 8) + (kk_ % 8) / 2,        \
                           row_ / 8 + 2 * (kk_ / 8), kk_ % 2),                  \
-                 MMA_HALF(mma_x_[warp], 4 * col_ + (kk_ % 8) / 2,             \
+                 MMA_HALF(mma_x_[warp], 4 * col_ + (kk_ % 8) / 2,              \
                           4 + kk_ / 8, kk_ % 2),                               \
                  s_);                                                          \
       (acc)[q_] = s_;                                                          \
@@ -197,9 +197,21 @@ gemm_mma_probe(__global float *out, __global const uint *in) {
 /* Stage TR rows x BK steps of an operand into tile[row * LDS + kk] as raw
  * 16-bit elements, 0 outside the matrix. x: the batch entry; element
  * (row, step) at x[row * x_rs + step * x_ks]; r0, p0: the tile's first row
- * and step; rn, kn: the extents. Consecutive work-items take consecutive
- * elements along the operand's unit stride (rows_fast: along the rows). */
-#define STAGE(tile, TR, x, x_rs, x_ks, rows_fast, r0, p0, rn, kn)            \
+ * and step; rn, kn: the extents; rows_fast: the unit stride runs along the
+ * rows (else along k); vec: the host's verdict on the operand's alignment
+ * (mma_vec in runtime/ops/ops_gemm_gpu.c): 8 or 4 when the offset, the
+ * other stride and the batch stride are multiples of it and the unit
+ * stride is 1, else 0.
+ *
+ * With vec 8 or 4 each work-item loads vectors of that many elements along
+ * the unit stride, aligned (they start at multiples of the width: the
+ * tile's first row and step are multiples of 16), 16 or 8 bytes a load;
+ * a vector that crosses the matrix's edge, or lies outside it, is read
+ * element by element under the same guards. With vec 0 consecutive
+ * work-items take consecutive elements along the unit stride, one 16-bit
+ * load each. Every path stages the same elements, so the results are
+ * bit-identical. */
+#define STAGE_ELEM(tile, TR, x, x_rs, x_ks, rows_fast, r0, p0, rn, kn)         \
   for (uint e_ = lid; e_ < (TR) * BK; e_ += WGS) {                             \
     const uint ar_ = (rows_fast) ? e_ % (TR) : e_ / BK;                        \
     const uint ak_ = (rows_fast) ? e_ / (TR) : e_ % BK;                        \
@@ -209,9 +221,63 @@ gemm_mma_probe(__global float *out, __global const uint *in) {
             ? (x)[(ulong)gr_ * (x_rs) + (ulong)gp_ * (x_ks)]                   \
             : (ushort)0;                                                       \
   }
+/* The vector path's helpers, on 16-bit elements held two to a 32-bit word
+ * (element 2w in the low half of word w: every GPU is little-endian), so
+ * that a load or store of 8 or 4 elements is one of a uint4 or uint2 (a
+ * vector of 16-bit elements would be split): elements t and t + 1 of p
+ * where t < run (and ok), else 0; element t of v. */
+uint mma_pair(__global const ushort *p, uint t, uint run, bool ok) {
+  return (uint)(ok && t < run ? p[t] : 0) |
+         (uint)(ok && t + 1 < run ? p[t + 1] : 0) << 16;
+}
+#define MMA_LOAD4(p, run, ok)                                                  \
+  ((uint2)(mma_pair(p, 0, run, ok), mma_pair(p, 2, run, ok)))
+#define MMA_LOAD8(p, run, ok)                                                  \
+  ((uint4)(mma_pair(p, 0, run, ok), mma_pair(p, 2, run, ok),                   \
+           mma_pair(p, 4, run, ok), mma_pair(p, 6, run, ok)))
+#define MMA_ELEM4(v, t)                                                        \
+  ((ushort)(((t) < 2 ? (v).s0 : (v).s1) >> 16 * ((t) % 2)))
+#define MMA_ELEM8(v, t)                                                        \
+  ((ushort)(((t) < 4 ? ((t) < 2 ? (v).s0 : (v).s1)                            \
+                     : ((t) < 6 ? (v).s2 : (v).s3)) >>                         \
+            16 * ((t) % 2)))
+/* VW elements as UV (uint4 or uint2). */
+#define MMA_CAT_(a, b) a##b
+#define MMA_CAT(a, b) MMA_CAT_(a, b)
+#define STAGE_VEC(VW, UV, tile, TR, x, x_rs, x_ks, rows_fast, r0, p0, rn, kn)  \
+  for (uint e_ = lid; e_ < (TR) * BK / (VW); e_ += WGS) {                      \
+    const uint ar_ =                                                           \
+        (rows_fast) ? (e_ % ((TR) / (VW))) * (VW) : e_ / (BK / (VW));          \
+    const uint ak_ =                                                           \
+        (rows_fast) ? e_ / ((TR) / (VW)) : (e_ % (BK / (VW))) * (VW);          \
+    const uint gr_ = (r0) + ar_, gp_ = (p0) + ak_;                             \
+    /* The elements left along the unit stride, and the other index. */        \
+    const uint run_ = (rows_fast) ? (gr_ < (rn) ? (rn) - gr_ : 0)              \
+                                  : (gp_ < (kn) ? (kn) - gp_ : 0);             \
+    const bool other_ = (rows_fast) ? gp_ < (kn) : gr_ < (rn);                 \
+    __global const ushort *at_ =                                               \
+        (x) + ((ulong)gr_ * (x_rs) + (ulong)gp_ * (x_ks));                     \
+    const UV v_ = other_ && run_ >= (VW)                                       \
+                      ? *(__global const UV *)at_                              \
+                      : MMA_CAT(MMA_LOAD, VW)(at_, run_, other_);              \
+    if (rows_fast) {                                                           \
+      _Pragma("unroll") for (uint t_ = 0; t_ < (VW); t_++)                     \
+        (tile)[(ar_ + t_) * LDS + ak_] = MMA_CAT(MMA_ELEM, VW)(v_, t_);        \
+    } else {                                                                   \
+      *(__local UV *)((tile) + ar_ * LDS + ak_) = v_;                          \
+    }                                                                          \
+  }
+#define STAGE(tile, TR, x, x_rs, x_ks, rows_fast, vec, r0, p0, rn, kn)         \
+  if ((vec) == 8) {                                                            \
+    STAGE_VEC(8, uint4, tile, TR, x, x_rs, x_ks, rows_fast, r0, p0, rn, kn)    \
+  } else if ((vec) == 4) {                                                     \
+    STAGE_VEC(4, uint2, tile, TR, x, x_rs, x_ks, rows_fast, r0, p0, rn, kn)    \
+  } else {                                                                     \
+    STAGE_ELEM(tile, TR, x, x_rs, x_ks, rows_fast, r0, p0, rn, kn)             \
+  }
 #define LOAD_STAGE(st, p0)                                                     \
-  STAGE(a_tiles[st], BM, ax, a_rs, a_cs, a_rows_fast, i0, p0, m, k)           \
-  STAGE(b_tiles[st], BN, bx, b_cs, b_rs, b_cols_fast, j0, p0, n, k)
+  STAGE(a_tiles[st], BM, ax, a_rs, a_cs, a_rows_fast, a_vec, i0, p0, m, k)     \
+  STAGE(b_tiles[st], BN, bx, b_cs, b_rs, b_cols_fast, b_vec, j0, p0, n, k)
 
 /* STMT for every accumulator (i, j, q): fragment (i, j), register q, in
  * unrolled loops, so that acc stays in registers. */
@@ -281,9 +347,15 @@ gemm_mma(GEMM_ARGS) {
             MMA_16816(acc[i][j], af[i], bf[j]);
       }
     }
-    if (STAGES == 1 && s + 1 < stages) {
+    if (STAGES == 1) {
+      /* Unconditional, after the last stage too: PoCL 3.1 computed wrong
+       * results (Oclgrind right ones) from the vector staging behind a
+       * barrier under s + 1 < stages at BK 16, 32 x 32 blocks of four
+       * warps. */
       barrier(CLK_LOCAL_MEM_FENCE);
-      LOAD_STAGE(0, p0 + BK)
+      if (s + 1 < stages) {
+        LOAD_STAGE(0, p0 + BK)
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }

@@ -80,6 +80,23 @@ static const struct gcase cases[] = {
     GC(ROW, N, T, 23, 29, 47, 1.0f, 0.0f, KILN_F16, .mix = true),
     GC(COL, N, N, 19, 17, 23, 1.0f, 0.5f, KILN_BF16, PADS(1, 1, 1, 2, 2, 2),
        BATCH(3, 5), .share_b = true),
+    /* Aligned operands (offsets, leading dimensions and batch strides
+     * multiples of 8 or 4): the staging's vector path (ops_gemm_gpu.c's
+     * mma_vec), along k and along the rows, vectors crossing every edge.
+     * Whole tiles, A along k and B along its columns, 8 wide: */
+    GC(ROW, N, N, 40, 48, 64, 1.0f, 0.0f, KILN_BF16),
+    /* 8 wide, k 29 and n 45 crossing: */
+    GC(ROW, N, N, 37, 45, 29, 1.0f, 0.5f, KILN_F16, PADS(3, 3, 0, 8, 16, 0),
+       EPI(RELU, true, 2)),
+    /* A along its rows, 8 wide, m 45 crossing: */
+    GC(ROW, T, N, 45, 37, 30, 1.0f, 0.0f, KILN_BF16, PADS(3, 3, 0, 16, 8, 0)),
+    /* 4 wide along k (offsets 4 and 12, leading dimensions 24 and 28): */
+    GC(COL, T, N, 33, 70, 21, 1.0f, 0.0f, KILN_F16, PADS(3, 7, 0, 4, 12, 0)),
+    /* m, n, k of 1 in a vector; a batch with 576-element strides for A and
+     * a shared B: */
+    GC(ROW, N, N, 1, 1, 1, 1.0f, 0.0f, KILN_BF16, PADS(7, 7, 0, 8, 8, 0)),
+    GC(COL, N, N, 19, 17, 24, 1.0f, 0.5f, KILN_BF16, PADS(5, 0, 1, 0, 8, 2),
+       BATCH(3, 5), .share_b = true),
 };
 
 /* kiln cache warm's list (kiln__ops_warm_gemm): count gemm_mma's. */
