@@ -74,11 +74,37 @@
 #error "BM, BN multiples of WM, WN; WM, WN, BK multiples of 16; STAGES 1, 2"
 #endif
 
+/* The vendor: KILN_AMD_GPU, which the build options of backends/amd.c's
+ * profile define, selects AMD's MFMA (MMA_AMD 1); else NVIDIA's mma.sync.
+ * Where the profile is AMD's, a compiler for an AMD GPU without the 16x16x16
+ * f16 and bf16 (_1k) MFMA forms, or for anything else (a forced profile),
+ * stops at an #error, never at a builtin its backend cannot select (clang
+ * aborts on those): the compile probe then fails with this reason. */
+#ifdef KILN_AMD_GPU
+#define MMA_AMD 1
+#if !defined(KILN_MMA_EMULATE) && !defined(__gfx90a__) &&                     \
+    !defined(__gfx940__) && !defined(__gfx941__) && !defined(__gfx942__) &&   \
+    !defined(__gfx950__)
+#error "MFMA 16x16x16 f16 and bf16_1k need CDNA2 or CDNA3 (gfx90a, gfx94x)"
+#endif
+#else
+#define MMA_AMD 0
+#endif
+
+/* Lanes per warp (an AMD wavefront: 64) and columns per fragment: mma.sync
+ * m16n8k16 gives 16 x 8 of C, MFMA 16x16x16 16 x 16; both 4 f32 a lane. */
+#if MMA_AMD
+#define WAVE 64
+#define FRAG_N 16
+#else
+#define WAVE 32
+#define FRAG_N 8
+#endif
 #define WARPS_M (BM / WM)
 #define WARPS ((BM / WM) * (BN / WN))
-#define WGS (32 * WARPS)
-#define MI (WM / 16) /* mma fragments along a warp's rows */
-#define NI (WN / 8)  /* and columns */
+#define WGS (WAVE * WARPS)
+#define MI (WM / 16)     /* fragments along a warp's rows */
+#define NI (WN / FRAG_N) /* and columns */
 #define LDS (BK + 8) /* elements per __local row */
 
 /* ldmatrix reads rows of 16 bytes at 16-byte aligned addresses: the tiles
@@ -95,7 +121,7 @@
 /* ---- the two instructions ------------------------------------------------ */
 
 #ifdef KILN_MMA_EMULATE
-/* One 16-bit element as f32. */
+/* The emulation's helpers: one 16-bit element as f32. */
 #if DT == 1
 #define MMA_ELEM(bits) kiln_f16_to_f32((ushort)(bits))
 #else
@@ -103,6 +129,73 @@
 #endif
 /* Half h of register r of lane l of the warp's exchanged registers x. */
 #define MMA_HALF(x, l, r, h) MMA_ELEM((x)[l][r] >> (16 * (h)))
+/* The product, once every lane of the warp has published its registers in
+ * mma_x_[warp][lane]: for each of the lane's NQ outputs q_, at (row_, col_)
+ * = (ROW, COL) of the fragment, acc[q_] += the sum over kk_ < 16 of A (row_,
+ * kk_) B (kk_, col_), which are half kk_ % 2 of register A_REG of lane
+ * A_LANE and of B_REG of B_LANE (expressions of row_, col_ and kk_), in f32
+ * with one rounding per product-sum (the hardware's order of summation is
+ * its own: the tests' tolerance allows for any). Barriers bracket it: the
+ * work-group's warps run it together, in uniform control flow. */
+#define MMA_EMU_PRODUCT(acc, NQ, ROW, COL, A_LANE, A_REG, B_LANE, B_REG)       \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                \
+  for (uint q_ = 0; q_ < (NQ); q_++) {                                         \
+    const uint row_ = (ROW), col_ = (COL);                                     \
+    float s_ = (acc)[q_];                                                      \
+    for (uint kk_ = 0; kk_ < 16; kk_++)                                        \
+      s_ = fma(MMA_HALF(mma_x_[warp], A_LANE, A_REG, kk_ % 2),                 \
+               MMA_HALF(mma_x_[warp], B_LANE, B_REG, kk_ % 2), s_);            \
+    (acc)[q_] = s_;                                                            \
+  }                                                                            \
+  barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+
+#if MMA_AMD
+/* MFMA_16X16X16(acc, a, b): acc (4 floats) += A B for the wave's 16 x 16
+ * fragments, in the register layout of AMD's matrix instruction calculator
+ * (v_mfma_f32_16x16x16f16 and _bf16_1k, wave64): lane l holds A's row
+ * l % 16, k 4 (l / 16) to 4 (l / 16) + 3, in a's two registers (k even in
+ * the low halves), B's column l % 16 for the same k in b's, and C's column
+ * l % 16, rows 4 (l / 16) to 4 (l / 16) + 3, in acc[0..3]. */
+#ifdef KILN_MMA_EMULATE
+/* Every lane publishes a and b; each computes its four outputs from the
+ * whole wave's (MMA_EMU_PRODUCT). */
+#define MMA_SCRATCH __local uint mma_x_[WARPS][64][4];
+#define MFMA_16X16X16(acc, a, b)                                               \
+  {                                                                            \
+    mma_x_[warp][lane][0] = (a).s0;                                            \
+    mma_x_[warp][lane][1] = (a).s1;                                            \
+    mma_x_[warp][lane][2] = (b).s0;                                            \
+    mma_x_[warp][lane][3] = (b).s1;                                            \
+    MMA_EMU_PRODUCT(acc, 4, 4 * (lane / 16) + q_, lane % 16,                   \
+                    row_ + 16 * (kk_ / 4), (kk_ % 4) / 2,                      \
+                    col_ + 16 * (kk_ / 4), 2 + (kk_ % 4) / 2)                  \
+  }
+#else
+#define MMA_SCRATCH
+#if DT == 1
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#define MFMA_OP(a, b, c)                                                       \
+  __builtin_amdgcn_mfma_f32_16x16x16f16(as_half4(a), as_half4(b), c, 0, 0, 0)
+#else
+#define MFMA_OP(a, b, c)                                                       \
+  __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(as_short4(a), as_short4(b), c, 0, \
+                                            0, 0)
+#endif
+#define MFMA_16X16X16(acc, a, b)                                               \
+  {                                                                            \
+    float4 c_ = (float4)((acc)[0], (acc)[1], (acc)[2], (acc)[3]);             \
+    c_ = MFMA_OP(a, b, c_);                                                    \
+    (acc)[0] = c_.s0;                                                          \
+    (acc)[1] = c_.s1;                                                          \
+    (acc)[2] = c_.s2;                                                          \
+    (acc)[3] = c_.s3;                                                          \
+  }
+#endif
+
+#else /* NVIDIA */
+
+#ifdef KILN_MMA_EMULATE
 /* The warp's exchange area (declared once per kernel): 6 registers per
  * lane, A's four and B's two, or ldmatrix's row address in the first. */
 #define MMA_SCRATCH __local uint mma_x_[WARPS][32][6];
@@ -132,19 +225,9 @@
       mma_x_[warp][lane][r_] = (a)[r_];                                        \
     mma_x_[warp][lane][4] = (b)[0];                                            \
     mma_x_[warp][lane][5] = (b)[1];                                            \
-    barrier(CLK_LOCAL_MEM_FENCE);                                              \
-    for (uint q_ = 0; q_ < 4; q_++) {                                          \
-      const uint row_ = lane / 4 + 8 * (q_ / 2), col_ = 2 * (lane % 4) + q_ % 2; \
-      float s_ = (acc)[q_];                                                    \
-      for (uint kk_ = 0; kk_ < 16; kk_++)                                      \
-        s_ = fma(MMA_HALF(mma_x_[warp], 4 * (row_ % 8) + (kk_ % 8) / 2,        \
-                          row_ / 8 + 2 * (kk_ / 8), kk_ % 2),                  \
-                 MMA_HALF(mma_x_[warp], 4 * col_ + (kk_ % 8) / 2,              \
-                          4 + kk_ / 8, kk_ % 2),                               \
-                 s_);                                                          \
-      (acc)[q_] = s_;                                                          \
-    }                                                                          \
-    barrier(CLK_LOCAL_MEM_FENCE);                                              \
+    MMA_EMU_PRODUCT(acc, 4, lane / 4 + 8 * (q_ / 2), 2 * (lane % 4) + q_ % 2,  \
+                    4 * (row_ % 8) + (kk_ % 8) / 2, row_ / 8 + 2 * (kk_ / 8),  \
+                    4 * col_ + (kk_ % 8) / 2, 4 + kk_ / 8)                     \
   }
 #else
 #define MMA_SCRATCH
@@ -170,10 +253,25 @@
                : "r"((a)[0]), "r"((a)[1]), "r"((a)[2]), "r"((a)[3]),           \
                  "r"((b)[0]), "r"((b)[1]))
 #endif
+#endif /* NVIDIA */
 
 #ifdef KILN_MMA_PROBE
-/* The compile probe: a driver that builds this takes both instructions
+/* The compile probe: a driver that builds this takes the instructions
  * with this dtype (the gate then checks what they compute). */
+#if MMA_AMD
+__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void
+gemm_mma_probe(__global float *out, __global const uint *in) {
+  MMA_SCRATCH
+  const uint lane = get_local_id(0), warp = 0;
+  const uint2 a = (uint2)(in[2 * lane], in[2 * lane + 1]);
+  const uint2 b = (uint2)(in[128 + 2 * lane], in[129 + 2 * lane]);
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  MFMA_16X16X16(acc, a, b);
+  (void)warp;
+  for (uint q = 0; q < 4; q++)
+    out[lane * 4 + q] = acc[q];
+}
+#else
 __kernel __attribute__((reqd_work_group_size(32, 1, 1))) void
 gemm_mma_probe(__global float *out, __global const uint *in) {
   __local ushort tile[16 * LDS] MMA_ALIGN;
@@ -190,6 +288,7 @@ gemm_mma_probe(__global float *out, __global const uint *in) {
   for (uint q = 0; q < 4; q++)
     out[lane * 4 + q] = acc[q];
 }
+#endif
 #else
 
 /* ---- staging ------------------------------------------------------------- */
@@ -280,19 +379,28 @@ uint mma_pair(__global const ushort *p, uint t, uint run, bool ok) {
   STAGE(b_tiles[st], BN, bx, b_cs, b_rs, b_cols_fast, b_vec, j0, p0, n, k)
 
 /* STMT for every accumulator (i, j, q): fragment (i, j), register q, in
- * unrolled loops, so that acc stays in registers. */
+ * unrolled loops, so that acc stays in registers; its row and column in
+ * the warp's tile (the fragment layouts above). */
 #define FOR_ACC(STMT)                                                          \
   _Pragma("unroll") for (uint i = 0; i < MI; i++)                              \
       _Pragma("unroll") for (uint j = 0; j < NI; j++)                          \
           _Pragma("unroll") for (uint q = 0; q < 4; q++) STMT
 
-__kernel __attribute__((reqd_work_group_size(32, WARPS, 1))) void
+#if MMA_AMD
+#define OUT_ROW(i, q) (wm0 + (i) * 16 + 4 * (lane / 16) + (q))
+#define OUT_COL(j, q) (wn0 + (j) * 16 + lane % 16)
+#else
+#define OUT_ROW(i, q) (wm0 + (i) * 16 + lane / 4 + 8 * ((q) / 2))
+#define OUT_COL(j, q) (wn0 + (j) * 8 + 2 * (lane % 4) + (q) % 2)
+#endif
+
+__kernel __attribute__((reqd_work_group_size(WAVE, WARPS, 1))) void
 gemm_mma(GEMM_ARGS) {
   __local ushort a_tiles[STAGES][BM * LDS] MMA_ALIGN;
   __local ushort b_tiles[STAGES][BN * LDS] MMA_ALIGN;
   MMA_SCRATCH
   const uint lane = get_local_id(0), warp = get_local_id(1);
-  const uint lid = warp * 32 + lane;
+  const uint lid = warp * WAVE + lane;
   const uint wm0 = (warp % WARPS_M) * WM, wn0 = (warp / WARPS_M) * WN;
   const uint i0 = get_group_id(1) * BM, j0 = get_group_id(0) * BN;
   const ulong bt_ = get_global_id(2);
@@ -319,6 +427,24 @@ gemm_mma(GEMM_ARGS) {
       __local const ushort *at = a_tiles[s % STAGES];
       __local const ushort *bt = b_tiles[s % STAGES];
       for (uint kk = 0; kk < BK; kk += 16) {
+#if MMA_AMD
+        /* Lane l's four elements of A's fragment i and B's j: row (column)
+         * l % 16, k 4 (l / 16) on, one 8-byte __local load each. */
+        uint2 af[MI], bf[NI];
+#pragma unroll
+        for (uint i = 0; i < MI; i++)
+          af[i] = *(__local const uint2 *)(at + (wm0 + i * 16 + lane % 16) * LDS +
+                                           kk + 4 * (lane / 16));
+#pragma unroll
+        for (uint j = 0; j < NI; j++)
+          bf[j] = *(__local const uint2 *)(bt + (wn0 + j * 16 + lane % 16) * LDS +
+                                           kk + 4 * (lane / 16));
+#pragma unroll
+        for (uint i = 0; i < MI; i++)
+#pragma unroll
+          for (uint j = 0; j < NI; j++)
+            MFMA_16X16X16(acc[i][j], af[i], bf[j]);
+#else
         uint af[MI][4], bf[NI][2];
         /* A: tiles (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15,
          * 8-15) are registers 0-3: lane l gives row l % 16, k (l / 16) 8. */
@@ -345,6 +471,7 @@ gemm_mma(GEMM_ARGS) {
 #pragma unroll
           for (uint j = 0; j < NI; j++)
             MMA_16816(acc[i][j], af[i], bf[j]);
+#endif
       }
     }
     if (STAGES == 1) {
@@ -359,8 +486,7 @@ gemm_mma(GEMM_ARGS) {
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  FOR_ACC(store_c(c, ldc, m, n, i0 + wm0 + i * 16 + lane / 4 + 8 * (q / 2),
-                  j0 + wn0 + j * 8 + 2 * (lane % 4) + q % 2, acc[i][j][q],
-                  EPILOGUE_ARGS));
+  FOR_ACC(store_c(c, ldc, m, n, i0 + OUT_ROW(i, q), j0 + OUT_COL(j, q),
+                  acc[i][j][q], EPILOGUE_ARGS));
 }
 #endif

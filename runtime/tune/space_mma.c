@@ -1,18 +1,27 @@
-/* GEMM on NVIDIA's matrix units: the parameter space of cl_kernels/
+/* GEMM on the GPU's matrix units: the parameter space of cl_kernels/
  * gemm_mma.cl (a small space, space.c's machinery), and whether a context
- * runs that kernel at all.
+ * runs that kernel at all. The kernel has two vendors' forms: NVIDIA's
+ * tensor cores (inline PTX mma.sync m16n8k16 and ldmatrix, warps of 32)
+ * and AMD's matrix cores (the MFMA 16x16x16 builtins of CDNA2 and CDNA3,
+ * wavefronts of 64), chosen by the context's profile: backends/amd.c's
+ * build options define KILN_AMD_GPU, which selects the MFMA form. One space
+ * serves both; the work-group's lanes (32 or 64) follow the vendor.
  *
  * The GPU family's GEMM (ops_gemm_gpu.c) runs f16 and bf16 operands on
  * gemm_mma instead of gemm_gpu only where all of these hold, checked once
  * per context, dtype and tuning change (variant.c), the first failing one
  * being the reason kiln_tuning_get_info and `kiln info` show:
- *   - the operands are f16 or bf16 (mma.sync takes no f32 here);
- *   - the device is NVIDIA's (vendor id 0x10de): the kernel is inline PTX,
- *     which no other OpenCL compiler takes, and no other compiler is handed
- *     it (one that crashed on it would take the process along);
+ *   - the operands are f16 or bf16 (the units take no f32 here);
+ *   - the context runs AMD's profile (kiln__gemm_mma_amd), or the device is
+ *     NVIDIA's (vendor id 0x10de): no other compiler is handed the inline
+ *     PTX (one that crashed on it would take the process along), and where
+ *     AMD's profile is forced on another device the kernel stops at an
+ *     #error, before any builtin;
  *   - the compile probe (gemm_mma.cl with KILN_MMA_PROBE: one ldmatrix and
- *     one mma.sync of the dtype, written as the kernel writes them) builds
- *     on the device: drivers or GPUs without them (before sm_80) fail here;
+ *     one mma.sync, or one MFMA, of the dtype, written as the kernel writes
+ *     them) builds on the device: NVIDIA GPUs before sm_80, AMD GPUs other
+ *     than gfx90a and gfx94x (an #error in the kernel), and drivers without
+ *     the instructions fail here;
  *   - the point comes from kiln tune's correctness gate: a tuning file or a
  *     database row (which kiln tune writes only after its gate passed on
  *     the device), or kiln_tuning_set (what kiln tune gates a candidate
@@ -26,6 +35,8 @@
  * every exported symbol; the abi_symbols test fails on a new one), and by
  * nothing else: no knob of the space, no environment variable, no tuning
  * file or database row can name it, and kiln_tuning_build never builds it.
+ * It emulates the form of the context's profile: AMD's where the tests
+ * force the amd profile, NVIDIA's otherwise.
  */
 #include "tune.h"
 
@@ -35,6 +46,17 @@
 #define NVIDIA_VENDOR_ID 0x10deu
 
 static _Atomic bool emulate;
+
+bool kiln__gemm_mma_amd(const kiln_context *ctx) {
+  return ctx->backend != NULL && strcmp(ctx->backend->name, "amd") == 0;
+}
+
+/* Lanes of the device's warps: AMD's wavefronts (64) where the device
+ * matched AMD's profile (validation sees the device, not the context: a
+ * context that forces the profile elsewhere stops at the probe). */
+static unsigned device_lanes(const kiln_device_info *info) {
+  return info->profile != NULL && strcmp(info->profile, "amd") == 0 ? 64 : 32;
+}
 
 void kiln__gemm_mma_emulate(bool on) {
   atomic_store(&emulate, on);
@@ -61,23 +83,26 @@ static bool mma_check(const struct kiln__point *p,
              wm, wn, bk, st);
     return false;
   }
-  /* Accumulators per lane: (WM / 16) x (WN / 8) fragments of 4 floats. */
-  const unsigned regs = (wm / 16) * (wn / 8) * 4;
+  /* Accumulators per lane: (WM / 16) x (WN / N) fragments of 4 floats, N
+   * the fragment's columns (8 for mma.sync, 16 for MFMA). */
+  const unsigned lanes = device_lanes(info), frag_n = lanes == 64 ? 16 : 8;
+  const unsigned regs = (wm / 16) * (wn / frag_n) * 4;
   if (regs > 128) {
     snprintf(reason, size,
-             "%u accumulators per lane (WM / 16 x WN / 8 x 4) exceed 128: "
+             "%u accumulators per lane (WM / 16 x WN / %u x 4) exceed 128: "
              "they would spill out of registers",
-             regs);
+             regs, frag_n);
     return false;
   }
-  const size_t warps = (size_t)(bm / wm) * (bn / wn), items = 32 * warps;
-  if (items > info->max_work_group_size || info->max_work_item_sizes[0] < 32 ||
+  const size_t warps = (size_t)(bm / wm) * (bn / wn), items = lanes * warps;
+  if (items > info->max_work_group_size ||
+      info->max_work_item_sizes[0] < lanes ||
       warps > info->max_work_item_sizes[1]) {
     snprintf(reason, size,
-             "work-groups of 32 x %zu work-items (a warp per WM x WN tile) "
+             "work-groups of %u x %zu work-items (a warp per WM x WN tile) "
              "exceed the device's %zu (%zu x %zu)",
-             warps, info->max_work_group_size, info->max_work_item_sizes[0],
-             info->max_work_item_sizes[1]);
+             lanes, warps, info->max_work_group_size,
+             info->max_work_item_sizes[0], info->max_work_item_sizes[1]);
     return false;
   }
   const size_t local = (size_t)st * (bm + bn) * (bk + 8) * 2;
@@ -146,10 +171,12 @@ bool kiln__gemm_mma_usable(kiln_context *ctx, kiln_dtype dtype,
     snprintf(why, size, "the device runs the CPU family's kernels");
     return false;
   }
-  if (ctx->device->info.vendor_id != NVIDIA_VENDOR_ID) {
+  const bool amd = kiln__gemm_mma_amd(ctx);
+  if (!amd && ctx->device->info.vendor_id != NVIDIA_VENDOR_ID) {
     snprintf(why, size,
-             "not an NVIDIA device (vendor id 0x%x): the kernel is inline "
-             "PTX, which only NVIDIA's OpenCL compiler takes",
+             "not an NVIDIA device (vendor id 0x%x) nor one AMD's profile "
+             "runs: the kernel is NVIDIA's inline PTX or AMD's MFMA "
+             "builtins, which only their compilers take",
              (unsigned)ctx->device->info.vendor_id);
     return false;
   }
@@ -158,9 +185,9 @@ bool kiln__gemm_mma_usable(kiln_context *ctx, kiln_dtype dtype,
            dtype == KILN_F16 ? 1 : 2);
   cl_program program; /* owned by ctx's memo */
   if (kiln__op_program(ctx, "gemm_mma", options, &program) != KILN_OK) {
-    snprintf(why, size,
-             "the compile probe (inline PTX ldmatrix and mma.sync m16n8k16 "
-             "%s) did not build: %.300s",
+    snprintf(why, size, "the compile probe (%s %s) did not build: %.300s",
+             amd ? "AMD's MFMA 16x16x16, CDNA2 and CDNA3"
+                 : "inline PTX ldmatrix and mma.sync m16n8k16",
              kiln_dtype_name(dtype), kiln_last_error());
     return false;
   }
@@ -214,8 +241,8 @@ static kiln_status mma_build(const struct kiln__tuning_space *self,
 
 const struct kiln__tuning_space kiln__gemm_mma_tuning_space = {
     .op = "gemm_mma",
-    .summary = "the GPU family's f16 and bf16 GEMM on NVIDIA's matrix units "
-               "(cl_kernels/gemm_mma.cl)",
+    .summary = "the GPU family's f16 and bf16 GEMM on the matrix units: "
+               "NVIDIA's mma.sync, AMD's MFMA (cl_kernels/gemm_mma.cl)",
     .knobs = 6,
     .small = &kiln__gemm_mma_space,
     .knob = kiln__space_knob,
