@@ -75,30 +75,45 @@
 #endif
 
 /* The vendor: KILN_AMD_GPU, which the build options of backends/amd.c's
- * profile define, selects AMD's MFMA (MMA_AMD 1); else NVIDIA's mma.sync.
- * Where the profile is AMD's, a compiler for an AMD GPU without the 16x16x16
- * f16 and bf16 (_1k) MFMA forms, or for anything else (a forced profile),
- * stops at an #error, never at a builtin its backend cannot select (clang
- * aborts on those): the compile probe then fails with this reason. */
+ * profile define, selects AMD's forms: WMMA on RDNA3 (MMA_AMD 2: gfx11, or
+ * the emulation with KILN_MMA_EMULATE 2), else MFMA (MMA_AMD 1); without
+ * it, NVIDIA's mma.sync. Where the profile is AMD's, a compiler for an AMD
+ * GPU without these forms, or for anything else (a forced profile), stops
+ * at an #error, never at a builtin its backend cannot select (clang aborts
+ * on those): the compile probe then fails with this reason. */
 #ifdef KILN_AMD_GPU
+#if KILN_MMA_EMULATE == 2 || defined(__gfx1100__) || defined(__gfx1101__) || \
+    defined(__gfx1102__) || defined(__gfx1103__) || defined(__gfx1150__) ||    \
+    defined(__gfx1151__)
+#define MMA_AMD 2
+#else
 #define MMA_AMD 1
 #if !defined(KILN_MMA_EMULATE) && !defined(__gfx90a__) &&                     \
     !defined(__gfx940__) && !defined(__gfx941__) && !defined(__gfx942__) &&   \
     !defined(__gfx950__)
-#error "MFMA 16x16x16 f16 and bf16_1k need CDNA2 or CDNA3 (gfx90a, gfx94x)"
+#error "AMD's matrix units: MFMA bf16_1k (CDNA2, CDNA3) or WMMA (RDNA3)"
+#endif
 #endif
 #else
 #define MMA_AMD 0
 #endif
 
-/* Lanes per warp (an AMD wavefront: 64) and columns per fragment: mma.sync
- * m16n8k16 gives 16 x 8 of C, MFMA 16x16x16 16 x 16; both 4 f32 a lane. */
-#if MMA_AMD
+/* Lanes per warp (an AMD wavefront: 64 for MFMA, 32 for WMMA's wave32),
+ * columns per fragment and f32 accumulators a lane holds per fragment:
+ * mma.sync m16n8k16 gives 16 x 8 of C, 4 a lane; MFMA 16x16x16 16 x 16, 4
+ * a lane; WMMA 16x16x16 16 x 16, 8 a lane. */
+#if MMA_AMD == 1
 #define WAVE 64
 #define FRAG_N 16
+#define ACC_N 4
+#elif MMA_AMD == 2
+#define WAVE 32
+#define FRAG_N 16
+#define ACC_N 8
 #else
 #define WAVE 32
 #define FRAG_N 8
+#define ACC_N 4
 #endif
 #define WARPS_M (BM / WM)
 #define WARPS ((BM / WM) * (BN / WN))
@@ -150,7 +165,7 @@
   barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
-#if MMA_AMD
+#if MMA_AMD == 1
 /* MFMA_16X16X16(acc, a, b): acc (4 floats) += A B for the wave's 16 x 16
  * fragments, in the register layout of AMD's matrix instruction calculator
  * (v_mfma_f32_16x16x16f16 and _bf16_1k, wave64): lane l holds A's row
@@ -190,6 +205,69 @@
     (acc)[1] = c_.s1;                                                          \
     (acc)[2] = c_.s2;                                                          \
     (acc)[3] = c_.s3;                                                          \
+  }
+#endif
+
+#elif MMA_AMD == 2
+/* WMMA_16X16X16(acc, a, b): acc (8 floats) += A B for the wave's 16 x 16
+ * fragments, in RDNA3's wave32 layout (AMD's RDNA3 ISA guide, "WMMA"; the
+ * GPUOpen article on WMMA): lane l holds A's row l % 16, k 0 to 15, in a's
+ * eight registers (k even in the low halves), lanes 16-31 a copy of lanes
+ * 0-15; B's column l % 16 likewise in b's; and C's column l % 16, row
+ * 2 v + l / 16 in acc[v]. */
+/* Lane l's fragment from its row at p: eight registers, k 0-15 (vload8:
+ * clang reads it as two 16-byte ds_load_b128; two uint4 loads joined into
+ * a uint8 crash Oclgrind's uninitialised-value checks). */
+#define WMMA_FRAG(p) vload8(0, (__local const uint *)(p))
+#ifdef KILN_MMA_EMULATE
+/* Every lane publishes a and b; each computes its eight outputs from the
+ * whole wave's (MMA_EMU_PRODUCT), k 8-15 from the copies in lanes 16-31,
+ * so that both halves of the wave must hold their rows. */
+#define MMA_SCRATCH __local uint mma_x_[WARPS][32][16];
+/* Registers r0 to r0 + 7 of the lane's exchange area: x's components. */
+#define WMMA_PUBLISH(r0, x)                                                    \
+  {                                                                            \
+    __local uint *x_ = mma_x_[warp][lane] + (r0);                              \
+    x_[0] = (x).s0;                                                            \
+    x_[1] = (x).s1;                                                            \
+    x_[2] = (x).s2;                                                            \
+    x_[3] = (x).s3;                                                            \
+    x_[4] = (x).s4;                                                            \
+    x_[5] = (x).s5;                                                            \
+    x_[6] = (x).s6;                                                            \
+    x_[7] = (x).s7;                                                            \
+  }
+#define WMMA_16X16X16(acc, a, b)                                               \
+  {                                                                            \
+    WMMA_PUBLISH(0, a);                                                        \
+    WMMA_PUBLISH(8, b);                                                        \
+    MMA_EMU_PRODUCT(acc, 8, 2 * q_ + lane / 16, lane % 16,                     \
+                    row_ + 16 * (kk_ / 8), kk_ / 2, col_ + 16 * (kk_ / 8),     \
+                    8 + kk_ / 2)                                               \
+  }
+#else
+#define MMA_SCRATCH
+#if DT == 1
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#define WMMA_OP(a, b, c)                                                       \
+  __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(as_half16(a), as_half16(b), c)
+#else
+#define WMMA_OP(a, b, c)                                                       \
+  __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(as_short16(a), as_short16(b), c)
+#endif
+#define WMMA_16X16X16(acc, a, b)                                               \
+  {                                                                            \
+    float8 c_ = (float8)((acc)[0], (acc)[1], (acc)[2], (acc)[3], (acc)[4],     \
+                         (acc)[5], (acc)[6], (acc)[7]);                        \
+    c_ = WMMA_OP(a, b, c_);                                                    \
+    (acc)[0] = c_.s0;                                                          \
+    (acc)[1] = c_.s1;                                                          \
+    (acc)[2] = c_.s2;                                                          \
+    (acc)[3] = c_.s3;                                                          \
+    (acc)[4] = c_.s4;                                                          \
+    (acc)[5] = c_.s5;                                                          \
+    (acc)[6] = c_.s6;                                                          \
+    (acc)[7] = c_.s7;                                                          \
   }
 #endif
 
@@ -258,7 +336,20 @@
 #ifdef KILN_MMA_PROBE
 /* The compile probe: a driver that builds this takes the instructions
  * with this dtype (the gate then checks what they compute). */
-#if MMA_AMD
+#if MMA_AMD == 2
+__kernel __attribute__((reqd_work_group_size(32, 1, 1))) void
+gemm_mma_probe(__global float *out, __global const uint *in) {
+  MMA_SCRATCH
+  const uint lane = get_local_id(0), warp = 0;
+  const uint8 a = vload8(0, in + 8 * (lane % 16));
+  const uint8 b = vload8(0, in + 128 + 8 * (lane % 16));
+  float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  WMMA_16X16X16(acc, a, b);
+  (void)warp;
+  for (uint q = 0; q < 8; q++)
+    out[lane * 8 + q] = acc[q];
+}
+#elif MMA_AMD == 1
 __kernel __attribute__((reqd_work_group_size(64, 1, 1))) void
 gemm_mma_probe(__global float *out, __global const uint *in) {
   MMA_SCRATCH
@@ -384,10 +475,16 @@ uint mma_pair(__global const ushort *p, uint t, uint run, bool ok) {
 #define FOR_ACC(STMT)                                                          \
   _Pragma("unroll") for (uint i = 0; i < MI; i++)                              \
       _Pragma("unroll") for (uint j = 0; j < NI; j++)                          \
-          _Pragma("unroll") for (uint q = 0; q < 4; q++) STMT
+          _Pragma("unroll") for (uint q = 0; q < ACC_N; q++) STMT
 
-#if MMA_AMD
+/* AMD's fragments: where lane l's row (of A's tile; column, of B's) l % 16
+ * of the fragment at r0 starts, at step k. */
+#define FRAG_ROW(tile, r0, k) ((tile) + ((r0) + lane % 16) * LDS + (k))
+#if MMA_AMD == 1
 #define OUT_ROW(i, q) (wm0 + (i) * 16 + 4 * (lane / 16) + (q))
+#define OUT_COL(j, q) (wn0 + (j) * 16 + lane % 16)
+#elif MMA_AMD == 2
+#define OUT_ROW(i, q) (wm0 + (i) * 16 + 2 * (q) + lane / 16)
 #define OUT_COL(j, q) (wn0 + (j) * 16 + lane % 16)
 #else
 #define OUT_ROW(i, q) (wm0 + (i) * 16 + lane / 4 + 8 * ((q) / 2))
@@ -412,7 +509,7 @@ gemm_mma(GEMM_ARGS) {
   c += c_off + bt_ * c_batch;
   const bool a_rows_fast = a_rs == 1 && a_cs != 1;
   const bool b_cols_fast = b_cs == 1 && b_rs != 1;
-  float acc[MI][NI][4];
+  float acc[MI][NI][ACC_N];
   FOR_ACC(acc[i][j][q] = 0.0f);
   const uint stages = (k + BK - 1) / BK;
   LOAD_STAGE(0, 0)
@@ -427,18 +524,35 @@ gemm_mma(GEMM_ARGS) {
       __local const ushort *at = a_tiles[s % STAGES];
       __local const ushort *bt = b_tiles[s % STAGES];
       for (uint kk = 0; kk < BK; kk += 16) {
-#if MMA_AMD
+#if MMA_AMD == 2
+        /* Lane l's sixteen elements of A's fragment i and B's j: row
+         * (column) l % 16, k 0-15, two 16-byte __local loads each; B's
+         * one fragment at a time (the registers hold A's, B's and the
+         * accumulators). */
+        uint8 af[MI];
+#pragma unroll
+        for (uint i = 0; i < MI; i++) {
+          af[i] = WMMA_FRAG(FRAG_ROW(at, wm0 + i * 16, kk));
+        }
+#pragma unroll
+        for (uint j = 0; j < NI; j++) {
+          const uint8 bf = WMMA_FRAG(FRAG_ROW(bt, wn0 + j * 16, kk));
+#pragma unroll
+          for (uint i = 0; i < MI; i++)
+            WMMA_16X16X16(acc[i][j], af[i], bf);
+        }
+#elif MMA_AMD == 1
         /* Lane l's four elements of A's fragment i and B's j: row (column)
          * l % 16, k 4 (l / 16) on, one 8-byte __local load each. */
         uint2 af[MI], bf[NI];
 #pragma unroll
         for (uint i = 0; i < MI; i++)
-          af[i] = *(__local const uint2 *)(at + (wm0 + i * 16 + lane % 16) * LDS +
-                                           kk + 4 * (lane / 16));
+          af[i] = *(__local const uint2 *)FRAG_ROW(at, wm0 + i * 16,
+                                                   kk + 4 * (lane / 16));
 #pragma unroll
         for (uint j = 0; j < NI; j++)
-          bf[j] = *(__local const uint2 *)(bt + (wn0 + j * 16 + lane % 16) * LDS +
-                                           kk + 4 * (lane / 16));
+          bf[j] = *(__local const uint2 *)FRAG_ROW(bt, wn0 + j * 16,
+                                                   kk + 4 * (lane / 16));
 #pragma unroll
         for (uint i = 0; i < MI; i++)
 #pragma unroll

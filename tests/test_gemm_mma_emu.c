@@ -64,6 +64,17 @@ static void test_validation(void **state) {
                                 sizeof why));
   p = point(128, 64, 32, 32, 32, 2);
   SPACE_REJECTS(&kiln__gemm_mma_space, p, &amd, true, "work-groups of 64 x 8");
+  /* RDNA3 (WMMA, wave32, 8 accumulators a fragment): accumulators x BK at
+   * most 512. */
+  amd.name = "gfx1100";
+  p = point(64, 64, 32, 32, 16, 2);
+  assert_true(kiln__space_check(&kiln__gemm_mma_space, &p, &amd, true, why,
+                                sizeof why));
+  p = point(64, 64, 32, 32, 32, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, &amd, true,
+                "32 accumulators per lane with BK 32 exceed WMMA's");
+  p = point(64, 64, 16, 32, 64, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, &amd, true, "64 accumulators");
   assert_kiln_ok(kiln_tuning_get_knob("gemm_mma", 5, &(kiln_tuning_knob){0}));
 }
 
@@ -192,13 +203,13 @@ static void test_emulated(void **state) {
   }
 }
 
-/* AMD's form (MFMA 16x16x16, wavefronts of 64): contexts with AMD's
- * profile forced (its build options select the form). Without the
- * emulation the compile probe fails on a device that is not a CDNA2 or
- * CDNA3 GPU (the kernel's #error), says so, and GEMMs stay right on
- * gemm_gpu; with it, the form's fragment loads and index arithmetic, the
- * shared staging and epilogue pass the cases on the same three points
- * (work-groups of 64 x 4, 64 x 2 and 64 x 4). */
+/* AMD's forms, MFMA 16x16x16 (wavefronts of 64) and WMMA 16x16x16
+ * (wave32), on contexts with AMD's profile forced (its build options select
+ * them). Without the emulation the compile probe fails on a device that is
+ * not an AMD GPU with either (the kernel's #error), says so, and GEMMs stay
+ * right on gemm_gpu; with it, each form's fragment loads and index
+ * arithmetic, the shared staging and epilogue pass the cases on the same
+ * three points (work-groups of 64 or 32 x 4, x 2 and x 4). */
 static void test_emulated_amd(void **state) {
   (void)state;
   FOR_EACH_TEST_DEVICE(d) {
@@ -207,7 +218,6 @@ static void test_emulated_amd(void **state) {
     const kiln_context_options opts = {.profile = "amd"};
     assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
     assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
-    assert_true(kiln__gemm_mma_amd(ctx));
     kiln_tuning_info *info = calloc(1, sizeof *info);
     assert_non_null(info);
     /* A point as if gated (the override), so that the probe decides. */
@@ -216,15 +226,23 @@ static void test_emulated_amd(void **state) {
     assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm_mma", info));
     fprintf(stderr, "# device %zu gemm_mma used (amd profile): %s\n", d,
             info->used);
-    if (strstr(kiln_context_get_device_info(ctx)->name, "gfx9") == NULL) {
+    if (strstr(kiln_context_get_device_info(ctx)->name, "gfx") == NULL) {
+      assert_int_equal(kiln__gemm_mma_lanes(ctx), 64);
       assert_non_null(strstr(info->used, "AMD's MFMA 16x16x16"));
-      assert_non_null(strstr(verdict(ctx, KILN_F16), "need CDNA2 or CDNA3"));
+      assert_non_null(strstr(verdict(ctx, KILN_F16), "or WMMA (RDNA3)"));
       assert_int_equal(warmed_mma(ctx), 0);
       run_case(ctx, q, &cases[3], "gemm_gpu for f16 (amd profile, no MFMA)");
     }
     kiln__space_set_override(&kiln__gemm_mma_space, NULL);
     free(info);
+    kiln__gemm_mma_emulate(true);
+    assert_int_equal(kiln__gemm_mma_lanes(ctx), 64);
     run_emulated(ctx, q, d, "MFMA");
+    kiln__gemm_mma_emulate_wmma(true);
+    kiln__gemm_mma_emulate(true);
+    assert_int_equal(kiln__gemm_mma_lanes(ctx), 32);
+    run_emulated(ctx, q, d, "WMMA");
+    kiln__gemm_mma_emulate_wmma(false);
     kiln_test_close(ctx, q);
   }
 }

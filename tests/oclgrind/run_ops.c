@@ -594,7 +594,7 @@ static void run_gemm_space(void) {
  * 32 blocks of 16 x 16 warp tiles; the default, double buffered), with
  * operands that take the staging's element path and aligned ones that take
  * its vector path (along k and along the rows, vectors crossing the
- * edges); NVIDIA's form and AMD's. Only where the GPU family runs, like
+ * edges); NVIDIA's form and AMD's two. Only where the GPU family runs, like
  * gemm_space. */
 static void run_gemm_mma(void) {
   static const unsigned points[][6] = {{32, 32, 16, 16, 16, 1},
@@ -625,20 +625,22 @@ static void run_gemm_mma(void) {
              0.0f, 2);
     gemm_aligned = false;
   }
-  /* AMD's form (MFMA 16x16x16, wavefronts of 64), on a context of the same
-   * device with AMD's profile forced (its build options select the form),
-   * in place of the group's context while it runs. */
+  /* AMD's forms (MFMA 16x16x16, wavefronts of 64; WMMA 16x16x16, wave32),
+   * on a context of the same device with AMD's profile forced (its build
+   * options select them), in place of the group's context while it runs. */
   kiln_context *const own_ctx = ctx;
   kiln_queue *const own_q = q;
   const kiln_context_options amd = {.profile = "amd"};
   CHECK_OK(kiln_context_create(own_ctx->device, &amd, &ctx));
   CHECK_OK(kiln_queue_create(ctx, 0, &q));
-  for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+  for (size_t i = 0; i < 2 * sizeof points / sizeof points[0]; i++) {
     struct kiln__point p = {{0}};
     for (size_t j = 0; j < 6; j++)
-      p.v[j] = points[i][j];
+      p.v[j] = points[i / 2][j];
     kiln__space_set_override(&kiln__gemm_mma_space, &p);
-    printf("# gemm_mma point %zu, AMD's MFMA form\n", i);
+    kiln__gemm_mma_emulate_wmma(i % 2 == 1);
+    printf("# gemm_mma point %zu, AMD's %s form\n", i / 2,
+           i % 2 ? "WMMA" : "MFMA");
     run_gemm(KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, KILN_F16, 33, 40, 20,
              1.0f, 1);
     gemm_aligned = true;
@@ -646,6 +648,7 @@ static void run_gemm_mma(void) {
              0.0f, 2);
     gemm_aligned = false;
   }
+  kiln__gemm_mma_emulate_wmma(false);
   CHECK_OK(kiln_queue_destroy(q));
   CHECK_OK(kiln_context_destroy(ctx));
   ctx = own_ctx;
