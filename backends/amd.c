@@ -30,9 +30,12 @@ const struct kiln_backend kiln_backend_amd = {
     .name = "amd",
     .description = "AMD GPUs (ROCm OpenCL runtime)",
     .match = match,
-    /* No flags: ROCm's clang contracts a*b+c into FMA by default (full rate
-     * since GCN), so -cl-mad-enable would only lower accuracy. */
-    .build_options = "",
+    /* No -cl-mad-enable: ROCm's clang contracts a*b+c into FMA by default
+     * (full rate since GCN), so it would only lower accuracy.
+     * KILN_AMD_GPU names the vendor to kernels with vendor forms: the
+     * matrix-unit GEMM (cl_kernels/gemm_mma.cl) takes its MFMA form, and
+     * runtime/tune/space_mma.c selects it for contexts of this profile. */
+    .build_options = "-DKILN_AMD_GPU=1",
     /* A GCN/CDNA wavefront is 64 work-items; RDNA's wave32 divides 64, so
      * 64 never leaves lanes idle on either. */
     .wg_multiple = 64,

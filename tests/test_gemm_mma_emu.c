@@ -54,6 +54,27 @@ static void test_validation(void **state) {
   /* 128 / 16 x 128 / 16 warps = 2048 work-items. */
   p = point(128, 128, 16, 16, 16, 1);
   SPACE_REJECTS(&kiln__gemm_mma_space, p, space_gpu_like_info(), true, "work-groups of 32 x 64");
+  /* A device of AMD's profile: wavefronts of 64 lanes, ROCm's 256
+   * work-items (four wavefronts). */
+  kiln_device_info amd = *space_gpu_like_info();
+  amd.profile = "amd";
+  amd.max_work_group_size = 256;
+  p = point(64, 64, 32, 32, 32, 2);
+  assert_true(kiln__space_check(&kiln__gemm_mma_space, &p, &amd, true, why,
+                                sizeof why));
+  p = point(128, 64, 32, 32, 32, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, &amd, true, "work-groups of 64 x 8");
+  /* RDNA3 (WMMA, wave32, 8 accumulators a fragment): accumulators x BK at
+   * most 512. */
+  amd.name = "gfx1100";
+  p = point(64, 64, 32, 32, 16, 2);
+  assert_true(kiln__space_check(&kiln__gemm_mma_space, &p, &amd, true, why,
+                                sizeof why));
+  p = point(64, 64, 32, 32, 32, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, &amd, true,
+                "32 accumulators per lane with BK 32 exceed WMMA's");
+  p = point(64, 64, 16, 32, 64, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, &amd, true, "64 accumulators");
   assert_kiln_ok(kiln_tuning_get_knob("gemm_mma", 5, &(kiln_tuning_knob){0}));
 }
 
@@ -80,6 +101,23 @@ static const struct gcase cases[] = {
     GC(ROW, N, T, 23, 29, 47, 1.0f, 0.0f, KILN_F16, .mix = true),
     GC(COL, N, N, 19, 17, 23, 1.0f, 0.5f, KILN_BF16, PADS(1, 1, 1, 2, 2, 2),
        BATCH(3, 5), .share_b = true),
+    /* Aligned operands (offsets, leading dimensions and batch strides
+     * multiples of 8 or 4): the staging's vector path (ops_gemm_gpu.c's
+     * mma_vec), along k and along the rows, vectors crossing every edge.
+     * Whole tiles, A along k and B along its columns, 8 wide: */
+    GC(ROW, N, N, 40, 48, 64, 1.0f, 0.0f, KILN_BF16),
+    /* 8 wide, k 29 and n 45 crossing: */
+    GC(ROW, N, N, 37, 45, 29, 1.0f, 0.5f, KILN_F16, PADS(3, 3, 0, 8, 16, 0),
+       EPI(RELU, true, 2)),
+    /* A along its rows, 8 wide, m 45 crossing: */
+    GC(ROW, T, N, 45, 37, 30, 1.0f, 0.0f, KILN_BF16, PADS(3, 3, 0, 16, 8, 0)),
+    /* 4 wide along k (offsets 4 and 12, leading dimensions 24 and 28): */
+    GC(COL, T, N, 33, 70, 21, 1.0f, 0.0f, KILN_F16, PADS(3, 7, 0, 4, 12, 0)),
+    /* m, n, k of 1 in a vector; a batch with 576-element strides for A and
+     * a shared B: */
+    GC(ROW, N, N, 1, 1, 1, 1.0f, 0.0f, KILN_BF16, PADS(7, 7, 0, 8, 8, 0)),
+    GC(COL, N, N, 19, 17, 24, 1.0f, 0.5f, KILN_BF16, PADS(5, 0, 1, 0, 8, 2),
+       BATCH(3, 5), .share_b = true),
 };
 
 /* kiln cache warm's list (kiln__ops_warm_gemm): count gemm_mma's. */
@@ -95,17 +133,51 @@ static int warmed_mma(kiln_context *ctx) {
   return count;
 }
 
+/* Small, mixed and the default point: one and two stages, one and several
+ * warps per dimension, BK 16 to 64; each within 32 KiB of __local memory
+ * (STAGES x (BM + BN) x (BK + 8) x 2 bytes), what llvmpipe (rusticl)
+ * offers, so every point runs on every test device. */
+static struct kiln__point emulated_point(size_t s) {
+  switch (s) {
+  case 0:
+    return point(32, 32, 16, 16, 16, 1);
+  case 1:
+    return point(128, 32, 64, 64, 16, 1);
+  default:
+    return point(64, 64, 32, 32, 32, 2);
+  }
+}
+
+/* With the emulation on ctx: the kernel runs for f16 and bf16, and passes
+ * every case on the three points. */
+static void run_emulated(kiln_context *ctx, kiln_queue *q, size_t d,
+                         const char *form) {
+  kiln_tuning_info *info = calloc(1, sizeof *info);
+  assert_non_null(info);
+  kiln__gemm_mma_emulate(true);
+  assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm_mma", info));
+  assert_string_equal(info->used, "yes, for f16 and bf16 GEMM");
+  /* kiln cache warm builds the kernel for f16 and bf16 where it runs. */
+  assert_int_equal(warmed_mma(ctx), 2);
+  for (size_t s = 0; s < 3; s++) {
+    const struct kiln__point p = emulated_point(s);
+    kiln__space_set_override(&kiln__gemm_mma_space, &p);
+    assert_string_equal(verdict(ctx, KILN_F16), "");
+    assert_string_equal(verdict(ctx, KILN_BF16), "");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      char tag[96];
+      snprintf(tag, sizeof tag, "device %zu emulated %s point %zu case %zu", d,
+               form, s, i);
+      run_case(ctx, q, &cases[i], tag);
+    }
+  }
+  kiln__space_set_override(&kiln__gemm_mma_space, NULL);
+  kiln__gemm_mma_emulate(false);
+  free(info);
+}
+
 static void test_emulated(void **state) {
   (void)state;
-  /* Small, mixed and the default point: one and two stages, one and
-   * several warps per dimension, BK 16 to 64; each within 32 KiB of
-   * __local memory (STAGES x (BM + BN) x (BK + 8) x 2 bytes), what
-   * llvmpipe (rusticl) offers, so every point runs on every test device. */
-  const struct kiln__point points[] = {
-      point(32, 32, 16, 16, 16, 1),
-      point(128, 32, 64, 64, 16, 1),
-      point(64, 64, 32, 32, 32, 2),
-  };
   FOR_EACH_TEST_DEVICE(d) {
     kiln_context *ctx = NULL;
     kiln_queue *q = NULL;
@@ -125,26 +197,52 @@ static void test_emulated(void **state) {
     assert_non_null(strstr(verdict(ctx, KILN_F32), "f32 operands"));
     if (!nvidia)
       assert_int_equal(warmed_mma(ctx), 0);
+    free(info);
+    run_emulated(ctx, q, d, "mma.sync");
+    kiln_test_close(ctx, q);
+  }
+}
 
-    kiln__gemm_mma_emulate(true);
+/* AMD's forms, MFMA 16x16x16 (wavefronts of 64) and WMMA 16x16x16
+ * (wave32), on contexts with AMD's profile forced (its build options select
+ * them). Without the emulation the compile probe fails on a device that is
+ * not an AMD GPU with either (the kernel's #error), says so, and GEMMs stay
+ * right on gemm_gpu; with it, each form's fragment loads and index
+ * arithmetic, the shared staging and epilogue pass the cases on the same
+ * three points (work-groups of 64 or 32 x 4, x 2 and x 4). */
+static void test_emulated_amd(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx = NULL;
+    kiln_queue *q = NULL;
+    const kiln_context_options opts = {.profile = "amd"};
+    assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
+    assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
+    kiln_tuning_info *info = calloc(1, sizeof *info);
+    assert_non_null(info);
+    /* A point as if gated (the override), so that the probe decides. */
+    const struct kiln__point p = emulated_point(0);
+    kiln__space_set_override(&kiln__gemm_mma_space, &p);
     assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm_mma", info));
-    assert_string_equal(info->used, "yes, for f16 and bf16 GEMM");
-    /* kiln cache warm builds the kernel for f16 and bf16 where it runs. */
-    assert_int_equal(warmed_mma(ctx), 2);
-    for (size_t s = 0; s < sizeof points / sizeof points[0]; s++) {
-      kiln__space_set_override(&kiln__gemm_mma_space, &points[s]);
-      assert_string_equal(verdict(ctx, KILN_F16), "");
-      assert_string_equal(verdict(ctx, KILN_BF16), "");
-      for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char tag[96];
-        snprintf(tag, sizeof tag, "device %zu emulated point %zu case %zu", d,
-                 s, i);
-        run_case(ctx, q, &cases[i], tag);
-      }
+    fprintf(stderr, "# device %zu gemm_mma used (amd profile): %s\n", d,
+            info->used);
+    if (strstr(kiln_context_get_device_info(ctx)->name, "gfx") == NULL) {
+      assert_int_equal(kiln__gemm_mma_lanes(ctx), 64);
+      assert_non_null(strstr(info->used, "AMD's MFMA 16x16x16"));
+      assert_non_null(strstr(verdict(ctx, KILN_F16), "or WMMA (RDNA3)"));
+      assert_int_equal(warmed_mma(ctx), 0);
+      run_case(ctx, q, &cases[3], "gemm_gpu for f16 (amd profile, no MFMA)");
     }
     kiln__space_set_override(&kiln__gemm_mma_space, NULL);
-    kiln__gemm_mma_emulate(false);
     free(info);
+    kiln__gemm_mma_emulate(true);
+    assert_int_equal(kiln__gemm_mma_lanes(ctx), 64);
+    run_emulated(ctx, q, d, "MFMA");
+    kiln__gemm_mma_emulate_wmma(true);
+    kiln__gemm_mma_emulate(true);
+    assert_int_equal(kiln__gemm_mma_lanes(ctx), 32);
+    run_emulated(ctx, q, d, "WMMA");
+    kiln__gemm_mma_emulate_wmma(false);
     kiln_test_close(ctx, q);
   }
 }
@@ -173,6 +271,7 @@ int main(void) {
       cmocka_unit_test(test_validation),
       cmocka_unit_test(test_api),
       cmocka_unit_test(test_emulated),
+      cmocka_unit_test(test_emulated_amd),
   };
   (void)run_all;
   (void)run_cpu_family;

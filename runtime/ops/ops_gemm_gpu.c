@@ -68,7 +68,27 @@ static kiln_status launch(struct kiln__op *op, cl_kernel kernel,
   return s;
 }
 
-/* f16 and bf16 on the matrix units (cl_kernels/gemm_mma.cl), where the
+/* The width of the aligned vectors (8 or 4 16-bit elements, 0: element by
+ * element) that gemm_mma's staging may load from an operand whose element
+ * (row, step) is at offset + row * rs + step * ks (for B the rows are
+ * C's columns): the kernel loads along the unit stride (the rows when
+ * rs == 1 != ks, else k, which must then be 1), in vectors that start at
+ * multiples of the width, so the offset, the other stride and the batch
+ * stride (0 for a single entry) must be multiples of it too. */
+static cl_uint mma_vec(size_t rs, size_t ks, size_t offset,
+                       size_t batch_stride) {
+  const bool rows_fast = rs == 1 && ks != 1;
+  const size_t unit = rows_fast ? rs : ks, other = rows_fast ? ks : rs;
+  if (unit != 1)
+    return 0;
+  for (cl_uint vw = 8; vw >= 4; vw /= 2)
+    if (offset % vw == 0 && other % vw == 0 && batch_stride % vw == 0)
+      return vw;
+  return 0;
+}
+
+/* f16 and bf16 on the matrix units (cl_kernels/gemm_mma.cl: NVIDIA's
+ * mma.sync or AMD's MFMA or WMMA, by the context's profile), where the
  * context's variant says they run (tune/space_mma.c): *done false leaves
  * the problem to gemm_gpu. */
 static kiln_status run_mma(struct kiln__op *op, const struct gemm_problem *g,
@@ -89,11 +109,18 @@ static kiln_status run_mma(struct kiln__op *op, const struct gemm_problem *g,
   const unsigned bm = v->point.v[KILN__MMA_BM], bn = v->point.v[KILN__MMA_BN];
   const size_t warps =
       (size_t)(bm / v->point.v[KILN__MMA_WM]) * (bn / v->point.v[KILN__MMA_WN]);
-  const size_t global[3] = {kiln__div_up(g->n, bn) * 32,
+  /* Warps of 32 lanes, or MFMA's wavefronts of 64. */
+  const size_t lanes = kiln__gemm_mma_lanes(op->queue->ctx);
+  const size_t global[3] = {kiln__div_up(g->n, bn) * lanes,
                             kiln__div_up(g->m, bm) * warps, g->batch};
-  const size_t local[3] = {32, warps, 1};
+  const size_t local[3] = {lanes, warps, 1};
   *done = true;
-  return launch(op, kernel, g, 0, 0, global, local);
+  return launch(op, kernel, g,
+                mma_vec(g->a.rs, g->a.cs, g->a.offset,
+                        g->batch > 1 ? g->a.batch_stride : 0),
+                mma_vec(g->b.cs, g->b.rs, g->b.offset,
+                        g->batch > 1 ? g->b.batch_stride : 0),
+                global, local);
 }
 
 kiln_status kiln__gemm_run_gpu(struct kiln__op *op,

@@ -1,18 +1,29 @@
-/* GEMM on NVIDIA's matrix units: the parameter space of cl_kernels/
+/* GEMM on the GPU's matrix units: the parameter space of cl_kernels/
  * gemm_mma.cl (a small space, space.c's machinery), and whether a context
- * runs that kernel at all.
+ * runs that kernel at all. The kernel has three forms: NVIDIA's tensor
+ * cores (inline PTX mma.sync m16n8k16 and ldmatrix, warps of 32) and AMD's
+ * matrix cores, the MFMA 16x16x16 builtins of CDNA2 and CDNA3 (wavefronts
+ * of 64) and the WMMA 16x16x16 builtins of RDNA3 (wave32), chosen by the
+ * context's profile (backends/amd.c's build options define KILN_AMD_GPU,
+ * which selects AMD's forms) and, for AMD's, by the GPU (the kernel by the
+ * compiler's gfx macros, this module by the device's name). One space
+ * serves all three; the work-group's lanes follow the form.
  *
  * The GPU family's GEMM (ops_gemm_gpu.c) runs f16 and bf16 operands on
  * gemm_mma instead of gemm_gpu only where all of these hold, checked once
  * per context, dtype and tuning change (variant.c), the first failing one
  * being the reason kiln_tuning_get_info and `kiln info` show:
- *   - the operands are f16 or bf16 (mma.sync takes no f32 here);
- *   - the device is NVIDIA's (vendor id 0x10de): the kernel is inline PTX,
- *     which no other OpenCL compiler takes, and no other compiler is handed
- *     it (one that crashed on it would take the process along);
+ *   - the operands are f16 or bf16 (the units take no f32 here);
+ *   - the context runs AMD's profile (context_form), or the device is
+ *     NVIDIA's (vendor id 0x10de): no other compiler is handed the inline
+ *     PTX (one that crashed on it would take the process along), and where
+ *     AMD's profile is forced on another device the kernel stops at an
+ *     #error, before any builtin;
  *   - the compile probe (gemm_mma.cl with KILN_MMA_PROBE: one ldmatrix and
- *     one mma.sync of the dtype, written as the kernel writes them) builds
- *     on the device: drivers or GPUs without them (before sm_80) fail here;
+ *     one mma.sync, or one MFMA or WMMA, of the dtype, written as the
+ *     kernel writes them) builds on the device: NVIDIA GPUs before sm_80,
+ *     AMD GPUs other than gfx90a, gfx94x and RDNA3 (an #error in the
+ *     kernel), and drivers without the instructions fail here;
  *   - the point comes from kiln tune's correctness gate: a tuning file or a
  *     database row (which kiln tune writes only after its gate passed on
  *     the device), or kiln_tuning_set (what kiln tune gates a candidate
@@ -26,6 +37,9 @@
  * every exported symbol; the abi_symbols test fails on a new one), and by
  * nothing else: no knob of the space, no environment variable, no tuning
  * file or database row can name it, and kiln_tuning_build never builds it.
+ * It emulates the form of the context's profile: AMD's MFMA (or WMMA, with
+ * kiln__gemm_mma_emulate_wmma) where the tests force AMD's profile,
+ * NVIDIA's otherwise.
  */
 #include "tune.h"
 
@@ -35,6 +49,64 @@
 #define NVIDIA_VENDOR_ID 0x10deu
 
 static _Atomic bool emulate;
+
+static _Atomic bool emulate_wmma;
+
+/* The kernel's forms (gemm_mma.cl's MMA_AMD): its lanes per warp, columns
+ * per fragment and accumulators per lane and fragment. */
+enum form { FORM_PTX, FORM_MFMA, FORM_WMMA };
+/* max_acc: the most accumulators a lane may hold; max_acc_bk: for WMMA,
+ * the most accumulators x BK (0: no such limit). clang 15 gives gfx1100
+ * 128 VGPRs, which hold WMMA's 16-element A and B fragments besides the
+ * accumulators: over 16 x 64 warp tiles' 32 accumulators with BK 16, 16
+ * with BK 32 or 8 with BK 64 some points spill (tests/check_mma_amd.sh;
+ * by hand over BK, STAGES and warp tiles at 64 x 64 blocks). MFMA's
+ * accumulators go to the separate AGPRs. */
+static const struct {
+  unsigned lanes, frag_n, acc_n, max_acc, max_acc_bk;
+  const char *what; /* the probe's instructions */
+} forms[] = {
+    [FORM_PTX] = {32, 8, 4, 128, 0,
+                  "inline PTX ldmatrix and mma.sync m16n8k16"},
+    [FORM_MFMA] = {64, 16, 4, 128, 0, "AMD's MFMA 16x16x16, CDNA2 and CDNA3"},
+    [FORM_WMMA] = {32, 16, 8, 32, 512, "AMD's WMMA 16x16x16, RDNA3"},
+};
+
+/* RDNA3 by the device's name (ROCm's "gfx1100" and the like: the gfx11
+ * targets the kernel takes WMMA on). */
+static bool rdna3(const char *name) {
+  return name != NULL &&
+         (strncmp(name, "gfx110", 6) == 0 || strncmp(name, "gfx115", 6) == 0);
+}
+
+/* Validation sees the device, not the context: its matched profile (a
+ * context that forces AMD's profile elsewhere stops at the probe; the
+ * emulation's forms have the shape of the PTX form's, MFMA's lanes
+ * aside). */
+static enum form device_form(const kiln_device_info *info) {
+  if (info->profile == NULL || strcmp(info->profile, "amd") != 0)
+    return FORM_PTX;
+  return rdna3(info->name) ? FORM_WMMA : FORM_MFMA;
+}
+
+/* The context's form: AMD's where it runs AMD's profile (the emulated one
+ * the tests chose, where they emulate), NVIDIA's otherwise. */
+static enum form context_form(const kiln_context *ctx) {
+  if (ctx->backend == NULL || strcmp(ctx->backend->name, "amd") != 0)
+    return FORM_PTX;
+  if (atomic_load(&emulate))
+    return atomic_load(&emulate_wmma) ? FORM_WMMA : FORM_MFMA;
+  return rdna3(ctx->device->info.name) ? FORM_WMMA : FORM_MFMA;
+}
+
+unsigned kiln__gemm_mma_lanes(const kiln_context *ctx) {
+  return forms[context_form(ctx)].lanes;
+}
+
+void kiln__gemm_mma_emulate_wmma(bool on) {
+  atomic_store(&emulate_wmma, on);
+  kiln__variants_stale();
+}
 
 void kiln__gemm_mma_emulate(bool on) {
   atomic_store(&emulate, on);
@@ -61,23 +133,36 @@ static bool mma_check(const struct kiln__point *p,
              wm, wn, bk, st);
     return false;
   }
-  /* Accumulators per lane: (WM / 16) x (WN / 8) fragments of 4 floats. */
-  const unsigned regs = (wm / 16) * (wn / 8) * 4;
-  if (regs > 128) {
+  /* Accumulators per lane: (WM / 16) x (WN / N) fragments of A each, N
+   * the fragment's columns and A its accumulators per lane (8 and 4 for
+   * mma.sync, 16 and 4 for MFMA, 16 and 8 for WMMA). */
+  const enum form f = device_form(info);
+  const unsigned lanes = forms[f].lanes, frag_n = forms[f].frag_n,
+                 acc_n = forms[f].acc_n;
+  const unsigned regs = (wm / 16) * (wn / frag_n) * acc_n;
+  if (forms[f].max_acc_bk != 0 && regs * bk > forms[f].max_acc_bk) {
     snprintf(reason, size,
-             "%u accumulators per lane (WM / 16 x WN / 8 x 4) exceed 128: "
-             "they would spill out of registers",
-             regs);
+             "%u accumulators per lane with BK %u exceed WMMA's registers "
+             "(accumulators x BK at most %u)",
+             regs, bk, forms[f].max_acc_bk);
     return false;
   }
-  const size_t warps = (size_t)(bm / wm) * (bn / wn), items = 32 * warps;
-  if (items > info->max_work_group_size || info->max_work_item_sizes[0] < 32 ||
+  if (regs > forms[f].max_acc) {
+    snprintf(reason, size,
+             "%u accumulators per lane (WM / 16 x WN / %u x %u) exceed %u: "
+             "they would spill out of registers",
+             regs, frag_n, acc_n, forms[f].max_acc);
+    return false;
+  }
+  const size_t warps = (size_t)(bm / wm) * (bn / wn), items = lanes * warps;
+  if (items > info->max_work_group_size ||
+      info->max_work_item_sizes[0] < lanes ||
       warps > info->max_work_item_sizes[1]) {
     snprintf(reason, size,
-             "work-groups of 32 x %zu work-items (a warp per WM x WN tile) "
+             "work-groups of %u x %zu work-items (a warp per WM x WN tile) "
              "exceed the device's %zu (%zu x %zu)",
-             warps, info->max_work_group_size, info->max_work_item_sizes[0],
-             info->max_work_item_sizes[1]);
+             lanes, warps, info->max_work_group_size,
+             info->max_work_item_sizes[0], info->max_work_item_sizes[1]);
     return false;
   }
   const size_t local = (size_t)st * (bm + bn) * (bk + 8) * 2;
@@ -91,15 +176,15 @@ static bool mma_check(const struct kiln__point *p,
   return true;
 }
 
-/* 64 x 64 blocks of four 32 x 32 warp tiles, k 32 at a time, double
- * buffered: 20 KiB of __local memory, 128 work-items. */
+/* 64 x 64 blocks of four 32 x 32 warp tiles (eight 32 x 16 ones for WMMA,
+ * whose registers hold fewer accumulators), k 32 at a time, double
+ * buffered: 20 KiB of __local memory, 128, 256 or 256 work-items. */
 static void mma_defaults(const kiln_context *ctx, struct kiln__point *p) {
-  (void)ctx;
   p->v[KILN__MMA_BM] = 64;
   p->v[KILN__MMA_BN] = 64;
   p->v[KILN__MMA_BK] = 32;
   p->v[KILN__MMA_WM] = 32;
-  p->v[KILN__MMA_WN] = 32;
+  p->v[KILN__MMA_WN] = context_form(ctx) == FORM_WMMA ? 16 : 32;
   p->v[KILN__MMA_STAGES] = 2;
 }
 
@@ -112,7 +197,9 @@ static void mma_options(const struct kiln__point *p, kiln_dtype dtype,
   kiln__space_options(&kiln__gemm_mma_space, p, buf, size);
   const size_t used = strlen(buf);
   snprintf(buf + used, size - used, " -DDT=%d%s", dtype == KILN_F16 ? 1 : 2,
-           atomic_load(&emulate) ? " -DKILN_MMA_EMULATE=1" : "");
+           !atomic_load(&emulate)       ? ""
+           : atomic_load(&emulate_wmma) ? " -DKILN_MMA_EMULATE=2"
+                                        : " -DKILN_MMA_EMULATE=1");
 }
 
 const struct kiln__space kiln__gemm_mma_space = {
@@ -146,10 +233,12 @@ bool kiln__gemm_mma_usable(kiln_context *ctx, kiln_dtype dtype,
     snprintf(why, size, "the device runs the CPU family's kernels");
     return false;
   }
-  if (ctx->device->info.vendor_id != NVIDIA_VENDOR_ID) {
+  const enum form f = context_form(ctx);
+  if (f == FORM_PTX && ctx->device->info.vendor_id != NVIDIA_VENDOR_ID) {
     snprintf(why, size,
-             "not an NVIDIA device (vendor id 0x%x): the kernel is inline "
-             "PTX, which only NVIDIA's OpenCL compiler takes",
+             "not an NVIDIA device (vendor id 0x%x) nor one AMD's profile "
+             "runs: the kernel is NVIDIA's inline PTX or AMD's MFMA "
+             "builtins, which only their compilers take",
              (unsigned)ctx->device->info.vendor_id);
     return false;
   }
@@ -158,10 +247,8 @@ bool kiln__gemm_mma_usable(kiln_context *ctx, kiln_dtype dtype,
            dtype == KILN_F16 ? 1 : 2);
   cl_program program; /* owned by ctx's memo */
   if (kiln__op_program(ctx, "gemm_mma", options, &program) != KILN_OK) {
-    snprintf(why, size,
-             "the compile probe (inline PTX ldmatrix and mma.sync m16n8k16 "
-             "%s) did not build: %.300s",
-             kiln_dtype_name(dtype), kiln_last_error());
+    snprintf(why, size, "the compile probe (%s %s) did not build: %.300s",
+             forms[f].what, kiln_dtype_name(dtype), kiln_last_error());
     return false;
   }
   if (strcmp(source, "profile") == 0) {
@@ -214,7 +301,8 @@ static kiln_status mma_build(const struct kiln__tuning_space *self,
 
 const struct kiln__tuning_space kiln__gemm_mma_tuning_space = {
     .op = "gemm_mma",
-    .summary = "the GPU family's f16 and bf16 GEMM on NVIDIA's matrix units "
+    .summary = "the GPU family's f16 and bf16 GEMM on the matrix units: "
+               "NVIDIA's mma.sync, AMD's MFMA and WMMA "
                "(cl_kernels/gemm_mma.cl)",
     .knobs = 6,
     .small = &kiln__gemm_mma_space,

@@ -217,6 +217,11 @@ bool kiln__gemm_mma_usable(kiln_context *ctx, kiln_dtype dtype,
  * between ops like the other test overrides; pair it with
  * kiln__space_set_override(&kiln__gemm_mma_space, point). */
 void kiln__gemm_mma_emulate(bool on);
+/* The lanes of ctx's gemm_mma warps: 64 for AMD's MFMA form, else 32. */
+unsigned kiln__gemm_mma_lanes(const kiln_context *ctx);
+/* Tests only: the emulation on contexts of AMD's profile is of the WMMA
+ * form (RDNA3), not the MFMA one. */
+void kiln__gemm_mma_emulate_wmma(bool on);
 
 /* The CPU GEMM point of a device whose preferred float vector width is vw
  * (rounded to 4, 8 or 16), with the tile mr x nr and the k block kc where

@@ -184,8 +184,11 @@ void run_gemm_space(void) {
  * emulated (KILN_MMA_EMULATE: a test-only switch of the runtime), so that
  * Oclgrind checks its staging, fragment index arithmetic, exchanges through
  * __local memory and epilogue, on two points (one stage of k 16 with 32 x
- * 32 blocks of 16 x 16 warp tiles; the default, double buffered). Only
- * where the GPU family runs, like gemm_space. */
+ * 32 blocks of 16 x 16 warp tiles; the default, double buffered), with
+ * operands that take the staging's element path and aligned ones that take
+ * its vector path (along k and along the rows, vectors crossing the
+ * edges); NVIDIA's form and AMD's two. Only where the GPU family runs, like
+ * gemm_space. */
 void run_gemm_mma(void) {
   static const unsigned points[][6] = {{32, 32, 16, 16, 16, 1},
                                        {64, 64, 32, 32, 32, 2}};
