@@ -84,8 +84,12 @@ float8 gemm_bf16_to_f32_8(ushort8 h) {
 #define PACK_STEPS 256
 
 /* Transpose the 8 x 8 block v[0..7] (v[u].s<j> becomes v[j].s<u>) in
- * three stages of two-input shuffles, as transpose.cl's TR8 does. */
-#if defined(__clang__)
+ * three stages of two-input shuffles, as transpose.cl's TR8 does: clang's
+ * __builtin_shufflevector where it generates machine code (PoCL: single
+ * unpack and permute instructions), the standard shuffle2 for SPIR
+ * (Oclgrind's uninitialised-value check takes __builtin_shufflevector's
+ * results for uninitialised; shuffle2 it follows). */
+#if defined(__clang__) && !defined(__SPIR__)
 #define GEMM_SHUF8(a, b, i0, i1, i2, i3, i4, i5, i6, i7)                       \
   __builtin_shufflevector(a, b, i0, i1, i2, i3, i4, i5, i6, i7)
 #else
