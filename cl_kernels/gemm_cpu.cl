@@ -77,45 +77,9 @@ float8 gemm_bf16_to_f32_8(ushort8 h) {
 
 /* ---- packing ------------------------------------------------------------ */
 
-/* Steps of k one packing work-item copies (runtime/ops/ops_gemm.c's
- * PACK_STEPS): long enough to amortise the per-work-group cost (64 steps
- * were no faster on PoCL at n = 1024, and up to a quarter slower), short
- * enough for hundreds of groups at n = 1024. */
-#define PACK_STEPS 256
-
-/* Transpose the 8 x 8 block v[0..7] (v[u].s<j> becomes v[j].s<u>) in
- * three stages of two-input shuffles, as transpose.cl's TR8 does: clang's
- * __builtin_shufflevector where it generates machine code (PoCL: single
- * unpack and permute instructions), the standard shuffle2 for SPIR
- * (Oclgrind's uninitialised-value check takes __builtin_shufflevector's
- * results for uninitialised; shuffle2 it follows). */
-#if defined(__clang__) && !defined(__SPIR__)
-#define GEMM_SHUF8(a, b, i0, i1, i2, i3, i4, i5, i6, i7)                       \
-  __builtin_shufflevector(a, b, i0, i1, i2, i3, i4, i5, i6, i7)
-#else
-#define GEMM_SHUF8(a, b, i0, i1, i2, i3, i4, i5, i6, i7)                       \
-  shuffle2(a, b, (uint8)(i0, i1, i2, i3, i4, i5, i6, i7))
-#endif
-#define GEMM_TR8(v)                                                            \
-  {                                                                            \
-    float8 t_[8], u_[8];                                                       \
-    for (uint h_ = 0; h_ < 8; h_ += 2) {                                       \
-      t_[h_] = GEMM_SHUF8(v[h_], v[h_ + 1], 0, 8, 1, 9, 4, 12, 5, 13);         \
-      t_[h_ + 1] = GEMM_SHUF8(v[h_], v[h_ + 1], 2, 10, 3, 11, 6, 14, 7, 15);   \
-    }                                                                          \
-    for (uint h_ = 0; h_ < 8; h_ += 4) {                                       \
-      u_[h_] = GEMM_SHUF8(t_[h_], t_[h_ + 2], 0, 1, 8, 9, 4, 5, 12, 13);       \
-      u_[h_ + 1] = GEMM_SHUF8(t_[h_], t_[h_ + 2], 2, 3, 10, 11, 6, 7, 14, 15); \
-      u_[h_ + 2] = GEMM_SHUF8(t_[h_ + 1], t_[h_ + 3], 0, 1, 8, 9, 4, 5, 12,    \
-                              13);                                             \
-      u_[h_ + 3] = GEMM_SHUF8(t_[h_ + 1], t_[h_ + 3], 2, 3, 10, 11, 6, 7, 14,  \
-                              15);                                             \
-    }                                                                          \
-    for (uint h_ = 0; h_ < 4; h_++) {                                          \
-      v[h_] = GEMM_SHUF8(u_[h_], u_[h_ + 4], 0, 1, 2, 3, 8, 9, 10, 11);        \
-      v[h_ + 4] = GEMM_SHUF8(u_[h_], u_[h_ + 4], 4, 5, 6, 7, 12, 13, 14, 15);  \
-    }                                                                          \
-  }
+/* Steps of k one packing work-item copies: long enough to amortise the
+ * per-work-group cost, short enough for thousands of groups at n = 1024. */
+#define PACK_STEPS 64
 
 /* Pack a panel of W consecutive "panel-direction" indices (rows of op(A),
  * or columns of op(B)) over steps [k0, k0 + PACK_STEPS) of k. Source element
@@ -125,9 +89,7 @@ float8 gemm_bf16_to_f32_8(ushort8 h) {
  *            A transposed): vector loads of 8 along the step.
  *   sk == 1: each of the W lines runs contiguously along k (A not
  *            transposed, B transposed): W independent streams, read 8 steps
- *            at a time; 8 x 8 blocks of them are transposed in registers
- *            into 8 vector stores when W is a multiple of 8, scattered
- *            into the 8 steps' rows element by element otherwise.
+ *            at a time and scattered into the 8 steps' rows.
  * Anything else, and the zero-padded last panel, goes element by element.
  * LOADF(p, i) loads element i of p as a float; LOAD8(p) 8 elements from p
  * as a float8. */
@@ -158,18 +120,6 @@ float8 gemm_bf16_to_f32_8(ushort8 h) {
       }                                                                        \
     } else if (full && sk == 1) {                                              \
       uint kk = k0;                                                            \
-      if ((W) % 8 == 0) {                                                      \
-        for (; kk + 8 <= k1; kk += 8, dst += 8 * (W))                          \
-          for (uint t = 0; t < (W); t += 8) {                                  \
-            __global const SRC_T *s = src + (ulong)t * st + k_base + kk;       \
-            float8 v[8];                                                       \
-            for (uint u = 0; u < 8; u++)                                       \
-              v[u] = LOAD8(s + u * st);                                        \
-            GEMM_TR8(v);                                                       \
-            for (uint u = 0; u < 8; u++)                                       \
-              vstore8(v[u], 0, dst + u * (W) + t);                             \
-          }                                                                    \
-      }                                                                        \
       for (; kk + 8 <= k1; kk += 8, dst += 8 * (W)) {                          \
         for (uint t = 0; t < (W); t++) {                                       \
           const float8 v = LOAD8(src + (ulong)t * st + k_base + kk);           \
