@@ -80,7 +80,7 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct tcase *tc,
 }
 
 /* Sizes: 1, primes, both sides of the 8 x 8 register block, the GPU tiles
- * (8 to 64) and the CPU tiles (16 to 1024), long thin shapes. */
+ * (8 to 64) and the CPU tiles (16 to 256), long thin shapes. */
 static const struct tcase shape_cases[] = {
       {1, 1, 0, 0, 0, 0, KILN_F32},
       {3, 17, 0, 0, 0, 0, KILN_F32},
