@@ -77,16 +77,23 @@ float8 gemm_bf16_to_f32_8(ushort8 h) {
 
 /* ---- packing ------------------------------------------------------------ */
 
-/* Steps of k one packing work-item copies: long enough to amortise the
- * per-work-group cost, short enough for thousands of groups at n = 1024. */
-#define PACK_STEPS 64
+/* Panels and steps of k one packing work-item copies (runtime/ops/
+ * ops_gemm.c's PACK_PANELS and PACK_STEPS): runs of the source long enough
+ * for the hardware prefetchers, since packing is bound by its reads (a
+ * step of 4 panels of B as stored is one run of 4 NR elements; a panel of
+ * A as stored, MR runs of 256 steps). On PoCL at 1024^3 this took packing
+ * from 8-9% of an SGEMM's time to 6-7% (one panel and 64 steps before;
+ * perf's shares). */
+#define PACK_STEPS 256
+#define PACK_PANELS 4
 
-/* Pack a panel of W consecutive "panel-direction" indices (rows of op(A),
- * or columns of op(B)) over steps [k0, k0 + PACK_STEPS) of k. Source element
- * (panel index t, step kk) is at src[off + t * st + (k_base + kk) * sk].
- * Indices t >= tn are zero padding.
+/* Pack PACK_PANELS panels, each of W consecutive "panel-direction" indices
+ * (rows of op(A), or columns of op(B)), over steps [k0, k0 + PACK_STEPS)
+ * of k. Source element (panel index t, step kk) is at src[off + t * st +
+ * (k_base + kk) * sk]. Indices t >= tn are zero padding.
  *   st == 1: the W elements of one step are contiguous (B not transposed,
- *            A transposed): vector loads of 8 along the step.
+ *            A transposed): vector loads of 8 along the step, the
+ *            work-item's panels side by side when all are whole.
  *   sk == 1: each of the W lines runs contiguously along k (A not
  *            transposed, B transposed): W independent streams, read 8 steps
  *            at a time and scattered into the 8 steps' rows.
@@ -98,51 +105,69 @@ float8 gemm_bf16_to_f32_8(ushort8 h) {
       __global const SRC_T *src, ulong off, ulong src_batch, ulong st,         \
       ulong sk, uint tn, uint kn, uint k_base, __global float *ws,             \
       ulong dst_off, ulong dst_batch) {                                        \
-    const uint panel = get_global_id(0);                                       \
+    const uint p0 = get_global_id(0) * PACK_PANELS;                            \
+    const uint p1 = min(p0 + PACK_PANELS, (tn + (W) - 1) / (W));               \
     const uint k0 = get_global_id(1) * PACK_STEPS;                             \
     const uint k1 = min(k0 + PACK_STEPS, kn);                                  \
-    const uint t0 = panel * (W);                                               \
     const ulong batch = get_global_id(2);                                      \
-    src += off + batch * src_batch + (ulong)t0 * st;                           \
-    __global float *dst =                                                      \
-        ws + dst_off + batch * dst_batch + ((ulong)panel * kn + k0) * (W);     \
-    const bool full = t0 + (W) <= tn;                                          \
-    if (full && st == 1) {                                                     \
-      for (uint kk = k0; kk < k1; kk++, dst += (W)) {                          \
-        __global const SRC_T *s = src + (ulong)(k_base + kk) * sk;             \
-        if ((W) % 8 == 0) {                                                    \
+    src += off + batch * src_batch;                                            \
+    ws += dst_off + batch * dst_batch;                                         \
+    if (st == 1 && p1 * (W) <= tn && (W) % 8 == 0) {                           \
+      /* Whole panels side by side along each step: one run of the step's     \
+       * p1 - p0 panels at a time. */                                          \
+      for (uint kk = k0; kk < k1; kk++) {                                      \
+        __global const SRC_T *s =                                              \
+            src + (ulong)p0 * (W) + (ulong)(k_base + kk) * sk;                 \
+        for (uint q = p0; q < p1; q++, s += (W)) {                             \
+          __global float *dst = ws + ((ulong)q * kn + kk) * (W);               \
           for (uint t = 0; t < (W); t += 8)                                    \
             vstore8(LOAD8(s + t), 0, dst + t);                                 \
-        } else {                                                               \
-          for (uint t = 0; t < (W); t++)                                       \
-            dst[t] = LOADF(s, t);                                              \
         }                                                                      \
       }                                                                        \
-    } else if (full && sk == 1) {                                              \
-      uint kk = k0;                                                            \
-      for (; kk + 8 <= k1; kk += 8, dst += 8 * (W)) {                          \
-        for (uint t = 0; t < (W); t++) {                                       \
-          const float8 v = LOAD8(src + (ulong)t * st + k_base + kk);           \
-          dst[0 * (W) + t] = v.s0;                                             \
-          dst[1 * (W) + t] = v.s1;                                             \
-          dst[2 * (W) + t] = v.s2;                                             \
-          dst[3 * (W) + t] = v.s3;                                             \
-          dst[4 * (W) + t] = v.s4;                                             \
-          dst[5 * (W) + t] = v.s5;                                             \
-          dst[6 * (W) + t] = v.s6;                                             \
-          dst[7 * (W) + t] = v.s7;                                             \
-        }                                                                      \
-      }                                                                        \
-      for (; kk < k1; kk++, dst += (W))                                        \
-        for (uint t = 0; t < (W); t++)                                         \
-          dst[t] = LOADF(src, (ulong)t * st + k_base + kk);                    \
-    } else {                                                                   \
-      for (uint kk = k0; kk < k1; kk++, dst += (W))                            \
-        for (uint t = 0; t < (W); t++)                                         \
-          dst[t] = t0 + t < tn                                                 \
-                       ? LOADF(src, (ulong)t * st + (ulong)(k_base + kk) * sk) \
-                       : 0.0f;                                                 \
+      return;                                                                  \
     }                                                                          \
+    for (uint panel = p0; panel < p1; panel++) {                               \
+      const uint t0 = panel * (W);                                             \
+      __global const SRC_T *sp = src + (ulong)t0 * st;                         \
+      __global float *dst = ws + ((ulong)panel * kn + k0) * (W);               \
+      PACK_PANEL(W, SRC_T, LOADF, LOAD8, sp, dst)                              \
+    }                                                                          \
+  }
+
+/* One panel (its first index t0, its source sp, its destination dst) of
+ * PACK_KERNEL, over steps [k0, k1). */
+#define PACK_PANEL(W, SRC_T, LOADF, LOAD8, sp, dst)                            \
+  const bool full = t0 + (W) <= tn;                                            \
+  if (full && st == 1) {                                                       \
+    for (uint kk = k0; kk < k1; kk++, dst += (W)) {                            \
+      __global const SRC_T *s = sp + (ulong)(k_base + kk) * sk;                \
+      for (uint t = 0; t < (W); t++)                                           \
+        dst[t] = LOADF(s, t);                                                  \
+    }                                                                          \
+  } else if (full && sk == 1) {                                                \
+    uint kk = k0;                                                              \
+    for (; kk + 8 <= k1; kk += 8, dst += 8 * (W)) {                            \
+      for (uint t = 0; t < (W); t++) {                                         \
+        const float8 v = LOAD8(sp + (ulong)t * st + k_base + kk);              \
+        dst[0 * (W) + t] = v.s0;                                               \
+        dst[1 * (W) + t] = v.s1;                                               \
+        dst[2 * (W) + t] = v.s2;                                               \
+        dst[3 * (W) + t] = v.s3;                                               \
+        dst[4 * (W) + t] = v.s4;                                               \
+        dst[5 * (W) + t] = v.s5;                                               \
+        dst[6 * (W) + t] = v.s6;                                               \
+        dst[7 * (W) + t] = v.s7;                                               \
+      }                                                                        \
+    }                                                                          \
+    for (; kk < k1; kk++, dst += (W))                                          \
+      for (uint t = 0; t < (W); t++)                                           \
+        dst[t] = LOADF(sp, (ulong)t * st + k_base + kk);                       \
+  } else {                                                                     \
+    for (uint kk = k0; kk < k1; kk++, dst += (W))                              \
+      for (uint t = 0; t < (W); t++)                                           \
+        dst[t] = t0 + t < tn                                                   \
+                     ? LOADF(sp, (ulong)t * st + (ulong)(k_base + kk) * sk)    \
+                     : 0.0f;                                                   \
   }
 
 /* Arguments of the packing kernels: the source matrix, its element offset

@@ -16,11 +16,20 @@
  * Macros: TILE (tile edge; a multiple of 16 for the CPU family); GPU family
  * only, PAD (columns of padding, 0 or more) and WPT (elements per
  * work-item, dividing TILE): the knobs of the space in
- * runtime/ops/ops_transpose.c, whose defaults (PAD 1, groups of TILE x
- * min(TILE, 8) items) are the kernel's historic shape.
+ * runtime/tune/space_small.c, whose defaults (PAD 1, groups of TILE x
+ * min(TILE, 8) items) are the kernel's historic shape; CPU family only
+ * (runtime/tune/space_cpu.c), NT (1: streaming stores of y) and ORDER (the
+ * order of a tile's blocks: 0 a column of blocks after another, 1 a row
+ * of blocks after another), both 0 by default, the kernel's historic way.
  */
 #ifndef TILE
 #define TILE 32
+#endif
+#ifndef NT
+#define NT 0
+#endif
+#ifndef ORDER
+#define ORDER 0
 #endif
 #ifndef PAD
 #define PAD 1
@@ -53,7 +62,7 @@
  * of pairs, then 128-bit halves), 8 stores. 8 inputs and 8 outputs live at
  * once, which fits AVX2's 16 registers; a whole 16 x 16 block in registers
  * spilled (287 vmovaps of spills and reloads per block on PoCL). */
-#define TR8(T8, M8, p, ldx, q, ldy)                                            \
+#define TR8(T8, M8, ST, p, ldx, q, ldy)                                        \
   {                                                                            \
     const T8 r0 = vload8(0, p), r1 = vload8(0, p + ldx),                       \
              r2 = vload8(0, p + 2 * ldx), r3 = vload8(0, p + 3 * ldx),         \
@@ -75,22 +84,89 @@
     const T8 u5 = SHUF8(M8, t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);               \
     const T8 u6 = SHUF8(M8, t5, t7, 0, 1, 8, 9, 4, 5, 12, 13);                 \
     const T8 u7 = SHUF8(M8, t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);               \
-    vstore8(SHUF8(M8, u0, u4, 0, 1, 2, 3, 8, 9, 10, 11), 0, q);                \
-    vstore8(SHUF8(M8, u1, u5, 0, 1, 2, 3, 8, 9, 10, 11), 0, q + ldy);          \
-    vstore8(SHUF8(M8, u2, u6, 0, 1, 2, 3, 8, 9, 10, 11), 0, q + 2 * ldy);      \
-    vstore8(SHUF8(M8, u3, u7, 0, 1, 2, 3, 8, 9, 10, 11), 0, q + 3 * ldy);      \
-    vstore8(SHUF8(M8, u0, u4, 4, 5, 6, 7, 12, 13, 14, 15), 0, q + 4 * ldy);    \
-    vstore8(SHUF8(M8, u1, u5, 4, 5, 6, 7, 12, 13, 14, 15), 0, q + 5 * ldy);    \
-    vstore8(SHUF8(M8, u2, u6, 4, 5, 6, 7, 12, 13, 14, 15), 0, q + 6 * ldy);    \
-    vstore8(SHUF8(M8, u3, u7, 4, 5, 6, 7, 12, 13, 14, 15), 0, q + 7 * ldy);    \
+    ST(T8, SHUF8(M8, u0, u4, 0, 1, 2, 3, 8, 9, 10, 11), q);                    \
+    ST(T8, SHUF8(M8, u1, u5, 0, 1, 2, 3, 8, 9, 10, 11), q + ldy);              \
+    ST(T8, SHUF8(M8, u2, u6, 0, 1, 2, 3, 8, 9, 10, 11), q + 2 * ldy);          \
+    ST(T8, SHUF8(M8, u3, u7, 0, 1, 2, 3, 8, 9, 10, 11), q + 3 * ldy);          \
+    ST(T8, SHUF8(M8, u0, u4, 4, 5, 6, 7, 12, 13, 14, 15), q + 4 * ldy);        \
+    ST(T8, SHUF8(M8, u1, u5, 4, 5, 6, 7, 12, 13, 14, 15), q + 5 * ldy);        \
+    ST(T8, SHUF8(M8, u2, u6, 4, 5, 6, 7, 12, 13, 14, 15), q + 6 * ldy);        \
+    ST(T8, SHUF8(M8, u3, u7, 4, 5, 6, 7, 12, 13, 14, 15), q + 7 * ldy);        \
   }
 
-/* A tile in blocks of 16 x 16, each as four 8 x 8 transposes one after the
- * other: the second half of every 64-byte line (16 elements of 4 bytes) is
- * read or written right after the first, while the line is still in L1, so
- * every line of x and y is brought in once even at power-of-two leading
- * dimensions (4096 x 4096), where all the lines of a tile's column fall
- * into one cache set. */
+/* The stores of TR8: plain (vstore8: element alignment), or streaming
+ * (non-temporal: the line goes to memory without being read first, which
+ * saves a transpose a third of its traffic, since every line of y is
+ * written whole; only with clang's builtin, on whole aligned vectors). */
+#define ST_PLAIN(T8, v, q) vstore8(v, 0, q)
+#if defined(__clang__) && defined(__has_builtin)
+#if __has_builtin(__builtin_nontemporal_store)
+#define HAVE_NT 1
+#endif
+#endif
+#ifdef HAVE_NT
+#define ST_NT(T8, v, q) __builtin_nontemporal_store(v, (__global T8 *)(q))
+#else
+#define ST_NT ST_PLAIN
+#endif
+
+/* Streaming stores are weakly ordered on x86: fence them before the
+ * work-item ends, as memcpy's streaming loops do. */
+#define NT_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#if defined(HAVE_NT) && defined(__SSE__)
+#if __has_builtin(__builtin_ia32_sfence)
+#undef NT_FENCE
+#define NT_FENCE() __builtin_ia32_sfence()
+#endif
+#endif
+
+/* Columns [c0, c1) of rows [r0, r1) in 16 x 16 blocks, each as four 8 x 8
+ * transposes: the two that fill the first 16 elements of y's rows c to c +
+ * 7 (whole 64-byte lines for 4-byte elements), then the two of rows c + 8
+ * to c + 15. Either half of every 64-byte line of x and y is read or
+ * written right after the other, while the line is still in L1, so every
+ * line is brought in once even at power-of-two leading dimensions (4096 x
+ * 4096), where all the lines of a tile's column fall into one cache set;
+ * and a streaming store's write-combining buffer fills whole. */
+/* ORDER 1 reads x's rows in runs of TILE elements (16 rows at a time), for
+ * the hardware prefetchers, and writes y's lines whole but scattered,
+ * which streaming stores do not mind; ORDER 0 writes y's rows in runs and
+ * reads x's lines scattered. */
+#if ORDER
+#define CPU_LOOPS                                                              \
+  for (uint r = r0; r < r1; r += 16)                                           \
+    for (uint c = c0; c < c1; c += 16)
+#else
+#define CPU_LOOPS                                                              \
+  for (uint c = c0; c < c1; c += 16)                                           \
+    for (uint r = r0; r < r1; r += 16)
+#endif
+#define CPU_TILE(T, T8, M8, ST)                                                \
+  CPU_LOOPS {                                                                  \
+    {                                                                          \
+      if (r + 16 <= r1 && c + 16 <= c1) {                                      \
+        __global const T *p = x + (ulong)r * ldx + c;                          \
+        __global T *q = y + (ulong)c * ldy + r;                                \
+        TR8(T8, M8, ST, p, ldx, q, ldy)                                        \
+        TR8(T8, M8, ST, (p + 8 * ldx), ldx, (q + 8), ldy)                      \
+        TR8(T8, M8, ST, (p + 8), ldx, (q + 8 * ldy), ldy)                      \
+        TR8(T8, M8, ST, (p + 8 * ldx + 8), ldx, (q + 8 * ldy + 8), ldy)        \
+      } else {                                                                 \
+        /* A block cut by the matrix's edge. */                                \
+        const uint re = min(r + 16, r1), ce = min(c + 16, c1);                 \
+        for (uint i = r; i < re; i++)                                          \
+          for (uint j = c; j < ce; j++)                                        \
+            y[(ulong)j * ldy + i] = x[(ulong)i * ldx + j];                     \
+      }                                                                        \
+    }                                                                          \
+  }
+
+/* One work-item per TILE x TILE tile. With NT, the stores of 32-bit
+ * elements stream where every store of the item is a whole aligned vector:
+ * y's start and its leading dimension whole vectors (block starts are
+ * multiples of 16). 16-bit elements keep plain stores: a block writes half
+ * of each 64-byte line of y, and a streamed half line is written to memory
+ * on its own once the line's write-combining buffer is needed elsewhere. */
 #define CPU_TRANSPOSE(NAME, T, T8, M8)                                         \
   __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void NAME(           \
       uint rows, uint cols, __global const T *x, ulong x_off, ulong ldx,       \
@@ -99,23 +175,11 @@
     const uint r1 = min(r0 + TILE, rows), c1 = min(c0 + TILE, cols);           \
     x += x_off;                                                                \
     y += y_off;                                                                \
-    for (uint c = c0; c < c1; c += 16) {                                       \
-      for (uint r = r0; r < r1; r += 16) {                                     \
-        if (r + 16 <= r1 && c + 16 <= c1) {                                    \
-          __global const T *p = x + (ulong)r * ldx + c;                        \
-          __global T *q = y + (ulong)c * ldy + r;                              \
-          TR8(T8, M8, p, ldx, q, ldy)                                          \
-          TR8(T8, M8, (p + 8), ldx, (q + 8 * ldy), ldy)                        \
-          TR8(T8, M8, (p + 8 * ldx), ldx, (q + 8), ldy)                        \
-          TR8(T8, M8, (p + 8 * ldx + 8), ldx, (q + 8 * ldy + 8), ldy)          \
-        } else {                                                               \
-          /* A block cut by the matrix's edge. */                              \
-          const uint re = min(r + 16, r1), ce = min(c + 16, c1);               \
-          for (uint i = r; i < re; i++)                                        \
-            for (uint j = c; j < ce; j++)                                      \
-              y[(ulong)j * ldy + i] = x[(ulong)i * ldx + j];                   \
-        }                                                                      \
-      }                                                                        \
+    if (NT && sizeof(T) == 4 && (ulong)y % sizeof(T8) == 0 && ldy % 8 == 0) {  \
+      CPU_TILE(T, T8, M8, ST_NT)                                               \
+      NT_FENCE();                                                              \
+    } else {                                                                   \
+      CPU_TILE(T, T8, M8, ST_PLAIN)                                            \
     }                                                                          \
   }
 

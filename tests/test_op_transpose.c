@@ -80,7 +80,7 @@ static void run_case(kiln_context *ctx, kiln_queue *q, const struct tcase *tc,
 }
 
 /* Sizes: 1, primes, both sides of the 8 x 8 register block, the GPU tiles
- * (8 to 64) and the CPU tile (64), long thin shapes. */
+ * (8 to 64) and the CPU tiles (16 to 256), long thin shapes. */
 static const struct tcase shape_cases[] = {
       {1, 1, 0, 0, 0, 0, KILN_F32},
       {3, 17, 0, 0, 0, 0, KILN_F32},
@@ -99,6 +99,11 @@ static const struct tcase shape_cases[] = {
       {45, 37, 3, 5, 1, 2, KILN_F32},
       {64, 72, 8, 1, 7, 9, KILN_F32},
       {33, 66, 1, 0, 0, 5, KILN_I32},
+      /* y on whole vectors of 8 (the CPU kernel's streaming stores, NT=1),
+       * and y's leading dimension or offset off them. */
+      {48, 40, 0, 8, 0, 8, KILN_F32},
+      {48, 40, 0, 8, 0, 3, KILN_F32},
+      {1030, 20, 0, 2, 5, 16, KILN_F32},
       /* 16-bit elements. */
       {127, 129, 0, 0, 0, 0, KILN_F16},
       {64, 64, 2, 3, 1, 1, KILN_BF16},

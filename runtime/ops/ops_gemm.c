@@ -195,6 +195,10 @@ static void cpu_blocks(const kiln_context *ctx, const struct cpu_params *p,
   }
 }
 
+/* Panels and steps of k per packing work-item: gemm_cpu.cl's PACK_PANELS
+ * and PACK_STEPS. */
+enum { PACK_PANELS = 4, PACK_STEPS = 256 };
+
 static const char *dtype_suffix(kiln_dtype dtype) {
   return dtype == KILN_F16 ? "f16" : dtype == KILN_BF16 ? "bf16" : "f32";
 }
@@ -318,8 +322,10 @@ static kiln_status run_cpu(struct kiln__op *op, const struct gemm_problem *g) {
       const float beta = k0 == 0 ? g->beta : 1.0f;
       const cl_uint read_c = k0 != 0 || g->beta != 0.0f;
       const cl_uint epi = has_epilogue(g) && k0 + kn == g->k;
-      const size_t ga[3] = {mpan, kiln__div_up(kn, 64), a_shared ? 1 : bn};
-      const size_t gb[3] = {npan, kiln__div_up(kn, 64), b_shared ? 1 : bn};
+      const size_t ga[3] = {kiln__div_up(mpan, PACK_PANELS),
+                             kiln__div_up(kn, PACK_STEPS), a_shared ? 1 : bn};
+      const size_t gb[3] = {kiln__div_up(npan, PACK_PANELS),
+                             kiln__div_up(kn, PACK_STEPS), b_shared ? 1 : bn};
       const size_t gm[3] = {kiln__div_up(g->n, nb), kiln__div_up(g->m, mb), bn};
       cl_mem a_mem = g->a.mem, b_mem = g->b.mem, c_mem = g->c;
       /* Panels of a kiln_packed hold every step of k: the chunk starts k0
@@ -419,7 +425,9 @@ kiln_status kiln__gemm_pack_panels(struct kiln__op *op, kiln_operand role,
                  sk = is_a ? src->cs : src->rs, dst_off = 0, dst_bs = 0;
   const cl_uint tn = (cl_uint)span, kn = (cl_uint)k, k0 = 0;
   cl_mem mem = src->mem;
-  const size_t global[3] = {kiln__div_up(span, w), kiln__div_up(k, 64), 1};
+  const size_t global[3] = {
+      kiln__div_up(kiln__div_up(span, w), PACK_PANELS),
+      kiln__div_up(k, PACK_STEPS), 1};
   const size_t one[3] = {1, 1, 1};
   s = kiln__op_args(op, pack, 11, KILN__ARG(mem), KILN__ARG(off),
                     KILN__ARG(bs), KILN__ARG(st), KILN__ARG(sk), KILN__ARG(tn),

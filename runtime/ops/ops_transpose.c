@@ -2,9 +2,10 @@
  * as 32-bit or 16-bit words, so one kernel per element size serves every
  * dtype. The profile's family picks the kernel: __local tiles for GPUs, one
  * register-blocked tile per work-item for CPUs. Each family's kernel has a
- * parameter space (GPU: tile, padding, elements per work-item; CPU: the
- * tile; tune/space_small.c and space_cpu.c), whose point comes from a
- * tuning file or the profile (tune/tune.h). */
+ * parameter space (GPU: tile, padding, elements per work-item; CPU:
+ * streaming stores, the order of a tile's blocks, the tile;
+ * tune/space_small.c and space_cpu.c), whose point comes from a tuning
+ * file or the profile (tune/tune.h). */
 #include "ops_internal.h"
 
 #include <stdio.h>
@@ -21,7 +22,6 @@ static bool extent(size_t rows, size_t cols, size_t ld, size_t *out) {
          !kiln__add_overflows(span, cols, out);
 }
 
-/* TILE is the first knob of both families' spaces. */
 enum { K_TILE = KILN__TRANSPOSE_TILE, K_WPT = KILN__TRANSPOSE_WPT };
 
 /* The family's tile edge and rows per group (GPU), whether it is the CPU
@@ -37,7 +37,7 @@ static kiln_status config(const kiln_context *ctx, bool *cpu, size_t *tile,
       &v);
   if (s != KILN_OK)
     return s; /* a test's override the device cannot run */
-  *tile = v->point.v[K_TILE];
+  *tile = v->point.v[*cpu ? KILN__TRANSPOSE_CPU_TILE : K_TILE];
   *rows = *cpu ? 1 : v->point.v[K_TILE] / v->point.v[K_WPT];
   /* At most three knobs of three digits: far shorter than size. */
   snprintf(options, size, "%.*s", (int)size - 1, v->options);

@@ -100,24 +100,41 @@ const struct kiln__tuning_space kiln__gemm_cpu_tuning_space =
 
 /* ---- transpose --------------------------------------------------------------- */
 
-/* The kernel moves 16 x 16 blocks: TILE is a multiple of 16. */
+enum {
+  TR_NT = KILN__TRANSPOSE_CPU_NT,
+  TR_ORDER = KILN__TRANSPOSE_CPU_ORDER,
+  TR_TILE = KILN__TRANSPOSE_CPU_TILE
+};
+
+/* The kernel moves 16 x 16 blocks: TILE is a multiple of 16. NT and ORDER
+ * are switches. */
 static bool transpose_cpu_check(const struct kiln__point *p,
                                 const kiln_device_info *info, char *reason,
                                 size_t size) {
   (void)info;
-  if (p->v[0] % 16) {
+  if (p->v[TR_TILE] % 16) {
     snprintf(reason, size, "TILE %u is not a multiple of 16, the kernel's "
-             "register block", p->v[0]);
+             "register block", p->v[TR_TILE]);
+    return false;
+  }
+  if (p->v[TR_NT] > 1 || p->v[TR_ORDER] > 1) {
+    const bool nt = p->v[TR_NT] > 1;
+    snprintf(reason, size, "%s %u is neither 0 nor 1", nt ? "NT" : "ORDER",
+             p->v[nt ? TR_NT : TR_ORDER]);
     return false;
   }
   return true;
 }
 
-/* The profile's tile (default 128), rounded down to the block. */
+/* The profile's tile (default 128), rounded down to the block; plain
+ * stores, blocks column by column. */
 static void transpose_cpu_defaults(const kiln_context *ctx,
                                    struct kiln__point *p) {
-  const unsigned tile = kiln__ops_tune(kiln__ops_tuning(ctx)->transpose_tile, 128);
-  p->v[0] = tile < 16 ? 16 : tile / 16 * 16;
+  const unsigned tile =
+      kiln__ops_tune(kiln__ops_tuning(ctx)->transpose_tile, 128);
+  p->v[TR_TILE] = tile < 16 ? 16 : tile / 16 * 16;
+  p->v[TR_NT] = 0;
+  p->v[TR_ORDER] = 0;
 }
 
 static void transpose_cpu_options(const struct kiln__point *p,
@@ -130,8 +147,14 @@ static void transpose_cpu_options(const struct kiln__point *p,
 const struct kiln__space kiln__transpose_cpu_space = {
     .name = "transpose_cpu",
     .family = KILN_FAMILY_CPU,
-    .count = 1,
-    .knob = {{"TILE", "edge of the square tile one work-item moves", 5,
+    .count = 3,
+    .knob = {{"NT", "streaming (non-temporal) stores of y: 0 or 1", 2,
+              {0, 1}},
+             {"ORDER",
+              "a tile's 16 x 16 blocks column by column (0) or row by row (1)",
+              2,
+              {0, 1}},
+             {"TILE", "edge of the square tile one work-item moves", 5,
               {16, 32, 64, 128, 256}}},
     .check = transpose_cpu_check,
     .defaults = transpose_cpu_defaults,
@@ -141,5 +164,5 @@ const struct kiln__space kiln__transpose_cpu_space = {
 
 const struct kiln__tuning_space kiln__transpose_cpu_tuning_space =
     KILN__SMALL_TUNING_SPACE(
-        "transpose_cpu", kiln__transpose_cpu_space, 1,
+        "transpose_cpu", kiln__transpose_cpu_space, 3,
         "the CPU-family transpose kernels (cl_kernels/transpose.cl)");

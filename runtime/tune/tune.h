@@ -80,8 +80,7 @@ enum { KILN__REDUCE_WG, KILN__REDUCE_WPT, KILN__REDUCE_VW, KILN__REDUCE_PARTS };
 enum { KILN__ELEMENTWISE_WG, KILN__ELEMENTWISE_WPT, KILN__ELEMENTWISE_VW };
 /* The CPU family's GEMM (space_cpu.c): the register tile, the k block and
  * the register tiles per work-item's block of C (VW first: NR is one or
- * two vectors of it); transpose_cpu has one
- * knob, TILE. */
+ * two vectors of it). */
 enum {
   KILN__GEMM_CPU_VW,
   KILN__GEMM_CPU_MR,
@@ -89,6 +88,13 @@ enum {
   KILN__GEMM_CPU_KC,
   KILN__GEMM_CPU_MB,
   KILN__GEMM_CPU_NB
+};
+/* The CPU family's transpose (space_cpu.c): its two switches, then the
+ * tile. */
+enum {
+  KILN__TRANSPOSE_CPU_NT,
+  KILN__TRANSPOSE_CPU_ORDER,
+  KILN__TRANSPOSE_CPU_TILE
 };
 
 /* The implicit GEMM convolution (space_conv.c): gemm_gpu's tiling knobs. */
