@@ -480,6 +480,24 @@ static void run_small_spaces(void) {
   }
 }
 
+/* The CPU family's streaming stores and row-wise block order (space
+ * transpose_cpu): y's leading dimension (rows + 1) of 32 or 16 takes the
+ * streaming path. Only where the CPU family runs. */
+static void run_transpose_cpu_point(void) {
+  static const char point[] = "NT=1 ORDER=1 TILE=16";
+  kiln_tuning_info info;
+  CHECK_OK(kiln_tuning_get_info(ctx, "transpose_cpu", &info));
+  if (info.params[0] == '\0') {
+    printf("skip transpose_cpu point: the GPU family runs its own kernel\n");
+    return;
+  }
+  CHECK_OK(kiln_tuning_set(ctx, "transpose_cpu", point));
+  printf("# transpose_cpu point: %s\n", point);
+  run_transpose(KILN_F32, 31, 37);
+  run_transpose(KILN_F16, 15, 9);
+  CHECK_OK(kiln_tuning_set(ctx, "transpose_cpu", NULL));
+}
+
 int main(void) {
   const char *selector = getenv("KILN_TEST_DEVICE");
   if (kiln_context_create_default(selector, &ctx) != KILN_OK ||
@@ -542,6 +560,7 @@ int main(void) {
     run_transpose(KILN_F16, 5, 11);
     run_transpose(KILN_U32, 3, 3);
     run_transpose(KILN_F32, 70, 35);
+    run_transpose_cpu_point();
   }
   if (selected("gemm"))
     run_gemm_group();
