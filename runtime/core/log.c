@@ -96,7 +96,9 @@ static void deliver(int at, const char *text) {
   }
   unsigned long slot = kept_total++ % KEPT;
   kept[slot].level = at;
-  snprintf(kept[slot].text, sizeof kept[slot].text, "%s", text);
+  /* Cut to the slot on purpose (the precision says so to the compiler). */
+  snprintf(kept[slot].text, sizeof kept[slot].text, "%.*s",
+           (int)sizeof kept[slot].text - 1, text);
 }
 
 /* The unknown KILN_LOG value, once. Called with lock held. */
