@@ -107,8 +107,8 @@ enum {
   KILN__CONV_VWN
 };
 
-/* NVIDIA's matrix units (space_mma.c): the block tile, the k stage, the
- * warp tile and the stages of cl_kernels/gemm_mma.cl. */
+/* The matrix units of NVIDIA and AMD GPUs (space_mma.c): the block tile,
+ * the k stage, the warp tile and the stages of cl_kernels/gemm_mma.cl. */
 enum {
   KILN__MMA_BM,
   KILN__MMA_BN,
@@ -347,7 +347,7 @@ extern const struct kiln__tuning_space kiln__elementwise_tuning_space;
 /* The CPU family's (space_cpu.c). */
 extern const struct kiln__tuning_space kiln__gemm_cpu_tuning_space;
 extern const struct kiln__tuning_space kiln__transpose_cpu_tuning_space;
-/* NVIDIA's matrix units (space_mma.c). */
+/* The matrix units of NVIDIA and AMD GPUs (space_mma.c). */
 extern const struct kiln__tuning_space kiln__gemm_mma_tuning_space;
 /* The implicit GEMM convolution (space_conv.c). */
 extern const struct kiln__tuning_space kiln__conv_tuning_space;
