@@ -37,7 +37,7 @@ PAGES = {
     "kiln-tune.1": "tools/tune/kiln-tune.1",
     "kiln-report.1": "tools/report/kiln-report.1",
     "kiln-trace.1": "tools/trace/kiln-trace.1",
-    "kiln.3": "runtime/packaging/kiln.3",
+    "kiln.3": "docs/man/kiln.3",
 }
 problems = []
 

@@ -14,7 +14,7 @@ which fails on the log.c that wrote "kiln: warning: ..." to stderr:
   file) and on the FILE a caller hands kiln_trace_summarize, so the stream
   objects are what tells printing apart;
 - sources: no .c or .h file under runtime/ and backends/ (what the
-  libraries are built from; kiln.3's user-side example is not C source)
+  libraries are built from)
   names stderr, stdout, STDERR_FILENO or STDOUT_FILENO, calls one of the
   functions above, or writes to fd 1 or 2, outside comments and string
   literals. This catches a use that a build option would inline or a
