@@ -92,8 +92,9 @@ struct gemm_epilogue_args {
 };
 struct gemm_epilogue_args kiln__gemm_epilogue_args(const struct gemm_problem *g);
 
-/* ---- operands that stay packed (made by ops_gemm_packed.c; the kernels
- * and checks below are ops_gemm.c's, which ops_gemm_packed.c calls) ------- */
+/* ---- operands that stay packed (made by ops_gemm_packed.c, checked by
+ * ops_gemm_packed_check.c; panels packed by ops_gemm_cpu.c, copies by
+ * ops_gemm.c) ------------------------------------------------------------- */
 
 /* What a kiln_packed holds (kiln/kiln_ops.h explains when). */
 struct kiln_packed {
@@ -162,6 +163,25 @@ kiln_status kiln__gemm_run_gpu(struct kiln__op *op,
 kiln_status kiln__gemm_gpu_args(struct kiln__op *op, cl_kernel kernel,
                                 const struct gemm_problem *g, cl_uint a_vec,
                                 cl_uint b_vec);
+
+/* ---- the CPU family's packed path (ops_gemm_cpu.c) ----------------------- */
+
+/* Run g (alpha != 0, k > 0) through f32 panels: the pack kernels into the
+ * queue's workspace (or a kiln_packed's panels), then the register tile. */
+kiln_status kiln__gemm_run_cpu(struct kiln__op *op,
+                               const struct gemm_problem *g);
+/* The gemm_cpu program's build options for ctx's variant (static storage
+ * of the variant); fails when a test's override does not fit the device. */
+kiln_status kiln__gemm_cpu_options(const kiln_context *ctx,
+                                   const char **options);
+/* The floats of workspace kiln__gemm_run_cpu needs for g after ws_base. */
+kiln_status kiln__gemm_cpu_workspace_floats(const kiln_context *ctx,
+                                            const struct gemm_problem *g,
+                                            size_t *floats);
+/* Whether the unpacked kernel takes its larger register blocks (16-float
+ * vectors, the width the packed tile uses); fails as the options do, so
+ * that a bad override is refused on either path. */
+kiln_status kiln__gemm_cpu_skinny_wide(const kiln_context *ctx, bool *wide);
 
 /* ---- the CPU family's unpacked kernel (ops_gemm_skinny.c) ---------------- */
 
