@@ -99,11 +99,14 @@ static const struct tcase shape_cases[] = {
       {45, 37, 3, 5, 1, 2, KILN_F32},
       {64, 72, 8, 1, 7, 9, KILN_F32},
       {33, 66, 1, 0, 0, 5, KILN_I32},
-      /* y on whole vectors of 8 (the CPU kernel's streaming stores, NT=1),
-       * and y's leading dimension or offset off them. */
+      /* y on whole vectors of 8 or 16 (the CPU kernel's streaming stores,
+       * NT=1, with VW 8 or 16), and y's leading dimension or offset off
+       * them. */
       {48, 40, 0, 8, 0, 8, KILN_F32},
+      {48, 40, 0, 16, 0, 16, KILN_F32},
       {48, 40, 0, 8, 0, 3, KILN_F32},
       {1030, 20, 0, 2, 5, 16, KILN_F32},
+      {1034, 20, 0, 6, 5, 16, KILN_F32},
       /* 16-bit elements. */
       {127, 129, 0, 0, 0, 0, KILN_F16},
       {64, 64, 2, 3, 1, 1, KILN_BF16},

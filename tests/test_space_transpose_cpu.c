@@ -1,6 +1,7 @@
 /* The CPU-family transpose's parameter space (runtime/tune/space_cpu.c):
- * validation refuses, with its reason, a tile the kernel cannot run or a
- * switch (NT, ORDER) that is neither 0 nor 1, and the tuning API says so
+ * validation refuses, with its reason, a tile the kernel cannot run, a
+ * switch (NT, ORDER) that is neither 0 nor 1 or a vector width (VW) other
+ * than 8 and 16, and the tuning API says so
  * too; every value of every knob gives test_op_transpose.c's exact results (sizes around every tile, 1, primes,
  * leading dimensions, offsets, 32- and 16-bit elements, guards around y)
  * with the CPU family (forced through the profile on a GPU-family device;
@@ -22,7 +23,7 @@ static kiln_status transpose_8x8(kiln_queue *q, kiln_buffer *x,
 static void test_validation(void **state) {
   (void)state;
   const kiln_device_info *info = space_gpu_like_info();
-  struct kiln__point p = {{1, 1, 64}}; /* NT, ORDER, TILE */
+  struct kiln__point p = {{1, 1, 64, 16}}; /* NT, ORDER, TILE, VW */
   char why[256];
   assert_true(kiln__space_check(sp, &p, info, true, why, sizeof why));
   p.v[2] = 24; /* outside the space, and not a whole number of blocks */
@@ -39,18 +40,23 @@ static void test_validation(void **state) {
   SPACE_REJECTS(sp, p, info, false, "ORDER 3 is neither 0 nor 1");
   p.v[1] = 0; /* 0 is a value of both switches */
   assert_true(kiln__space_check(sp, &p, info, false, why, sizeof why));
+  p.v[3] = 4;
+  SPACE_REJECTS(sp, p, info, false, "VW 4 is neither 8 nor 16");
+  p.v[3] = 8;
+  assert_true(kiln__space_check(sp, &p, info, false, why, sizeof why));
   char text[64];
   kiln__space_format(sp, &p, text, sizeof text);
-  assert_string_equal(text, "NT=0 ORDER=0 TILE=2048");
-  struct kiln__point back = {{9, 9, 9}};
-  assert_true(kiln__space_parse(sp, "TILE=2048 ORDER=0 NT=0", &back, why,
-                                sizeof why));
+  assert_string_equal(text, "NT=0 ORDER=0 TILE=2048 VW=8");
+  struct kiln__point back = {{9, 9, 9, 9}};
+  assert_true(kiln__space_parse(sp, "TILE=2048 VW=8 ORDER=0 NT=0", &back,
+                                why, sizeof why));
   assert_memory_equal(&p, &back, sizeof p);
-  assert_false(kiln__space_parse(sp, "NT=1 TILE=64", &back, why, sizeof why));
+  assert_false(
+      kiln__space_parse(sp, "NT=1 TILE=64 VW=8", &back, why, sizeof why));
   assert_non_null(strstr(why, "ORDER is missing"));
   /* The API; the override TILE 24 is refused before launch. */
-  struct kiln__point broken = {{1, 1, 24}};
-  space_check_api(sp, "NT=1 ORDER=1 TILE=32", NULL, NULL, &broken,
+  struct kiln__point broken = {{1, 1, 24, 16}};
+  space_check_api(sp, "NT=1 ORDER=1 TILE=32 VW=16", NULL, NULL, &broken,
                   transpose_8x8);
 }
 

@@ -103,11 +103,12 @@ const struct kiln__tuning_space kiln__gemm_cpu_tuning_space =
 enum {
   TR_NT = KILN__TRANSPOSE_CPU_NT,
   TR_ORDER = KILN__TRANSPOSE_CPU_ORDER,
-  TR_TILE = KILN__TRANSPOSE_CPU_TILE
+  TR_TILE = KILN__TRANSPOSE_CPU_TILE,
+  TR_VW = KILN__TRANSPOSE_CPU_VW
 };
 
 /* The kernel moves 16 x 16 blocks: TILE is a multiple of 16. NT and ORDER
- * are switches. */
+ * are switches; VW is 8 or 16. */
 static bool transpose_cpu_check(const struct kiln__point *p,
                                 const kiln_device_info *info, char *reason,
                                 size_t size) {
@@ -123,6 +124,10 @@ static bool transpose_cpu_check(const struct kiln__point *p,
              p->v[nt ? TR_NT : TR_ORDER]);
     return false;
   }
+  if (p->v[TR_VW] != 8 && p->v[TR_VW] != 16) {
+    snprintf(reason, size, "VW %u is neither 8 nor 16", p->v[TR_VW]);
+    return false;
+  }
   return true;
 }
 
@@ -135,6 +140,7 @@ static void transpose_cpu_defaults(const kiln_context *ctx,
   p->v[TR_TILE] = tile < 16 ? 16 : tile / 16 * 16;
   p->v[TR_NT] = 0;
   p->v[TR_ORDER] = 0;
+  p->v[TR_VW] = 8;
 }
 
 static void transpose_cpu_options(const struct kiln__point *p,
@@ -147,7 +153,7 @@ static void transpose_cpu_options(const struct kiln__point *p,
 const struct kiln__space kiln__transpose_cpu_space = {
     .name = "transpose_cpu",
     .family = KILN_FAMILY_CPU,
-    .count = 3,
+    .count = 4,
     .knob = {{"NT", "streaming (non-temporal) stores of y: 0 or 1", 2,
               {0, 1}},
              {"ORDER",
@@ -155,7 +161,12 @@ const struct kiln__space kiln__transpose_cpu_space = {
               2,
               {0, 1}},
              {"TILE", "edge of the square tile one work-item moves", 5,
-              {16, 32, 64, 128, 256}}},
+              {16, 32, 64, 128, 256}},
+             {"VW",
+              "vectors of the in-register transpose: four 8 x 8 (8) or one "
+              "16 x 16 (16: for 32 vector registers, AVX-512)",
+              2,
+              {8, 16}}},
     .check = transpose_cpu_check,
     .defaults = transpose_cpu_defaults,
     .program = "transpose",
@@ -164,5 +175,5 @@ const struct kiln__space kiln__transpose_cpu_space = {
 
 const struct kiln__tuning_space kiln__transpose_cpu_tuning_space =
     KILN__SMALL_TUNING_SPACE(
-        "transpose_cpu", kiln__transpose_cpu_space, 3,
+        "transpose_cpu", kiln__transpose_cpu_space, 4,
         "the CPU-family transpose kernels (cl_kernels/transpose.cl)");

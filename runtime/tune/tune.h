@@ -89,12 +89,13 @@ enum {
   KILN__GEMM_CPU_MB,
   KILN__GEMM_CPU_NB
 };
-/* The CPU family's transpose (space_cpu.c): its two switches, then the
- * tile. */
+/* The CPU family's transpose (space_cpu.c): its two switches, the tile,
+ * then the register transpose's vector width. */
 enum {
   KILN__TRANSPOSE_CPU_NT,
   KILN__TRANSPOSE_CPU_ORDER,
-  KILN__TRANSPOSE_CPU_TILE
+  KILN__TRANSPOSE_CPU_TILE,
+  KILN__TRANSPOSE_CPU_VW
 };
 
 /* The implicit GEMM convolution (space_conv.c): gemm_gpu's tiling knobs. */

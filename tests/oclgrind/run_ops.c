@@ -480,11 +480,12 @@ static void run_small_spaces(void) {
   }
 }
 
-/* The CPU family's streaming stores and row-wise block order (space
- * transpose_cpu): y's leading dimension (rows + 1) of 32 or 16 takes the
- * streaming path. Only where the CPU family runs. */
+/* The CPU family's streaming stores, row-wise block order and one 16 x 16
+ * register transpose per block (space transpose_cpu): y's leading
+ * dimension (rows + 1) of 32 takes the streaming path. Only where the CPU
+ * family runs. */
 static void run_transpose_cpu_point(void) {
-  static const char point[] = "NT=1 ORDER=1 TILE=16";
+  static const char point[] = "NT=1 ORDER=1 TILE=16 VW=16";
   kiln_tuning_info info;
   CHECK_OK(kiln_tuning_get_info(ctx, "transpose_cpu", &info));
   if (info.params[0] == '\0') {

@@ -346,11 +346,15 @@ static bool run_row(struct ctx *c, const struct row *row, size_t size,
 
 static void usage(FILE *out) {
   fputs("usage: kiln-compare [--device SEL] [--op NAME[,NAME...]] [--runs N]\n"
+        "                    [--set SPACE:PARAMS]...\n"
         "\n"
         "Compare kiln's ops with CLBlast on the same OpenCL device and with\n"
         "OpenBLAS or an OpenMP loop on the host, at the standard sizes (GEMM\n"
         "1024 and 2048, vectors 2^24, transpose 4096 x 4096).\n"
-        "ops: gemm sum dot nrm2 axpy scale copy transpose\n",
+        "ops: gemm sum dot nrm2 axpy scale copy transpose\n"
+        "--set runs kiln with a space's parameters in place of its tuning\n"
+        "file's (kiln_tuning_set), e.g. to compare two points in turn:\n"
+        "  --set 'transpose_cpu:NT=1 ORDER=1 TILE=256 VW=16'\n",
         out);
 }
 
@@ -373,13 +377,17 @@ int main(int argc, char **argv) {
       {"device", required_argument, NULL, 'd'},
       {"op", required_argument, NULL, 'o'},
       {"runs", required_argument, NULL, 'r'},
+      {"set", required_argument, NULL, 's'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   const char *selector = NULL, *ops = NULL;
-  int runs = 7, opt;
-  while ((opt = getopt_long(argc, argv, "d:o:r:h", longopts, NULL)) != -1) {
-    if (opt == 'd')
+  const char *sets[8];
+  int runs = 7, opt, nsets = 0;
+  while ((opt = getopt_long(argc, argv, "d:o:r:s:h", longopts, NULL)) != -1) {
+    if (opt == 's' && nsets < 8)
+      sets[nsets++] = optarg;
+    else if (opt == 'd')
       selector = optarg;
     else if (opt == 'o')
       ops = optarg;
@@ -404,6 +412,24 @@ int main(int argc, char **argv) {
       kiln_queue_create(c.kctx, 0, &c.q) != KILN_OK) {
     fprintf(stderr, "kiln-compare: %s\n", kiln_last_error());
     return 1;
+  }
+  for (int i = 0; i < nsets; i++) {
+    char space[64];
+    const char *colon = strchr(sets[i], ':');
+    const size_t len = colon ? (size_t)(colon - sets[i]) : 0;
+    if (len == 0 || len >= sizeof space) {
+      fprintf(stderr, "kiln-compare: --set wants SPACE:PARAMS, not \"%s\"\n",
+              sets[i]);
+      return 2;
+    }
+    memcpy(space, sets[i], len);
+    space[len] = '\0';
+    if (kiln_tuning_set(c.kctx, space, colon + 1) != KILN_OK) {
+      fprintf(stderr, "kiln-compare: --set %s: %s\n", sets[i],
+              kiln_last_error());
+      return 1;
+    }
+    printf("set %s: %s\n", space, colon + 1);
   }
   c.clq = kiln_queue_get_cl_queue(c.q);
   const kiln_device_info *info = kiln_context_get_device_info(c.kctx);
