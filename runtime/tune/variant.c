@@ -85,11 +85,14 @@ static kiln_status resolve(const kiln_context *ctx, struct kiln__variant *v) {
   kiln_status s = kiln__space_params(ctx, sp, &v->point, &v->source);
   if (s == KILN_OK)
     sp->options(&v->point, v->dtype, v->options, sizeof v->options);
-  /* Whether the matrix units run at all: the probe builds a program, which
-   * a context does under its const (the memo is a cache). */
-  if (s == KILN_OK && v->op == KILN__TUNED_GEMM_MMA)
+  /* The matrix units: the options of the context's form, and whether they
+   * run at all: the probe builds a program, which a context does under its
+   * const (the memo is a cache). */
+  if (s == KILN_OK && v->op == KILN__TUNED_GEMM_MMA) {
+    kiln__gemm_mma_form_options(ctx, v->options, sizeof v->options);
     kiln__gemm_mma_usable((kiln_context *)ctx, v->dtype, v->source, v->off,
                           sizeof v->off);
+  }
   return s;
 }
 

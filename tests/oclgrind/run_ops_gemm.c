@@ -187,8 +187,11 @@ void run_gemm_space(void) {
  * 32 blocks of 16 x 16 warp tiles; the default, double buffered), with
  * operands that take the staging's element path and aligned ones that take
  * its vector path (along k and along the rows, vectors crossing the
- * edges); NVIDIA's form and AMD's two. Only where the GPU family runs, like
- * gemm_space. */
+ * edges); NVIDIA's form on both points, and on the first AMD's two and
+ * Intel's (sub-groups of 8 and 16), each on a context of the same device
+ * with the vendor's profile forced (its build options select the form), in
+ * place of the group's context while it runs. Only where the GPU family
+ * runs, like gemm_space. */
 void run_gemm_mma(void) {
   static const unsigned points[][6] = {{32, 32, 16, 16, 16, 1},
                                        {64, 64, 32, 32, 32, 2}};
@@ -212,6 +215,45 @@ void run_gemm_mma(void) {
     run_gemm(KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, KILN_BF16, 33, 40, 20,
              1.0f, 1);
   }
+  static const struct {
+    const char *profile, *form;
+    bool wmma;
+    unsigned sub_group;
+  } vendors[] = {{"amd", "AMD's MFMA", false, 16},
+                 {"amd", "AMD's WMMA", true, 16},
+                 {"intel", "Intel's DPAS, 8 lanes", false, 8},
+                 {"intel", "Intel's DPAS, 16 lanes", false, 16}};
+  kiln_context *const own_ctx = ctx;
+  kiln_queue *const own_q = q;
+  struct kiln__point p = {{0}};
+  for (size_t j = 0; j < 6; j++)
+    p.v[j] = points[0][j];
+  kiln__space_set_override(&kiln__gemm_mma_space, &p);
+  for (size_t v = 0; v < sizeof vendors / sizeof vendors[0]; v++) {
+    const kiln_context_options opts = {.profile = vendors[v].profile};
+    CHECK_OK(kiln_context_create(own_ctx->device, &opts, &ctx));
+    CHECK_OK(kiln_queue_create(ctx, 0, &q));
+    kiln__gemm_mma_emulate_wmma(vendors[v].wmma);
+    kiln__gemm_mma_emulate_dpas(vendors[v].sub_group);
+    printf("# gemm_mma point 0, %s form\n", vendors[v].form);
+    CHECK_OK(kiln_tuning_get_info(ctx, "gemm_mma", &info));
+    checks++;
+    if (strcmp(info.used, "yes, for f16 and bf16 GEMM") != 0) {
+      fprintf(stderr, "FAIL gemm_mma %s: not run: %s\n", vendors[v].form,
+              info.used);
+      failures++;
+    }
+    run_gemm(KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, KILN_F16, 33, 40, 20,
+             1.0f, 1);
+    run_gemm(KILN_COL_MAJOR, KILN_TRANS, KILN_TRANS, KILN_BF16, 9, 21, 35,
+             0.0f, 2);
+    CHECK_OK(kiln_queue_destroy(q));
+    CHECK_OK(kiln_context_destroy(ctx));
+    ctx = own_ctx;
+    q = own_q;
+  }
+  kiln__gemm_mma_emulate_wmma(false);
+  kiln__gemm_mma_emulate_dpas(16);
   kiln__space_set_override(&kiln__gemm_mma_space, NULL);
   kiln__gemm_mma_emulate(false);
 }
