@@ -77,6 +77,20 @@ static void test_validation(void **state) {
                 "32 accumulators per lane with BK 32 exceed WMMA's");
   p = point(64, 64, 16, 32, 64, 2);
   SPACE_REJECTS(&kiln__gemm_mma_space, p, &amd, true, "64 accumulators");
+  /* Intel's profile (DPAS): validated for sub-groups of 16 lanes, the
+   * accumulators of a warp at most 2 KiB (WM x WN <= 512). */
+  kiln_device_info intel = *space_gpu_like_info();
+  intel.profile = "intel";
+  intel.max_work_group_size = 256;
+  p = point(64, 64, 32, 32, 16, 2);
+  assert_true(kiln__space_check(&kiln__gemm_mma_space, &p, &intel, true, why,
+                                sizeof why));
+  p = point(64, 64, 32, 32, 32, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, &intel, true,
+                "64 accumulators per lane (WM / 16 x WN / 16 x 16) exceed 32");
+  p = point(128, 64, 32, 16, 16, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, &intel, true,
+                "work-groups of 16 x 32");
   assert_kiln_ok(kiln_tuning_get_knob("gemm_mma", 5, &(kiln_tuning_knob){0}));
 }
 
