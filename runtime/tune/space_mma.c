@@ -314,17 +314,17 @@ bool kiln__gemm_mma_usable(kiln_context *ctx, kiln_dtype dtype,
   if (f == FORM_DPAS &&
       !kiln__has_extension(ctx->device->info.extensions, DPAS_EXTENSION)) {
     snprintf(why, size,
-             "the compile probe (%s %s) was not built: the device does not "
-             "report " DPAS_EXTENSION,
-             forms[f].what, kiln_dtype_name(dtype));
+             "Intel's DPAS needs " DPAS_EXTENSION
+             ", which the device does not report: the compile probe was not "
+             "built");
     return false;
   }
   if (f == FORM_DPAS && dpas_lanes(ctx) == 0) {
     snprintf(why, size,
-             "the compile probe (%s %s) was not built: the device's smallest "
-             "sub-group size (CL_DEVICE_SUB_GROUP_SIZES_INTEL) is not 8 or "
-             "16, the sizes DPAS's builtins take",
-             forms[f].what, kiln_dtype_name(dtype));
+             "Intel's DPAS runs in sub-groups of 8 or 16, which the device "
+             "does not report as its smallest "
+             "(CL_DEVICE_SUB_GROUP_SIZES_INTEL): the compile probe was not "
+             "built");
     return false;
   }
   char options[64] = "";
