@@ -219,6 +219,21 @@ static void test_emulated(void **state) {
   }
 }
 
+/* A context of device d with profile forced, its queue, and in info
+ * gemm_mma's verdict there with the first emulated point as if gated (the
+ * override, which the caller clears), so that the probe decides. */
+static void open_forced(size_t d, const char *profile, kiln_context **ctx,
+                        kiln_queue **q, kiln_tuning_info *info) {
+  const kiln_context_options opts = {.profile = profile};
+  assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, ctx));
+  assert_kiln_ok(kiln_queue_create(*ctx, KILN_QUEUE_PROFILING, q));
+  const struct kiln__point p = emulated_point(0);
+  kiln__space_set_override(&kiln__gemm_mma_space, &p);
+  assert_kiln_ok(kiln_tuning_get_info(*ctx, "gemm_mma", info));
+  fprintf(stderr, "# device %zu gemm_mma used (%s profile): %s\n", d,
+          profile, info->used);
+}
+
 /* AMD's forms, MFMA 16x16x16 (wavefronts of 64) and WMMA 16x16x16
  * (wave32), on contexts with AMD's profile forced (its build options select
  * them). Without the emulation the compile probe fails on a device that is
@@ -231,17 +246,9 @@ static void test_emulated_amd(void **state) {
   FOR_EACH_TEST_DEVICE(d) {
     kiln_context *ctx = NULL;
     kiln_queue *q = NULL;
-    const kiln_context_options opts = {.profile = "amd"};
-    assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
-    assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
     kiln_tuning_info *info = calloc(1, sizeof *info);
     assert_non_null(info);
-    /* A point as if gated (the override), so that the probe decides. */
-    const struct kiln__point p = emulated_point(0);
-    kiln__space_set_override(&kiln__gemm_mma_space, &p);
-    assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm_mma", info));
-    fprintf(stderr, "# device %zu gemm_mma used (amd profile): %s\n", d,
-            info->used);
+    open_forced(d, "amd", &ctx, &q, info);
     if (strstr(kiln_context_get_device_info(ctx)->name, "gfx") == NULL) {
       assert_int_equal(kiln__gemm_mma_lanes(ctx), 64);
       assert_non_null(strstr(info->used, "AMD's MFMA 16x16x16"));
@@ -277,16 +284,9 @@ static void test_emulated_intel(void **state) {
   FOR_EACH_TEST_DEVICE(d) {
     kiln_context *ctx = NULL;
     kiln_queue *q = NULL;
-    const kiln_context_options opts = {.profile = "intel"};
-    assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
-    assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
     kiln_tuning_info *info = calloc(1, sizeof *info);
     assert_non_null(info);
-    const struct kiln__point p = emulated_point(0);
-    kiln__space_set_override(&kiln__gemm_mma_space, &p);
-    assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm_mma", info));
-    fprintf(stderr, "# device %zu gemm_mma used (intel profile): %s\n", d,
-            info->used);
+    open_forced(d, "intel", &ctx, &q, info);
     if (strstr(kiln_context_get_device_info(ctx)->extensions,
                "cl_intel_subgroup_matrix_multiply_accumulate") == NULL) {
       assert_string_equal(info->used,
