@@ -41,8 +41,8 @@ done
 cat "$work/decl8.h" "$work/decl16.h" > "$work/decl.h"
 
 # compile DECLS SG DT DEFS...: gemm_mma.cl to $work/k.ll, errors to $work/err.
-# (The extension needs no pragma; clang 15 does not know it and would warn
-# on the kernel's, which IGC takes.)
+# (The specification asks for no pragma; the kernel enables the extension
+# all the same, which clang 15 does not know and would warn on.)
 compile() {
   local decls=$1 sg=$2 dt=$3
   shift 3

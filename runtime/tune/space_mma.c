@@ -67,8 +67,9 @@ static _Atomic unsigned emulate_dpas = 16;
 
 #define DPAS_EXTENSION "cl_intel_subgroup_matrix_multiply_accumulate"
 
-/* The kernel's forms (gemm_mma.cl's MMA_AMD): its lanes per warp, columns
- * per fragment and accumulators per lane and fragment. */
+/* The kernel's forms (gemm_mma.cl's MMA_AMD and MMA_INTEL): its lanes per
+ * warp (DPAS: validation's, see below), columns per fragment and
+ * accumulators per lane and fragment. */
 enum form { FORM_PTX, FORM_MFMA, FORM_WMMA, FORM_DPAS };
 /* max_acc: the most accumulators a lane may hold; max_acc_bk: for WMMA,
  * the most accumulators x BK (0: no such limit). clang 15 gives gfx1100

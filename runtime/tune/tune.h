@@ -446,8 +446,10 @@ struct kiln__variant {
   struct kiln__point point;          /* the small spaces */
   char options[320];
   /* KILN__TUNED_GEMM_MMA: why ops do not run it ("" when they do:
-   * kiln__gemm_mma_usable). */
+   * kiln__gemm_mma_usable), and its warps' lanes (kiln__gemm_mma_lanes,
+   * read once here: Intel's query the device). */
   char off[400];
+  unsigned lanes;
   /* The tuning generation (kiln__variants_stale) it was last found right
    * at: stale when the process's has moved on. */
   _Atomic unsigned long generation;
