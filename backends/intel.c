@@ -29,10 +29,13 @@ const struct kiln_backend kiln_backend_intel = {
     .name = "intel",
     .description = "Intel GPUs (Intel compute runtime, NEO)",
     .match = match,
-    /* No flags. -cl-intel-greater-than-4GB-buffer-required would allow
-     * buffers over 4 GiB but switches every kernel to slower stateless
-     * addressing; it belongs to the few builds that need it, not all. */
-    .build_options = "",
+    /* -cl-intel-greater-than-4GB-buffer-required would allow buffers over
+     * 4 GiB but switches every kernel to slower stateless addressing; it
+     * belongs to the few builds that need it, not all. KILN_INTEL_GPU
+     * names the vendor to kernels with vendor forms: the matrix-unit GEMM
+     * (cl_kernels/gemm_mma.cl) takes its DPAS form, and
+     * runtime/tune/space_mma.c selects it for contexts of this profile. */
+    .build_options = "-DKILN_INTEL_GPU=1",
     /* Kernels compile SIMD8, SIMD16 or SIMD32; 32 is a multiple of each, so
      * a group never ends in a partly filled hardware thread. */
     .wg_multiple = 32,

@@ -16,7 +16,9 @@
  *     leading dimensions with guards around them (run_case checks every
  *     element outside C), batches, beta over NaN and the epilogue. The GPU
  *     family is forced through the profile on CPU devices, as in
- *     test_gemm_space.c; f32 operands still run gemm_gpu. */
+ *     test_gemm_space.c; f32 operands still run gemm_gpu;
+ *   - the same for AMD's MFMA and WMMA forms and Intel's DPAS form (8 and
+ *     16 lanes), emulated, on contexts with the vendor's profile forced. */
 #include "gemm_test_util.h"
 #include "space_test_util.h"
 
@@ -75,6 +77,20 @@ static void test_validation(void **state) {
                 "32 accumulators per lane with BK 32 exceed WMMA's");
   p = point(64, 64, 16, 32, 64, 2);
   SPACE_REJECTS(&kiln__gemm_mma_space, p, &amd, true, "64 accumulators");
+  /* Intel's profile (DPAS): validated for sub-groups of 16 lanes, the
+   * accumulators of a warp at most 2 KiB (WM x WN <= 512). */
+  kiln_device_info intel = *space_gpu_like_info();
+  intel.profile = "intel";
+  intel.max_work_group_size = 256;
+  p = point(64, 64, 32, 32, 16, 2);
+  assert_true(kiln__space_check(&kiln__gemm_mma_space, &p, &intel, true, why,
+                                sizeof why));
+  p = point(64, 64, 32, 32, 32, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, &intel, true,
+                "64 accumulators per lane (WM / 16 x WN / 16 x 16) exceed 32");
+  p = point(128, 64, 32, 16, 16, 2);
+  SPACE_REJECTS(&kiln__gemm_mma_space, p, &intel, true,
+                "work-groups of 16 x 32");
   assert_kiln_ok(kiln_tuning_get_knob("gemm_mma", 5, &(kiln_tuning_knob){0}));
 }
 
@@ -149,9 +165,9 @@ static struct kiln__point emulated_point(size_t s) {
 }
 
 /* With the emulation on ctx: the kernel runs for f16 and bf16, and passes
- * every case on the three points. */
+ * every case on the points from first to the last of the three. */
 static void run_emulated(kiln_context *ctx, kiln_queue *q, size_t d,
-                         const char *form) {
+                         const char *form, size_t first) {
   kiln_tuning_info *info = calloc(1, sizeof *info);
   assert_non_null(info);
   kiln__gemm_mma_emulate(true);
@@ -159,7 +175,7 @@ static void run_emulated(kiln_context *ctx, kiln_queue *q, size_t d,
   assert_string_equal(info->used, "yes, for f16 and bf16 GEMM");
   /* kiln cache warm builds the kernel for f16 and bf16 where it runs. */
   assert_int_equal(warmed_mma(ctx), 2);
-  for (size_t s = 0; s < 3; s++) {
+  for (size_t s = first; s < 3; s++) {
     const struct kiln__point p = emulated_point(s);
     kiln__space_set_override(&kiln__gemm_mma_space, &p);
     assert_string_equal(verdict(ctx, KILN_F16), "");
@@ -198,9 +214,24 @@ static void test_emulated(void **state) {
     if (!nvidia)
       assert_int_equal(warmed_mma(ctx), 0);
     free(info);
-    run_emulated(ctx, q, d, "mma.sync");
+    run_emulated(ctx, q, d, "mma.sync", 0);
     kiln_test_close(ctx, q);
   }
+}
+
+/* A context of device d with profile forced, its queue, and in info
+ * gemm_mma's verdict there with the first emulated point as if gated (the
+ * override, which the caller clears), so that the probe decides. */
+static void open_forced(size_t d, const char *profile, kiln_context **ctx,
+                        kiln_queue **q, kiln_tuning_info *info) {
+  const kiln_context_options opts = {.profile = profile};
+  assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, ctx));
+  assert_kiln_ok(kiln_queue_create(*ctx, KILN_QUEUE_PROFILING, q));
+  const struct kiln__point p = emulated_point(0);
+  kiln__space_set_override(&kiln__gemm_mma_space, &p);
+  assert_kiln_ok(kiln_tuning_get_info(*ctx, "gemm_mma", info));
+  fprintf(stderr, "# device %zu gemm_mma used (%s profile): %s\n", d,
+          profile, info->used);
 }
 
 /* AMD's forms, MFMA 16x16x16 (wavefronts of 64) and WMMA 16x16x16
@@ -215,17 +246,9 @@ static void test_emulated_amd(void **state) {
   FOR_EACH_TEST_DEVICE(d) {
     kiln_context *ctx = NULL;
     kiln_queue *q = NULL;
-    const kiln_context_options opts = {.profile = "amd"};
-    assert_kiln_ok(kiln_context_create(kiln_test_device(d), &opts, &ctx));
-    assert_kiln_ok(kiln_queue_create(ctx, KILN_QUEUE_PROFILING, &q));
     kiln_tuning_info *info = calloc(1, sizeof *info);
     assert_non_null(info);
-    /* A point as if gated (the override), so that the probe decides. */
-    const struct kiln__point p = emulated_point(0);
-    kiln__space_set_override(&kiln__gemm_mma_space, &p);
-    assert_kiln_ok(kiln_tuning_get_info(ctx, "gemm_mma", info));
-    fprintf(stderr, "# device %zu gemm_mma used (amd profile): %s\n", d,
-            info->used);
+    open_forced(d, "amd", &ctx, &q, info);
     if (strstr(kiln_context_get_device_info(ctx)->name, "gfx") == NULL) {
       assert_int_equal(kiln__gemm_mma_lanes(ctx), 64);
       assert_non_null(strstr(info->used, "AMD's MFMA 16x16x16"));
@@ -237,12 +260,58 @@ static void test_emulated_amd(void **state) {
     free(info);
     kiln__gemm_mma_emulate(true);
     assert_int_equal(kiln__gemm_mma_lanes(ctx), 64);
-    run_emulated(ctx, q, d, "MFMA");
+    run_emulated(ctx, q, d, "MFMA", 0);
     kiln__gemm_mma_emulate_wmma(true);
     kiln__gemm_mma_emulate(true);
     assert_int_equal(kiln__gemm_mma_lanes(ctx), 32);
-    run_emulated(ctx, q, d, "WMMA");
+    run_emulated(ctx, q, d, "WMMA", 0);
     kiln__gemm_mma_emulate_wmma(false);
+    kiln_test_close(ctx, q);
+  }
+}
+
+/* Intel's form, DPAS through cl_intel_subgroup_matrix_multiply_accumulate
+ * (sub-groups of 8 or 16 lanes), on contexts with Intel's profile forced
+ * (its build options select it). Without the emulation a device that does
+ * not report the extension never runs the kernel and says so, and GEMMs
+ * stay right on gemm_gpu; with it, DPAS's layouts for sub-groups of 8 and
+ * of 16 lanes, with the kernel's fragment loads, output coordinates and the
+ * shared staging and epilogue, pass the cases on the three points (lanes
+ * exchanged through __local memory between barriers: PoCL's sub-groups are
+ * not Intel's, and the emulation needs none). */
+static void test_emulated_intel(void **state) {
+  (void)state;
+  FOR_EACH_TEST_DEVICE(d) {
+    kiln_context *ctx = NULL;
+    kiln_queue *q = NULL;
+    kiln_tuning_info *info = calloc(1, sizeof *info);
+    assert_non_null(info);
+    open_forced(d, "intel", &ctx, &q, info);
+    if (strstr(kiln_context_get_device_info(ctx)->extensions,
+               "cl_intel_subgroup_matrix_multiply_accumulate") == NULL) {
+      assert_string_equal(info->used,
+                          "no: Intel's DPAS needs cl_intel_subgroup_matrix_"
+                          "multiply_accumulate, which the device does not "
+                          "report: the compile probe was not built");
+      assert_non_null(
+          strstr(verdict(ctx, KILN_F16), "the device does not report"));
+      assert_int_equal(warmed_mma(ctx), 0);
+      run_case(ctx, q, &cases[4], "gemm_gpu for bf16 (intel profile, no DPAS)");
+    }
+    kiln__space_set_override(&kiln__gemm_mma_space, NULL);
+    free(info);
+    /* 16 lanes on the three points; 8 (whose layout differs in A's lanes
+     * and the warp's width alone) on the default point, several warps each
+     * way, double buffered, to hold the test's time. */
+    static const unsigned lanes[] = {16, 8};
+    for (size_t i = 0; i < 2; i++) {
+      kiln__gemm_mma_emulate_dpas(lanes[i]);
+      kiln__gemm_mma_emulate(true);
+      assert_int_equal(kiln__gemm_mma_lanes(ctx), lanes[i]);
+      run_emulated(ctx, q, d, lanes[i] == 8 ? "DPAS x8" : "DPAS x16",
+                   lanes[i] == 8 ? 2 : 0);
+    }
+    kiln__gemm_mma_emulate_dpas(16);
     kiln_test_close(ctx, q);
   }
 }
@@ -272,6 +341,7 @@ int main(void) {
       cmocka_unit_test(test_api),
       cmocka_unit_test(test_emulated),
       cmocka_unit_test(test_emulated_amd),
+      cmocka_unit_test(test_emulated_intel),
   };
   (void)run_all;
   (void)run_cpu_family;
@@ -279,5 +349,10 @@ int main(void) {
   const char *filter = getenv("KILN_TEST_FILTER");
   if (filter != NULL && filter[0] != '\0')
     cmocka_set_test_filter(filter);
+  /* tests/meson.build runs Intel's form as a test of its own (each builds
+   * a dozen programs on PoCL: minutes with a cold cache). */
+  const char *skip = getenv("KILN_TEST_SKIP");
+  if (skip != NULL && skip[0] != '\0')
+    cmocka_set_skip_filter(skip);
   return KILN_TEST_RUN("gemm_mma_emu", tests, true);
 }

@@ -4,7 +4,7 @@
  * An op with a space ("gemm": the GPU-family GEMM kernel; "transpose",
  * "reduce" (every reduction) and "elementwise" (the maps, axpy, scale and
  * fill): the GPU-family kernels of those ops; "gemm_mma": the GPU family's
- * f16 and bf16 GEMM on the matrix units (NVIDIA, AMD), run only where
+ * f16 and bf16 GEMM on the matrix units (NVIDIA, AMD, Intel), run only where
  * kiln_tuning_info's used says so; "gemm_cpu" and
  * "transpose_cpu": the CPU family's GEMM and transpose, which CPU-family
  * devices such as PoCL run) runs with the
@@ -107,9 +107,9 @@ typedef struct kiln_tuning_info {
   char database[256];
   /* Whether ops run the space's kernels on the device, and why not: "" for
    * the spaces whose kernels always run on their family's devices;
-   * "gemm_mma" (f16 and bf16 GEMM on NVIDIA's and AMD's matrix units)
-   * says "yes, ..." or "no: REASON" (not an NVIDIA or AMD GPU of a known
-   * kind, the compile probe did not build,
+   * "gemm_mma" (f16 and bf16 GEMM on NVIDIA's, AMD's and Intel's matrix
+   * units) says "yes, ..." or "no: REASON" (not an NVIDIA, AMD or Intel GPU
+   * of a known kind, the compile probe did not build,
    * no point has passed kiln tune's correctness gate, ...). */
   char used[512];
 } kiln_tuning_info;

@@ -25,7 +25,5 @@ uint32_t kiln__parse_cl_version(const char *text);
 /* Collapse every run of whitespace into one space, trimming both ends, in
  * place (PoCL's extension string holds runs of spaces). */
 void kiln__normalise_spaces(char *s);
-/* Whole-word test in a normalised extension list. */
-bool kiln__has_extension(const char *list, const char *ext);
 
 #endif

@@ -71,6 +71,9 @@ void kiln__device_free(struct kiln_device *device);
  * info.quirks from it. */
 kiln_status kiln__device_list_synthetic(const struct kiln_device *devices,
                                         size_t count, kiln_device_list **out);
+/* Whole-word test in a normalised extension list (info.extensions);
+ * device_query.c. */
+bool kiln__has_extension(const char *list, const char *ext);
 
 /* ---- state of higher rooms on core objects ------------------------------ */
 

@@ -88,9 +88,9 @@ static cl_uint mma_vec(size_t rs, size_t ks, size_t offset,
 }
 
 /* f16 and bf16 on the matrix units (cl_kernels/gemm_mma.cl: NVIDIA's
- * mma.sync or AMD's MFMA or WMMA, by the context's profile), where the
- * context's variant says they run (tune/space_mma.c): *done false leaves
- * the problem to gemm_gpu. */
+ * mma.sync, AMD's MFMA or WMMA or Intel's DPAS, by the context's profile),
+ * where the context's variant says they run (tune/space_mma.c): *done
+ * false leaves the problem to gemm_gpu. */
 static kiln_status run_mma(struct kiln__op *op, const struct gemm_problem *g,
                            bool *done) {
   *done = false;
@@ -109,8 +109,9 @@ static kiln_status run_mma(struct kiln__op *op, const struct gemm_problem *g,
   const unsigned bm = v->point.v[KILN__MMA_BM], bn = v->point.v[KILN__MMA_BN];
   const size_t warps =
       (size_t)(bm / v->point.v[KILN__MMA_WM]) * (bn / v->point.v[KILN__MMA_WN]);
-  /* Warps of 32 lanes, or MFMA's wavefronts of 64. */
-  const size_t lanes = kiln__gemm_mma_lanes(op->queue->ctx);
+  /* Warps of 32 lanes, MFMA's wavefronts of 64, or Intel's sub-groups of 8
+   * or 16 (the variant's, read when it was resolved). */
+  const size_t lanes = v->lanes;
   const size_t global[3] = {kiln__div_up(g->n, bn) * lanes,
                             kiln__div_up(g->m, bm) * warps, g->batch};
   const size_t local[3] = {lanes, warps, 1};

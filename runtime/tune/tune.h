@@ -108,7 +108,7 @@ enum {
   KILN__CONV_VWN
 };
 
-/* The matrix units of NVIDIA and AMD GPUs (space_mma.c): the block tile,
+/* The matrix units of NVIDIA, AMD and Intel GPUs (space_mma.c): the block tile,
  * the k stage, the warp tile and the stages of cl_kernels/gemm_mma.cl. */
 enum {
   KILN__MMA_BM,
@@ -224,11 +224,21 @@ bool kiln__gemm_mma_usable(kiln_context *ctx, kiln_dtype dtype,
  * between ops like the other test overrides; pair it with
  * kiln__space_set_override(&kiln__gemm_mma_space, point). */
 void kiln__gemm_mma_emulate(bool on);
-/* The lanes of ctx's gemm_mma warps: 64 for AMD's MFMA form, else 32. */
+/* The lanes of ctx's gemm_mma warps: 64 for AMD's MFMA form, Intel's
+ * sub-group size (8 or 16; 0 where the device reports neither) for its
+ * DPAS form, else 32. */
 unsigned kiln__gemm_mma_lanes(const kiln_context *ctx);
+/* Appends to buf (holding the point's options, sp->options's) what ctx's
+ * form adds: the emulation's form where the tests turned it on, Intel's
+ * sub-group size. */
+void kiln__gemm_mma_form_options(const kiln_context *ctx, char *buf,
+                                 size_t size);
 /* Tests only: the emulation on contexts of AMD's profile is of the WMMA
  * form (RDNA3), not the MFMA one. */
 void kiln__gemm_mma_emulate_wmma(bool on);
+/* Tests only: the emulation on contexts of Intel's profile runs DPAS's
+ * layout for sub-groups of sub_group lanes (8 or 16; 16 until set). */
+void kiln__gemm_mma_emulate_dpas(unsigned sub_group);
 
 /* The CPU GEMM point of a device whose preferred float vector width is vw
  * (rounded to 4, 8 or 16), with the tile mr x nr and the k block kc where
@@ -348,7 +358,7 @@ extern const struct kiln__tuning_space kiln__elementwise_tuning_space;
 /* The CPU family's (space_cpu.c). */
 extern const struct kiln__tuning_space kiln__gemm_cpu_tuning_space;
 extern const struct kiln__tuning_space kiln__transpose_cpu_tuning_space;
-/* The matrix units of NVIDIA and AMD GPUs (space_mma.c). */
+/* The matrix units of NVIDIA, AMD and Intel GPUs (space_mma.c). */
 extern const struct kiln__tuning_space kiln__gemm_mma_tuning_space;
 /* The implicit GEMM convolution (space_conv.c). */
 extern const struct kiln__tuning_space kiln__conv_tuning_space;
@@ -437,8 +447,10 @@ struct kiln__variant {
   struct kiln__point point;          /* the small spaces */
   char options[320];
   /* KILN__TUNED_GEMM_MMA: why ops do not run it ("" when they do:
-   * kiln__gemm_mma_usable). */
+   * kiln__gemm_mma_usable), and its warps' lanes (kiln__gemm_mma_lanes,
+   * read once here: Intel's query the device). */
   char off[400];
+  unsigned lanes;
   /* The tuning generation (kiln__variants_stale) it was last found right
    * at: stale when the process's has moved on. */
   _Atomic unsigned long generation;

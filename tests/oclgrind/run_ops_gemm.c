@@ -46,6 +46,9 @@ static size_t at(kiln_layout layout, size_t i, size_t j, size_t ld) {
 /* Whether run_gemm passes A packed (kiln_pack): the pack kernels, the
  * plain copy, and the register tile reading the packed panels. */
 static bool gemm_pack_a;
+/* Whether run_gemm's A and B start at offsets of 8 with leading dimensions
+ * multiples of 8 (gemm_mma's staging then loads aligned vectors). */
+static bool gemm_aligned;
 
 static void run_gemm(kiln_layout layout, kiln_trans ta, kiln_trans tb,
                      kiln_dtype dt, size_t m, size_t n, size_t k, float beta,
@@ -55,18 +58,23 @@ static void run_gemm(kiln_layout layout, kiln_trans ta, kiln_trans tb,
   size_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
   size_t lda = (layout == KILN_ROW_MAJOR ? ac : ar) + 1;
   size_t ldb = (layout == KILN_ROW_MAJOR ? bc : br) + 2;
+  const size_t a_off = gemm_aligned ? 8 : 2, b_off = gemm_aligned ? 8 : 1;
+  if (gemm_aligned) {
+    lda = (lda + 7) / 8 * 8;
+    ldb = (ldb + 7) / 8 * 8;
+  }
   size_t ldc = (layout == KILN_ROW_MAJOR ? n : m) + 1;
   size_t a_ext = (layout == KILN_ROW_MAJOR ? ar : ac) * lda;
   size_t b_ext = (layout == KILN_ROW_MAJOR ? br : bc) * ldb;
   size_t c_ext = (layout == KILN_ROW_MAJOR ? m : n) * ldc;
   /* Batched: one A shared by every entry (stride 0), B and C strided. */
   void *ah, *bh, *ch = NULL;
-  kiln_buffer *a = input(dt, 2, a_ext, 111, &ah);
-  kiln_buffer *b = input(dt, 1, b_ext * batch, 112, &bh);
+  kiln_buffer *a = input(dt, a_off, a_ext, 111, &ah);
+  kiln_buffer *b = input(dt, b_off, b_ext * batch, 112, &bh);
   kiln_buffer *c = beta != 0 ? input(KILN_F32, 3, c_ext * batch, 113, &ch)
                              : output(KILN_F32, c_ext * batch + 3);
-  const kiln_matrix ma = {a, 2, ar, ac, lda, 0, dt, layout, ta, NULL};
-  const kiln_matrix mb = {b, 1, br, bc, ldb, b_ext, dt, layout, tb, NULL};
+  const kiln_matrix ma = {a, a_off, ar, ac, lda, 0, dt, layout, ta, NULL};
+  const kiln_matrix mb = {b, b_off, br, bc, ldb, b_ext, dt, layout, tb, NULL};
   const kiln_matrix mc = {
       c, 3, m, n, ldc, c_ext, KILN_F32, layout, KILN_NO_TRANS, NULL};
   const kiln_epilogue epi = {alpha, beta, NULL, KILN_ACT_NONE};
@@ -105,10 +113,10 @@ static void run_gemm(kiln_layout layout, kiln_trans ta, kiln_trans tb,
           goto done;
         }
       }
-  printf("ok   gemm %s %c%c %s %zux%zux%zu beta %g batch %zu%s\n",
+  printf("ok   gemm %s %c%c %s %zux%zux%zu beta %g batch %zu%s%s\n",
          layout == KILN_ROW_MAJOR ? "row" : "col", ta ? 'T' : 'N',
          tb ? 'T' : 'N', kiln_dtype_name(dt), m, n, k, (double)beta, batch,
-         gemm_pack_a ? " (a packed)" : "");
+         gemm_pack_a ? " (a packed)" : "", gemm_aligned ? " (aligned)" : "");
 done:
   CHECK_OK(kiln_packed_destroy(packed));
   free(got), free(ah), free(bh), free(ch);
@@ -187,8 +195,11 @@ void run_gemm_space(void) {
  * 32 blocks of 16 x 16 warp tiles; the default, double buffered), with
  * operands that take the staging's element path and aligned ones that take
  * its vector path (along k and along the rows, vectors crossing the
- * edges); NVIDIA's form and AMD's two. Only where the GPU family runs, like
- * gemm_space. */
+ * edges); NVIDIA's form on both points, and on the first AMD's two and
+ * Intel's (sub-groups of 8 and 16), each on a context of the same device
+ * with the vendor's profile forced (its build options select the form), in
+ * place of the group's context while it runs. Only where the GPU family
+ * runs, like gemm_space. */
 void run_gemm_mma(void) {
   static const unsigned points[][6] = {{32, 32, 16, 16, 16, 1},
                                        {64, 64, 32, 32, 32, 2}};
@@ -211,7 +222,54 @@ void run_gemm_mma(void) {
              0.0f, 2);
     run_gemm(KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, KILN_BF16, 33, 40, 20,
              1.0f, 1);
+    gemm_aligned = true;
+    run_gemm(KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, KILN_F16, 17, 13,
+             19, 0.5f, 1);
+    run_gemm(KILN_COL_MAJOR, KILN_TRANS, KILN_TRANS, KILN_BF16, 9, 21, 35,
+             0.0f, 2);
+    gemm_aligned = false;
   }
+  static const struct {
+    const char *profile, *form;
+    bool wmma;
+    unsigned sub_group;
+  } vendors[] = {{"amd", "AMD's MFMA", false, 16},
+                 {"amd", "AMD's WMMA", true, 16},
+                 {"intel", "Intel's DPAS, 8 lanes", false, 8},
+                 {"intel", "Intel's DPAS, 16 lanes", false, 16}};
+  kiln_context *const own_ctx = ctx;
+  kiln_queue *const own_q = q;
+  struct kiln__point p = {{0}};
+  for (size_t j = 0; j < 6; j++)
+    p.v[j] = points[0][j];
+  kiln__space_set_override(&kiln__gemm_mma_space, &p);
+  for (size_t v = 0; v < sizeof vendors / sizeof vendors[0]; v++) {
+    const kiln_context_options opts = {.profile = vendors[v].profile};
+    CHECK_OK(kiln_context_create(own_ctx->device, &opts, &ctx));
+    CHECK_OK(kiln_queue_create(ctx, 0, &q));
+    kiln__gemm_mma_emulate_wmma(vendors[v].wmma);
+    kiln__gemm_mma_emulate_dpas(vendors[v].sub_group);
+    printf("# gemm_mma point 0, %s form\n", vendors[v].form);
+    CHECK_OK(kiln_tuning_get_info(ctx, "gemm_mma", &info));
+    checks++;
+    if (strcmp(info.used, "yes, for f16 and bf16 GEMM") != 0) {
+      fprintf(stderr, "FAIL gemm_mma %s: not run: %s\n", vendors[v].form,
+              info.used);
+      failures++;
+    }
+    run_gemm(KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, KILN_F16, 33, 40, 20,
+             1.0f, 1);
+    gemm_aligned = true;
+    run_gemm(KILN_COL_MAJOR, KILN_TRANS, KILN_TRANS, KILN_BF16, 9, 21, 35,
+             0.0f, 2);
+    gemm_aligned = false;
+    CHECK_OK(kiln_queue_destroy(q));
+    CHECK_OK(kiln_context_destroy(ctx));
+    ctx = own_ctx;
+    q = own_q;
+  }
+  kiln__gemm_mma_emulate_wmma(false);
+  kiln__gemm_mma_emulate_dpas(16);
   kiln__space_set_override(&kiln__gemm_mma_space, NULL);
   kiln__gemm_mma_emulate(false);
 }

@@ -19,7 +19,7 @@ static const tune_op ops[] = {
     {"elementwise", "axpy,scale", "f32 axpy and scale of N", "GB/s",
      "4194304,16777216", 1u << 30, 1, tune_gate_elementwise,
      tune_time_elementwise, tune_work_elementwise, "GPU", NULL},
-    {"gemm_mma", "", "bf16 C = A B on the matrix units (NVIDIA, AMD)",
+    {"gemm_mma", "", "bf16 C = A B on the matrix units (NVIDIA, AMD, Intel)",
      "GFLOP/s",
      "1024,4096", 16384, 3, tune_gate_mma, tune_time_gemm_mma, tune_work_gemm,
      "GPU", NULL},
