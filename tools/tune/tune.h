@@ -15,6 +15,12 @@
 
 #define TUNE_COMPILE_TIMEOUT 60.0
 #define TUNE_RUN_TIMEOUT 20.0
+/* A timed run repeats the op until this many seconds have passed and
+ * counts the mean: one run of a small size (a 1024^2 transpose on PoCL,
+ * 0.3 ms) swung by 2x on a shared machine, enough for the check against
+ * the default to keep the default over a point 1.8 times faster at the
+ * other size. */
+#define TUNE_MIN_RUN_SECONDS 0.02
 
 /* Test hooks: after the gate's or the timing's op of a candidate,
  * after_gemm may change its output (to inject a wrong candidate; count is
@@ -43,7 +49,9 @@ typedef bool (*tune_gate_fn)(kiln_context *ctx, kiln_queue *q,
                              double run_timeout_s, double deadline,
                              double *seconds, bool *timed_out, char *why,
                              size_t why_size);
-/* Seconds of one run at size: a warm-up, then the best of runs, stopping
+/* Seconds of one run at size (one op; a run repeats it for at least
+ * TUNE_MIN_RUN_SECONDS and gives the mean): a warm-up, then the best of
+ * runs, stopping
  * after the first run that takes more than stop_above seconds (0: never),
  * and before a run that would start past deadline (0: none; then the runs
  * so far count, and none gives 0). A failure gives -1 (kiln_last_error()

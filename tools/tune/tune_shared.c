@@ -179,12 +179,19 @@ double tune_time_loop(kiln_queue *q,
     if (deadline > 0.0 && tools_now() >= deadline)
       return best < 0.0 ? 0.0 : best; /* 0: no figure, out of time */
     const double t0 = tools_now();
-    bool timed_out = false;
-    char why[8];
-    if (run(q, arg) != KILN_OK ||
-        !tune_finish(q, run_timeout_s, &timed_out, why, sizeof why))
-      return timed_out ? -2.0 : -1.0;
-    double t = tools_now() - t0;
+    double t = 0.0;
+    int ops = 0;
+    do { /* the warm-up once; a timed run for TUNE_MIN_RUN_SECONDS */
+      bool timed_out = false;
+      char why[8];
+      if (run(q, arg) != KILN_OK ||
+          !tune_finish(q, run_timeout_s, &timed_out, why, sizeof why))
+        return timed_out ? -2.0 : -1.0;
+      t = tools_now() - t0;
+      ops++;
+    } while (r >= 0 && t < TUNE_MIN_RUN_SECONDS &&
+             !(deadline > 0.0 && tools_now() >= deadline));
+    t /= ops;
     if (hooks != NULL && hooks->time_scale != NULL)
       t *= hooks->time_scale(hooks->user, params);
     /* The warm-up already says when a candidate is clearly slower (its
