@@ -8,7 +8,8 @@
  * shows that only the gate stood in its way. The search is exhaustive over
  * one knob, SWITCH (5 values), so that it is short and deterministic: the
  * switch point is the host's, so every candidate is the one program. Contexts
- * force the GPU family, as the GEMM tests do on CPUs. */
+ * force the GPU family, as the GEMM tests do on CPUs. Also the timing loop
+ * (tools/tune/tune_shared.c): a timed run repeats a short op. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -249,8 +250,57 @@ static void test_gate_mma(void **state) {
   destroy_when_idle(ctx);
 }
 
+/* A timed run repeats its op until TUNE_MIN_RUN_SECONDS have passed and
+ * gives the mean; an op longer than that runs once a run. The warm-up is
+ * one op either way. */
+struct counted_op {
+  int calls;
+  long sleep_ns;
+};
+
+static kiln_status counted_run(kiln_queue *q, void *arg) {
+  (void)q;
+  struct counted_op *op = arg;
+  op->calls++;
+  if (op->sleep_ns > 0) {
+    struct timespec ts = {op->sleep_ns / 1000000000L,
+                          op->sleep_ns % 1000000000L};
+    nanosleep(&ts, NULL);
+  }
+  return KILN_OK;
+}
+
+static void test_timed_runs_repeat(void **state) {
+  (void)state;
+  kiln_context *ctx = NULL;
+  kiln_queue *q = NULL;
+  assert_kiln_ok(kiln_context_create(kiln_test_device(0), NULL, &ctx));
+  assert_kiln_ok(kiln_queue_create(ctx, 0, &q));
+  /* 1 ms ops (a little more: the sleep and the queue's finish): both runs
+   * last the minimum, so several ops each, and the figure is one op's. */
+  struct counted_op short_op = {0, 1000000L};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double t = tune_time_loop(q, counted_run, &short_op, 2, 0.0, 0.0, 600,
+                            NULL, "");
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  const double wall =
+      (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  assert_true(wall >= 2 * TUNE_MIN_RUN_SECONDS);
+  assert_true(short_op.calls >= 1 + 2 * 2);
+  assert_true(t >= 1e-3 && t < TUNE_MIN_RUN_SECONDS / 2);
+  /* Ops longer than the minimum: the warm-up and one op a run. */
+  struct counted_op long_op = {0, (long)(TUNE_MIN_RUN_SECONDS * 1.5e9)};
+  t = tune_time_loop(q, counted_run, &long_op, 2, 0.0, 0.0, 600, NULL, "");
+  assert_int_equal(long_op.calls, 3);
+  assert_true(t >= TUNE_MIN_RUN_SECONDS * 1.5);
+  assert_kiln_ok(kiln_queue_destroy(q));
+  assert_kiln_ok(kiln_context_destroy(ctx));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_timed_runs_repeat),
       cmocka_unit_test(test_gate_mma),
       cmocka_unit_test(test_gate_rejects_wrong),
       cmocka_unit_test(test_control_wins_when_correct),
