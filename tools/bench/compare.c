@@ -385,9 +385,13 @@ int main(int argc, char **argv) {
   const char *sets[8];
   int runs = 7, opt, nsets = 0;
   while ((opt = getopt_long(argc, argv, "d:o:r:s:h", longopts, NULL)) != -1) {
-    if (opt == 's' && nsets < 8)
+    if (opt == 's') {
+      if (nsets == 8) {
+        fprintf(stderr, "kiln-compare: at most 8 --set\n");
+        return 2;
+      }
       sets[nsets++] = optarg;
-    else if (opt == 'd')
+    } else if (opt == 'd')
       selector = optarg;
     else if (opt == 'o')
       ops = optarg;
