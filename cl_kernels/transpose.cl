@@ -167,7 +167,8 @@
     ST(16, T16, r14, q + 14 * ldy); ST(16, T16, r15, q + 15 * ldy);            \
   }
 
-/* The stores of TR8: plain (vstore8: element alignment), or streaming
+/* The stores of TR8 and TR16 (N elements of vector type TV): plain
+ * (vstoreN: element alignment), or streaming
  * (non-temporal: the line goes to memory without being read first, which
  * saves a transpose a third of its traffic, since every line of y is
  * written whole; only with clang's builtin, on whole aligned vectors). */
@@ -210,10 +211,10 @@
 /* Columns [c0, c1) of rows [r0, r1) in 16 x 16 blocks. With VW 8, either
  * half of every 64-byte line of y is written right after the other, and
  * either half of x's lines read close together, while the line is still in
- * L1, so every
- * line is brought in once even at power-of-two leading dimensions (4096 x
- * 4096), where all the lines of a tile's column fall into one cache set;
- * and a streaming store's write-combining buffer fills whole. */
+ * L1, so every line is brought in once even at power-of-two leading
+ * dimensions (4096 x 4096), where all the lines of a tile's column fall
+ * into one cache set; and a streaming store's write-combining buffer fills
+ * whole. With VW 16 each line is one load or one store. */
 /* ORDER 1 reads x's rows in runs of TILE elements (16 rows at a time), for
  * the hardware prefetchers, and writes y's lines whole but scattered,
  * which streaming stores do not mind; ORDER 0 writes y's rows in runs and
