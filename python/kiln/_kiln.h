@@ -4,7 +4,10 @@
  * several files:
  *
  *   _kiln_module.c    errors as exceptions, small module functions, PyInit
- *   _kiln_objects.c   Context, Queue, Buffer, Pinned, Event, device lists
+ *   _kiln_context.c   device lists, Context, tuning queries
+ *   _kiln_queue.c     Queue, Buffer (a block of a queue's pool)
+ *   _kiln_pinned.c    Pinned host memory
+ *   _kiln_event.c     Event, waits
  *   _kiln_array.c     Array: shapes, views, kiln.empty
  *   _kiln_call.c      Arrays as kiln_range / kiln_matrix / kiln_image,
  *                     wait lists, results (Call)
@@ -119,7 +122,7 @@ typedef struct {
 } KernelObject;
 
 /* kiln_pinned: host memory the driver allocated for DMA, mapped through a
- * queue for its whole life (_kiln_objects.c). */
+ * queue for its whole life (_kiln_pinned.c). */
 typedef struct {
   PyObject_HEAD
   kiln_pinned *pinned;
@@ -151,14 +154,20 @@ PyObject *raise_status(kiln_status st);
 /* A Python-side refusal with a kiln status (closed objects). */
 PyObject *raise_with(kiln_status st, const char *msg);
 
-/* ---- objects (_kiln_objects.c) ---------------------------------------------- */
+/* ---- Context (_kiln_context.c) --------------------------------------------- */
 
 int ctx_open(ContextObject *c);
+
+/* ---- Queue and Buffer (_kiln_queue.c) -------------------------------------- */
+
 int queue_open(QueueObject *q);
-EventObject *event_wrap(kiln_event *ev, QueueObject *q);
-kiln_status flush_wait(QueueObject *q, kiln_event *ev);
 kiln_status queue_sync(QueueObject *q);
 BufferObject *buffer_alloc(QueueObject *q, size_t nbytes);
+
+/* ---- Event (_kiln_event.c) ------------------------------------------------- */
+
+EventObject *event_wrap(kiln_event *ev, QueueObject *q);
+kiln_status flush_wait(QueueObject *q, kiln_event *ev);
 
 /* ---- arrays (_kiln_array.c) --------------------------------------------------- */
 
@@ -250,8 +259,8 @@ int packed_matrix(PackedObject *p, kiln_matrix *out);
 
 /* ---- module functions of each file, added by PyInit__kiln ------------------ */
 
-extern PyMethodDef objects_functions[], array_functions[], transfer_functions[],
-    ops_functions[], dlpack_functions[], log_functions[];
+extern PyMethodDef context_functions[], event_functions[], array_functions[],
+    transfer_functions[], ops_functions[], dlpack_functions[], log_functions[];
 
 #pragma GCC visibility pop
 

@@ -136,8 +136,9 @@ PyMODINIT_FUNC PyInit__kiln(void) {
   PyObject *m = PyModule_Create(&moduledef);
   if (!m)
     return NULL;
-  PyMethodDef *tables[] = {objects_functions, array_functions, transfer_functions,
-                           ops_functions, dlpack_functions, log_functions};
+  PyMethodDef *tables[] = {context_functions, event_functions, array_functions,
+                           transfer_functions, ops_functions, dlpack_functions,
+                           log_functions};
   for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)
     if (PyModule_AddFunctions(m, tables[i]) < 0)
       return NULL;

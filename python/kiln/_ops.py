@@ -15,6 +15,7 @@ the output.
 import numpy as _np
 
 from . import _kiln
+from ._dtype import dtype_code as _dtype_code, _NP
 
 UNARY = {"neg": 0, "abs": 1, "exp": 2, "log": 3, "sqrt": 4, "relu": 5,
          "gelu": 6, "sigmoid": 7, "tanh": 8}
@@ -38,11 +39,6 @@ __all__ = [
     "attention_backward", "attention_cache_append", "attention_decode",
 ]
 POOL = {"max": 2, "mean": 3, "avg": 3}
-
-
-def _dtype_code(dtype):
-    from . import dtype_code  # late: the package imports this module
-    return dtype_code(dtype)
 
 
 def _new(like, shape=None, dtype=None):
@@ -172,7 +168,6 @@ def _element_bytes(value, code):
         bits = _np.empty(1, _np.uint16)
         _kiln.convert(_np.array([value], _np.float32), bits, 0)
         return bits.tobytes()
-    from . import _NP
     return _np.array([value]).astype(_NP[code]).tobytes()
 
 

@@ -36,6 +36,11 @@ PKG_CONFIG_PATH="$tmp/pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" \
   --disable-pip-version-check --target "$tmp/site" "$src/python" > "$tmp/pip.log" 2>&1 ||
   { cat "$tmp/pip.log" >&2; echo "pip install ./python failed" >&2; exit 1; }
 ls "$tmp"/site/kiln/_kiln.*.so "$tmp/site/kiln/__init__.pyi" "$tmp/site/kiln/py.typed" > /dev/null
+# Every module of the package is installed (python/kiln/meson.build lists them).
+for f in "$src"/python/kiln/*.py; do
+  [ -f "$tmp/site/kiln/${f##*/}" ] ||
+    { echo "pip install ./python left out kiln/${f##*/} (kiln_py_files in python/kiln/meson.build)" >&2; exit 1; }
+done
 
 cd "$tmp"
 LD_LIBRARY_PATH=$(dirname "$lib") PYTHONPATH="$tmp/site" "$py" - "$tmp/site" << 'PYEOF'
