@@ -189,3 +189,37 @@ void fmnist_free(fmnist_set *set) {
   set->labels = NULL;
   set->count = 0;
 }
+
+/* splitmix64: the host's generator for the batch order (the weights come
+ * from kiln's Philox op). */
+static uint64_t next_random(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Fisher-Yates shuffle of 0..n-1 for one epoch, from the seed and the
+ * epoch's number alone. */
+void fmnist_shuffle(uint32_t *order, size_t n, uint64_t seed, int epoch) {
+  uint64_t state = seed * 0x100000001b3ull + (uint64_t)epoch;
+  for (size_t i = 0; i < n; i++)
+    order[i] = (uint32_t)i;
+  for (size_t i = n; i > 1; i--) {
+    size_t j = (size_t)(next_random(&state) % i);
+    uint32_t t = order[i - 1];
+    order[i - 1] = order[j];
+    order[j] = t;
+  }
+}
+
+/* Pixels as f32 in [0, 1] and labels as u32, for examples idx[0..rows). */
+void fmnist_stage(const fmnist_set *set, const uint32_t *idx, size_t rows,
+                  float *x, uint32_t *labels) {
+  for (size_t r = 0; r < rows; r++) {
+    const uint8_t *img = set->images + (size_t)idx[r] * FMNIST_PIXELS;
+    for (size_t p = 0; p < FMNIST_PIXELS; p++)
+      x[r * FMNIST_PIXELS + p] = (float)img[p] * (1.0f / 255.0f);
+    labels[r] = set->labels[idx[r]];
+  }
+}

@@ -1,8 +1,9 @@
 /* fmnist_data.h: Fashion-MNIST from the gzip'd IDX files that Debian's
  * package dataset-fashion-mnist installs in /usr/share/datasets/fashion-mnist
  * (train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz and the t10k-
- * pair), decompressed with zlib. Used by train_fashion_mnist.c; kept apart
- * so that its error paths can be tested on their own. */
+ * pair), decompressed with zlib, and the batches the trainer makes of them.
+ * Used by train_fashion_mnist.c; kept apart so that its error paths can be
+ * tested on their own. */
 #ifndef FMNIST_DATA_H
 #define FMNIST_DATA_H
 
@@ -32,5 +33,15 @@ int fmnist_load(const char *dir, const char *split, size_t limit,
                 fmnist_set *out, char *err, size_t err_size);
 
 void fmnist_free(fmnist_set *set);
+
+/* Fisher-Yates shuffle of 0..n-1 into order for one epoch, from the seed
+ * and the epoch's number alone (splitmix64 on the host; the weights come
+ * from kiln's Philox op). */
+void fmnist_shuffle(uint32_t *order, size_t n, uint64_t seed, int epoch);
+
+/* Pixels as f32 in [0, 1] into x (rows x FMNIST_PIXELS) and labels as u32,
+ * for examples idx[0..rows) of set. */
+void fmnist_stage(const fmnist_set *set, const uint32_t *idx, size_t rows,
+                  float *x, uint32_t *labels);
 
 #endif

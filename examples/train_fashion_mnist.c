@@ -15,10 +15,11 @@
  *                       [--bench-infer RUNS] [--expect-accuracy PCT]
  *
  * The data is the gzip'd IDX files of Debian's package dataset-fashion-mnist
- * (fmnist_data.c), pixels scaled to [0, 1]. Each epoch visits the training
- * set in an order shuffled from the seed and drops the last partial batch;
- * the same seed gives the same weights, batches and so the same losses on
- * one device. While the device computes a step, the host prepares the next
+ * (fmnist_data.c: the files, the batch order and the batches), pixels scaled
+ * to [0, 1]. The options are parsed in train_options.c (--help lists them).
+ * Each epoch visits the training set in an order shuffled from the seed
+ * and drops the last partial batch; the same seed gives the same weights,
+ * batches and so the same losses on one device. While the device computes a step, the host prepares the next
  * batch and a second queue uploads it (two input slots, ordered by events),
  * so the compute queue never waits for a transfer it could have overlapped.
  *
@@ -41,8 +42,8 @@
  * gradients are averaged over the ranks before every step; rank 0 prints,
  * and at the end the ranks check that their models are bit-identical.
  *
- * Build: cc train_fashion_mnist.c model.c mlp.c cnn.c fmnist_data.c \
- *          $(pkg-config --cflags --libs kiln zlib) -lm
+ * Build: cc train_fashion_mnist.c train_options.c model.c mlp.c cnn.c \
+ *          fmnist_data.c $(pkg-config --cflags --libs kiln zlib) -lm
  *   (data-parallel: mpicc -DKILN_TRAIN_MPI ... train_mpi.c, and kiln-mpi) */
 /* clock_gettime and isatty are POSIX, not C11. */
 #define _POSIX_C_SOURCE 200809L
@@ -64,229 +65,12 @@
 #include "log_stderr.h"
 #include "model.h"
 #include "train_dp.h"
-
-typedef struct options {
-  const char *device, *data, *export_dir;
-  int epochs;
-  kiln_dtype precision;
-  const model_kind *kind;
-  model_hyper hyper;
-  size_t batch, hidden, limit, test_limit, max_steps, bench_runs;
-  uint64_t seed;
-  bool print_losses;
-  bool cosine; /* --schedule cosine */
-  double expect_accuracy;
-} options;
+#include "train_options.h"
 
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Every option, one line each: --help prints them, and an unknown option
- * is looked up here. */
-static const struct {
-  const char *name, *value, *what;
-} option_help[] = {
-    {"--model", "mlp|cnn", "the network (default mlp)"},
-    {"--device", "SEL", "device selector (as KILN_DEVICE: gpu, cpu, 0:1)"},
-    {"--epochs", "N", "passes over the training set, 1-1000 (default 1)"},
-    {"--precision", "f32|bf16", "weights' and activations' type (default f32)"},
-    {"--optimizer", "adamw|sgd", "the update rule (default adamw)"},
-    {"--lr", "X", "learning rate (default 0.001 adamw, 0.05 sgd)"},
-    {"--weight-decay", "X", "decoupled weight decay, 0 or more (default 0)"},
-    {"--schedule", "constant|cosine", "learning rate over the run (constant)"},
-    {"--batch", "N", "examples per step, 1-65536 (default 256)"},
-    {"--hidden", "N", "MLP hidden layers (1024) or CNN dense (128)"},
-    {"--seed", "N", "seed of weights and batch order (default 42)"},
-    {"--data", "DIR", "the gzip'd IDX files (default below)"},
-    {"--limit", "N", "use the first N training examples only"},
-    {"--test-limit", "N", "use the first N test examples only"},
-    {"--steps", "N", "stop after N steps in all"},
-    {"--print-losses", NULL, "print every step's loss"},
-    {"--export", "DIR", "write init.f32, order.u32 and final.f32 to DIR"},
-    {"--bench-infer", "RUNS", "time the forward pass at batch 1 and --batch"},
-    {"--expect-accuracy", "PCT", "exit 1 when the test accuracy is below PCT"},
-    {"--help", NULL, "this help (also -h)"},
-};
-#define OPTION_COUNT (sizeof option_help / sizeof option_help[0])
-
-static void help(FILE *out) {
-  fprintf(out, "usage: train_fashion_mnist [options]\n\n"
-               "Train a 784-1024-1024-10 MLP (or, with --model cnn, a small "
-               "CNN) on\nFashion-MNIST with kiln's ops; print each epoch's "
-               "loss, test accuracy and time.\n\n"
-               "options:\n");
-  for (size_t i = 0; i < OPTION_COUNT; i++) {
-    char left[64];
-    snprintf(left, sizeof left, "%s%s%s", option_help[i].name,
-             option_help[i].value ? " " : "", option_help[i].value ? option_help[i].value : "");
-    fprintf(out, "  %-26s %s\n", left, option_help[i].what);
-  }
-  fprintf(out, "\ndefault data directory: %s\n"
-               "exit status: 0 success, 1 failure, 2 usage error.\n",
-          FMNIST_DEFAULT_DIR);
-}
-
-/* A usage error: the reason, then where to look. */
-static int usage(const char *why) {
-  fprintf(stderr, "train_fashion_mnist: %s (see train_fashion_mnist --help)\n",
-          why);
-  return 2;
-}
-
-/* The option called name, or NULL. */
-static bool known_option(const char *name, bool *takes_value) {
-  for (size_t i = 0; i < OPTION_COUNT; i++)
-    if (!strcmp(name, option_help[i].name)) {
-      *takes_value = option_help[i].value != NULL;
-      return true;
-    }
-  return false;
-}
-
-static bool parse_size(const char *s, size_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *end || s[0] == '-')
-    return false;
-  *out = (size_t)v;
-  return true;
-}
-
-static bool parse_float(const char *s, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !isfinite(v))
-    return false;
-  *out = v;
-  return true;
-}
-
-static int parse_args(int argc, char **argv, options *o) {
-  *o = (options){.data = FMNIST_DEFAULT_DIR,
-                 .epochs = 1,
-                 .precision = KILN_F32,
-                 .hyper = {.optimizer = MODEL_ADAMW, .lr = 1e-3f,
-                           .momentum = 0.9f, .beta1 = 0.9f, .beta2 = 0.999f,
-                           .eps = 1e-8f, .weight_decay = 0.0f},
-                 .kind = &mlp_kind,
-                 .batch = 256,
-                 .seed = 42};
-  bool lr_given = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    size_t n;
-    double d;
-    bool takes_value = false;
-    char why[256];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      help(stdout);
-      return -1;
-    }
-    if (!known_option(a, &takes_value)) {
-      snprintf(why, sizeof why, "unknown option '%s'", a);
-      return usage(why);
-    }
-    if (!strcmp(a, "--print-losses")) {
-      o->print_losses = true;
-      continue;
-    }
-    if (!v) {
-      snprintf(why, sizeof why, "%s needs a value", a);
-      return usage(why);
-    }
-    i++;
-    if (!strcmp(a, "--device"))
-      o->device = v;
-    else if (!strcmp(a, "--model") && model_kind_find(v))
-      o->kind = model_kind_find(v);
-    else if (!strcmp(a, "--data"))
-      o->data = v;
-    else if (!strcmp(a, "--export"))
-      o->export_dir = v;
-    else if (!strcmp(a, "--epochs") && parse_size(v, &n) && n >= 1 && n <= 1000)
-      o->epochs = (int)n;
-    else if (!strcmp(a, "--precision") && !strcmp(v, "f32"))
-      o->precision = KILN_F32;
-    else if (!strcmp(a, "--precision") && !strcmp(v, "bf16"))
-      o->precision = KILN_BF16;
-    else if (!strcmp(a, "--optimizer") && !strcmp(v, "adamw"))
-      o->hyper.optimizer = MODEL_ADAMW;
-    else if (!strcmp(a, "--optimizer") && !strcmp(v, "sgd"))
-      o->hyper.optimizer = MODEL_SGD;
-    else if (!strcmp(a, "--lr") && parse_float(v, &d) && d > 0) {
-      o->hyper.lr = (float)d;
-      lr_given = true;
-    } else if (!strcmp(a, "--schedule") && !strcmp(v, "constant"))
-      o->cosine = false;
-    else if (!strcmp(a, "--schedule") && !strcmp(v, "cosine"))
-      o->cosine = true;
-    else if (!strcmp(a, "--weight-decay") && parse_float(v, &d) && d >= 0)
-      o->hyper.weight_decay = (float)d;
-    else if (!strcmp(a, "--batch") && parse_size(v, &n) && n >= 1 &&
-               n <= 65536)
-      o->batch = n;
-    else if (!strcmp(a, "--hidden") && parse_size(v, &n) && n >= 1 &&
-             n <= 65536)
-      o->hidden = n;
-    else if (!strcmp(a, "--seed") && parse_size(v, &n))
-      o->seed = n;
-    else if (!strcmp(a, "--limit") && parse_size(v, &n))
-      o->limit = n;
-    else if (!strcmp(a, "--test-limit") && parse_size(v, &n))
-      o->test_limit = n;
-    else if (!strcmp(a, "--steps") && parse_size(v, &n) && n >= 1)
-      o->max_steps = n;
-    else if (!strcmp(a, "--bench-infer") && parse_size(v, &n) && n >= 1)
-      o->bench_runs = n;
-    else if (!strcmp(a, "--expect-accuracy") && parse_float(v, &d))
-      o->expect_accuracy = d;
-    else {
-      snprintf(why, sizeof why, "bad value for %s: '%s'", a, v);
-      return usage(why);
-    }
-  }
-  if (!lr_given && o->hyper.optimizer == MODEL_SGD)
-    o->hyper.lr = 0.05f;
-  return 0;
-}
-
-/* splitmix64: the host's generator for the batch order (the weights come
- * from kiln's Philox op). */
-static uint64_t next_random(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-/* Fisher-Yates shuffle of 0..n-1 for one epoch, from the seed and the
- * epoch's number alone. */
-static void shuffle(uint32_t *order, size_t n, uint64_t seed, int epoch) {
-  uint64_t state = seed * 0x100000001b3ull + (uint64_t)epoch;
-  for (size_t i = 0; i < n; i++)
-    order[i] = (uint32_t)i;
-  for (size_t i = n; i > 1; i--) {
-    size_t j = (size_t)(next_random(&state) % i);
-    uint32_t t = order[i - 1];
-    order[i - 1] = order[j];
-    order[j] = t;
-  }
-}
-
-/* Pixels as f32 in [0, 1] and labels as u32, for examples idx[0..rows). */
-static void stage(const fmnist_set *set, const uint32_t *idx, size_t rows,
-                  float *x, uint32_t *labels) {
-  for (size_t r = 0; r < rows; r++) {
-    const uint8_t *img = set->images + (size_t)idx[r] * FMNIST_PIXELS;
-    for (size_t p = 0; p < FMNIST_PIXELS; p++)
-      x[r * FMNIST_PIXELS + p] = (float)img[p] * (1.0f / 255.0f);
-    labels[r] = set->labels[idx[r]];
-  }
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -414,7 +198,7 @@ static double bench_infer(run *r, const fmnist_set *test, size_t rows,
     goto done;
   for (size_t i = 0; i < rows; i++)
     idx[i] = (uint32_t)(i % test->count);
-  stage(test, idx, rows, r->host_x[0], r->host_labels[0]);
+  fmnist_stage(test, idx, rows, r->host_x[0], r->host_labels[0]);
   for (size_t k = 0; k <= runs; k++) { /* run 0 warms up */
     double t0 = now_s();
     TRY(kiln_buffer_write(r->q, r->host_x[0], &(kiln_range){r->x[0], 0, rows * FMNIST_PIXELS, KILN_F32}, 0, NULL, NULL),
@@ -435,8 +219,8 @@ done:
 
 int main(int argc, char **argv) {
   log_to_stderr(); /* kiln never prints: its log on stderr */
-  options o;
-  int rc = parse_args(argc, argv, &o);
+  train_options o;
+  int rc = train_parse_args(argc, argv, &o);
   if (rc)
     return rc < 0 ? EXIT_SUCCESS : rc; /* < 0: --help */
   dp *par = NULL; /* data-parallel hooks; no-ops in the one-process build */
@@ -488,7 +272,7 @@ int main(int argc, char **argv) {
     size_t first = (size_t)e * steps_per_epoch * B;
     if (first >= total_steps * B)
       break;
-    shuffle(order, train.count, o.seed, e);
+    fmnist_shuffle(order, train.count, o.seed, e);
     size_t take = total_steps * B - first;
     if (take > steps_per_epoch * B)
       take = steps_per_epoch * B;
@@ -522,7 +306,7 @@ int main(int argc, char **argv) {
     if (tx && tl && ti) {
       for (size_t i = 0; i < test.count; i++)
         ti[i] = (uint32_t)i;
-      stage(&test, ti, test.count, tx, tl);
+      fmnist_stage(&test, ti, test.count, tx, tl);
       st = kiln_buffer_write_sync(r.q, tx, &(kiln_range){r.test_x, 0, test.count * FMNIST_PIXELS, KILN_F32});
       if (st == KILN_OK)
         st = kiln_buffer_write_sync(r.q, tl, &(kiln_range){r.test_labels, 0, test.count, KILN_U32});
@@ -564,7 +348,7 @@ int main(int argc, char **argv) {
   double run_t0 = now_s(), bar_read = 0.0, bar_loss = NAN;
   size_t t = 0, timed = 0;
   /* Prologue: the first batch (this rank's rows of it) into slot 0. */
-  stage(&train, used + row0, rows, r.host_x[0], r.host_labels[0]);
+  fmnist_stage(&train, used + row0, rows, r.host_x[0], r.host_labels[0]);
   TRY(kiln_buffer_write(r.upload, r.host_x[0], &(kiln_range){r.x[0], 0, rows * FMNIST_PIXELS, KILN_F32}, 0, NULL, NULL), kiln_fail);
   TRY(kiln_buffer_write(r.upload, r.host_labels[0], &(kiln_range){r.labels[0], 0, rows, KILN_U32}, 0, NULL, &up[0]), kiln_fail);
   /* A queue's commands may not start until it is flushed (rusticl waits
@@ -602,7 +386,7 @@ int main(int argc, char **argv) {
         last_done = now;
       }
       if (t + 1 < total_steps) {
-        stage(&train, used + (t + 1) * B + row0, rows, r.host_x[ns],
+        fmnist_stage(&train, used + (t + 1) * B + row0, rows, r.host_x[ns],
               r.host_labels[ns]);
         TRY(kiln_buffer_write(r.upload, r.host_x[ns], &(kiln_range){r.x[ns], 0, rows * FMNIST_PIXELS, KILN_F32}, 0, NULL, NULL), kiln_fail);
         TRY(kiln_buffer_write(r.upload, r.host_labels[ns], &(kiln_range){r.labels[ns], 0, rows, KILN_U32}, 0, NULL, &up[ns]),

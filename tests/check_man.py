@@ -25,7 +25,9 @@ import shutil
 import subprocess
 import sys
 
-from check_cli import env_vars_read, help_env_vars
+# No __pycache__ of cli_util.py left in the source tree.
+sys.dont_write_bytecode = True
+from cli_util import env_vars_read, help_env_vars  # noqa: E402
 
 KILN, SOURCE, BUILD = sys.argv[1:4]
 PAGES = {

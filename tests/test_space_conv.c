@@ -2,17 +2,15 @@
  * convolution of the GPU family, cl_kernels/conv_gemm.cl): validation
  * refuses, with gemm_gpu's reasons, the points the kernel or a device
  * cannot run, and the tuning API says so too; a seeded sample holding
- * every value of every knob gives test_op_conv.c's results (every case:
- * 1x1 images, primes, stride, padding, dilation, groups, depthwise, a
- * 28x28 layer, channels past every tile; f32, f16, bf16; bias, ReLU, GELU,
- * alpha and beta; guards) with the GPU family forced on a CPU device
+ * every value of every knob gives test_op_conv.c's results (every case of
+ * conv_test_util.h: 1x1 images, primes, stride, padding, dilation, groups,
+ * depthwise, a 28x28 layer, channels past every tile; f32, f16, bf16;
+ * bias, ReLU, GELU, alpha and beta; guards) with the GPU family forced on a
+ * CPU device
  * (space_test_util.h); and the GPU family's im2col path, which the
  * implicit kernel replaced but which stays the fallback, still gives them
  * (kiln__conv_set_implicit). */
-#define KILN_OP_TEST_NO_MAIN
-#pragma GCC diagnostic ignored "-Wunused-function"
-#include "test_op_conv.c"
-
+#include "conv_test_util.h"
 #include "ops/ops_conv_gpu.h"
 #include "space_test_util.h"
 
@@ -64,8 +62,8 @@ static void test_validation(void **state) {
                   NULL, &broken, conv_4x4);
 }
 
-/* Every case of test_op_conv.c in every float dtype on ctx (the GPU family,
- * the point under test), forward and both gradients. */
+/* Every case of conv_test_util.h in every float dtype on ctx (the GPU
+ * family, the point under test), forward and both gradients. */
 static void cases_on(kiln_context *ctx, kiln_queue *q) {
   size_t ndt;
   const kiln_dtype *dts = util_float_dtypes(&ndt);

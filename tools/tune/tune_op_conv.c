@@ -3,7 +3,7 @@
  * shapes: 1x1 images, primes, channels and positions past every tile,
  * stride, padding, dilation, groups and depthwise, f32, f16 and bf16,
  * bias + ReLU, beta over the old y, with guards around y.
- * Tolerance as tests/test_op_conv.c's: 2 (kk + 10) u S, S the sum of the
+ * Tolerance as tests/conv_test_util.h's: 2 (kk + 10) u S, S the sum of the
  * terms' magnitudes (u = 2^-24: products of exact inputs accumulated in
  * f32 by fma). */
 #include "tune.h"
