@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static void usage(FILE *out) {
@@ -441,6 +442,7 @@ int kiln_cmd_tune(int argc, char **argv) {
       {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   const char *selector = NULL, *ops = "gemm", *export_path = NULL;
   bool json = false, list = false, reset = false, sizes_given = false;
+  bool stuck = false; /* a launch ran past the run timeout and still runs */
   kiln_tuning_search_options o;
   memset(&o, 0, sizeof o);
   o.budget_s = 120.0;
@@ -553,7 +555,6 @@ int kiln_cmd_tune(int argc, char **argv) {
     goto done;
   }
   status = 0;
-  bool stuck = false;
   for (size_t i = 0; i < ntodo && status == 0 && !stop_flag && !stuck; i++) {
     const tune_op *op = family_op(ctx, todo[i]);
     kiln_tuning_search_options oi = o;
@@ -568,12 +569,25 @@ int kiln_cmd_tune(int argc, char **argv) {
 done:
   if (q != NULL)
     kiln_queue_destroy(q);
-  /* KILN_ERR_BUSY while a build the search gave up on (past the compile
-   * timeout) still runs in the driver's compiler, or while a stuck queue
-   * lives: the process's exit takes them (runtime/tune/build_pool.c). */
-  if (ctx != NULL && kiln_context_destroy(ctx) == KILN_ERR_BUSY && status == 0)
-    fprintf(stderr, "kiln tune: leaving a build or a launch that ran past "
-                    "its timeout to the process's exit\n");
+  /* KILN_ERR_BUSY while a build of the search still runs in the driver's
+   * compiler, or while a stuck queue lives. A build that was in flight when
+   * the budget ran out ends soon: wait for it, up to the compile timeout
+   * (not for a stuck launch, nor after Ctrl-C). What still runs then, a
+   * build the search gave up on, is left to the process's exit
+   * (runtime/tune/build_pool.c). */
+  if (ctx != NULL) {
+    const double until =
+        tools_now() + (stuck || stop_flag ? 0.0 : o.compile_timeout_s);
+    kiln_status gone;
+    while ((gone = kiln_context_destroy(ctx)) == KILN_ERR_BUSY &&
+           tools_now() < until && !stop_flag) {
+      const struct timespec pause = {0, 20 * 1000 * 1000};
+      nanosleep(&pause, NULL);
+    }
+    if (gone == KILN_ERR_BUSY && status == 0)
+      fprintf(stderr, "kiln tune: leaving a build or a launch that ran past "
+                      "its timeout to the process's exit\n");
+  }
   kiln_device_list_destroy(devs);
   return status;
 }
