@@ -56,6 +56,23 @@ static PyObject *info_dict(const kiln_device_info *d) {
       "device_index", (Py_ssize_t)d->device_index);
 }
 
+/* The machine's device list and, when wanted, selector's selection over it
+ * (NULL: the default selection). -1 with the exception set and nothing
+ * left open on a failure. */
+static int open_selection(const char *selector, bool wanted,
+                          kiln_device_list **list, kiln_selection **sel) {
+  *sel = NULL;
+  kiln_status st = kiln_device_list_create(list);
+  if (st == KILN_OK && wanted)
+    st = kiln_selection_create(*list, selector, sel);
+  if (st == KILN_OK)
+    return 0;
+  raise_status(st);
+  kiln_device_list_destroy(*list);
+  *list = NULL;
+  return -1;
+}
+
 static PyObject *mod_devices(PyObject *self, PyObject *args, PyObject *kw) {
   static char *kwl[] = {"selector", NULL};
   const char *selector = NULL;
@@ -63,15 +80,9 @@ static PyObject *mod_devices(PyObject *self, PyObject *args, PyObject *kw) {
     return NULL;
   kiln_device_list *list = NULL;
   kiln_selection *sel = NULL;
-  kiln_status st = kiln_device_list_create(&list);
-  if (st != KILN_OK)
-    return raise_status(st);
-  PyObject *out = NULL;
-  if (selector && (st = kiln_selection_create(list, selector, &sel)) != KILN_OK) {
-    raise_status(st);
-    goto done;
-  }
-  out = PyList_New(0);
+  if (open_selection(selector, selector != NULL, &list, &sel) < 0)
+    return NULL;
+  PyObject *out = PyList_New(0);
   for (size_t i = 0; out && i < kiln_device_list_get_count(list); i++) {
     bool taken = true;
     if (sel)
@@ -86,7 +97,6 @@ static PyObject *mod_devices(PyObject *self, PyObject *args, PyObject *kw) {
     Py_XDECREF(d);
     Py_XDECREF(idx);
   }
-done:
   kiln_selection_destroy(sel);
   kiln_device_list_destroy(list);
   return out;
@@ -98,13 +108,8 @@ static PyObject *mod_explain(PyObject *self, PyObject *args) {
     return NULL;
   kiln_device_list *list = NULL;
   kiln_selection *sel = NULL;
-  kiln_status st = kiln_device_list_create(&list);
-  if (st != KILN_OK)
-    return raise_status(st);
-  if ((st = kiln_selection_create(list, selector, &sel)) != KILN_OK) {
-    kiln_device_list_destroy(list);
-    return raise_status(st);
-  }
+  if (open_selection(selector, true, &list, &sel) < 0)
+    return NULL;
   PyObject *out = PyList_New(0);
   for (size_t i = 0; out && i < kiln_device_list_get_count(list); i++) {
     bool taken = false;
